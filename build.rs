@@ -1,0 +1,31 @@
+//! Embeds every `recipes/*.toml` (and `recipes/rcclfix.lock` when present) into the binary, so
+//! `rcclfix build` works from an installed binary with no checkout.
+
+use std::fmt::Write;
+
+fn main() {
+    println!("cargo:rerun-if-changed=recipes");
+    let mut files: Vec<_> = std::fs::read_dir("recipes")
+        .expect("recipes/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    let mut out = String::from("/// Every `recipes/*.toml` at build time: (file name, contents).\npub static EMBEDDED_RECIPES: &[(&str, &str)] = &[\n");
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+        let abs = std::fs::canonicalize(f).unwrap();
+        writeln!(out, "    ({:?}, include_str!({:?})),", f.file_name().unwrap().to_str().unwrap(), abs).unwrap();
+    }
+    out.push_str("];\n");
+    let lock = std::path::Path::new("recipes/rcclfix.lock");
+    println!("cargo:rerun-if-changed={}", lock.display());
+    if lock.exists() {
+        let abs = std::fs::canonicalize(lock).unwrap();
+        writeln!(out, "/// `recipes/rcclfix.lock` at build time.\npub static EMBEDDED_LOCK: &str = include_str!({abs:?});").unwrap();
+    } else {
+        out.push_str("/// `recipes/rcclfix.lock` at build time (absent).\npub static EMBEDDED_LOCK: &str = \"\";\n");
+    }
+    let dest = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("recipes.rs");
+    std::fs::write(dest, out).unwrap();
+}

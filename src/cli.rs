@@ -1,0 +1,71 @@
+//! Command-line types (clap derive) and dispatch. Each subcommand's own arguments live in its module
+//! (`scan::ScanArgs`, `build::BuildArgs`, …) so the module that uses a flag also owns it.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  ok: no requested kernel declares hidden_hostcall_buffer / every check passed
+  1  a check failed: a kernel declares hostcall, verify found a wrong value, doctor says affected
+  2  usage, input or internal error; inconclusive
+  3  some device code could not be read (scan: unknown)";
+
+/// Rebuild RCCL so its gfx kernels declare no `hidden_hostcall_buffer`, and prove it.
+#[derive(Debug, Parser)]
+#[command(name = "rcclfix", version, about, after_help = AFTER_HELP, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build RCCL from a pinned recipe, gate it with the scanner, write out/rccl-<version>-<targets>/.
+    Build(crate::build::BuildArgs),
+    /// Report, per gfx target and kernel, whether hidden_hostcall_buffer is declared, and why.
+    Scan(crate::scan::cli::ScanArgs),
+    /// Two-GPU all_reduce/all_gather correctness run against constructed truth.
+    Verify(crate::verify::VerifyArgs),
+    /// Write drop-in .deb and .whl overlays from a build folder.
+    Package(crate::package::PackageArgs),
+    /// Am I affected, and is the fix a VM setting, a rebuild, or neither?
+    Doctor(crate::doctor::DoctorArgs),
+    /// The recipes per ROCm release, as a table or a GitHub Actions matrix.
+    Matrix(crate::matrix::MatrixArgs),
+    /// Recipe maintenance (pin tags to commits in the lockfile).
+    Recipe(crate::recipe::RecipeArgs),
+    /// Toolchain images: build the Debian-package rootfs, list what is cached.
+    Toolchain(crate::container::ToolchainArgs),
+    /// Remove a provably unused hidden_hostcall_buffer declaration from a linked library.
+    Patch(crate::patch::PatchArgs),
+    /// Internal: the child process that loads the NCCL-API library for `verify`.
+    #[command(hide = true)]
+    VerifyChild(crate::verify::ChildArgs),
+}
+
+/// Run the parsed command line and return the process exit code.
+///
+/// Errors: whatever the subcommand returns; `main` prints the chain and exits 2.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Build(a) => a.run(),
+        Command::Scan(a) => a.run(),
+        Command::Verify(a) => a.run(),
+        Command::Package(a) => a.run(),
+        Command::Doctor(a) => a.run(),
+        Command::Matrix(a) => a.run(),
+        Command::Recipe(a) => a.run(),
+        Command::Toolchain(a) => a.run(),
+        Command::Patch(a) => a.run(),
+        Command::VerifyChild(a) => a.run(),
+    }
+}

@@ -1,0 +1,23 @@
+//! The `rcclfix` binary: parse the command line, set up logging, run, map the result to an exit code.
+//!
+//! Exit codes are a contract (see `rcclfix --help`): 0 ok, 1 a check failed, 2 usage or internal error,
+//! 3 something could not be read (scan: unknown device code).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = rcclfix::cli::Cli::parse();
+    rcclfix::ui::init_logging(cli.verbose, cli.quiet);
+    match rcclfix::cli::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if rcclfix::ui::is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            rcclfix::ui::print_error(&err);
+            ExitCode::from(rcclfix::EXIT_ERROR)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Build provenance: `manifest.json` in every output folder and package.

@@ -1,0 +1,435 @@
+//! Recipes: one TOML file per RCCL version in `recipes/`, embedded into the binary at build time
+//! (see `build.rs`), plus any file given with `--recipe FILE`.
+//!
+//! A recipe pins *what* to build (git URL, tag, commit), *with what* (a toolchain: a Debian-package
+//! rootfs built by rcclfix, or an official ROCm dev image), and *how* to make NDEBUG reach the device
+//! compile. Unknown fields are rejected so a typo never silently changes a build.
+//!
+//! Commits are pinned either in the recipe (`source.commit`) or in a lockfile (`rcclfix.lock`, like
+//! `Cargo.lock`): the first fetch of an unpinned tag records the commit, every later fetch checks it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+include!(concat!(env!("OUT_DIR"), "/recipes.rs"));
+
+/// The recipe chosen when `--tag` is not given: the newest one that builds on a Debian 12 host.
+pub const DEFAULT_RECIPE: &str = "2.13.4";
+
+/// One recipe file, e.g. `recipes/2.27.7.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// The RCCL version this recipe builds, `MAJOR.MINOR.PATCH` (what `--tag` takes), e.g. `2.27.7`.
+    /// Several recipes may build one version (e.g. `2.27.7` for ROCm 7.1.1 and 7.2.1): then `name`
+    /// tells them apart.
+    pub rccl_version: String,
+    /// A unique recipe name; defaults to `rccl_version`. `--tag` accepts either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The ROCm release that shipped this RCCL, e.g. `7.2.1` (informational; drives the matrix).
+    pub rocm_release: String,
+    /// How far this recipe is proven.
+    pub status: Status,
+    /// Why the status is what it is (required for `unfixable-by-rebuild` and `experimental`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// Where the status `verified` comes from: a CI test name or a recorded build under `recipes/records/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_by: Option<String>,
+    /// Free text: what is known about this version (shown by `build --list` and `matrix`).
+    #[serde(default)]
+    pub notes: String,
+    /// Where the source comes from.
+    pub source: Source,
+    /// What compiles it.
+    pub toolchain: Toolchain,
+    /// How it is configured and built.
+    pub build: BuildSpec,
+}
+
+/// How far a recipe is proven (issue: recipes per ROCm release).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Built and gated by rcclfix, on a developer machine or in CI (`verified_by` says where).
+    Verified,
+    /// The strategy is known to work elsewhere (community measurements), not yet built by rcclfix.
+    Expected,
+    /// Unproven; `rcclfix build` asks for `--experimental`. The scan gate stays the judge.
+    Experimental,
+    /// A rebuild alone cannot remove the declaration (`status_reason` says why).
+    UnfixableByRebuild,
+}
+
+impl Status {
+    /// The kebab-case name used in TOML and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Verified => "verified",
+            Status::Expected => "expected",
+            Status::Experimental => "experimental",
+            Status::UnfixableByRebuild => "unfixable-by-rebuild",
+        }
+    }
+}
+
+/// The pinned source.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// Git URL (`https://github.com/ROCm/rccl.git`, or the rocm-systems monorepo).
+    pub git: String,
+    /// The tag to check out, e.g. `rocm-5.4.3`.
+    pub tag: String,
+    /// Full 40-hex commit the tag must resolve to. When absent the lockfile pins it on first fetch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Subdirectory holding RCCL inside the repository (`projects/rccl` in rocm-systems).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subdir: String,
+}
+
+/// The toolchain: exactly one of `name` (a Debian-package rootfs described in
+/// `containers/<name>/toolchain.toml`) or `image` (an OCI image, described by `containerfile`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Toolchain {
+    /// A local toolchain built by `rcclfix toolchain build <name>`, e.g. `debian-trixie`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// An OCI image reference without a registry host, e.g. `rocm/dev-ubuntu-24.04:7.2.1-complete`;
+    /// the engine's own configuration decides the registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The Containerfile that extends `image` with what the build needs, relative to the repo root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containerfile: Option<String>,
+    /// The compiler driver inside the toolchain (`/usr/bin/hipcc`, `/opt/rocm/bin/hipcc`).
+    pub cxx: String,
+    /// `ROCM_PATH` inside the toolchain (`/usr` for Debian, `/opt/rocm` for ROCm images).
+    pub rocm_path: String,
+}
+
+/// How NDEBUG is made to reach the device compile (reference: rccl.md §5).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum NdebugStrategy {
+    /// `-DCMAKE_BUILD_TYPE=Release` adds CMake's default `-DNDEBUG` (RCCL ≤ 5.x: no toolchain file
+    /// shadows it).
+    ReleaseBuildType,
+    /// `-DCMAKE_CXX_FLAGS=-DNDEBUG` (Pipeline A, ≤ 2.27.x).
+    CxxFlags,
+    /// Insert `add_compile_definitions(NDEBUG)` right after `project(...)` in the top-level
+    /// CMakeLists.txt (reaches Pipeline B's device steps too).
+    CompileDefinition,
+    /// Inject nothing (for negative controls and tests: the gate must then fail on asserts).
+    None,
+}
+
+/// Configure and build settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSpec {
+    /// Default gfx targets (explicit names, never generic ones), e.g. `["gfx1100"]`.
+    pub targets: Vec<String>,
+    /// How NDEBUG reaches the device compile.
+    pub ndebug: NdebugStrategy,
+    /// `rdc` (Pipeline A, `-fgpu-rdc` LTO link) or `device-linker` (Pipeline B, 2.28+).
+    #[serde(default = "default_pipeline")]
+    pub pipeline: Pipeline,
+    /// CMake build type passed as `-DCMAKE_BUILD_TYPE`.
+    #[serde(default = "default_build_type")]
+    pub build_type: String,
+    /// Extra `-D…` options for CMake, verbatim.
+    #[serde(default)]
+    pub cmake_options: Vec<String>,
+    /// Patches (unified diffs) under `patches/`, applied with `git apply` in order.
+    #[serde(default)]
+    pub patches: Vec<String>,
+    /// Files to create in the source tree before configuring (path → contents), e.g. the ROCm
+    /// version file Debian does not ship.
+    #[serde(default)]
+    pub extra_files: BTreeMap<String, String>,
+    /// Peak RAM the single-threaded device link needs, in GiB (warned about up front).
+    #[serde(default = "default_link_ram")]
+    pub link_ram_gib: f64,
+    /// Wall time a 2-core machine needs, in minutes (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_minutes: Option<f64>,
+    /// Run `rcclfix patch` on the built library before the gate (2.30.x device-linker pattern).
+    #[serde(default)]
+    pub post_link_patch: bool,
+}
+
+/// Device-code pipeline (reference: rccl.md §2).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pipeline {
+    /// `-fgpu-rdc` single-source compile, LTO device link in the `librccl.so` link step.
+    Rdc,
+    /// The RCCL device linker (`ENABLE_DEVICE_LINKER=ON`, default from 2.28).
+    DeviceLinker,
+}
+
+fn default_pipeline() -> Pipeline {
+    Pipeline::Rdc
+}
+fn default_build_type() -> String {
+    "Release".into()
+}
+fn default_link_ram() -> f64 {
+    4.0
+}
+
+impl Recipe {
+    /// The recipe's unique name (`name`, else `rccl_version`).
+    pub fn id(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.rccl_version)
+    }
+
+    /// Parse and check one recipe. `origin` names the file in errors.
+    ///
+    /// Errors (one line each, naming `origin`): TOML syntax, unknown field, missing field, a
+    /// malformed commit, an inconsistent toolchain, an empty or generic target list.
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<Recipe> {
+        let r: Recipe = toml::from_str(text).map_err(|e| {
+            let msg = e.message().to_owned();
+            let at = e
+                .span()
+                .map(|s| {
+                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                    format!(" (line {line})")
+                })
+                .unwrap_or_default();
+            anyhow::anyhow!("{origin}{at}: {msg}")
+        })?;
+        r.check().with_context(|| format!("{origin}: invalid recipe"))?;
+        Ok(r)
+    }
+
+    /// Internal consistency checks (also run by the recipe tests).
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !is_version(&self.rccl_version) {
+            bail!("rccl_version {:?} is not MAJOR.MINOR.PATCH", self.rccl_version);
+        }
+        if let Some(c) = &self.source.commit {
+            if !is_full_sha(c) {
+                bail!("source.commit {c:?} is not a full 40-hex commit");
+            }
+        }
+        if self.source.tag.trim().is_empty() {
+            bail!("source.tag is empty");
+        }
+        match (&self.toolchain.name, &self.toolchain.image) {
+            (Some(_), Some(_)) => bail!("toolchain: give either `name` or `image`, not both"),
+            (None, None) => bail!("toolchain: give `name` (a local toolchain) or `image`"),
+            (None, Some(_)) if self.toolchain.containerfile.is_none() => {
+                bail!("toolchain: `image` needs `containerfile`")
+            }
+            _ => {}
+        }
+        if self.build.targets.is_empty() {
+            bail!("build.targets is empty");
+        }
+        for t in &self.build.targets {
+            if !t.starts_with("gfx") || t.contains("generic") {
+                bail!("build.targets: {t:?} is not an explicit gfx target (generic targets are rejected by RCCL's linker)");
+            }
+        }
+        if matches!(self.status, Status::UnfixableByRebuild | Status::Experimental) && self.status_reason.is_none() {
+            bail!("status {} needs status_reason", self.status.as_str());
+        }
+        if self.status == Status::Verified && self.verified_by.is_none() {
+            bail!("status verified needs verified_by (a CI test or a recorded build)");
+        }
+        Ok(())
+    }
+
+    /// The commit this recipe is pinned to: `source.commit`, else the lockfile entry, else `None`.
+    pub fn pinned_commit<'a>(&'a self, lock: &'a Lockfile) -> Option<&'a str> {
+        self.source.commit.as_deref().or_else(|| lock.get(self.id(), &self.source.tag))
+    }
+}
+
+/// Whether `s` is a full 40-hex git commit id.
+pub fn is_full_sha(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+fn is_version(s: &str) -> bool {
+    let parts: Vec<_> = s.split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// All recipes: the embedded ones, keyed by [`Recipe::id`].
+///
+/// Errors: an embedded recipe does not parse (caught by the tests before release), or two recipes
+/// share an id.
+pub fn embedded() -> anyhow::Result<BTreeMap<String, Recipe>> {
+    let mut out = BTreeMap::new();
+    for (file, text) in EMBEDDED_RECIPES {
+        let r = Recipe::parse(text, &format!("recipes/{file}"))?;
+        if let Some(prev) = out.insert(r.id().to_owned(), r) {
+            bail!("recipes/{file}: recipe name {:?} is used twice", prev.id());
+        }
+    }
+    Ok(out)
+}
+
+/// Load a recipe file from disk (`--recipe FILE`).
+pub fn load_file(path: &Path) -> anyhow::Result<Recipe> {
+    let text = fs_err::read_to_string(path)?;
+    Recipe::parse(&text, &path.display().to_string())
+}
+
+/// Find the recipe for `--tag`: an exact recipe name, else the single recipe of that RCCL version,
+/// else the recommended one (`status` best first) among several of that version.
+///
+/// Errors: no recipe has that name or version (the message lists the known ones).
+pub fn find<'a>(all: &'a BTreeMap<String, Recipe>, tag: &str) -> anyhow::Result<&'a Recipe> {
+    if let Some(r) = all.get(tag) {
+        return Ok(r);
+    }
+    let mut same: Vec<&Recipe> = all.values().filter(|r| r.rccl_version == tag).collect();
+    same.sort_by_key(|r| r.status);
+    if let Some(r) = same.first() {
+        return Ok(r);
+    }
+    let known: Vec<&str> = all.keys().map(|s| s.as_str()).collect();
+    bail!("unknown tag {tag:?}: no recipe for that RCCL version (known: {})", known.join(", "))
+}
+
+/// The lockfile: tag → commit pins recorded on first fetch of an unpinned recipe.
+///
+/// Format (TOML): `[[pin]] recipe = "…" tag = "…" commit = "…"`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Lockfile {
+    /// The pins, sorted by recipe then tag.
+    #[serde(default)]
+    pub pin: Vec<Pin>,
+}
+
+/// One lockfile entry.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(deny_unknown_fields)]
+pub struct Pin {
+    /// Recipe id.
+    pub recipe: String,
+    /// Tag.
+    pub tag: String,
+    /// Full commit id the tag resolved to when pinned.
+    pub commit: String,
+}
+
+impl Lockfile {
+    /// The embedded lockfile merged under the user's lockfile at `path` (the user's entries win).
+    pub fn load(path: &Path) -> anyhow::Result<Lockfile> {
+        let mut lock: Lockfile = toml::from_str(EMBEDDED_LOCK).context("embedded recipes/rcclfix.lock")?;
+        if path.exists() {
+            let text = fs_err::read_to_string(path)?;
+            let user: Lockfile = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
+            for p in user.pin {
+                lock.set(&p.recipe, &p.tag, &p.commit);
+            }
+        }
+        Ok(lock)
+    }
+
+    /// The pinned commit for (recipe, tag).
+    pub fn get(&self, recipe: &str, tag: &str) -> Option<&str> {
+        self.pin.iter().find(|p| p.recipe == recipe && p.tag == tag).map(|p| p.commit.as_str())
+    }
+
+    /// Record or replace a pin.
+    pub fn set(&mut self, recipe: &str, tag: &str, commit: &str) {
+        self.pin.retain(|p| !(p.recipe == recipe && p.tag == tag));
+        self.pin.push(Pin { recipe: recipe.into(), tag: tag.into(), commit: commit.into() });
+        self.pin.sort();
+    }
+
+    /// Write atomically to `path`.
+    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        let text = format!(
+            "# rcclfix.lock: tag → commit pins recorded on first fetch; checked on every later fetch.\n{}",
+            toml::to_string_pretty(self)?
+        );
+        if let Some(d) = path.parent() {
+            fs_err::create_dir_all(d)?;
+        }
+        crate::fsutil::atomic_write(path, text.as_bytes())
+    }
+}
+
+/// The per-user data folder: `$RCCLFIX_HOME`, else `$XDG_CACHE_HOME/rcclfix`, else `~/.cache/rcclfix`.
+/// Holds the source cache, toolchain rootfs, and the user's lockfile.
+pub fn home() -> PathBuf {
+    if let Some(h) = std::env::var_os("RCCLFIX_HOME") {
+        return PathBuf::from(h);
+    }
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(x).join("rcclfix");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+    home.join(".cache/rcclfix")
+}
+
+/// `rcclfix recipe …`
+#[derive(Debug, clap::Args)]
+pub struct RecipeArgs {
+    #[command(subcommand)]
+    cmd: RecipeCmd,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum RecipeCmd {
+    /// List the embedded recipes.
+    List,
+    /// Print one recipe as resolved (TOML).
+    Show {
+        /// Recipe name or RCCL version.
+        tag: String,
+    },
+    /// Resolve unpinned tags to commits where the network (or a mirror) allows; write the lockfile.
+    Pin(crate::source::PinArgs),
+}
+
+impl RecipeArgs {
+    /// Run the subcommand.
+    pub fn run(self) -> anyhow::Result<std::process::ExitCode> {
+        match self.cmd {
+            RecipeCmd::List => {
+                print!("{}", list_table(&embedded()?));
+                Ok(std::process::ExitCode::SUCCESS)
+            }
+            RecipeCmd::Show { tag } => {
+                let all = embedded()?;
+                print!("{}", toml::to_string_pretty(find(&all, &tag)?)?);
+                Ok(std::process::ExitCode::SUCCESS)
+            }
+            RecipeCmd::Pin(a) => a.run(),
+        }
+    }
+}
+
+/// The recipe list as a text table (`build --list`, `recipe list`).
+pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {
+    let mut s = format!("{:<14} {:<8} {:<16} {:<22} {:<18} {}\n", "RECIPE", "ROCM", "TAG", "TOOLCHAIN", "STATUS", "NDEBUG");
+    for r in all.values() {
+        let tc = r.toolchain.name.clone().or_else(|| r.toolchain.image.clone()).unwrap_or_default();
+        s.push_str(&format!(
+            "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
+            r.id(),
+            r.rocm_release,
+            r.source.tag,
+            tc,
+            r.status.as_str(),
+            serde_json::to_value(r.build.ndebug).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+        ));
+    }
+    s
+}

@@ -1,0 +1,118 @@
+//! Scan result types, serialised as the versioned `--json` schema (`scan.json` in build outputs).
+//!
+//! Shape: [`ScanReport`] → files ([`FileReport`]) → device images ([`ImageReport`], one per code
+//! object, i.e. per bundle entry) → kernels ([`KernelReport`]). Anything that could not be read is an
+//! [`Unreadable`] record with a byte offset and reason, never silently dropped.
+
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON schema below; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole result of one `rcclfix scan`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScanReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// rcclfix version that produced the report.
+    pub rcclfix_version: String,
+    /// Each file that carries device code (or failed to be read).
+    pub files: Vec<FileReport>,
+}
+
+/// One scanned file (a member of an archive is named `archive!member`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileReport {
+    /// Display path.
+    pub path: String,
+    /// What it was read as: `host-elf`, `code-object`, `bundle`, `ccob`, `rdc-object`, ….
+    pub kind: String,
+    /// Device images found, in file order.
+    pub images: Vec<ImageReport>,
+    /// Device code that could not be read (offset within `path`, reason).
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// One AMDGPU code object (one bundle entry).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ImageReport {
+    /// The bundle entry ID, e.g. `hipv4-amdgcn-amd-amdhsa--gfx1100` (empty for a bare code object).
+    pub entry_id: String,
+    /// Processor from the target ID / `e_flags`, e.g. `gfx1100`, `gfx11-generic`.
+    pub processor: String,
+    /// Full target ID with features, e.g. `gfx90a:xnack-`.
+    pub target_id: String,
+    /// Code object version (ABI version + 2), e.g. 4 or 5.
+    pub code_object_version: u32,
+    /// How the image was stored: `plain`, `ccob-v2-zstd`, ….
+    pub container: String,
+    /// Byte offset of the containing bundle within the file (section offset included).
+    pub bundle_offset: u64,
+    /// Kernels, in metadata order.
+    pub kernels: Vec<KernelReport>,
+    /// Hostcall-using functions referenced or defined in this image (`__ockl_hostcall_internal`, …).
+    pub hostcall_users: Vec<String>,
+}
+
+/// One kernel of one code object.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelReport {
+    /// `.name`.
+    pub name: String,
+    /// `.symbol` (name + `.kd`).
+    pub symbol: String,
+    /// `.kernarg_segment_size` in bytes.
+    pub kernarg_segment_size: u64,
+    /// Hidden arguments declared (value kind and kernarg offset), in order.
+    pub hidden_args: Vec<HiddenArg>,
+    /// Whether `hidden_hostcall_buffer` is declared (`hidden_none` at the v4 slot is not).
+    pub declares_hostcall: bool,
+    /// For declaring kernels: the likely cause, read from the code object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// A hidden kernel argument.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HiddenArg {
+    /// `.value_kind`, normalised to the v3+ snake_case spelling.
+    pub value_kind: String,
+    /// `.offset` within the kernarg segment, in bytes.
+    pub offset: u64,
+    /// `.size` in bytes.
+    pub size: u64,
+}
+
+/// Device code that could not be read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Unreadable {
+    /// Byte offset within the file.
+    pub offset: u64,
+    /// Which target it belongs to, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processor: Option<String>,
+    /// Why, e.g. `device code externalized (kpack)`, `CCOB hash mismatch`.
+    pub reason: String,
+}
+
+/// The verdict for one gfx target (formats.md §13).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum TargetState {
+    /// At least one kernel declares `hidden_hostcall_buffer`.
+    Declares {
+        /// `file: kernel` names of the declaring kernels.
+        kernels: Vec<String>,
+    },
+    /// Every image for the target was read and no kernel declares it.
+    Clean {
+        /// Kernels read.
+        kernels: usize,
+    },
+    /// Something for this target could not be read, or no image exists for it.
+    Unknown {
+        /// Why.
+        reason: String,
+    },
+}

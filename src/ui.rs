@@ -1,0 +1,63 @@
+//! Terminal output. stdout carries results only (tables, `--json`, artifact paths); everything else —
+//! logs, status lines, progress bars — goes to stderr.
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+/// Set up `tracing` on stderr. `verbose` is the `-v` count (0 = info, 1 = debug, 2+ = trace);
+/// `quiet` keeps only errors. `RUST_LOG` overrides both.
+pub fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info,rcclfix=debug",
+        (false, _) => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .compact()
+        .try_init();
+}
+
+/// Whether stderr is a terminal (progress bars and colour only then).
+pub fn stderr_is_tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Print a right-aligned status verb and a message to stderr, cargo style: `   Building rccl 2.13.4`.
+pub fn status(verb: &str, msg: impl std::fmt::Display) {
+    if stderr_is_tty() {
+        eprintln!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
+    } else {
+        eprintln!("{verb:>12} {msg}");
+    }
+}
+
+/// Print a warning line to stderr.
+pub fn warn(msg: impl std::fmt::Display) {
+    if stderr_is_tty() {
+        eprintln!("\x1b[1;33mwarning\x1b[0m: {msg}");
+    } else {
+        eprintln!("warning: {msg}");
+    }
+}
+
+/// Print `error: …` and one `caused by: …` line per source in the chain.
+pub fn print_error(err: &anyhow::Error) {
+    eprintln!("error: {err}");
+    for cause in err.chain().skip(1) {
+        eprintln!("caused by: {cause}");
+    }
+}
+
+/// Whether the error chain contains a broken pipe (e.g. `rcclfix scan | head`), which exits 0.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

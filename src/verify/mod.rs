@@ -1,0 +1,25 @@
+//! `rcclfix verify`: two-GPU all_reduce/all_gather correctness run against constructed truth.
+
+use std::process::ExitCode;
+
+/// Arguments of `rcclfix verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {}
+
+impl VerifyArgs {
+    /// Run the subcommand.
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        anyhow::bail!("verify: not implemented yet")
+    }
+}
+
+/// Arguments of the hidden child process that loads the library.
+#[derive(Debug, clap::Args)]
+pub struct ChildArgs {}
+
+impl ChildArgs {
+    /// Run the child.
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        anyhow::bail!("verify-child: not implemented yet")
+    }
+}

@@ -1,0 +1,25 @@
+//! `cargo xtask <task>`: developer tasks. One file per task; this file only dispatches.
+//!
+//! Tasks:
+//! - `test`: install the test prerequisites (Debian packages from `.ci/apt.d/`, the toolchain
+//!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
+//!   calls it.
+
+mod test;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let task = args.next().unwrap_or_default();
+    let rest: Vec<String> = args.collect();
+    let sh = xshell::Shell::new()?;
+    sh.change_dir(project_root());
+    match task.as_str() {
+        "test" => test::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
+    }
+}
+
+/// The repository root (the parent of `xtask/`).
+pub fn project_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}

@@ -1,0 +1,53 @@
+//! `cargo xtask test`: prerequisites, then `cargo test --workspace` with the slow tests on.
+//!
+//! Prerequisites, each idempotent:
+//! 1. Debian packages listed in `.ci/apt.d/*.txt` (installed with apt-get when running as root and
+//!    missing; otherwise the command to run is printed and the task stops).
+
+use anyhow::Context;
+use xshell::{cmd, Shell};
+
+pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
+    apt_packages(sh)?;
+    let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
+    cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
+    Ok(())
+}
+
+/// Install the packages from `.ci/apt.d/*.txt` that are not installed yet.
+fn apt_packages(sh: &Shell) -> anyhow::Result<()> {
+    let mut wanted = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(".ci/apt.d").context(".ci/apt.d")?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f)?;
+        for line in text.lines() {
+            let name = line.split('#').next().unwrap().trim();
+            if !name.is_empty() {
+                wanted.push(name.to_owned());
+            }
+        }
+    }
+    let missing: Vec<String> = wanted
+        .into_iter()
+        .filter(|p| {
+            let fmt = "${Status}";
+            cmd!(sh, "dpkg-query -W -f={fmt} {p}")
+                .quiet()
+                .ignore_stderr()
+                .read()
+                .map(|s| !s.contains("install ok installed"))
+                .unwrap_or(true)
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let is_root = cmd!(sh, "id -u").read()?.trim() == "0";
+    if !is_root {
+        anyhow::bail!("missing Debian packages: {}\nhelp: sudo apt-get install -y {}", missing.join(" "), missing.join(" "));
+    }
+    let _e = sh.push_env("DEBIAN_FRONTEND", "noninteractive");
+    cmd!(sh, "apt-get install -y -q --no-install-recommends {missing...}").run()?;
+    Ok(())
+}
