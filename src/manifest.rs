@@ -1,1 +1,99 @@
-//! Build provenance: `manifest.json` in every output folder and package.
+//! Build provenance: `manifest.json` in every output folder and in every package built from it.
+//!
+//! Written by `build` (and amended by `patch` and `verify`), read by `package`. JSON, one object;
+//! `schema_version` is bumped on incompatible changes.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// Version of the manifest schema.
+pub const MANIFEST_SCHEMA_VERSION: u32 = 1;
+
+/// `manifest.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// [`MANIFEST_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// rcclfix version that built it.
+    pub rcclfix_version: String,
+    /// Recipe id (`recipes/<id>.toml`).
+    pub recipe: String,
+    /// RCCL version, e.g. `2.13.4`.
+    pub rccl_version: String,
+    /// ROCm release the recipe follows, e.g. `5.4.3`.
+    pub rocm_release: String,
+    /// Git URL, tag and the commit actually checked out (40 hex).
+    pub git: String,
+    /// Tag checked out.
+    pub tag: String,
+    /// Commit checked out.
+    pub commit: String,
+    /// Patches applied (paths under `patches/`) with their sha256.
+    #[serde(default)]
+    pub patches: Vec<FileDigest>,
+    /// The toolchain: `debian-trixie` or an image reference.
+    pub toolchain: String,
+    /// Toolchain identity: the image id, or `sha256:` of the rootfs stamp.
+    pub toolchain_id: String,
+    /// Engine used: `podman`, `docker`, `bubblewrap`, `host`.
+    pub engine: String,
+    /// gfx targets built and gated.
+    pub targets: Vec<String>,
+    /// NDEBUG strategy from the recipe (kebab-case).
+    pub ndebug_strategy: String,
+    /// Whether `-DNDEBUG` was found on the device compile lines after configure.
+    pub ndebug_on_device_compile: bool,
+    /// CMake arguments passed, verbatim.
+    pub cmake_args: Vec<String>,
+    /// The built library.
+    pub library: LibraryRecord,
+    /// Wall time of configure + build, in seconds.
+    pub build_seconds: f64,
+    /// Scan gate verdict per target (`clean`, `declares`, `unknown`).
+    pub gate: std::collections::BTreeMap<String, String>,
+    /// `verify` result (JSON report), when `--verify` ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<serde_json::Value>,
+    /// `patch` record (what was rewritten and the proof), when the library was patched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patched: Option<serde_json::Value>,
+}
+
+/// A file and its digest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileDigest {
+    /// Path (relative to the repo root or the output folder).
+    pub path: String,
+    /// sha256, lowercase hex.
+    pub sha256: String,
+}
+
+/// The library in the output folder.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LibraryRecord {
+    /// File name in the output folder, e.g. `librccl.so.1.0`.
+    pub file: String,
+    /// DT_SONAME, e.g. `librccl.so.1`.
+    pub soname: String,
+    /// sha256 of the file, lowercase hex.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl Manifest {
+    /// Read `manifest.json`. Errors name the file.
+    pub fn load(path: &Path) -> anyhow::Result<Manifest> {
+        let text = fs_err::read_to_string(path)?;
+        serde_json::from_str(&text).with_context(|| format!("{}: not a valid rcclfix manifest", path.display()))
+    }
+
+    /// Write `manifest.json` atomically, pretty-printed.
+    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        crate::fsutil::atomic_write(path, text.as_bytes())
+    }
+}

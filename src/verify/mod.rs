@@ -23,3 +23,11 @@ impl ChildArgs {
         anyhow::bail!("verify-child: not implemented yet")
     }
 }
+
+/// Called by `build --verify` after the scan gate passed: run the full verify suite on `lib`.
+/// Returns `Ok(None)` when fewer than two GPUs are present (nothing was run), otherwise the JSON
+/// report (recorded in `manifest.json`) and whether every case passed.
+pub fn verify_for_build(lib: &std::path::Path) -> anyhow::Result<Option<(serde_json::Value, bool)>> {
+    let _ = lib;
+    anyhow::bail!("verify: not implemented yet")
+}
