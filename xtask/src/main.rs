@@ -6,6 +6,7 @@
 //!   calls it.
 
 mod test;
+mod toolchain;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -15,6 +16,7 @@ fn main() -> anyhow::Result<()> {
     sh.change_dir(project_root());
     match task.as_str() {
         "test" => test::run(&sh, &rest),
+        "toolchain" => toolchain::run(&sh, &rest),
         _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
     }
 }
