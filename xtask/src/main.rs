@@ -4,7 +4,10 @@
 //! - `test`: install the test prerequisites (Debian packages from `.ci/apt.d/`, the toolchain
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
+//! - `toolchain [NAME]`: build the toolchain rootfs the slow tests use (`rcclfix toolchain build`).
+//! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 
+mod fixtures;
 mod test;
 mod toolchain;
 
@@ -17,7 +20,8 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "test" => test::run(&sh, &rest),
         "toolchain" => toolchain::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
+        "fixtures" => fixtures::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures"),
     }
 }
 
