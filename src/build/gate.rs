@@ -69,4 +69,3 @@ pub fn run(lib: &Path, targets: &[String]) -> anyhow::Result<GateResult> {
     let states = report.target_states(targets);
     Ok(GateResult { report, states })
 }
-

@@ -212,6 +212,9 @@ pub fn build(
 
     // Toolchain and engine.
     let tc_desc = &recipe.toolchain;
+    if let Some(n) = &tc_desc.name {
+        container::toolchain::ensure_built(n)?;
+    }
     let mut tc = container::Toolchain::for_recipe(tc_desc)?;
     let engine = container::Engine::select(container::requested_engine(args.engine)?, &tc)?;
     container::prepare(&engine, &mut tc)?;
@@ -276,7 +279,7 @@ pub fn build(
     cmake_args.extend(ndebug::cmake_flags(strategy, &recipe.build.cmake_options));
 
     let log_path = work.join("build.log");
-    let mut log = std::io::BufWriter::new(fs_err::File::create(&log_path)?);
+    let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
     writeln!(
         log,
         "# rcclfix {} build of recipe {} ({} {})",

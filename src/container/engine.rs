@@ -307,6 +307,14 @@ impl Engine {
         let mut cmd = Cmd::new(spec.summary.clone(), &self.path);
         match self.kind {
             EngineKind::Podman | EngineKind::Docker => {
+                // `podman run` outlives a killed rcclfix (the container runs under conmon); with a
+                // parent-death signal it gets SIGTERM instead, proxies it, and the container stops
+                // (`--rm` removes it). util-linux's setpriv sets that signal and execs the engine.
+                if let Ok(setpriv) = which::which("setpriv") {
+                    cmd = Cmd::new(spec.summary.clone(), setpriv)
+                        .args(["--pdeathsig", "TERM", "--"])
+                        .arg(&self.path);
+                }
                 let image = tc.image_ref().context("toolchain image not prepared")?;
                 cmd = cmd.args(["run", "--rm", "--init"]);
                 cmd = cmd.arg(format!(

@@ -506,7 +506,7 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
     let mirror = host_debian_mirror()?;
     fs_err::create_dir_all(toolchains_dir())?;
     let log_path = toolchains_dir().join(format!("{name}.log"));
-    let mut log = std::io::BufWriter::new(fs_err::File::create(&log_path)?);
+    let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
     let out = crate::fsutil::AtomicDir::new(&dest)?;
     let rootfs = out.path().join("rootfs");
     let started = std::time::Instant::now();
@@ -606,6 +606,23 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
         ),
     );
     Ok(dest)
+}
+
+/// Build the local toolchain `name` now if it has never been built (first `rcclfix build` on a fresh
+/// machine); an existing one, even outdated, is left alone. Nothing to do for `host`.
+///
+/// Errors: as [`build_rootfs`] (e.g. not root, debootstrap missing).
+pub fn ensure_built(name: &str) -> anyhow::Result<()> {
+    if name == "host" || toolchains_dir().join(name).join("stamp.json").exists() {
+        return Ok(());
+    }
+    crate::ui::status(
+        "Toolchain",
+        format_args!(
+            "{name} is not built yet: building it first (once; about a minute and 1.3 GB)"
+        ),
+    );
+    build_rootfs(name, false).map(|_| ())
 }
 
 /// One row of `toolchain list`.

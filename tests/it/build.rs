@@ -210,6 +210,32 @@ fn git_tag_missing_from_the_repository_is_one_line() {
     assert_one_line_error(&o, &["tag \"v9\" not found in"]);
 }
 
+/// A recipe for tests that stop right after the source step: toolchain `host`, which the engine
+/// `podman` refuses once the source is fetched and checked (nothing is built or imported).
+fn source_only(recipe_text: &str) -> String {
+    recipe_text.replace("name = \"debian-trixie\"", "name = \"host\"")
+}
+
+fn build_until_engine(home: &Path, t: &Path, f: &Path, extra: &[&str]) -> Output {
+    let out = t.join("out");
+    let mut args = vec![
+        "build",
+        "--recipe",
+        f.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    args.extend(["--engine", "podman"]);
+    rcclfix(home, &args)
+}
+
+fn stopped_at_engine(o: &Output) -> bool {
+    let e = stderr(o);
+    e.contains("the host toolchain runs without a container")
+        || e.contains("`podman` is not installed")
+}
+
 #[test]
 fn moved_tag_is_refused_naming_both_commits() {
     let t = tempfile::tempdir().unwrap();
@@ -218,40 +244,20 @@ fn moved_tag_is_refused_naming_both_commits() {
     let f = write_recipe(
         t.path(),
         "r.toml",
-        &recipe(&repo, Some(&pinned), "none", ""),
+        &source_only(&recipe(&repo, Some(&pinned), "none", "")),
     );
-    // Warm the source cache at the pinned tag (the build stops later for want of a toolchain or
-    // engine, or goes on; either way the cache now holds v0.1.0 = pinned).
-    let _ = rcclfix(
-        &home,
-        &[
-            "build",
-            "--recipe",
-            f.to_str().unwrap(),
-            "--out-dir",
-            t.path().join("out").to_str().unwrap(),
-            "--engine",
-            "host",
-        ],
-    );
+    // Warm the source cache at the pinned tag.
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
     std::fs::write(repo.join("README"), "moved\n").unwrap();
     git(&repo, &["add", "README"]);
     git(&repo, &["commit", "-q", "-m", "move the tag"]);
     git(&repo, &["tag", "-f", "-a", "v0.1.0", "-m", "moved"]);
     let moved = git(&repo, &["rev-parse", "HEAD"]);
     assert_ne!(moved, pinned);
-    let o = rcclfix(
-        &home,
-        &[
-            "build",
-            "--recipe",
-            f.to_str().unwrap(),
-            "--out-dir",
-            t.path().join("out").to_str().unwrap(),
-        ],
-    );
+    let o = build_until_engine(&home, t.path(), &f, &[]);
     assert_one_line_error(&o, &["v0.1.0", &moved, &pinned]);
-    assert!(!t.path().join("out/rccl-0.1.0-gfx1100").exists());
+    assert!(!t.path().join("out").exists());
 }
 
 #[test]
@@ -259,27 +265,37 @@ fn recipe_pin_writes_the_lockfile_and_build_then_checks_it() {
     let t = tempfile::tempdir().unwrap();
     let home = t.path().join("home");
     let (repo, commit) = minihip_repo(t.path());
-    let f = write_recipe(t.path(), "unpinned.toml", &recipe(&repo, None, "none", ""));
+    let f = write_recipe(
+        t.path(),
+        "unpinned.toml",
+        &source_only(&recipe(&repo, None, "none", "")),
+    );
     let o = rcclfix(&home, &["recipe", "pin", "--recipe", f.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains(&commit) && out.contains("pinned"), "{out}");
     let lock = rcclfix::recipe::Lockfile::load(&home.join("rcclfix.lock")).unwrap();
     assert_eq!(lock.get("minihip", "v0.1.0"), Some(commit.as_str()));
-    // Now pinned: --locked accepts it and gets past the source step (it may stop later for want
-    // of a toolchain, never on the pin).
-    let o = rcclfix(
-        &home,
-        &[
-            "build",
-            "--locked",
-            "--recipe",
-            f.to_str().unwrap(),
-            "--out-dir",
-            t.path().join("out").to_str().unwrap(),
-        ],
+    // Now pinned: --locked accepts it and gets past the source step to the engine check.
+    let o = build_until_engine(&home, t.path(), &f, &["--locked"]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+}
+
+#[test]
+fn first_fetch_of_an_unpinned_tag_pins_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "unpinned.toml",
+        &source_only(&recipe(&repo, None, "none", "")),
     );
-    assert!(!stderr(&o).contains("does not pin"), "{}", stderr(&o));
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Pinned"), "{}", stderr(&o));
+    let lock = rcclfix::recipe::Lockfile::load(&home.join("rcclfix.lock")).unwrap();
+    assert_eq!(lock.get("minihip", "v0.1.0"), Some(commit.as_str()));
 }
 
 // ---------------------------------------------------------------------------------------------

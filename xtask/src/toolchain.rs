@@ -12,11 +12,18 @@ pub const TEST_TOOLCHAIN: &str = "debian-trixie";
 
 /// Build (or confirm) toolchain `name` through rcclfix itself.
 pub fn ensure(sh: &Shell, name: &str) -> anyhow::Result<()> {
-    cmd!(sh, "cargo run --quiet --locked --bin rcclfix -- toolchain build {name}").run()?;
+    cmd!(
+        sh,
+        "cargo run --quiet --locked --bin rcclfix -- toolchain build {name}"
+    )
+    .run()?;
     Ok(())
 }
 
 /// `cargo xtask toolchain [NAME]`.
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
-    ensure(sh, rest.first().map(String::as_str).unwrap_or(TEST_TOOLCHAIN))
+    ensure(
+        sh,
+        rest.first().map(String::as_str).unwrap_or(TEST_TOOLCHAIN),
+    )
 }
