@@ -480,3 +480,191 @@ fn next_id() -> u32 {
     static N: AtomicU32 = AtomicU32::new(0);
     N.fetch_add(1, Ordering::Relaxed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::toolchain::ToolchainKind;
+
+    fn engine(kind: EngineKind, settings: EngineSettings, as_root: bool) -> Engine {
+        Engine {
+            kind,
+            path: PathBuf::from(format!("/usr/bin/{}", kind.program())),
+            settings,
+            as_root,
+        }
+    }
+
+    fn spec() -> RunSpec {
+        RunSpec {
+            summary: "configure".into(),
+            argv: vec!["cmake".into(), "-S".into(), "/src".into()],
+            mounts: vec![Mount {
+                host: "/h/src".into(),
+                guest: "/src".into(),
+                writable: true,
+            }],
+            workdir: "/build".into(),
+            env: vec![("X".into(), "1".into())],
+            network: false,
+            tmp: Some("/h/tmp".into()),
+        }
+    }
+
+    fn argv(cmd: &Cmd) -> Vec<String> {
+        cmd.argv()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn podman_run_carries_the_engine_configuration() {
+        let config: EngineConfig = toml::from_str(EMBEDDED_ENGINES_TOML).unwrap();
+        let e = engine(EngineKind::Podman, config.podman.clone(), true);
+        let tc = Toolchain::from_parts(
+            "debian-trixie",
+            ToolchainKind::Rootfs {
+                rootfs: "/r".into(),
+                stamp_sha256: "ab".repeat(32),
+            },
+            Some("localhost/rcclfix-debian-trixie:abababababab"),
+        );
+        let a = argv(&e.command(&tc, &spec()).unwrap());
+        let run = a.iter().position(|x| x == "run").expect("podman run");
+        assert!(a[..run].iter().any(|x| x.ends_with("podman")), "{a:?}");
+        for want in [
+            "--rm",
+            "--init",
+            "--network=none",
+            "--ulimit=nofile=1024:1024",
+            "--ulimit=nproc=4096:4096",
+            "--volume=/h/tmp:/tmp:z",
+            "--volume=/h/src:/src:rw,z",
+            "--env=X=1",
+            "--env=HOME=/tmp",
+            "--workdir=/build",
+        ] {
+            assert!(a.contains(&want.to_owned()), "{want} missing from {a:?}");
+        }
+        assert_eq!(
+            a.contains(&"--runtime=runc".to_owned()),
+            which::which("runc").is_ok(),
+            "{a:?}"
+        );
+        let img = a
+            .iter()
+            .position(|x| x == "localhost/rcclfix-debian-trixie:abababababab")
+            .unwrap();
+        assert_eq!(&a[img + 1..], ["cmake", "-S", "/src"]);
+        assert!(
+            a.iter()
+                .any(|x| x.starts_with("--env=PATH=/usr/lib/llvm-17/bin:")),
+            "{a:?}"
+        );
+        // Rootless podman keeps the caller's uid.
+        let rootless = argv(
+            &engine(EngineKind::Podman, config.podman, false)
+                .command(&tc, &spec())
+                .unwrap(),
+        );
+        assert!(rootless.contains(&"--userns=keep-id".to_owned()));
+    }
+
+    #[test]
+    fn network_on_only_when_asked() {
+        let e = engine(EngineKind::Docker, EngineSettings::default(), false);
+        let tc = Toolchain::from_parts(
+            "img",
+            ToolchainKind::Image {
+                base: "b".into(),
+                containerfile: "c".into(),
+            },
+            Some("localhost/x:1"),
+        );
+        let mut s = spec();
+        s.network = true;
+        let a = argv(&e.command(&tc, &s).unwrap());
+        assert!(!a.iter().any(|x| x.starts_with("--network")), "{a:?}");
+        assert!(
+            a.iter().any(|x| x.starts_with("--user=")),
+            "docker maps the caller's uid: {a:?}"
+        );
+    }
+
+    #[test]
+    fn bubblewrap_binds_the_rootfs_read_only_and_unshares_the_network() {
+        let root = tempfile::tempdir().unwrap();
+        for d in ["usr", "etc", "proc", "tmp"] {
+            std::fs::create_dir(root.path().join(d)).unwrap();
+        }
+        std::os::unix::fs::symlink("usr/bin", root.path().join("bin")).unwrap();
+        let tc = Toolchain::from_parts(
+            "debian-trixie",
+            ToolchainKind::Rootfs {
+                rootfs: root.path().into(),
+                stamp_sha256: "cd".repeat(32),
+            },
+            None,
+        );
+        let a = argv(
+            &engine(EngineKind::Bubblewrap, EngineSettings::default(), true)
+                .command(&tc, &spec())
+                .unwrap(),
+        );
+        let joined = a.join(" ");
+        assert!(
+            joined.contains(&format!("--ro-bind {}/usr /usr", root.path().display())),
+            "{joined}"
+        );
+        assert!(joined.contains("--symlink usr/bin /bin"), "{joined}");
+        assert!(
+            !joined.contains("/proc /proc --ro")
+                && !joined.contains(&format!("{}/proc", root.path().display())),
+            "{joined}"
+        );
+        assert!(joined.contains("--bind /h/tmp /tmp"), "{joined}");
+        assert!(joined.contains("--bind /h/src /src"), "{joined}");
+        for want in [
+            "--unshare-net",
+            "--die-with-parent",
+            "--clearenv",
+            "--cap-drop",
+        ] {
+            assert!(a.contains(&want.to_owned()), "{want} missing: {joined}");
+        }
+        let dd = a.iter().position(|x| x == "--").unwrap();
+        assert_eq!(&a[dd + 1..], ["cmake", "-S", "/src"]);
+    }
+
+    #[test]
+    fn engines_refuse_toolchains_they_cannot_run() {
+        let host = Toolchain::from_parts("host", ToolchainKind::Host, None);
+        let rootfs = Toolchain::from_parts(
+            "t",
+            ToolchainKind::Rootfs {
+                rootfs: "/r".into(),
+                stamp_sha256: "ef".repeat(32),
+            },
+            None,
+        );
+        let image = Toolchain::from_parts(
+            "i",
+            ToolchainKind::Image {
+                base: "b".into(),
+                containerfile: "c".into(),
+            },
+            None,
+        );
+        let e = |k| engine(k, EngineSettings::default(), true);
+        assert!(e(EngineKind::Host).command(&rootfs, &spec()).is_err());
+        assert!(e(EngineKind::Bubblewrap).command(&image, &spec()).is_err());
+        assert!(e(EngineKind::Podman).command(&host, &spec()).is_err());
+        // The host engine cannot remap paths.
+        let err = e(EngineKind::Host)
+            .command(&host, &spec())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cannot mount /h/src at /src"), "{err}");
+    }
+}

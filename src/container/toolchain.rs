@@ -211,6 +211,22 @@ impl Toolchain {
         })
     }
 
+    /// A toolchain from its parts, for the engine's argv tests.
+    #[cfg(test)]
+    pub(super) fn from_parts(
+        name: &str,
+        kind: ToolchainKind,
+        image_ref: Option<&str>,
+    ) -> Toolchain {
+        Toolchain {
+            name: name.into(),
+            kind,
+            path_prepend: vec!["/usr/lib/llvm-17/bin".into()],
+            image_ref: image_ref.map(str::to_owned),
+            id: "sha256:test".into(),
+        }
+    }
+
     /// The toolchain a recipe names (`toolchain.name` or `toolchain.image`).
     pub fn for_recipe(t: &crate::recipe::Toolchain) -> anyhow::Result<Toolchain> {
         match (&t.name, &t.image, &t.containerfile) {
