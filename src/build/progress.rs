@@ -73,7 +73,7 @@ impl Progress {
                     let s = st.lock().unwrap();
                     let e = started.elapsed().as_secs();
                     eprintln!(
-                        "{:>12} {label}: [{}/{}] {}m{:02}s elapsed; running: {}",
+                        "{:>12} {label}: [{}/{}] {}m{:02}s elapsed; last step: {}",
                         "Building",
                         s.done,
                         s.total,

@@ -328,6 +328,7 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
                     .with_context(|| {
                         format!("cannot import toolchain {} into {}", tc.name, engine.name())
                     })?;
+                prune_old_images(engine, &tc.name, &reference);
             }
             reference
         }
@@ -387,6 +388,29 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
     };
     tc.image_ref = Some(reference);
     Ok(())
+}
+
+/// Remove the images of earlier builds of toolchain `name` (other tags of
+/// `localhost/rcclfix-<name>`), best effort: an image still in use stays.
+fn prune_old_images(engine: &Engine, name: &str, keep: &str) {
+    let repo = format!("localhost/rcclfix-{name}");
+    let Ok(list) = Cmd::new("list toolchain images", &engine.path)
+        .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+        .read()
+    else {
+        return;
+    };
+    for r in list.lines().map(str::trim) {
+        if r.starts_with(&format!("{repo}:")) && r != keep {
+            if Cmd::new("remove an old toolchain image", &engine.path)
+                .args(["rmi", r])
+                .read()
+                .is_ok()
+            {
+                crate::ui::status("Removed", format_args!("old toolchain image {r}"));
+            }
+        }
+    }
 }
 
 fn image_exists(engine: &Engine, reference: &str) -> bool {
@@ -528,7 +552,7 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
     let started = std::time::Instant::now();
 
     crate::ui::status(
-        "Bootstrapping",
+        "Creating",
         format_args!(
             "{name}: debian {} ({}) from {mirror}",
             desc.suite, desc.variant
