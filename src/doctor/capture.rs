@@ -22,7 +22,14 @@ use super::pci;
 /// Bytes of config space kept (standard space; the PCI Express capability lives here).
 pub const CONFIG_KEEP: usize = 256;
 /// The PCI function files copied per device.
-pub const PCI_FILES: &[&str] = &["vendor", "device", "class", "revision", "subsystem_vendor", "subsystem_device"];
+pub const PCI_FILES: &[&str] = &[
+    "vendor",
+    "device",
+    "class",
+    "revision",
+    "subsystem_vendor",
+    "subsystem_device",
+];
 /// The DMI files copied (no serials, UUIDs, asset tags).
 pub const DMI_FILES: &[&str] = &["sys_vendor", "product_name", "product_version"];
 
@@ -52,7 +59,8 @@ pub fn scrub_line(line: &str, hostname: Option<&str>) -> String {
 ///
 /// Errors: `out`'s folder does not exist or is not writable. Unreadable sysfs files are skipped.
 pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow::Result<usize> {
-    let root = std::fs::canonicalize(sysfs).with_context(|| format!("cannot open sysfs root {}", sysfs.display()))?;
+    let root = std::fs::canonicalize(sysfs)
+        .with_context(|| format!("cannot open sysfs root {}", sysfs.display()))?;
     let mut entries: BTreeMap<PathBuf, Entry> = BTreeMap::new();
     let devices = pci::list_devices(&root);
     let mut dirs: Vec<PathBuf> = vec![];
@@ -61,7 +69,10 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
         for b in pci::upstream_bridges(gpu).unwrap_or_default() {
             dirs.push(b.dir);
         }
-        for s in devices.iter().filter(|d| d.bdf != gpu.bdf && d.bdf.with_func(0) == gpu.bdf.with_func(0)) {
+        for s in devices
+            .iter()
+            .filter(|d| d.bdf != gpu.bdf && d.bdf.with_func(0) == gpu.bdf.with_func(0))
+        {
             dirs.push(s.dir.clone());
         }
     }
@@ -80,7 +91,10 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
         }
         let name = d.file_name().unwrap_or_default();
         // sys/bus/pci/devices/<bdf> -> ../../../devices/…
-        entries.insert(Path::new("sys/bus/pci/devices").join(name), Entry::Link(Path::new("../../..").join(&r)));
+        entries.insert(
+            Path::new("sys/bus/pci/devices").join(name),
+            Entry::Link(Path::new("../../..").join(&r)),
+        );
     }
     // KFD topology.
     let nodes = root.join("class/kfd/kfd/topology/nodes");
@@ -89,7 +103,11 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
             let nd = n.path();
             let r = Path::new("sys/class/kfd/kfd/topology/nodes").join(n.file_name());
             if let Ok(t) = std::fs::read_to_string(nd.join("properties")) {
-                let kept: String = t.lines().filter(|l| !l.contains("unique_id") && !l.contains("serial")).map(|l| format!("{l}\n")).collect();
+                let kept: String = t
+                    .lines()
+                    .filter(|l| !l.contains("unique_id") && !l.contains("serial"))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
                 entries.insert(r.join("properties"), Entry::File(kept.into_bytes()));
             }
             if let Ok(b) = std::fs::read(nd.join("name")) {
@@ -98,7 +116,10 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
             if let Ok(rd) = std::fs::read_dir(nd.join("io_links")) {
                 for l in rd.filter_map(|e| e.ok()) {
                     if let Ok(b) = std::fs::read(l.path().join("properties")) {
-                        entries.insert(r.join("io_links").join(l.file_name()).join("properties"), Entry::File(b));
+                        entries.insert(
+                            r.join("io_links").join(l.file_name()).join("properties"),
+                            Entry::File(b),
+                        );
                     }
                 }
             }
@@ -117,18 +138,29 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
                 kept.push('\n');
             }
         }
-        entries.insert(PathBuf::from("proc/cpuinfo"), Entry::File(kept.into_bytes()));
+        entries.insert(
+            PathBuf::from("proc/cpuinfo"),
+            Entry::File(kept.into_bytes()),
+        );
     }
-    let hostname = std::fs::read_to_string(proc.join("sys/kernel/hostname")).ok().map(|s| s.trim().to_owned());
-    let log: String =
-        klog.relevant.iter().map(|l| format!("{}\n", scrub_line(l, hostname.as_deref()))).collect();
+    let hostname = std::fs::read_to_string(proc.join("sys/kernel/hostname"))
+        .ok()
+        .map(|s| s.trim().to_owned());
+    let log: String = klog
+        .relevant
+        .iter()
+        .map(|l| format!("{}\n", scrub_line(l, hostname.as_deref())))
+        .collect();
     entries.insert(PathBuf::from("dmesg.txt"), Entry::File(log.into_bytes()));
     let manifest = serde_json::json!({
         "kind": "rcclfix-doctor-snapshot",
         "rcclfix_version": env!("CARGO_PKG_VERSION"),
         "kernel_log_origin": klog.origin,
     });
-    entries.insert(PathBuf::from("rcclfix-snapshot.json"), Entry::File(serde_json::to_vec_pretty(&manifest)?));
+    entries.insert(
+        PathBuf::from("rcclfix-snapshot.json"),
+        Entry::File(serde_json::to_vec_pretty(&manifest)?),
+    );
 
     let count = entries.len();
     let mut tar = tar::Builder::new(Vec::new());

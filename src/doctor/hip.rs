@@ -18,8 +18,12 @@ pub const HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED: c_int = 15;
 /// The first runtime version (`hipRuntimeGetVersion`) whose enum numbering is trusted here.
 pub const MIN_RUNTIME_VERSION: c_int = 60_000_000;
 /// Library names tried, in order.
-pub const HIP_LIBRARY_NAMES: &[&str] =
-    &["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "/opt/rocm/lib/libamdhip64.so"];
+pub const HIP_LIBRARY_NAMES: &[&str] = &[
+    "libamdhip64.so",
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "/opt/rocm/lib/libamdhip64.so",
+];
 /// How long the child may take (runtime initialisation enumerates every GPU).
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -89,7 +93,9 @@ pub fn probe_in_process() -> HipProbe {
                 lib.get::<FnAttr>(b"hipDeviceGetAttribute\0"),
                 lib.get::<FnBusId>(b"hipDeviceGetPCIBusId\0"),
             ) else {
-                return HipProbe::Failed { reason: format!("{name}: a HIP entry point is missing") };
+                return HipProbe::Failed {
+                    reason: format!("{name}: a HIP entry point is missing"),
+                };
             };
             let mut v: c_int = 0;
             ver(&mut v);
@@ -99,31 +105,53 @@ pub fn probe_in_process() -> HipProbe {
             let mut n: c_int = 0;
             let rc = count(&mut n);
             if rc != 0 {
-                return HipProbe::Failed { reason: format!("{name}: hipGetDeviceCount returned error {rc}") };
+                return HipProbe::Failed {
+                    reason: format!("{name}: hipGetDeviceCount returned error {rc}"),
+                };
             }
             let mut devices = vec![];
             for d in 0..n {
                 let mut val: c_int = -1;
                 let rc = attr(&mut val, HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED, d);
                 if rc != 0 {
-                    return HipProbe::Failed { reason: format!("{name}: hipDeviceGetAttribute(device {d}) returned error {rc}") };
+                    return HipProbe::Failed {
+                        reason: format!(
+                            "{name}: hipDeviceGetAttribute(device {d}) returned error {rc}"
+                        ),
+                    };
                 }
                 let mut buf = [0 as c_char; 64];
                 busid(buf.as_mut_ptr(), buf.len() as c_int, d);
-                let id = std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().to_ascii_lowercase();
-                devices.push(HipDevice { ordinal: d, pci_bus_id: id, host_native_atomic_supported: val });
+                let id = std::ffi::CStr::from_ptr(buf.as_ptr())
+                    .to_string_lossy()
+                    .to_ascii_lowercase();
+                devices.push(HipDevice {
+                    ordinal: d,
+                    pci_bus_id: id,
+                    host_native_atomic_supported: val,
+                });
             }
-            return HipProbe::Ran { library: (*name).to_owned(), runtime_version: v, devices };
+            return HipProbe::Ran {
+                library: (*name).to_owned(),
+                runtime_version: v,
+                devices,
+            };
         }
     }
-    HipProbe::Absent { reason: format!("no HIP runtime: {}", why.join("; ")) }
+    HipProbe::Absent {
+        reason: format!("no HIP runtime: {}", why.join("; ")),
+    }
 }
 
 /// Run the probe in a child (`<current exe> doctor --internal-hip-probe`), with [`PROBE_TIMEOUT`].
 pub fn probe() -> HipProbe {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
-        Err(e) => return HipProbe::Failed { reason: format!("cannot find the rcclfix executable: {e}") },
+        Err(e) => {
+            return HipProbe::Failed {
+                reason: format!("cannot find the rcclfix executable: {e}"),
+            }
+        }
     };
     let child = std::process::Command::new(exe)
         .args(["doctor", "--internal-hip-probe"])
@@ -133,7 +161,11 @@ pub fn probe() -> HipProbe {
         .spawn();
     let mut child = match child {
         Ok(c) => c,
-        Err(e) => return HipProbe::Failed { reason: format!("cannot start the probe: {e}") },
+        Err(e) => {
+            return HipProbe::Failed {
+                reason: format!("cannot start the probe: {e}"),
+            }
+        }
     };
     let start = Instant::now();
     loop {
@@ -142,10 +174,19 @@ pub fn probe() -> HipProbe {
             Ok(None) if start.elapsed() > PROBE_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return HipProbe::Failed { reason: format!("the HIP runtime did not answer within {}s", PROBE_TIMEOUT.as_secs()) };
+                return HipProbe::Failed {
+                    reason: format!(
+                        "the HIP runtime did not answer within {}s",
+                        PROBE_TIMEOUT.as_secs()
+                    ),
+                };
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return HipProbe::Failed { reason: format!("waiting for the probe: {e}") },
+            Err(e) => {
+                return HipProbe::Failed {
+                    reason: format!("waiting for the probe: {e}"),
+                }
+            }
         }
     }
     let mut out = String::new();
@@ -154,6 +195,7 @@ pub fn probe() -> HipProbe {
         let _ = s.read_to_string(&mut out);
     }
     serde_json::from_str(out.trim()).unwrap_or_else(|_| HipProbe::Failed {
-        reason: "the probe crashed or printed no result (the HIP runtime failed to initialise)".into(),
+        reason: "the probe crashed or printed no result (the HIP runtime failed to initialise)"
+            .into(),
     })
 }

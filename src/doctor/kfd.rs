@@ -70,7 +70,11 @@ impl KfdGpu {
     /// bit, `Some(true)` if some enabled link says atomics and none says otherwise, else `None`.
     pub fn atomics(&self) -> Option<bool> {
         let mut any = None;
-        for l in self.links_to_cpu.iter().filter(|l| l.link_type != IOLINK_TYPE_XGMI) {
+        for l in self
+            .links_to_cpu
+            .iter()
+            .filter(|l| l.link_type != IOLINK_TYPE_XGMI)
+        {
             match l.atomics() {
                 Some(false) => return Some(false),
                 Some(true) => any = Some(true),
@@ -105,7 +109,10 @@ pub fn gfx_name(gfx_target_version: u64) -> Option<String> {
 
 /// Integrated GPUs (iGPUs of Ryzen desktop/mobile CPUs) that ROCm exposes next to discrete cards.
 pub fn is_known_igpu(gfx: &str) -> bool {
-    matches!(gfx, "gfx1035" | "gfx1036" | "gfx1037" | "gfx1103" | "gfx1150" | "gfx1152" | "gfx902" | "gfx90c")
+    matches!(
+        gfx,
+        "gfx1035" | "gfx1036" | "gfx1037" | "gfx1103" | "gfx1150" | "gfx1152" | "gfx902" | "gfx90c"
+    )
 }
 
 /// Read every GPU node. Returns `None` when the topology directory does not exist (amdgpu/KFD not
@@ -115,12 +122,17 @@ pub fn read_topology(sysfs: &Path) -> Option<Vec<KfdGpu>> {
     let rd = std::fs::read_dir(&nodes_dir).ok()?;
     let mut props: BTreeMap<u32, (BTreeMap<String, u64>, String)> = BTreeMap::new();
     for e in rd.filter_map(|e| e.ok()) {
-        let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
         let Ok(text) = std::fs::read_to_string(e.path().join("properties")) else {
             tracing::debug!("kfd node {n}: no properties");
             continue;
         };
-        let name = std::fs::read_to_string(e.path().join("name")).unwrap_or_default().trim().to_owned();
+        let name = std::fs::read_to_string(e.path().join("name"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
         props.insert(n, (parse_properties(&text), name));
     }
     let is_cpu_only = |p: &BTreeMap<String, u64>| p.get("simd_count").copied().unwrap_or(0) == 0;
@@ -140,8 +152,12 @@ pub fn read_topology(sysfs: &Path) -> Option<Vec<KfdGpu>> {
         let links_dir = nodes_dir.join(n.to_string()).join("io_links");
         if let Ok(rd) = std::fs::read_dir(&links_dir) {
             for e in rd.filter_map(|e| e.ok()) {
-                let Some(i) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-                let Ok(text) = std::fs::read_to_string(e.path().join("properties")) else { continue };
+                let Some(i) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                let Ok(text) = std::fs::read_to_string(e.path().join("properties")) else {
+                    continue;
+                };
                 let lp = parse_properties(&text);
                 let node_to = lp.get("node_to").copied().unwrap_or(u64::MAX) as u32;
                 if !props.get(&node_to).is_some_and(|(q, _)| is_cpu_only(q)) {

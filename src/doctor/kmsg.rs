@@ -71,7 +71,8 @@ impl KernelLog {
 
 /// The first token of `line` that is a PCI address (a trailing `:` is allowed).
 fn find_bdf(line: &str) -> Option<Bdf> {
-    line.split_whitespace().find_map(|t| Bdf::parse(t.trim_end_matches(':')))
+    line.split_whitespace()
+        .find_map(|t| Bdf::parse(t.trim_end_matches(':')))
 }
 
 /// Whether `line` is one of amdgpu's two exact AtomicOps phrases.
@@ -81,7 +82,10 @@ pub fn is_atomics_message(line: &str) -> bool {
 
 /// Whether a line is relevant to doctor (kept in `relevant` and in captures).
 pub fn is_relevant(line: &str) -> bool {
-    is_atomics_message(line) || line.contains(KFD_REJECTS) || line.contains("amdgpu") || line.contains("kfd")
+    is_atomics_message(line)
+        || line.contains(KFD_REJECTS)
+        || line.contains("amdgpu")
+        || line.contains("kfd")
 }
 
 /// Parse kernel log text.
@@ -102,7 +106,11 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
             log.has_amdgpu_lines = true;
             // `amdgpu 0000:03:00.0: …` — the device name follows the driver name.
             if let Some(rest) = line.split_once("amdgpu ").map(|(_, r)| r) {
-                if let Some(b) = rest.split_whitespace().next().and_then(|t| Bdf::parse(t.trim_end_matches(':'))) {
+                if let Some(b) = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|t| Bdf::parse(t.trim_end_matches(':')))
+                {
                     log.amdgpu_bdfs.insert(b);
                 }
             }
@@ -133,22 +141,46 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
 /// Errors: the file cannot be read.
 pub fn from_file(path: &Path) -> anyhow::Result<KernelLog> {
     let bytes = fs_err::read(path).context("cannot read the kernel log")?;
-    Ok(parse(&String::from_utf8_lossy(&bytes), LogOrigin::File { path: path.display().to_string() }))
+    Ok(parse(
+        &String::from_utf8_lossy(&bytes),
+        LogOrigin::File {
+            path: path.display().to_string(),
+        },
+    ))
 }
 
 /// Read the live kernel log: `dmesg`, then `journalctl -k -b -o cat` if `dmesg` fails or prints
 /// nothing (e.g. `kernel.dmesg_restrict=1`). Never fails: an empty result is
 /// [`LogOrigin::Unavailable`].
 pub fn from_system() -> KernelLog {
-    let tries: [(&str, &[&str]); 2] = [("dmesg", &[]), ("journalctl", &["-k", "-b", "-o", "cat", "--no-pager", "-q"])];
+    let tries: [(&str, &[&str]); 2] = [
+        ("dmesg", &[]),
+        ("journalctl", &["-k", "-b", "-o", "cat", "--no-pager", "-q"]),
+    ];
     let mut why = vec![];
     for (prog, args) in tries {
         let cmd = Cmd::new(format!("read the kernel log with {prog}"), prog).args(args.iter());
         match cmd.read() {
-            Ok(out) if !out.trim().is_empty() => return parse(&out, LogOrigin::Command { argv: cmd.display() }),
+            Ok(out) if !out.trim().is_empty() => {
+                return parse(
+                    &out,
+                    LogOrigin::Command {
+                        argv: cmd.display(),
+                    },
+                )
+            }
             Ok(_) => why.push(format!("`{}` printed nothing", cmd.display())),
-            Err(e) => why.push(format!("`{}` failed: {}", cmd.display(), e.to_string().lines().next().unwrap_or(""))),
+            Err(e) => why.push(format!(
+                "`{}` failed: {}",
+                cmd.display(),
+                e.to_string().lines().next().unwrap_or("")
+            )),
         }
     }
-    parse("", LogOrigin::Unavailable { reason: why.join("; ") })
+    parse(
+        "",
+        LogOrigin::Unavailable {
+            reason: why.join("; "),
+        },
+    )
 }

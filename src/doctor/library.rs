@@ -39,7 +39,9 @@ impl LibraryScan {
 
 /// The family prefix a generic target covers (`gfx11-generic` → `gfx11`), when `proc` is generic.
 fn generic_covers(proc: &str, gfx: &str) -> bool {
-    let Some(fam) = proc.strip_suffix("-generic") else { return false };
+    let Some(fam) = proc.strip_suffix("-generic") else {
+        return false;
+    };
     match fam {
         "gfx9" => gfx.starts_with("gfx90") && gfx != "gfx90a",
         "gfx9-4" => gfx.starts_with("gfx94") || gfx == "gfx950",
@@ -55,45 +57,78 @@ fn generic_covers(proc: &str, gfx: &str) -> bool {
 /// (exact processor if any, else a generic one that covers it); `Declares` if any kernel declares,
 /// `Unknown` if anything for the target was unreadable or no image exists, else `Clean`.
 pub fn target_state(report: &ScanReport, gfx: &str) -> TargetState {
-    let images: Vec<(&str, &ImageReport)> =
-        report.files.iter().flat_map(|f| f.images.iter().map(move |i| (f.path.as_str(), i))).collect();
+    let images: Vec<(&str, &ImageReport)> = report
+        .files
+        .iter()
+        .flat_map(|f| f.images.iter().map(move |i| (f.path.as_str(), i)))
+        .collect();
     let exact: Vec<_> = images.iter().filter(|(_, i)| i.processor == gfx).collect();
-    let chosen: Vec<_> =
-        if exact.is_empty() { images.iter().filter(|(_, i)| generic_covers(&i.processor, gfx)).collect() } else { exact };
+    let chosen: Vec<_> = if exact.is_empty() {
+        images
+            .iter()
+            .filter(|(_, i)| generic_covers(&i.processor, gfx))
+            .collect()
+    } else {
+        exact
+    };
     let unreadable: Vec<String> = report
         .files
         .iter()
         .flat_map(|f| f.unreadable.iter().map(move |u| (f, u)))
-        .filter(|(_, u)| u.processor.as_deref().map_or(true, |p| p == gfx || generic_covers(p, gfx)))
+        .filter(|(_, u)| {
+            u.processor
+                .as_deref()
+                .map_or(true, |p| p == gfx || generic_covers(p, gfx))
+        })
         .map(|(f, u)| format!("{} at 0x{:x}: {}", f.path, u.offset, u.reason))
         .collect();
     let declaring: Vec<String> = chosen
         .iter()
-        .flat_map(|(p, i)| i.kernels.iter().filter(|k| k.declares_hostcall).map(move |k| format!("{p}: {}", k.name)))
+        .flat_map(|(p, i)| {
+            i.kernels
+                .iter()
+                .filter(|k| k.declares_hostcall)
+                .map(move |k| format!("{p}: {}", k.name))
+        })
         .collect();
     if !declaring.is_empty() {
         return TargetState::Declares { kernels: declaring };
     }
     if !unreadable.is_empty() {
-        return TargetState::Unknown { reason: unreadable.join("; ") };
+        return TargetState::Unknown {
+            reason: unreadable.join("; "),
+        };
     }
     if chosen.is_empty() {
-        return TargetState::Unknown { reason: format!("no code object for {gfx} in the library") };
+        return TargetState::Unknown {
+            reason: format!("no code object for {gfx} in the library"),
+        };
     }
-    TargetState::Clean { kernels: chosen.iter().map(|(_, i)| i.kernels.len()).sum() }
+    TargetState::Clean {
+        kernels: chosen.iter().map(|(_, i)| i.kernels.len()).sum(),
+    }
 }
 
 fn push(out: &mut Vec<Candidate>, p: PathBuf, via: &str) {
     if p.is_file() && !out.iter().any(|c| c.path == p) {
-        out.push(Candidate { path: p, found_via: via.to_owned() });
+        out.push(Candidate {
+            path: p,
+            found_via: via.to_owned(),
+        });
     }
 }
 
 fn rccl_files_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else { return vec![] };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("librccl.so")))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("librccl.so"))
+        })
         .filter(|p| !p.is_symlink())
         .collect();
     v.sort();
@@ -102,9 +137,18 @@ fn rccl_files_in(dir: &Path) -> Vec<PathBuf> {
 
 /// The active Python's site-packages folders (`python3 -c …`); empty when there is no python3.
 pub fn python_site_packages() -> Vec<PathBuf> {
-    let code = "import site,sys\nfor p in site.getsitepackages()+[site.getusersitepackages()]: print(p)";
-    match Cmd::new("ask python3 for site-packages", "python3").arg("-c").arg(code).read() {
-        Ok(out) => out.lines().map(PathBuf::from).filter(|p| p.is_dir()).collect(),
+    let code =
+        "import site,sys\nfor p in site.getsitepackages()+[site.getusersitepackages()]: print(p)";
+    match Cmd::new("ask python3 for site-packages", "python3")
+        .arg("-c")
+        .arg(code)
+        .read()
+    {
+        Ok(out) => out
+            .lines()
+            .map(PathBuf::from)
+            .filter(|p| p.is_dir())
+            .collect(),
         Err(e) => {
             tracing::debug!("no python3 site-packages: {e:#}");
             vec![]
@@ -119,24 +163,44 @@ pub fn python_site_packages() -> Vec<PathBuf> {
 pub fn discover() -> Vec<Candidate> {
     let mut out = vec![];
     if let Some(p) = std::env::var_os("VLLM_NCCL_SO_PATH") {
-        push(&mut out, PathBuf::from(p), "VLLM_NCCL_SO_PATH (vLLM's pynccl loads this)");
+        push(
+            &mut out,
+            PathBuf::from(p),
+            "VLLM_NCCL_SO_PATH (vLLM's pynccl loads this)",
+        );
     }
     for sp in python_site_packages() {
         for (sub, via) in [
-            ("torch/lib", "torch/lib (legacy wheel: the copy torch binds to)"),
-            ("_rocm_sdk_libraries/lib", "_rocm_sdk_libraries/lib (TheRock wheel: the copy torch binds to)"),
-            ("_rocm_sdk_devel/lib", "_rocm_sdk_devel/lib (TheRock devel copy)"),
+            (
+                "torch/lib",
+                "torch/lib (legacy wheel: the copy torch binds to)",
+            ),
+            (
+                "_rocm_sdk_libraries/lib",
+                "_rocm_sdk_libraries/lib (TheRock wheel: the copy torch binds to)",
+            ),
+            (
+                "_rocm_sdk_devel/lib",
+                "_rocm_sdk_devel/lib (TheRock devel copy)",
+            ),
         ] {
             for f in rccl_files_in(&sp.join(sub)) {
                 push(&mut out, f, via);
             }
         }
     }
-    let mut roots: Vec<PathBuf> = std::env::var_os("ROCM_PATH").map(PathBuf::from).into_iter().collect();
+    let mut roots: Vec<PathBuf> = std::env::var_os("ROCM_PATH")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
     if let Ok(rd) = std::fs::read_dir("/opt") {
         let mut opt: Vec<PathBuf> = rd
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rocm")))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("rocm"))
+            })
             .collect();
         opt.sort();
         roots.extend(opt);
@@ -151,13 +215,28 @@ pub fn discover() -> Vec<Candidate> {
 
 /// Scan one candidate for `targets`. A scan error becomes `Unknown` for every target (never clean).
 pub fn scan(candidate: Candidate, targets: &[String]) -> LibraryScan {
-    let opts = ScanOptions { targets: targets.to_vec() };
+    let opts = ScanOptions {
+        targets: targets.to_vec(),
+    };
     let states = match crate::scan::scan_path(&candidate.path, &opts) {
-        Ok(report) => targets.iter().map(|g| (g.clone(), target_state(&report, g))).collect(),
+        Ok(report) => targets
+            .iter()
+            .map(|g| (g.clone(), target_state(&report, g)))
+            .collect(),
         Err(e) => targets
             .iter()
-            .map(|g| (g.clone(), TargetState::Unknown { reason: format!("scan failed: {e:#}") }))
+            .map(|g| {
+                (
+                    g.clone(),
+                    TargetState::Unknown {
+                        reason: format!("scan failed: {e:#}"),
+                    },
+                )
+            })
             .collect(),
     };
-    LibraryScan { candidate, targets: states }
+    LibraryScan {
+        candidate,
+        targets: states,
+    }
 }

@@ -286,14 +286,19 @@ impl DoctorArgs {
                 let dir = if s.is_dir() {
                     s.clone()
                 } else {
-                    let t = tempfile::Builder::new().prefix("rcclfix-snapshot-").tempdir()?;
+                    let t = tempfile::Builder::new()
+                        .prefix("rcclfix-snapshot-")
+                        .tempdir()?;
                     capture::extract(s, t.path())?;
                     let p = t.path().to_owned();
                     _tmp = t;
                     p
                 };
                 if !dir.join("sys").is_dir() {
-                    anyhow::bail!("{}: not an rcclfix doctor snapshot (no sys/ folder)", s.display());
+                    anyhow::bail!(
+                        "{}: not an rcclfix doctor snapshot (no sys/ folder)",
+                        s.display()
+                    );
                 }
                 let d = dir.join("dmesg.txt");
                 (dir.join("sys"), dir.join("proc"), d.is_file().then_some(d))
@@ -304,7 +309,12 @@ impl DoctorArgs {
         let kernel_log = match self.dmesg.as_ref().or(snapshot_dmesg.as_ref()) {
             Some(f) => kmsg::from_file(f).with_context(|| format!("--dmesg {}", f.display()))?,
             None if live => kmsg::from_system(),
-            None => kmsg::parse("", kmsg::LogOrigin::Unavailable { reason: "no kernel log given for this sysfs root (--dmesg FILE)".into() }),
+            None => kmsg::parse(
+                "",
+                kmsg::LogOrigin::Unavailable {
+                    reason: "no kernel log given for this sysfs root (--dmesg FILE)".into(),
+                },
+            ),
         };
         if let Some(out) = &self.capture {
             let n = capture::write(out, &sysfs, &proc, &kernel_log)?;
@@ -319,23 +329,32 @@ impl DoctorArgs {
                 if !p.is_file() {
                     anyhow::bail!("--library {}: no such file", p.display());
                 }
-                Ok(library::Candidate { path: p.clone(), found_via: "--library".into() })
+                Ok(library::Candidate {
+                    path: p.clone(),
+                    found_via: "--library".into(),
+                })
             })
             .collect::<anyhow::Result<_>>()?;
         if libraries.is_empty() && live && !self.no_library {
             libraries = library::discover();
         }
         let hip = if self.no_hip {
-            HipProbe::NotRun { reason: "--no-hip".into() }
+            HipProbe::NotRun {
+                reason: "--no-hip".into(),
+            }
         } else if !live {
             HipProbe::NotRun { reason: "reading a snapshot: the HIP runtime would describe this machine, not the snapshot".into() }
         } else if pci::list_devices(&sysfs).iter().any(|d| d.is_amd_gpu()) {
             hip::probe()
         } else {
-            HipProbe::NotRun { reason: "no AMD GPU".into() }
+            HipProbe::NotRun {
+                reason: "no AMD GPU".into(),
+            }
         };
         let installed_rocm = if live {
-            std::fs::read_to_string("/opt/rocm/.info/version").ok().map(|s| s.trim().to_owned())
+            std::fs::read_to_string("/opt/rocm/.info/version")
+                .ok()
+                .map(|s| s.trim().to_owned())
         } else {
             None
         };
@@ -373,14 +392,24 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
         _ => "bridge".into(),
     };
     let status = match (&d.config, result) {
-        (ConfigView::Truncated { len }, _) => format!("unreadable: only {len} bytes of config space (run as root)"),
-        (_, PathResult::Breaks { hop, problem }) if *hop == d.bdf => format!("BREAKS: {}", problem.describe()),
+        (ConfigView::Truncated { len }, _) => {
+            format!("unreadable: only {len} bytes of config space (run as root)")
+        }
+        (_, PathResult::Breaks { hop, problem }) if *hop == d.bdf => {
+            format!("BREAKS: {}", problem.describe())
+        }
         (ConfigView::Express { cap }, _) if !is_gpu => match cap.port_type {
-            PortType::RootPort | PortType::SwitchUpstream | PortType::SwitchDownstream => "ok".into(),
+            PortType::RootPort | PortType::SwitchUpstream | PortType::SwitchDownstream => {
+                "ok".into()
+            }
             _ => "not checked by the kernel".into(),
         },
         (ConfigView::Express { cap }, _) => {
-            if cap.req_enabled() { "AtomicOp requester enabled".into() } else { "AtomicOp requester not enabled".into() }
+            if cap.req_enabled() {
+                "AtomicOp requester enabled".into()
+            } else {
+                "AtomicOp requester not enabled".into()
+            }
         }
         (ConfigView::NotExpress, _) => "not checked by the kernel".into(),
         (ConfigView::Malformed { reason }, _) => format!("malformed config space: {reason}"),
@@ -391,7 +420,11 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
         role,
         atomics: d.exp().map(|c| c.lspci_text()),
         status,
-        emulated: if in_qemu { pci::qemu_root_port_name(d).map(str::to_owned) } else { None },
+        emulated: if in_qemu {
+            pci::qemu_root_port_name(d).map(str::to_owned)
+        } else {
+            None
+        },
     }
 }
 
@@ -403,15 +436,23 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
     let all = pci::list_devices(&src.sysfs);
     let kfd = kfd::read_topology(&src.sysfs);
     let klog = &src.kernel_log;
-    let logs: Vec<LogTriage> =
-        src.logs.iter().map(|p| triage::triage_file(p).with_context(|| format!("--log {}", p.display()))).collect::<anyhow::Result<_>>()?;
+    let logs: Vec<LogTriage> = src
+        .logs
+        .iter()
+        .map(|p| triage::triage_file(p).with_context(|| format!("--log {}", p.display())))
+        .collect::<anyhow::Result<_>>()?;
     let vm_configs: Vec<ProxmoxConfig> = src
         .vm_configs
         .iter()
         .map(|p| vm::parse_proxmox(p).with_context(|| format!("--vm-config {}", p.display())))
         .collect::<anyhow::Result<_>>()?;
     let gfx_targets: Vec<String> = {
-        let mut v: Vec<String> = kfd.iter().flatten().map(|g| g.gfx.clone()).filter(|g| g != "unknown").collect();
+        let mut v: Vec<String> = kfd
+            .iter()
+            .flatten()
+            .map(|g| g.gfx.clone())
+            .filter(|g| g != "unknown")
+            .collect();
         v.sort();
         v.dedup();
         v
@@ -419,7 +460,11 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
     let libraries: Vec<LibraryScan> = if gfx_targets.is_empty() {
         vec![]
     } else {
-        src.libraries.iter().cloned().map(|c| library::scan(c, &gfx_targets)).collect()
+        src.libraries
+            .iter()
+            .cloned()
+            .map(|c| library::scan(c, &gfx_targets))
+            .collect()
     };
     let hip_devices = match &src.hip {
         HipProbe::Ran { devices, .. } => devices.clone(),
@@ -433,28 +478,48 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             vec![]
         });
         let result = pci::atomic_ops_to_root(gpu, &bridges);
-        let mut path: Vec<Hop> = bridges.iter().rev().map(|b| hop_for(b, false, &result, hv.is_qemu)).collect();
+        let mut path: Vec<Hop> = bridges
+            .iter()
+            .rev()
+            .map(|b| hop_for(b, false, &result, hv.is_qemu))
+            .collect();
         path.push(hop_for(gpu, true, &result, hv.is_qemu));
         let node = kfd.iter().flatten().find(|n| n.bdf == gpu.bdf);
-        let kfd_rejected = klog.kfd_rejects.get(&format!("{:04x}:{:04x}", gpu.vendor, gpu.device)).cloned();
-        let hipdev = hip_devices.iter().find(|h| Bdf::parse(&h.pci_bus_id) == Some(gpu.bdf));
+        let kfd_rejected = klog
+            .kfd_rejects
+            .get(&format!("{:04x}:{:04x}", gpu.vendor, gpu.device))
+            .cloned();
+        let hipdev = hip_devices
+            .iter()
+            .find(|h| Bdf::parse(&h.pci_bus_id) == Some(gpu.bdf));
         let siblings: Vec<String> = all
             .iter()
             .filter(|d| d.bdf != gpu.bdf && d.bdf.with_func(0) == gpu.bdf.with_func(0))
             .map(|d| format!("{} ({} class {:06x})", d.bdf, id_of(d), d.class))
             .collect();
         let guest = hv.is_vm.then(|| {
-            let root = bridges.iter().find(|b| b.exp().is_some_and(|c| c.port_type == PortType::RootPort));
+            let root = bridges
+                .iter()
+                .find(|b| b.exp().is_some_and(|c| c.port_type == PortType::RootPort));
             let multifunction = gpu.multifunction_header || !siblings.is_empty();
             let devfn0 = gpu.bdf.dev == 0 && gpu.bdf.func == 0;
-            let root_lacks = matches!(result, PathResult::Breaks { problem: HopProblem::RootPortNoCompleter, .. });
+            let root_lacks = matches!(
+                result,
+                PathResult::Breaks {
+                    problem: HopProblem::RootPortNoCompleter,
+                    ..
+                }
+            );
             GuestView {
                 multifunction,
                 siblings: siblings.clone(),
                 devfn0,
                 behind_root_port: root.is_some(),
-                emulated_root_port: root.and_then(|r| pci::qemu_root_port_name(r)).map(str::to_owned),
-                qemu_rule_blocks: hv.is_qemu && root.is_some() && root_lacks && (multifunction || !devfn0),
+                emulated_root_port: root.and_then(pci::qemu_root_port_name).map(str::to_owned),
+                qemu_rule_blocks: hv.is_qemu
+                    && root.is_some()
+                    && root_lacks
+                    && (multifunction || !devfn0),
             }
         });
         let mut g = GpuReport {
@@ -468,13 +533,23 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             kernel_message: klog.atomics_not_supported.get(&gpu.bdf).cloned(),
             kernel_log_usable: klog.usable(),
             kfd_atomics: node.and_then(|n| n.atomics()),
-            kfd_link_flags: node.map(|n| n.links_to_cpu.iter().map(|l| l.flags).collect()).unwrap_or_default(),
+            kfd_link_flags: node
+                .map(|n| n.links_to_cpu.iter().map(|l| l.flags).collect())
+                .unwrap_or_default(),
             kfd_rejected,
             hip_host_native_atomic: hipdev.map(|h| h.host_native_atomic_supported),
             hip_ordinal: hipdev.map(|h| h.ordinal),
             guest,
             library_states: node
-                .map(|n| libraries.iter().filter_map(|l| l.state(&n.gfx).map(|s| (l.candidate.path.display().to_string(), s.clone()))).collect())
+                .map(|n| {
+                    libraries
+                        .iter()
+                        .filter_map(|l| {
+                            l.state(&n.gfx)
+                                .map(|s| (l.candidate.path.display().to_string(), s.clone()))
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
             path_result: result,
             verdict: VerdictKind::Inconclusive,
@@ -483,7 +558,15 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         decide_gpu(&mut g, &hv);
         gpus.push(g);
     }
-    Ok(decide_overall(src, hv, gpus, kfd.is_some(), libraries, logs, vm_configs))
+    Ok(decide_overall(
+        src,
+        hv,
+        gpus,
+        kfd.is_some(),
+        libraries,
+        logs,
+        vm_configs,
+    ))
 }
 
 /// The per-GPU decision (platform.md §8).
@@ -503,6 +586,9 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
                 g.reasons.push("note: the GPU shows ReqEn- although the path passes (amdgpu not bound yet?)".into());
             }
         }
+        PathResult::Malformed { at, reason } => g
+            .reasons
+            .push(format!("PCIe path cannot be judged: {at} has a malformed config space ({reason})")),
         PathResult::Unreadable { at, len } => g.reasons.push(format!(
             "PCIe path unreadable: {at} gives only {len} bytes of config space without root; run as root: sudo rcclfix doctor"
         )),
@@ -513,8 +599,14 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         present.push("kernel log: amdgpu is silent about AtomicOps for this GPU".into());
     }
     match g.kfd_atomics {
-        Some(false) => missing.push(format!("KFD io_link flags {:?}: NoAtomics32/64 set (bits 2/3)", g.kfd_link_flags)),
-        Some(true) => present.push(format!("KFD io_link flags {:?}: atomics allowed", g.kfd_link_flags)),
+        Some(false) => missing.push(format!(
+            "KFD io_link flags {:?}: NoAtomics32/64 set (bits 2/3)",
+            g.kfd_link_flags
+        )),
+        Some(true) => present.push(format!(
+            "KFD io_link flags {:?}: atomics allowed",
+            g.kfd_link_flags
+        )),
         None => {}
     }
     match g.hip_host_native_atomic {
@@ -529,7 +621,9 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
     }
     if !missing.is_empty() {
         let clean_libs = !g.library_states.is_empty()
-            && g.library_states.iter().all(|(_, s)| matches!(s, TargetState::Clean { .. }));
+            && g.library_states
+                .iter()
+                .all(|(_, s)| matches!(s, TargetState::Clean { .. }));
         g.reasons.extend(missing);
         if clean_libs {
             g.verdict = VerdictKind::NotAffected;
@@ -541,11 +635,19 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         }
         for (p, s) in &g.library_states {
             if let TargetState::Declares { kernels } = s {
-                g.reasons.push(format!("{p}: {} kernels declare hidden_hostcall_buffer for {}", kernels.len(), g.gfx.as_deref().unwrap_or("?")));
+                g.reasons.push(format!(
+                    "{p}: {} kernels declare hidden_hostcall_buffer for {}",
+                    kernels.len(),
+                    g.gfx.as_deref().unwrap_or("?")
+                ));
             }
         }
         let vm_fix = g.guest.as_ref().is_some_and(|v| v.qemu_rule_blocks);
-        g.verdict = if vm_fix { VerdictKind::FixVmConfig } else { VerdictKind::Rebuild };
+        g.verdict = if vm_fix {
+            VerdictKind::FixVmConfig
+        } else {
+            VerdictKind::Rebuild
+        };
         if let Some(v) = &g.guest {
             if vm_fix {
                 g.reasons.push(format!(
@@ -556,7 +658,10 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
             } else if hv.is_qemu && v.behind_root_port {
                 g.reasons.push("the GPU is passed as a single function at devfn 0, yet the emulated root port has no completer: QEMU is older than 8.1, or the host's own path fails (run `rcclfix doctor` on the host); a guest cannot change its root port".into());
             } else if hv.is_vm {
-                g.reasons.push(format!("{}: the guest root port's bits decide and a guest cannot change them", hv.name.as_deref().unwrap_or("hypervisor")));
+                g.reasons.push(format!(
+                    "{}: the guest root port's bits decide and a guest cannot change them",
+                    hv.name.as_deref().unwrap_or("hypervisor")
+                ));
             }
         }
         return;
@@ -565,7 +670,10 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         g.verdict = VerdictKind::NotAffected;
         g.reasons.extend(present);
         if !g.path_result.passes() {
-            g.reasons.push("the PCIe path itself was not readable; the kernel's own result above decides".into());
+            g.reasons.push(
+                "the PCIe path itself was not readable; the kernel's own result above decides"
+                    .into(),
+            );
         }
         return;
     }
@@ -576,14 +684,21 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
 }
 
 fn aggregate(gpus: &[GpuReport]) -> Option<VerdictKind> {
-    let affected: Vec<&GpuReport> =
-        gpus.iter().filter(|g| matches!(g.verdict, VerdictKind::FixVmConfig | VerdictKind::Rebuild)).collect();
+    let affected: Vec<&GpuReport> = gpus
+        .iter()
+        .filter(|g| matches!(g.verdict, VerdictKind::FixVmConfig | VerdictKind::Rebuild))
+        .collect();
     if !affected.is_empty() {
-        return Some(if affected.iter().all(|g| g.verdict == VerdictKind::FixVmConfig) {
-            VerdictKind::FixVmConfig
-        } else {
-            VerdictKind::Rebuild
-        });
+        return Some(
+            if affected
+                .iter()
+                .all(|g| g.verdict == VerdictKind::FixVmConfig)
+            {
+                VerdictKind::FixVmConfig
+            } else {
+                VerdictKind::Rebuild
+            },
+        );
     }
     if gpus.iter().any(|g| g.verdict == VerdictKind::Inconclusive) {
         return Some(VerdictKind::Inconclusive);
@@ -593,7 +708,10 @@ fn aggregate(gpus: &[GpuReport]) -> Option<VerdictKind> {
 
 /// Parse `X.Y.Z` out of `/opt/rocm/.info/version` (`7.2.1-81`).
 fn installed_release(s: &str) -> Option<String> {
-    let v: String = s.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let v: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
     (v.matches('.').count() >= 1).then(|| v.trim_end_matches('.').to_owned())
 }
 
@@ -619,19 +737,39 @@ fn decide_overall(
     });
     let log_declaring_release = logs.iter().find_map(|l| {
         let r = l.rocm.as_ref()?;
-        l.shipped_declares.filter(|d| d.starts_with("yes")).map(|_| r.release.clone())
+        l.shipped_declares
+            .filter(|d| d.starts_with("yes"))
+            .map(|_| r.release.clone())
     });
-    let different: Vec<&str> = logs.iter().flat_map(|l| l.different_causes.iter().copied()).collect();
+    let different: Vec<&str> = logs
+        .iter()
+        .flat_map(|l| l.different_causes.iter().copied())
+        .collect();
 
     for l in &logs {
-        for f in l.findings.iter().filter(|f| f.meaning != triage::Meaning::Info && f.meaning != triage::Meaning::Noise).take(8) {
-            evidence.push(format!("{}:{}: {} — {}", l.path, f.line_no, f.line, f.explanation));
+        for f in l
+            .findings
+            .iter()
+            .filter(|f| f.meaning != triage::Meaning::Info && f.meaning != triage::Meaning::Noise)
+            .take(8)
+        {
+            evidence.push(format!(
+                "{}:{}: {} — {}",
+                l.path, f.line_no, f.line, f.explanation
+            ));
         }
         if !l.refused_kernels.is_empty() {
-            evidence.push(format!("{}: refused kernels: {}", l.path, l.refused_kernels.join(", ")));
+            evidence.push(format!(
+                "{}: refused kernels: {}",
+                l.path,
+                l.refused_kernels.join(", ")
+            ));
         }
     }
-    for g in gpus.iter().filter(|g| g.verdict != VerdictKind::NotAffected || gpus.len() == 1) {
+    for g in gpus
+        .iter()
+        .filter(|g| g.verdict != VerdictKind::NotAffected || gpus.len() == 1)
+    {
         for r in &g.reasons {
             evidence.push(format!("{}: {r}", g.bdf));
         }
@@ -645,7 +783,11 @@ fn decide_overall(
         (Some(VerdictKind::Rebuild), _) => VerdictKind::Rebuild,
         (Some(VerdictKind::NotAffected), Some(LogClass::ConfirmedRefusal)) => {
             notes.push("the log shows a hostcall refusal, but every GPU here has AtomicOps: was the log taken on another machine or inside a VM guest? Run doctor there".into());
-            if vm_cfg_problems { VerdictKind::FixVmConfig } else { VerdictKind::Inconclusive }
+            if vm_cfg_problems {
+                VerdictKind::FixVmConfig
+            } else {
+                VerdictKind::Inconclusive
+            }
         }
         (Some(VerdictKind::NotAffected), _) if vm_cfg_problems => VerdictKind::FixVmConfig,
         (Some(VerdictKind::NotAffected), Some(LogClass::ConsistentWithRefusal)) => {
@@ -657,11 +799,17 @@ fn decide_overall(
             notes.push("the log confirms the refusal; the platform path could not be read, so whether a VM setting fixes it is unknown: run as root: sudo rcclfix doctor".into());
             VerdictKind::Rebuild
         }
-        (Some(VerdictKind::Inconclusive), Some(LogClass::DifferentProblem)) => VerdictKind::NotAffected,
+        (Some(VerdictKind::Inconclusive), Some(LogClass::DifferentProblem)) => {
+            VerdictKind::NotAffected
+        }
         (Some(_), _) => VerdictKind::Inconclusive,
         (None, Some(LogClass::ConfirmedRefusal | LogClass::ConsistentWithRefusal)) => {
             notes.push("platform not checked (no AMD GPU in this sysfs): run `rcclfix doctor` on the affected machine, or pass its snapshot with --snapshot, to learn whether a VM setting fixes it instead (supply lspci -vvv / dmesg otherwise)".into());
-            if vm_cfg_problems { VerdictKind::FixVmConfig } else { VerdictKind::Rebuild }
+            if vm_cfg_problems {
+                VerdictKind::FixVmConfig
+            } else {
+                VerdictKind::Rebuild
+            }
         }
         (None, Some(LogClass::DifferentProblem)) => VerdictKind::NotAffected,
         (None, _) if vm_cfg_problems => VerdictKind::FixVmConfig,
@@ -678,8 +826,20 @@ fn decide_overall(
     // Rebuild advice: the release from the logs, else the installed ROCm, else the libraries' paths.
     let (rocm, rccl) = logs
         .iter()
-        .find_map(|l| (l.rocm.is_some() || l.versions.rccl.is_some()).then(|| (l.rocm.as_ref().map(|r| r.release.clone()), l.versions.rccl.clone())))
-        .unwrap_or_else(|| (src.installed_rocm.as_deref().and_then(installed_release), None));
+        .find_map(|l| {
+            (l.rocm.is_some() || l.versions.rccl.is_some()).then(|| {
+                (
+                    l.rocm.as_ref().map(|r| r.release.clone()),
+                    l.versions.rccl.clone(),
+                )
+            })
+        })
+        .unwrap_or_else(|| {
+            (
+                src.installed_rocm.as_deref().and_then(installed_release),
+                None,
+            )
+        });
     let rebuild = (verdict == VerdictKind::Rebuild || rocm.is_some() || rccl.is_some())
         .then(|| triage::rebuild_advice(rocm.as_deref(), rccl.as_deref()));
 
@@ -717,7 +877,10 @@ fn decide_overall(
                         evidence.push(format!("{}: {}: {p}", c.path, h.key));
                     }
                     if let Some(f) = &h.fixed {
-                        actions.push(format!("{}: replace `{}: {}` with `{f}`", c.path, h.key, h.value));
+                        actions.push(format!(
+                            "{}: replace `{}: {}` with `{f}`",
+                            c.path, h.key, h.value
+                        ));
                         fixed_any = true;
                     }
                 }
@@ -738,14 +901,36 @@ fn decide_overall(
         VerdictKind::Rebuild => {
             let adv = rebuild.as_ref().expect("set for rebuild");
             let targets: Vec<String> = {
-                let mut t: Vec<String> = gpus.iter().filter(|g| g.verdict == VerdictKind::Rebuild).filter_map(|g| g.gfx.clone()).collect();
+                let mut t: Vec<String> = gpus
+                    .iter()
+                    .filter(|g| g.verdict == VerdictKind::Rebuild)
+                    .filter_map(|g| g.gfx.clone())
+                    .collect();
+                if t.is_empty() {
+                    // No GPU here: the targets a log names (rocminfo `Name: gfx…`).
+                    t = logs
+                        .iter()
+                        .flat_map(|l| l.versions.gfx.iter().cloned())
+                        .collect();
+                }
+                t.sort();
                 t.dedup();
                 t
             };
-            actions.push(format!("rcclfix build --tag {}{}", adv.tag, if targets.is_empty() { String::new() } else { format!("   (for {})", targets.join(", ")) }));
+            actions.push(format!(
+                "rcclfix build --tag {}{}",
+                adv.tag,
+                if targets.is_empty() {
+                    String::new()
+                } else {
+                    format!("   (for {})", targets.join(", "))
+                }
+            ));
             actions.extend(adv.notes.iter().cloned());
             actions.push("then: rcclfix scan <built librccl> (expect 0 declaring kernels), rcclfix verify, rcclfix package".into());
-            if gpus.iter().any(|g| g.verdict == VerdictKind::NotAffected) && gpus.iter().any(|g| g.verdict == VerdictKind::Rebuild) {
+            if gpus.iter().any(|g| g.verdict == VerdictKind::NotAffected)
+                && gpus.iter().any(|g| g.verdict == VerdictKind::Rebuild)
+            {
                 actions.push("alternative: only some slots lack AtomicOps; moving the affected card to a CPU-attached slot avoids the rebuild".into());
             }
             if gpus.iter().any(|g| g.guest.is_some()) || hv.is_vm {
@@ -753,8 +938,14 @@ fn decide_overall(
             }
         }
         VerdictKind::Inconclusive => {
-            if gpus.iter().any(|g| matches!(g.path_result, PathResult::Unreadable { .. })) {
-                actions.push("sudo rcclfix doctor   (reading PCI config space beyond 64 bytes needs root)".into());
+            if gpus
+                .iter()
+                .any(|g| matches!(g.path_result, PathResult::Unreadable { .. }))
+            {
+                actions.push(
+                    "sudo rcclfix doctor   (reading PCI config space beyond 64 bytes needs root)"
+                        .into(),
+                );
             }
             if !src.kernel_log.usable() {
                 actions.push("supply the kernel log: sudo dmesg > dmesg.txt; rcclfix doctor --dmesg dmesg.txt".into());
@@ -770,7 +961,11 @@ fn decide_overall(
         let discrete: Vec<String> = gpus
             .iter()
             .filter(|g| !g.integrated)
-            .map(|g| g.hip_ordinal.map(|o| o.to_string()).unwrap_or_else(|| g.bdf.to_string()))
+            .map(|g| {
+                g.hip_ordinal
+                    .map(|o| o.to_string())
+                    .unwrap_or_else(|| g.bdf.to_string())
+            })
             .collect();
         notes.push(format!(
             "an integrated GPU is visible to ROCm ({}): collectives can pick it up or stall; restrict to the discrete cards with HIP_VISIBLE_DEVICES={} (HIP ordinals; ROCR_VISIBLE_DEVICES works one level lower)",
@@ -782,10 +977,16 @@ fn decide_overall(
         notes.push(format!(
             "running in a VM ({}{}): the guest's root ports and kernel log decide, not the host's",
             hv.name.as_deref().unwrap_or("?"),
-            hv.qemu_machine_version.map(|(a, b)| format!(", machine type {a}.{b}: QEMU >= {a}.{b}")).unwrap_or_default()
+            hv.qemu_machine_version
+                .map(|(a, b)| format!(", machine type {a}.{b}: QEMU >= {a}.{b}"))
+                .unwrap_or_default()
         ));
     }
-    if let Some(k) = logs.iter().find_map(|l| l.versions.kernel.as_deref()).filter(|k| k.ends_with("-pve")) {
+    if let Some(k) = logs
+        .iter()
+        .find_map(|l| l.versions.kernel.as_deref())
+        .filter(|k| k.ends_with("-pve"))
+    {
         notes.push(format!("kernel {k} is a Proxmox host kernel: this ran in a container (LXC) on the host, so the host's own PCIe path decides"));
     }
     if !kfd_present && !gpus.is_empty() {
@@ -795,7 +996,9 @@ fn decide_overall(
         if let kmsg::LogOrigin::Unavailable { reason } = &src.kernel_log.origin {
             notes.push(format!("kernel log unavailable: {reason}"));
         } else {
-            notes.push("kernel log has no amdgpu lines: it may be wrapped or from another boot".into());
+            notes.push(
+                "kernel log has no amdgpu lines: it may be wrapped or from another boot".into(),
+            );
         }
     }
     if let HipProbe::Failed { reason } = &src.hip {
@@ -817,7 +1020,14 @@ fn decide_overall(
             origin: src.kernel_log.origin.clone(),
             lines: src.kernel_log.lines,
             has_amdgpu_lines: src.kernel_log.has_amdgpu_lines,
-            relevant: src.kernel_log.relevant.iter().filter(|l| kmsg::is_atomics_message(l) || l.contains(kmsg::KFD_REJECTS)).take(50).cloned().collect(),
+            relevant: src
+                .kernel_log
+                .relevant
+                .iter()
+                .filter(|l| kmsg::is_atomics_message(l) || l.contains(kmsg::KFD_REJECTS))
+                .take(50)
+                .cloned()
+                .collect(),
         },
         kfd_present,
         hip: src.hip.clone(),

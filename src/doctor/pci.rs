@@ -90,7 +90,10 @@ impl PortType {
 
     /// Whether `pci_enable_atomic_ops_to_root` accepts this type as the requesting device.
     pub fn is_endpoint(self) -> bool {
-        matches!(self, PortType::Endpoint | PortType::LegacyEndpoint | PortType::RcEndpoint)
+        matches!(
+            self,
+            PortType::Endpoint | PortType::LegacyEndpoint | PortType::RcEndpoint
+        )
     }
 
     /// Human name, as in `lspci -vvv` "Express (v2) Root Port".
@@ -185,7 +188,12 @@ fn rd16(b: &[u8], o: usize) -> Option<u16> {
     Some(u16::from_le_bytes([*b.get(o)?, *b.get(o + 1)?]))
 }
 fn rd32(b: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes([*b.get(o)?, *b.get(o + 1)?, *b.get(o + 2)?, *b.get(o + 3)?]))
+    Some(u32::from_le_bytes([
+        *b.get(o)?,
+        *b.get(o + 1)?,
+        *b.get(o + 2)?,
+        *b.get(o + 3)?,
+    ]))
 }
 
 /// Decode a config-space dump (little-endian, as sysfs `config` returns it).
@@ -219,22 +227,37 @@ pub fn decode_config(bytes: &[u8]) -> ConfigView {
             let port_type = PortType::from_flags(flags);
             // Version 1 capabilities end before DevCap2; the kernel reads 0 there.
             let (devcap2, devctl2) = if version >= 2 {
-                match (rd32(bytes, ptr + PCI_EXP_DEVCAP2), rd16(bytes, ptr + PCI_EXP_DEVCTL2)) {
+                match (
+                    rd32(bytes, ptr + PCI_EXP_DEVCAP2),
+                    rd16(bytes, ptr + PCI_EXP_DEVCTL2),
+                ) {
                     (Some(a), Some(b)) => (a, b),
                     _ => return ConfigView::Truncated { len: bytes.len() },
                 }
             } else {
                 (0, 0)
             };
-            return ConfigView::Express { cap: ExpCap { offset: ptr as u16, version, port_type, devcap2, devctl2 } };
+            return ConfigView::Express {
+                cap: ExpCap {
+                    offset: ptr as u16,
+                    version,
+                    port_type,
+                    devcap2,
+                    devctl2,
+                },
+            };
         }
         ptr = next as usize & !3;
     }
     if ttl == 0 {
-        return ConfigView::Malformed { reason: "capability list loops".into() };
+        return ConfigView::Malformed {
+            reason: "capability list loops".into(),
+        };
     }
     if ptr != 0 && ptr < 0x40 {
-        return ConfigView::Malformed { reason: format!("capability pointer 0x{ptr:02x} points into the header") };
+        return ConfigView::Malformed {
+            reason: format!("capability pointer 0x{ptr:02x} points into the header"),
+        };
     }
     ConfigView::NotExpress
 }
@@ -292,7 +315,11 @@ impl Bdf {
 
 impl fmt::Display for Bdf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04x}:{:02x}:{:02x}.{:x}", self.domain, self.bus, self.dev, self.func)
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            self.domain, self.bus, self.dev, self.func
+        )
     }
 }
 
@@ -345,7 +372,8 @@ fn read_hex(path: &Path) -> anyhow::Result<u32> {
     let s = fs_err::read_to_string(path)?;
     let t = s.trim();
     let t = t.strip_prefix("0x").unwrap_or(t);
-    u32::from_str_radix(t, 16).with_context(|| format!("{}: not a hex number: {:?}", path.display(), s.trim()))
+    u32::from_str_radix(t, 16)
+        .with_context(|| format!("{}: not a hex number: {:?}", path.display(), s.trim()))
 }
 
 /// Read one PCI function from its sysfs directory (`…/0000:03:00.0`).
@@ -354,7 +382,8 @@ fn read_hex(path: &Path) -> anyhow::Result<u32> {
 /// A missing or short `config` file is not an error (it becomes [`ConfigView::Truncated`]).
 pub fn read_device(dir: &Path) -> anyhow::Result<PciDevice> {
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let bdf = Bdf::parse(name).with_context(|| format!("{}: directory name is not a PCI address", dir.display()))?;
+    let bdf = Bdf::parse(name)
+        .with_context(|| format!("{}: directory name is not a PCI address", dir.display()))?;
     let config_bytes = std::fs::read(dir.join("config")).unwrap_or_default();
     let hdr16 = |o: usize| rd16(&config_bytes, o);
     let vendor = match read_hex(&dir.join("vendor")) {
@@ -387,7 +416,9 @@ pub fn read_device(dir: &Path) -> anyhow::Result<PciDevice> {
 /// are skipped with a debug log (sysfs can change under us); a missing directory gives an empty list.
 pub fn list_devices(sysfs: &Path) -> Vec<PciDevice> {
     let root = sysfs.join("bus/pci/devices");
-    let Ok(rd) = std::fs::read_dir(&root) else { return vec![] };
+    let Ok(rd) = std::fs::read_dir(&root) else {
+        return vec![];
+    };
     let mut out: Vec<PciDevice> = rd
         .filter_map(|e| e.ok())
         .filter_map(|e| {
@@ -471,6 +502,13 @@ pub enum PathResult {
         /// Why.
         reason: String,
     },
+    /// A bridge's config space is malformed (e.g. a looping capability list): cannot judge.
+    Malformed {
+        /// The bridge.
+        at: Bdf,
+        /// Why.
+        reason: String,
+    },
     /// A config space on the path could not be read far enough: run as root.
     Unreadable {
         /// The first device whose capability list could not be read.
@@ -501,13 +539,26 @@ pub fn atomic_ops_to_root(gpu: &PciDevice, bridges: &[PciDevice]) -> PathResult 
         };
     }
     match &gpu.config {
-        ConfigView::Truncated { len } => return PathResult::Unreadable { at: gpu.bdf, len: *len },
-        ConfigView::Malformed { reason } => {
-            return PathResult::DeviceRefused { reason: format!("config space malformed: {reason}") }
+        ConfigView::Truncated { len } => {
+            return PathResult::Unreadable {
+                at: gpu.bdf,
+                len: *len,
+            }
         }
-        ConfigView::NotExpress => return PathResult::DeviceRefused { reason: "not a PCI Express device".into() },
+        ConfigView::Malformed { reason } => {
+            return PathResult::DeviceRefused {
+                reason: format!("config space malformed: {reason}"),
+            }
+        }
+        ConfigView::NotExpress => {
+            return PathResult::DeviceRefused {
+                reason: "not a PCI Express device".into(),
+            }
+        }
         ConfigView::Express { cap } if !cap.port_type.is_endpoint() => {
-            return PathResult::DeviceRefused { reason: format!("device type is {}, not an endpoint", cap.port_type.name()) }
+            return PathResult::DeviceRefused {
+                reason: format!("device type is {}, not an endpoint", cap.port_type.name()),
+            }
         }
         ConfigView::Express { .. } => {}
     }
@@ -515,38 +566,69 @@ pub fn atomic_ops_to_root(gpu: &PciDevice, bridges: &[PciDevice]) -> PathResult 
     for b in bridges {
         let cap = match &b.config {
             ConfigView::Express { cap } => cap,
-            ConfigView::Truncated { len } => return PathResult::Unreadable { at: b.bdf, len: *len },
+            ConfigView::Truncated { len } => {
+                return PathResult::Unreadable {
+                    at: b.bdf,
+                    len: *len,
+                }
+            }
             // Conventional bridges: pci_pcie_type() reads 0, no case matches, the walk goes on.
-            ConfigView::NotExpress | ConfigView::Malformed { .. } => continue,
+            ConfigView::NotExpress => continue,
+            ConfigView::Malformed { reason } => {
+                return PathResult::Malformed {
+                    at: b.bdf,
+                    reason: reason.clone(),
+                }
+            }
         };
         match cap.port_type {
-            PortType::SwitchUpstream | PortType::SwitchDownstream => {
-                if cap.devcap2 & DEVCAP2_ATOMIC_ROUTE == 0 {
-                    return PathResult::Breaks { hop: b.bdf, problem: HopProblem::SwitchNoRouting };
-                }
+            PortType::SwitchUpstream | PortType::SwitchDownstream
+                if cap.devcap2 & DEVCAP2_ATOMIC_ROUTE == 0 =>
+            {
+                return PathResult::Breaks {
+                    hop: b.bdf,
+                    problem: HopProblem::SwitchNoRouting,
+                };
             }
             PortType::RootPort => {
                 saw_root = true;
                 if cap.devcap2 & AMDGPU_CAP_MASK != AMDGPU_CAP_MASK {
-                    return PathResult::Breaks { hop: b.bdf, problem: HopProblem::RootPortNoCompleter };
+                    return PathResult::Breaks {
+                        hop: b.bdf,
+                        problem: HopProblem::RootPortNoCompleter,
+                    };
                 }
             }
             _ => {}
         }
-        if cap.port_type == PortType::SwitchUpstream && cap.devctl2 & DEVCTL2_ATOMIC_EGRESS_BLOCK != 0 {
-            return PathResult::Breaks { hop: b.bdf, problem: HopProblem::UpstreamEgressBlocked };
+        if cap.port_type == PortType::SwitchUpstream
+            && cap.devctl2 & DEVCTL2_ATOMIC_EGRESS_BLOCK != 0
+        {
+            return PathResult::Breaks {
+                hop: b.bdf,
+                problem: HopProblem::UpstreamEgressBlocked,
+            };
         }
     }
-    PathResult::Passes { no_root_port: !saw_root }
+    PathResult::Passes {
+        no_root_port: !saw_root,
+    }
 }
 
 /// The QEMU-emulated root ports doctor recognises (vendor, device, name).
 pub const QEMU_ROOT_PORTS: &[(u16, u16, &str)] = &[
     (0x1b36, 0x000c, "QEMU pcie-root-port"),
-    (0x8086, 0x3420, "QEMU ioh3420 (emulated Intel X58 root port)"),
+    (
+        0x8086,
+        0x3420,
+        "QEMU ioh3420 (emulated Intel X58 root port)",
+    ),
 ];
 
 /// The name of a QEMU-emulated root port, if `dev` is one.
 pub fn qemu_root_port_name(dev: &PciDevice) -> Option<&'static str> {
-    QEMU_ROOT_PORTS.iter().find(|(v, d, _)| *v == dev.vendor && *d == dev.device).map(|(_, _, n)| *n)
+    QEMU_ROOT_PORTS
+        .iter()
+        .find(|(v, d, _)| *v == dev.vendor && *d == dev.device)
+        .map(|(_, _, n)| *n)
 }

@@ -13,10 +13,19 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
         g.bdf,
         g.id,
         g.gfx.as_deref().unwrap_or("gfx unknown"),
-        g.kfd_node.map(|n| format!("  KFD node {n}")).unwrap_or_default(),
-        if g.integrated { "  (integrated GPU)" } else { "" }
+        g.kfd_node
+            .map(|n| format!("  KFD node {n}"))
+            .unwrap_or_default(),
+        if g.integrated {
+            "  (integrated GPU)"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(out, "  PCIe path (kernel rule pci_enable_atomic_ops_to_root, COMP32|COMP64):");
+    let _ = writeln!(
+        out,
+        "  PCIe path (kernel rule pci_enable_atomic_ops_to_root, COMP32|COMP64):"
+    );
     for h in &g.path {
         let _ = writeln!(
             out,
@@ -24,7 +33,10 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
             h.bdf,
             h.id,
             h.role,
-            h.emulated.as_deref().map(|e| format!(" [{e}]")).unwrap_or_default()
+            h.emulated
+                .as_deref()
+                .map(|e| format!(" [{e}]"))
+                .unwrap_or_default()
         );
         if let Some(a) = &h.atomics {
             let _ = writeln!(out, "        {a}");
@@ -40,25 +52,46 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
     let kfd = match g.kfd_atomics {
         Some(true) => format!("atomics allowed (flags {:?})", g.kfd_link_flags),
         Some(false) => format!("NO atomics (flags {:?}: bits 2/3)", g.kfd_link_flags),
-        None if g.kfd_node.is_some() => format!("flags {:?} not decisive (bit 0 clear)", g.kfd_link_flags),
+        None if g.kfd_node.is_some() => {
+            format!("flags {:?} not decisive (bit 0 clear)", g.kfd_link_flags)
+        }
         None => "no KFD node".into(),
     };
     let _ = writeln!(out, "  KFD io_link to CPU: {kfd}");
     if let Some(v) = g.hip_host_native_atomic {
-        let _ = writeln!(out, "  HIP hostNativeAtomicSupported: {v} (device {})", g.hip_ordinal.unwrap_or(-1));
+        let _ = writeln!(
+            out,
+            "  HIP hostNativeAtomicSupported: {v} (device {})",
+            g.hip_ordinal.unwrap_or(-1)
+        );
     }
     if let Some(v) = &g.guest {
         let _ = writeln!(
             out,
             "  VM guest: {}, {}{}",
-            if v.multifunction { "multifunction" } else { "single function" },
-            if v.devfn0 { "devfn 0" } else { "not at devfn 0" },
-            if v.behind_root_port { "" } else { ", on the root bus (no root port)" }
+            if v.multifunction {
+                "multifunction"
+            } else {
+                "single function"
+            },
+            if v.devfn0 {
+                "devfn 0"
+            } else {
+                "not at devfn 0"
+            },
+            if v.behind_root_port {
+                ""
+            } else {
+                ", on the root bus (no root port)"
+            }
         );
     }
     for (p, s) in &g.library_states {
         let t = match s {
-            TargetState::Declares { kernels } => format!("declares hidden_hostcall_buffer ({} kernels)", kernels.len()),
+            TargetState::Declares { kernels } => format!(
+                "declares hidden_hostcall_buffer ({} kernels)",
+                kernels.len()
+            ),
             TargetState::Clean { kernels } => format!("clean ({kernels} kernels)"),
             TargetState::Unknown { reason } => format!("unknown: {reason}"),
         };
@@ -75,27 +108,55 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
     if r.gpus.is_empty() {
-        let _ = writeln!(out, "No AMD GPU (vendor 0x1002, display class) in the PCI devices of this sysfs.\n");
+        let _ = writeln!(
+            out,
+            "No AMD GPU (vendor 0x1002, display class) in the PCI devices of this sysfs.\n"
+        );
     }
     for g in &r.gpus {
         gpu_block(&mut out, g);
     }
     if r.hypervisor.is_vm {
         let h = &r.hypervisor;
-        let dmi: Vec<&str> =
-            [&h.sys_vendor, &h.product_name, &h.product_version].into_iter().filter_map(|v| v.as_deref()).collect();
+        let dmi: Vec<&str> = [&h.sys_vendor, &h.product_name, &h.product_version]
+            .into_iter()
+            .filter_map(|v| v.as_deref())
+            .collect();
         let _ = writeln!(
             out,
             "Hypervisor: {} ({}{})\n",
             h.name.as_deref().unwrap_or("?"),
-            if dmi.is_empty() { "no DMI data".to_owned() } else { format!("DMI: {}", dmi.join(" / ")) },
-            if h.cpu_flag { ", CPU hypervisor flag set" } else { "" }
+            if dmi.is_empty() {
+                "no DMI data".to_owned()
+            } else {
+                format!("DMI: {}", dmi.join(" / "))
+            },
+            if h.cpu_flag {
+                ", CPU hypervisor flag set"
+            } else {
+                ""
+            }
         );
     }
     for c in &r.vm_configs {
-        let _ = writeln!(out, "VM config {} (machine: {}):", c.path, c.machine.as_deref().unwrap_or("i440fx (default)"));
+        let _ = writeln!(
+            out,
+            "VM config {} (machine: {}):",
+            c.path,
+            c.machine.as_deref().unwrap_or("i440fx (default)")
+        );
         for h in &c.hostpci {
-            let _ = writeln!(out, "  {}: {}  → {}", h.key, h.value, if h.problems.is_empty() { "ok" } else { "blocks AtomicOps" });
+            let _ = writeln!(
+                out,
+                "  {}: {}  → {}",
+                h.key,
+                h.value,
+                if h.problems.is_empty() {
+                    "ok"
+                } else {
+                    "blocks AtomicOps"
+                }
+            );
             for p in &h.problems {
                 let _ = writeln!(out, "    - {p}");
             }
@@ -129,7 +190,11 @@ pub fn text(r: &Report) -> String {
                 "  → ROCm {} (from {}{}); RCCL {}; its shipped library declares hostcall: {}",
                 rel.release,
                 rel.source,
-                if rel.exact { "" } else { ", point release unknown" },
+                if rel.exact {
+                    ""
+                } else {
+                    ", point release unknown"
+                },
                 l.rccl.as_deref().unwrap_or("?"),
                 l.shipped_declares.unwrap_or("unknown")
             );
@@ -138,7 +203,12 @@ pub fn text(r: &Report) -> String {
     }
     if !r.libraries.is_empty() && r.gpus.is_empty() {
         for l in &r.libraries {
-            let _ = writeln!(out, "Library {} ({})", l.candidate.path.display(), l.candidate.found_via);
+            let _ = writeln!(
+                out,
+                "Library {} ({})",
+                l.candidate.path.display(),
+                l.candidate.found_via
+            );
         }
     }
     match &r.hip {
@@ -150,8 +220,21 @@ pub fn text(r: &Report) -> String {
     let _ = writeln!(out, "Verdict: {}", r.headline);
     if !r.evidence.is_empty() && r.verdict != VerdictKind::NotAffected {
         let _ = writeln!(out, "Evidence:");
-        for e in &r.evidence {
+        // Per-GPU lines are already in the GPU blocks above.
+        let gpu_prefixes: Vec<String> = r.gpus.iter().map(|g| format!("{}: ", g.bdf)).collect();
+        for e in r
+            .evidence
+            .iter()
+            .filter(|e| !gpu_prefixes.iter().any(|p| e.starts_with(p.as_str())))
+        {
             let _ = writeln!(out, "  - {e}");
+        }
+        for g in r
+            .gpus
+            .iter()
+            .filter(|g| matches!(g.verdict, VerdictKind::FixVmConfig | VerdictKind::Rebuild))
+        {
+            let _ = writeln!(out, "  - {}: {} (details above)", g.bdf, g.verdict.text());
         }
     }
     if !r.actions.is_empty() {

@@ -59,10 +59,10 @@ const SIGNATURES: &[Sig] = &[
           explanation: "AMD_LOG_LEVEL>=3 names the kernel being launched" },
     Sig { needle: "hipErrorIllegalState", name: "hip-illegal-state", meaning: Meaning::Symptom,
           explanation: "HIP error 401, what a refused hostcall dispatch returns" },
+    Sig { needle: "NCCL WARN HIP failure", name: "rccl-enqueue-hip-failure", meaning: Meaning::Symptom,
+          explanation: "RCCL's collective kernel launch (enqueue.cc) returned a HIP error; with 'the operation cannot be performed in the present state' it is hipErrorIllegalState, what a refused hostcall dispatch returns" },
     Sig { needle: "the operation cannot be performed in the present state", name: "hip-illegal-state-text", meaning: Meaning::Symptom,
           explanation: "the text of hipErrorIllegalState (401), what a refused hostcall dispatch returns" },
-    Sig { needle: "NCCL WARN HIP failure", name: "rccl-enqueue-hip-failure", meaning: Meaning::Symptom,
-          explanation: "RCCL's kernel launch returned a HIP error (enqueue.cc: the collective's kernel launch)" },
     Sig { needle: "unhandled cuda error", name: "torch-unhandled-cuda-error", meaning: Meaning::Symptom,
           explanation: "torch/rccl-tests wrapper for any HIP error inside RCCL; look for the HIP text next to it" },
     Sig { needle: "Kernel expects a hostcall buffer, but none found", name: "clr-hostcall-buffer-missing", meaning: Meaning::DifferentCause,
@@ -116,6 +116,12 @@ pub struct Versions {
     pub kernel: Option<String>,
     /// The RCCL configure step's `-- Compiling for` list.
     pub configure_targets: Option<String>,
+    /// The targets requested on the cmake line (`-DAMDGPU_TARGETS=…` / `-DGPU_TARGETS=…`).
+    pub requested_targets: Option<String>,
+    /// gfx names from `rocminfo` (`Name: gfx1100`), in order, deduplicated.
+    pub gfx: Vec<String>,
+    /// ROCm version from a ROCm container image tag (`rocm/pytorch:rocm7.2_…`).
+    pub image_rocm: Option<String>,
 }
 
 /// The ROCm release the log points at, and how sure that is.
@@ -164,17 +170,22 @@ pub struct LogTriage {
     pub class: LogClass,
     /// The look-alike problems found, by signature name.
     pub different_causes: Vec<&'static str>,
+    /// `enqueue.cc:<line>` locations of RCCL's HIP-failure warnings (2061, 2118, 2119 observed).
+    pub rccl_enqueue_lines: Vec<String>,
 }
 
 /// The value after `key` and optional spaces/colon, up to the next whitespace.
 fn value_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let i = line.find(key)?;
-    let rest = line[i + key.len()..].trim_start_matches(|c: char| c == ' ' || c == ':' || c == '\t');
+    let rest = line[i + key.len()..].trim_start_matches([' ', ':', '\t']);
     rest.split_whitespace().next().filter(|s| !s.is_empty())
 }
 
 fn leading_version(s: &str) -> Option<String> {
-    let v: String = s.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let v: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
     let v = v.trim_end_matches('.');
     (v.split('.').count() >= 2 && !v.is_empty()).then(|| v.to_owned())
 }
@@ -212,13 +223,25 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
     let mut v = Versions::default();
     let mut refused = vec![];
     let mut last_shader: Option<String> = None;
+    let mut enqueue = vec![];
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
+        if line.contains("NCCL WARN HIP failure") {
+            if let Some((_, r)) = line.split_once("enqueue.cc:") {
+                let n: String = r.chars().take_while(char::is_ascii_digit).collect();
+                let loc = format!("enqueue.cc:{n}");
+                if !n.is_empty() && !enqueue.contains(&loc) {
+                    enqueue.push(loc);
+                }
+            }
+        }
         for s in SIGNATURES {
             if line.contains(s.needle) {
                 if s.name == "clr-shader-name" {
                     last_shader = value_after(line, "ShaderName :").map(|_| {
-                        line.split_once("ShaderName :").map(|(_, r)| r.trim().to_owned()).unwrap_or_default()
+                        line.split_once("ShaderName :")
+                            .map(|(_, r)| r.trim().to_owned())
+                            .unwrap_or_default()
                     });
                 }
                 if s.name == "clr-hostcall-refused" {
@@ -229,7 +252,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                     }
                 }
                 if s.name == "rccl-configure-targets" {
-                    v.configure_targets = line.split_once("-- Compiling for").map(|(_, r)| r.trim().to_owned());
+                    v.configure_targets = line
+                        .split_once("-- Compiling for")
+                        .map(|(_, r)| r.trim().to_owned());
                 }
                 if findings.len() < 200 {
                     findings.push(Finding {
@@ -246,7 +271,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         if let Some(t) = value_after(line, "RCCL version") {
             if let Some(ver) = leading_version(t) {
                 v.rccl = Some(ver);
-                v.rccl_commit = t.split_once("HEAD:").map(|(_, c)| c.trim_end_matches(',').to_owned());
+                v.rccl_commit = t
+                    .split_once("HEAD:")
+                    .map(|(_, c)| c.trim_end_matches(',').to_owned());
             }
         }
         if let Some(t) = value_after(line, "HIP version") {
@@ -256,7 +283,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             v.rocm.get_or_insert_with(|| t.to_owned());
         }
         if let Some((_, r)) = line.split_once("Librccl path") {
-            let p = r.trim_start_matches(|c: char| c == ' ' || c == ':').trim();
+            let p = r.trim_start_matches([' ', ':']).trim();
             if !p.is_empty() {
                 v.librccl_path = Some(p.to_owned());
             }
@@ -265,7 +292,10 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             v.torch_rocm = Some(t.to_owned());
         }
         if line.to_ascii_lowercase().contains("clang") {
-            if let Some(t) = line.split(|c: char| c.is_whitespace() || c == '(' || c == ')').find(|t| t.starts_with("roc-")) {
+            if let Some(t) = line
+                .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                .find(|t| t.starts_with("roc-"))
+            {
                 if let Some(ver) = leading_version(&t[4..]) {
                     v.clang_roc = Some(ver);
                 }
@@ -274,18 +304,82 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         if let Some(t) = value_after(line, "Kernel version") {
             v.kernel = Some(t.to_owned());
         }
+        for key in ["-DAMDGPU_TARGETS=", "-DGPU_TARGETS="] {
+            if let Some((_, r)) = line.split_once(key) {
+                let t = r
+                    .trim_start_matches(['"', '\''])
+                    .split(['"', '\'', ' '])
+                    .next()
+                    .unwrap_or("");
+                if !t.is_empty() {
+                    v.requested_targets = Some(t.to_owned());
+                }
+            }
+        }
+        if let Some(t) = value_after(line, "Name:").filter(|t| t.starts_with("gfx") && t.len() <= 8)
+        {
+            if !v.gfx.iter().any(|g| g == t) {
+                v.gfx.push(t.to_owned());
+            }
+        }
+        if let Some(i) = line.find("rocm/") {
+            if let Some((_, tag)) = line[i..]
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .split_once(":rocm")
+            {
+                if let Some(ver) = leading_version(tag) {
+                    v.image_rocm.get_or_insert(ver);
+                }
+            }
+        }
+    }
+    // The configure log lists other targets than the cmake line asked for (cases C06).
+    if let (Some(req), Some(got)) = (&v.requested_targets, &v.configure_targets) {
+        let set = |s: &str| {
+            let mut x: Vec<String> = s
+                .split([';', ',', ' '])
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect();
+            x.sort();
+            x
+        };
+        if set(req) != set(got) {
+            findings.push(Finding {
+                line_no: findings.iter().find(|f| f.signature == "rccl-configure-targets").map_or(0, |f| f.line_no),
+                line: format!("requested {req}, configure builds {got}"),
+                signature: "rccl-target-list-ignored",
+                meaning: Meaning::DifferentCause,
+                explanation: "the build ignored the requested gfx target list (ROCm/rccl#958): a build configuration problem, not this bug; pass both GPU_TARGETS and AMDGPU_TARGETS and check the configure log",
+            });
+        }
     }
     let rocm = resolve_rocm(&v);
-    let rccl = v.rccl.clone().or_else(|| rocm.as_ref().and_then(|r| rccl_for_rocm(&r.release)).map(|(x, _)| x.to_owned()));
-    let shipped_declares = rocm.as_ref().and_then(|r| rccl_for_rocm(&r.release)).map(|(_, d)| d);
+    let rccl = v.rccl.clone().or_else(|| {
+        rocm.as_ref()
+            .and_then(|r| rccl_for_rocm(&r.release))
+            .map(|(x, _)| x.to_owned())
+    });
+    let shipped_declares = rocm
+        .as_ref()
+        .and_then(|r| rccl_for_rocm(&r.release))
+        .map(|(_, d)| d);
     let has = |m: Meaning| findings.iter().any(|f| f.meaning == m);
-    let mut different: Vec<&'static str> =
-        findings.iter().filter(|f| f.meaning == Meaning::DifferentCause).map(|f| f.signature).collect();
+    let mut different: Vec<&'static str> = findings
+        .iter()
+        .filter(|f| f.meaning == Meaning::DifferentCause)
+        .map(|f| f.signature)
+        .collect();
     different.dedup();
     let class = if has(Meaning::Confirmed) {
         LogClass::ConfirmedRefusal
     } else if findings.iter().any(|f| {
-        matches!(f.signature, "hip-illegal-state" | "hip-illegal-state-text" | "clr-aql-dispatch-failed")
+        matches!(
+            f.signature,
+            "hip-illegal-state" | "hip-illegal-state-text" | "clr-aql-dispatch-failed"
+        ) || (f.signature == "rccl-enqueue-hip-failure" && f.line.contains("present state"))
     }) && different.is_empty()
     {
         LogClass::ConsistentWithRefusal
@@ -306,6 +400,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         shipped_declares,
         class,
         different_causes: different,
+        rccl_enqueue_lines: enqueue,
     }
 }
 
@@ -313,14 +408,30 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
 /// version or `ROCM used to build PyTorch` (family only: `7.2.53211` occurs in several 7.2.x).
 pub fn resolve_rocm(v: &Versions) -> Option<RocmRelease> {
     if let Some(r) = &v.clang_roc {
-        return Some(RocmRelease { release: first_n_components(r, 3), source: format!("clang roc-{r}"), exact: true });
+        return Some(RocmRelease {
+            release: first_n_components(r, 3),
+            source: format!("clang roc-{r}"),
+            exact: true,
+        });
     }
     if let Some(r) = v.rocm.as_deref().and_then(leading_version) {
-        return Some(RocmRelease { release: first_n_components(&r, 3), source: "ROCm version banner".into(), exact: true });
+        return Some(RocmRelease {
+            release: first_n_components(&r, 3),
+            source: "ROCm version banner".into(),
+            exact: true,
+        });
     }
-    for (val, src) in [(&v.hip, "HIP version"), (&v.torch_rocm, "ROCM used to build PyTorch")] {
+    for (val, src) in [
+        (&v.hip, "HIP version"),
+        (&v.torch_rocm, "ROCM used to build PyTorch"),
+        (&v.image_rocm, "container image tag"),
+    ] {
         if let Some(r) = val.as_deref().and_then(leading_version) {
-            return Some(RocmRelease { release: first_n_components(&r, 2), source: src.into(), exact: false });
+            return Some(RocmRelease {
+                release: first_n_components(&r, 2),
+                source: src.into(),
+                exact: false,
+            });
         }
     }
     None
@@ -331,7 +442,10 @@ pub fn resolve_rocm(v: &Versions) -> Option<RocmRelease> {
 /// Errors: the file cannot be read.
 pub fn triage_file(path: &Path) -> anyhow::Result<LogTriage> {
     let bytes = fs_err::read(path).context("cannot read the log")?;
-    Ok(triage(&String::from_utf8_lossy(&bytes), &path.display().to_string()))
+    Ok(triage(
+        &String::from_utf8_lossy(&bytes),
+        &path.display().to_string(),
+    ))
 }
 
 /// The rebuild advice for a ROCm release / RCCL version: the recipe to pass to `rcclfix build --tag`.
@@ -349,27 +463,41 @@ pub struct RebuildAdvice {
 /// [`crate::recipe::embedded`].
 pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>) -> RebuildAdvice {
     let all = crate::recipe::embedded().unwrap_or_default();
-    let rccl = rccl.map(str::to_owned).or_else(|| rocm.and_then(rccl_for_rocm).map(|(r, _)| r.to_owned()));
+    let rccl = rccl
+        .map(str::to_owned)
+        .or_else(|| rocm.and_then(rccl_for_rocm).map(|(r, _)| r.to_owned()));
     let mut notes = vec![];
     let usable = |r: &crate::recipe::Recipe| r.status != crate::recipe::Status::UnfixableByRebuild;
     // 1. a recipe for exactly this ROCm release, 2. for this RCCL version.
     let by_rocm = rocm.and_then(|rel| all.values().find(|r| r.rocm_release == rel && usable(r)));
-    let by_rccl = rccl.as_deref().and_then(|v| crate::recipe::find(&all, v).ok().filter(|r| usable(r)));
+    let by_rccl = rccl
+        .as_deref()
+        .and_then(|v| crate::recipe::find(&all, v).ok().filter(|r| usable(r)));
     if let Some(r) = by_rocm.or(by_rccl) {
         if rccl.as_deref().is_some_and(|v| v != r.rccl_version) {
-            notes.push(format!("this recipe builds RCCL {} (ROCm {})", r.rccl_version, r.rocm_release));
+            notes.push(format!(
+                "this recipe builds RCCL {} (ROCm {})",
+                r.rccl_version, r.rocm_release
+            ));
         }
         if r.rccl_version.starts_with("2.27.") {
             notes.push("NDEBUG carries the AllReduce hang risk of ROCm/rccl#2124 (cases C07): `rcclfix verify` checks for it".into());
         }
-        return RebuildAdvice { tag: r.id().to_owned(), recipe_exists: true, notes };
+        return RebuildAdvice {
+            tag: r.id().to_owned(),
+            recipe_exists: true,
+            notes,
+        };
     }
     // 2.28+ (device linker): NDEBUG alone leaves the Generic kernels declaring (cases C01).
     let newer = rccl.as_deref().is_some_and(|v| {
         let mut it = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
         (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (2, 28)
     });
-    let fallback = all.values().find(|r| r.rccl_version == "2.27.7" && usable(r)).map(|r| r.id().to_owned());
+    let fallback = all
+        .values()
+        .find(|r| r.rccl_version == "2.27.7" && usable(r))
+        .map(|r| r.id().to_owned());
     if newer {
         notes.push(format!(
             "RCCL {} uses the device linker: an NDEBUG rebuild still leaves 3 declaring kernels (cases C01); rebuild 2.27.7 with NDEBUG instead",
@@ -377,10 +505,16 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>) -> RebuildAdvice {
         ));
         notes.push("check that your torch's nccl* imports exist in 2.27.7 (`rcclfix package` audits this; cases C08)".into());
     } else if let Some(v) = &rccl {
-        notes.push(format!("no recipe for RCCL {v} yet: `rcclfix build --list` shows the recipes"));
+        notes.push(format!(
+            "no recipe for RCCL {v} yet: `rcclfix build --list` shows the recipes"
+        ));
     } else {
         notes.push("the ROCm release is unknown: pick the recipe for your ROCm with `rcclfix build --list`".into());
     }
     let tag = fallback.clone().unwrap_or_else(|| "2.27.7".into());
-    RebuildAdvice { recipe_exists: fallback.is_some(), tag, notes }
+    RebuildAdvice {
+        recipe_exists: fallback.is_some(),
+        tag,
+        notes,
+    }
 }

@@ -33,7 +33,10 @@ pub struct Hypervisor {
 }
 
 fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
 }
 
 /// Parse the version out of a QEMU machine type (`pc-q35-8.1`, `pc-q35-9.0+pve0`, `pc-i440fx-7.2`).
@@ -63,22 +66,24 @@ pub fn detect(sysfs: &Path, proc: &Path) -> Hypervisor {
         .unwrap_or(false);
     let vendor = h.sys_vendor.clone().unwrap_or_default();
     let product = h.product_name.clone().unwrap_or_default();
-    let name = if vendor.contains("QEMU") || product.contains("KVM") || product.starts_with("Standard PC") {
-        h.is_qemu = true;
-        Some("QEMU/KVM")
-    } else if vendor.contains("VMware") {
-        Some("VMware")
-    } else if vendor.contains("innotek") || product.contains("VirtualBox") {
-        Some("VirtualBox")
-    } else if vendor.contains("Microsoft") && product.contains("Virtual") {
-        Some("Hyper-V")
-    } else if vendor.contains("Xen") {
-        Some("Xen")
-    } else if h.cpu_flag {
-        Some("unknown hypervisor")
-    } else {
-        None
-    };
+    let name =
+        if vendor.contains("QEMU") || product.contains("KVM") || product.starts_with("Standard PC")
+        {
+            h.is_qemu = true;
+            Some("QEMU/KVM")
+        } else if vendor.contains("VMware") {
+            Some("VMware")
+        } else if vendor.contains("innotek") || product.contains("VirtualBox") {
+            Some("VirtualBox")
+        } else if vendor.contains("Microsoft") && product.contains("Virtual") {
+            Some("Hyper-V")
+        } else if vendor.contains("Xen") {
+            Some("Xen")
+        } else if h.cpu_flag {
+            Some("unknown hypervisor")
+        } else {
+            None
+        };
     h.is_vm = name.is_some();
     h.name = name.map(str::to_owned);
     if h.is_qemu {
@@ -151,24 +156,33 @@ pub fn parse_proxmox(path: &Path) -> anyhow::Result<ProxmoxConfig> {
         if line.starts_with('[') {
             break;
         }
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let (k, v) = (k.trim(), v.trim());
         if k == "machine" {
             cfg.machine = Some(v.to_owned());
         } else if k == "args" && v.contains("multifunction=on") {
             cfg.args_multifunction = true;
-        } else if k.strip_prefix("hostpci").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+        } else if k
+            .strip_prefix("hostpci")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
             cfg.hostpci.push(parse_hostpci(k, v));
         }
     }
     // `machine: q35`, `machine: pc-q35-8.1`, `machine: type=q35,viommu=…`.
     cfg.q35 = cfg.machine.as_deref().is_some_and(|m| m.contains("q35"));
     if cfg.hostpci.is_empty() {
-        anyhow::bail!("{}: no hostpciN line: no PCI device is passed through", path.display());
+        anyhow::bail!(
+            "{}: no hostpciN line: no PCI device is passed through",
+            path.display()
+        );
     }
     for h in &mut cfg.hostpci {
         if !cfg.q35 {
-            h.problems.push("machine is not q35: pcie=1 needs `machine: q35`".into());
+            h.problems
+                .push("machine is not q35: pcie=1 needs `machine: q35`".into());
         }
     }
     Ok(cfg)
@@ -181,9 +195,17 @@ fn parse_hostpci(key: &str, value: &str) -> HostPci {
     let mut opts = vec![];
     for (i, item) in value.split(',').enumerate() {
         let item = item.trim();
-        let (k, v) = item.split_once('=').unwrap_or(if i == 0 { ("host", item) } else { (item, "") });
+        let (k, v) =
+            item.split_once('=')
+                .unwrap_or(if i == 0 { ("host", item) } else { (item, "") });
         match k {
-            "host" => hosts = v.split(';').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect(),
+            "host" => {
+                hosts = v
+                    .split(';')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            }
             "pcie" => {
                 pcie = v == "1";
                 opts.push(item.to_owned());
@@ -203,8 +225,7 @@ fn parse_hostpci(key: &str, value: &str) -> HostPci {
             "{h} names every function of the slot (GPU + HDMI audio): QEMU marks the device multifunction=on and sets no AtomicOp completer on the guest root port"
         ));
     }
-    let slots_with_func0: Vec<&str> =
-        hosts.iter().filter_map(|h| h.strip_suffix(".0")).collect();
+    let slots_with_func0: Vec<&str> = hosts.iter().filter_map(|h| h.strip_suffix(".0")).collect();
     if hosts.len() > 1 && !slots_with_func0.is_empty() {
         problems.push(format!(
             "{} lists several functions ({}): they are passed as one multifunction device",
@@ -218,12 +239,26 @@ fn parse_hostpci(key: &str, value: &str) -> HostPci {
     let fixed = if problems.is_empty() || mapping.is_some() {
         None
     } else {
-        let first = hosts.first().map(|h| h.split('.').next().unwrap_or(h).to_owned()).unwrap_or_default();
-        let mut rest: Vec<String> = opts.into_iter().filter(|o| !o.starts_with("pcie=")).collect();
+        let first = hosts
+            .first()
+            .map(|h| h.split('.').next().unwrap_or(h).to_owned())
+            .unwrap_or_default();
+        let mut rest: Vec<String> = opts
+            .into_iter()
+            .filter(|o| !o.starts_with("pcie="))
+            .collect();
         rest.insert(0, "pcie=1".into());
         Some(format!("{key}: {first}.0,{}", rest.join(",")))
     };
-    HostPci { key: key.to_owned(), value: value.to_owned(), hosts, pcie, mapping, problems, fixed }
+    HostPci {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        hosts,
+        pcie,
+        mapping,
+        problems,
+        fixed,
+    }
 }
 
 /// The Proxmox fix, as text lines, for a GPU whose host address is `host_slot` (`0000:0b:00`) or
