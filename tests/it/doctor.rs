@@ -1170,3 +1170,124 @@ fn bad_input_is_one_clear_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not an rcclfix doctor snapshot"));
 }
+
+// ---- oracle: lspci on the real /sys --------------------------------------------------------------
+
+/// `Name±` flags from the text after `key` on an lspci line, e.g. `AtomicOpsCap: Routing- 32bit+`.
+fn lspci_flags(line: &str, key: &str) -> Vec<(String, bool)> {
+    let Some((_, rest)) = line.split_once(key) else {
+        return vec![];
+    };
+    rest.split([' ', ','])
+        .filter_map(|t| {
+            let t = t.trim();
+            let (name, sign) = t.split_at(t.len().checked_sub(1)?);
+            match sign {
+                "+" => Some((name.to_owned(), true)),
+                "-" => Some((name.to_owned(), false)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Every PCIe function of this machine, decoded by doctor, against `lspci -vvv` (pciutils) as an
+/// outside oracle: device/port type and each AtomicOps flag. Needs root for more than 64 bytes of
+/// config space; unprivileged runs compare "unreadable" with lspci's `<access denied>`.
+#[test]
+fn decoder_agrees_with_lspci_on_this_machine() {
+    use rcclfix::doctor::pci::{list_devices, ConfigView, PortType};
+    let slow = std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1");
+    let Ok(lspci) = which::which("lspci") else {
+        assert!(
+            !slow,
+            "RCCLFIX_SLOW_TESTS=1 but lspci is missing: install pciutils (.ci/apt.d/doctor.txt)"
+        );
+        eprintln!("skipped: no lspci (set RCCLFIX_SLOW_TESTS=1 to require it)");
+        return;
+    };
+    let devs = list_devices(Path::new("/sys"));
+    let mut compared = 0;
+    for d in &devs {
+        let out = Command::new(&lspci)
+            .args(["-vvv", "-s"])
+            .arg(d.bdf.to_string())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        match &d.config {
+            ConfigView::Truncated { .. } => {
+                assert!(
+                    text.contains("access denied") || !text.contains("Capabilities:"),
+                    "{}: doctor read a truncated config but lspci saw capabilities:\n{text}",
+                    d.bdf
+                );
+            }
+            ConfigView::NotExpress => {
+                assert!(
+                    !text.contains("Capabilities: [") || !text.contains("] Express ("),
+                    "{}: lspci sees a PCIe capability:\n{text}",
+                    d.bdf
+                );
+            }
+            ConfigView::Malformed { reason } => panic!(
+                "{}: malformed config space on a real device: {reason}",
+                d.bdf
+            ),
+            ConfigView::Express { cap } => {
+                let exp_line = text
+                    .lines()
+                    .find(|l| l.contains("] Express ("))
+                    .unwrap_or_else(|| {
+                        panic!("{}: lspci shows no Express capability:\n{text}", d.bdf)
+                    });
+                let want = match cap.port_type {
+                    PortType::Endpoint => "Endpoint",
+                    PortType::LegacyEndpoint => "Legacy Endpoint",
+                    PortType::RootPort => "Root Port",
+                    PortType::SwitchUpstream => "Upstream Port",
+                    PortType::SwitchDownstream => "Downstream Port",
+                    PortType::PcieToPciBridge => "PCI-Express to PCI/PCI-X Bridge",
+                    PortType::PciToPcieBridge => "PCI/PCI-X to PCI-Express Bridge",
+                    PortType::RcEndpoint => "Root Complex Integrated Endpoint",
+                    PortType::RcEventCollector => "Root Complex Event Collector",
+                    PortType::Other(_) => "",
+                };
+                assert!(
+                    exp_line.contains(want),
+                    "{}: doctor says {want:?}, lspci: {exp_line}",
+                    d.bdf
+                );
+                let ours = cap.lspci_text();
+                let (our_cap, our_ctl) = ours.split_once(", AtomicOpsCtl:").unwrap();
+                let our_cap = lspci_flags(our_cap, "AtomicOpsCap:");
+                let our_ctl = lspci_flags(&format!("AtomicOpsCtl:{our_ctl}"), "AtomicOpsCtl:");
+                for (key, ours) in [("AtomicOpsCap:", our_cap), ("AtomicOpsCtl:", our_ctl)] {
+                    let Some(line) = text.lines().find(|l| l.contains(key)) else {
+                        // lspci prints these only for capability version 2.
+                        assert!(
+                            cap.version < 2,
+                            "{}: lspci has no {key} line for a v2 capability:\n{text}",
+                            d.bdf
+                        );
+                        continue;
+                    };
+                    for (name, val) in lspci_flags(line, key) {
+                        if let Some((_, v)) = ours.iter().find(|(n, _)| *n == name) {
+                            assert_eq!(
+                                *v, val,
+                                "{}: {key} {name}: doctor {v}, lspci {val} ({line})",
+                                d.bdf
+                            );
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "compared {compared} AtomicOps flags on {} PCI functions against lspci",
+        devs.len()
+    );
+}
