@@ -461,10 +461,14 @@ fn deb_spec(
         Some(p) => p.clone(),
         None => default_stock_path(m, fl, info.machine)?,
     };
-    let maintainer = match opts.maintainer.as_deref() {
-        Some(s) if s.contains('<') => s.to_owned(),
-        Some(s) => format!("rcclfix user <{s}>"),
-        None => "rcclfix user <root@localhost.localdomain>".to_owned(),
+    let maintainer = maintainer(opts.maintainer.as_deref());
+    let depends = match info.glibc {
+        // The library's own libc requirement (what dpkg-shlibdeps would add); the rest of its
+        // NEEDED libraries come with the stock package it depends on.
+        Some((a, b)) if opts.depends.is_none() && !depends.contains("libc6") => {
+            format!("libc6 (>= {a}.{b}), {depends}")
+        }
+        _ => depends,
     };
     let targets = m.targets.join(", ");
     let patched = if m.patched.is_some() {
@@ -522,6 +526,28 @@ fn deb_spec(
         mtime,
     };
     Ok(spec)
+}
+
+/// `Maintainer:`: the option (`Name <address>`, or a bare address), else `$DEBFULLNAME <$DEBEMAIL>`
+/// as Debian's tools use them, else `<user>@<hostname>`.
+fn maintainer(opt: Option<&str>) -> String {
+    let name = std::env::var("DEBFULLNAME").unwrap_or_else(|_| "rcclfix user".into());
+    match opt {
+        Some(s) if s.contains('<') => s.to_owned(),
+        Some(s) => format!("{name} <{s}>"),
+        None => {
+            let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+            let host = fs_err::read_to_string("/etc/hostname")
+                .map(|h| h.trim().to_owned())
+                .unwrap_or_default();
+            let host = if host.is_empty() {
+                "localhost".to_owned()
+            } else {
+                host
+            };
+            format!("{name} <{user}@{host}>")
+        }
+    }
 }
 
 fn split_parent(p: &str) -> String {

@@ -453,6 +453,9 @@ fn deb_once(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
         "--consumer",
         f.consumer.to_str().unwrap(),
     ];
+    if !extra.contains(&"--maintainer") {
+        args.extend(["--maintainer", "rcclfix tests <rcclfix-tests@example.org>"]);
+    }
     args.extend_from_slice(extra);
     let paths = package(&dir, &out, &args);
     assert_eq!(paths.len(), 1);
@@ -498,7 +501,8 @@ fn deb_is_reproducible_and_well_formed() {
         "Package: rcclfix-rccl-gfx1100",
         "Version: 2.13.4+rcclfix1",
         "Architecture: amd64",
-        "Depends: librccl1 (>= 5.4.3~), librccl1 (<< 5.4.4~)",
+        "Maintainer: rcclfix tests <rcclfix-tests@example.org>",
+        "Depends: libc6 (>= 2.14), librccl1 (>= 5.4.3~), librccl1 (<< 5.4.4~)",
         "Conflicts: rcclfix-rccl-overlay",
         "Description: RCCL 2.13.4 without hidden_hostcall_buffer (gfx1100)",
     ] {
@@ -606,7 +610,7 @@ fn deb_flavor_and_overrides_follow_the_options() {
     );
     let info = ok(Command::new("dpkg-deb").arg("--info").arg(&deb));
     assert!(
-        info.contains("Depends: rccl (>= 2.13.4.50403), rccl (<< 2.13.4.50404)"),
+        info.contains("Depends: libc6 (>= 2.14), rccl (>= 2.13.4.50403), rccl (<< 2.13.4.50404)"),
         "{info}"
     );
     assert!(
@@ -822,7 +826,7 @@ fn deb_takes_over_the_stock_library_with_real_dpkg() {
     std::fs::create_dir_all(&work).unwrap();
     stock_deb(&work);
     std::fs::copy(&overlay, work.join("overlay.deb")).unwrap();
-    std::fs::copy(version_probe(&work), work.join("probe")).unwrap();
+    version_probe(&work);
     let lib = root.join(DEB_LIB);
     let aside = root.join("usr/lib/x86_64-linux-gnu/rcclfix-stock/librccl.so.1.0");
 
