@@ -1,2 +1,3 @@
 //! The one integration-test binary: one module per feature.
+mod package;
 mod scan;
