@@ -996,10 +996,42 @@ pub const KNOWN_INSTRUCTIONS: &[&str] = &[
     "SHELL",
 ];
 
+/// Expand `${NAME}` and `$NAME` in a `FROM` argument with the defaults of the `ARG`s declared before
+/// it (Dockerfile reference: "Understand how ARG and FROM interact").
+fn expand_args(s: &str, args: &[(String, String)]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        let (name, len) = if let Some(b) = after.strip_prefix('{') {
+            let end = b.find('}').context("unterminated ${")?;
+            (&b[..end], end + 2)
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        let value = args
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+            .with_context(|| format!("${name} has no default ARG before FROM"))?;
+        out.push_str(value);
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// A parsed Containerfile: the image of the first `FROM` and every instruction with its line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Containerfile {
-    /// The image reference of the first `FROM` (without `--platform=…` and `AS name`).
+    /// The image reference of the first `FROM` (without `--platform=…` and `AS name`), with the
+    /// defaults of earlier `ARG`s substituted.
     pub from: String,
     /// (instruction upper-case, arguments with continuations joined, 1-based first line).
     pub instructions: Vec<(String, String, usize)>,
@@ -1040,6 +1072,7 @@ pub fn parse_containerfile(text: &str, origin: &str) -> anyhow::Result<Container
     }
     let mut out = Vec::new();
     let mut from = None;
+    let mut global_args: Vec<(String, String)> = Vec::new();
     for (line, n) in instructions {
         let (word, args) = line
             .split_once(char::is_whitespace)
@@ -1059,9 +1092,15 @@ pub fn parse_containerfile(text: &str, origin: &str) -> anyhow::Result<Container
                         .split_whitespace()
                         .find(|a| !a.starts_with("--"))
                         .unwrap_or_default();
-                    from = Some(img.to_owned());
+                    let img = expand_args(img, &global_args)
+                        .with_context(|| format!("{origin}: line {n}: FROM {img}"))?;
+                    from = Some(img);
                 }
-                "ARG" => {}
+                "ARG" => {
+                    let (name, default) = args.split_once('=').unwrap_or((args.as_str(), ""));
+                    let default = default.trim().trim_matches('"').to_owned();
+                    global_args.push((name.trim().to_owned(), default));
+                }
                 _ => bail!(
                     "{origin}: line {n}: {word} before the first FROM (only ARG may precede it)"
                 ),

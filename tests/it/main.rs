@@ -1,1 +1,3 @@
 //! The one integration-test binary: one module per feature.
+mod matrix;
+mod recipes;

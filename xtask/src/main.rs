@@ -5,6 +5,7 @@
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
 
+mod lint_ci;
 mod test;
 
 fn main() -> anyhow::Result<()> {
@@ -15,6 +16,7 @@ fn main() -> anyhow::Result<()> {
     sh.change_dir(project_root());
     match task.as_str() {
         "test" => test::run(&sh, &rest),
+        "ci-tools" => lint_ci::ci_tools(&sh),
         _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
     }
 }
