@@ -7,6 +7,7 @@
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 
 mod fixtures;
+mod lint_ci;
 mod test;
 
 fn main() -> anyhow::Result<()> {
@@ -19,6 +20,8 @@ fn main() -> anyhow::Result<()> {
         "test" => test::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
         _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures"),
+        "ci-tools" => lint_ci::ci_tools(&sh),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
     }
 }
 
