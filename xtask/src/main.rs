@@ -19,9 +19,8 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "test" => test::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures"),
         "ci-tools" => lint_ci::ci_tools(&sh),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, ci-tools"),
     }
 }
 
