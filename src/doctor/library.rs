@@ -3,14 +3,14 @@
 //!
 //! Where the libraries live: shared/reference/rccl.md §11 (legacy `torch/lib/librccl.so`, TheRock
 //! `_rocm_sdk_libraries/lib` and `_rocm_sdk_devel/lib`, `/opt/rocm*/lib`, vLLM's
-//! `VLLM_NCCL_SO_PATH`).
+//! `VLLM_NCCL_SO_PATH`). The per-target state is the scanner's own gate, `ScanReport::target_states`.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::process::Cmd;
-use crate::scan::{ImageReport, ScanOptions, ScanReport, TargetState};
+use crate::scan::{ScanOptions, TargetState};
 
 /// One candidate library and where it was found.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -34,78 +34,6 @@ impl LibraryScan {
     /// The state for `gfx`, if it was asked for.
     pub fn state(&self, gfx: &str) -> Option<&TargetState> {
         self.targets.iter().find(|(g, _)| g == gfx).map(|(_, s)| s)
-    }
-}
-
-/// The family prefix a generic target covers (`gfx11-generic` → `gfx11`), when `proc` is generic.
-fn generic_covers(proc: &str, gfx: &str) -> bool {
-    let Some(fam) = proc.strip_suffix("-generic") else {
-        return false;
-    };
-    match fam {
-        "gfx9" => gfx.starts_with("gfx90") && gfx != "gfx90a",
-        "gfx9-4" => gfx.starts_with("gfx94") || gfx == "gfx950",
-        "gfx10-1" => gfx.starts_with("gfx101"),
-        "gfx10-3" => gfx.starts_with("gfx103"),
-        "gfx11" => gfx.starts_with("gfx11"),
-        "gfx12" => gfx.starts_with("gfx12"),
-        _ => false,
-    }
-}
-
-/// The state of one gfx target in a scan report (formats.md §13): the images the runtime would pick
-/// (exact processor if any, else a generic one that covers it); `Declares` if any kernel declares,
-/// `Unknown` if anything for the target was unreadable or no image exists, else `Clean`.
-pub fn target_state(report: &ScanReport, gfx: &str) -> TargetState {
-    let images: Vec<(&str, &ImageReport)> = report
-        .files
-        .iter()
-        .flat_map(|f| f.images.iter().map(move |i| (f.path.as_str(), i)))
-        .collect();
-    let exact: Vec<_> = images.iter().filter(|(_, i)| i.processor == gfx).collect();
-    let chosen: Vec<_> = if exact.is_empty() {
-        images
-            .iter()
-            .filter(|(_, i)| generic_covers(&i.processor, gfx))
-            .collect()
-    } else {
-        exact
-    };
-    let unreadable: Vec<String> = report
-        .files
-        .iter()
-        .flat_map(|f| f.unreadable.iter().map(move |u| (f, u)))
-        .filter(|(_, u)| {
-            u.processor
-                .as_deref()
-                .map_or(true, |p| p == gfx || generic_covers(p, gfx))
-        })
-        .map(|(f, u)| format!("{} at 0x{:x}: {}", f.path, u.offset, u.reason))
-        .collect();
-    let declaring: Vec<String> = chosen
-        .iter()
-        .flat_map(|(p, i)| {
-            i.kernels
-                .iter()
-                .filter(|k| k.declares_hostcall)
-                .map(move |k| format!("{p}: {}", k.name))
-        })
-        .collect();
-    if !declaring.is_empty() {
-        return TargetState::Declares { kernels: declaring };
-    }
-    if !unreadable.is_empty() {
-        return TargetState::Unknown {
-            reason: unreadable.join("; "),
-        };
-    }
-    if chosen.is_empty() {
-        return TargetState::Unknown {
-            reason: format!("no code object for {gfx} in the library"),
-        };
-    }
-    TargetState::Clean {
-        kernels: chosen.iter().map(|(_, i)| i.kernels.len()).sum(),
     }
 }
 
@@ -219,10 +147,7 @@ pub fn scan(candidate: Candidate, targets: &[String]) -> LibraryScan {
         targets: targets.to_vec(),
     };
     let states = match crate::scan::scan_path(&candidate.path, &opts) {
-        Ok(report) => targets
-            .iter()
-            .map(|g| (g.clone(), target_state(&report, g)))
-            .collect(),
+        Ok(report) => report.target_states(targets).into_iter().collect(),
         Err(e) => targets
             .iter()
             .map(|g| {

@@ -461,27 +461,110 @@ pub struct RebuildAdvice {
 
 /// Pick the recipe that rebuilds the RCCL of `rocm`/`rccl` (either may be unknown), from
 /// [`crate::recipe::embedded`].
+///
+/// Rule: the recipes for exactly this ROCm release (else for this RCCL version), best status first
+/// (`verified`, `expected`, `experimental`; `unfixable-by-rebuild` never). If the best of them is
+/// only `experimental` and a proven 2.27.7 recipe exists, that one comes first (the community-verified
+/// remedy of cases C01/C02) and the matching experimental recipe is named as the alternative.
 pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>) -> RebuildAdvice {
+    use crate::recipe::{Recipe, Status};
     let all = crate::recipe::embedded().unwrap_or_default();
     let rccl = rccl
         .map(str::to_owned)
         .or_else(|| rocm.and_then(rccl_for_rocm).map(|(r, _)| r.to_owned()));
+    let usable = |r: &&Recipe| r.status != Status::UnfixableByRebuild;
+    fn best(mut v: Vec<&Recipe>) -> Option<&Recipe> {
+        v.sort_by_key(|r| (r.status, r.id().len(), r.id().to_owned()));
+        v.first().copied()
+    }
+    let by_rocm = rocm.and_then(|rel| {
+        best(
+            all.values()
+                .filter(|r| r.rocm_release == rel)
+                .filter(usable)
+                .collect(),
+        )
+    });
+    let by_rccl = rccl.as_deref().and_then(|v| {
+        best(
+            all.values()
+                .filter(|r| r.rccl_version == v)
+                .filter(usable)
+                .collect(),
+        )
+    });
+    let matching = by_rocm.or(by_rccl);
+    let proven_2277 = best(
+        all.values()
+            .filter(|r| r.rccl_version == "2.27.7" && r.rocm_release.starts_with("7.2"))
+            .filter(|r| matches!(r.status, Status::Verified | Status::Expected))
+            .collect(),
+    );
     let mut notes = vec![];
-    let usable = |r: &crate::recipe::Recipe| r.status != crate::recipe::Status::UnfixableByRebuild;
-    // 1. a recipe for exactly this ROCm release, 2. for this RCCL version.
-    let by_rocm = rocm.and_then(|rel| all.values().find(|r| r.rocm_release == rel && usable(r)));
-    let by_rccl = rccl
-        .as_deref()
-        .and_then(|v| crate::recipe::find(&all, v).ok().filter(|r| usable(r)));
-    if let Some(r) = by_rocm.or(by_rccl) {
-        if rccl.as_deref().is_some_and(|v| v != r.rccl_version) {
+    let unfixable: Vec<&str> = all
+        .values()
+        .filter(|r| {
+            rccl.as_deref() == Some(r.rccl_version.as_str())
+                && r.status == Status::UnfixableByRebuild
+        })
+        .map(|r| r.id())
+        .collect();
+    let chosen = match (matching, proven_2277) {
+        (Some(m), Some(p))
+            if m.status == Status::Experimental && m.rccl_version != p.rccl_version =>
+        {
+            notes.push(format!(
+                "RCCL {} has no proven recipe: {} (cases C01); rebuilding 2.27.7 with NDEBUG is the community-verified remedy",
+                m.rccl_version,
+                m.status_reason.as_deref().unwrap_or("experimental")
+            ));
+            notes.push(format!(
+                "alternative that keeps RCCL {}: rcclfix build --tag {} --experimental",
+                m.rccl_version,
+                m.id()
+            ));
+            notes.push(
+                "check that your torch's nccl* imports exist in 2.27.7 before installing it (`rcclfix package` audits this; cases C08)".into(),
+            );
+            Some(p)
+        }
+        (Some(m), _) => {
+            if m.status == Status::Experimental {
+                notes.push(format!(
+                    "recipe {} is experimental: {}",
+                    m.id(),
+                    m.status_reason.as_deref().unwrap_or("not verified")
+                ));
+            }
+            Some(m)
+        }
+        (None, p) => {
+            match (&rccl, rocm) {
+                (Some(v), _) => notes.push(format!("no usable recipe for RCCL {v}; the proven 2.27.7 recipe is the fallback")),
+                (None, _) => notes.push(
+                    "the ROCm release is unknown: the proven 2.27.7 recipe is the default; `rcclfix matrix` lists the recipe per ROCm release".into(),
+                ),
+            }
+            p
+        }
+    };
+    if !unfixable.is_empty() {
+        notes.push(format!(
+            "not: {} (a rebuild with the device linker keeps the declaration)",
+            unfixable.join(", ")
+        ));
+    }
+    if let Some(r) = chosen {
+        if rccl.as_deref().is_some_and(|v| v != r.rccl_version) && notes.is_empty() {
             notes.push(format!(
                 "this recipe builds RCCL {} (ROCm {})",
                 r.rccl_version, r.rocm_release
             ));
         }
         if r.rccl_version.starts_with("2.27.") {
-            notes.push("NDEBUG carries the AllReduce hang risk of ROCm/rccl#2124 (cases C07): `rcclfix verify` checks for it".into());
+            notes.push(
+                "NDEBUG carries the AllReduce hang risk of ROCm/rccl#2124 (cases C07): `rcclfix verify` checks for it".into(),
+            );
         }
         return RebuildAdvice {
             tag: r.id().to_owned(),
@@ -489,32 +572,9 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>) -> RebuildAdvice {
             notes,
         };
     }
-    // 2.28+ (device linker): NDEBUG alone leaves the Generic kernels declaring (cases C01).
-    let newer = rccl.as_deref().is_some_and(|v| {
-        let mut it = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-        (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (2, 28)
-    });
-    let fallback = all
-        .values()
-        .find(|r| r.rccl_version == "2.27.7" && usable(r))
-        .map(|r| r.id().to_owned());
-    if newer {
-        notes.push(format!(
-            "RCCL {} uses the device linker: an NDEBUG rebuild still leaves 3 declaring kernels (cases C01); rebuild 2.27.7 with NDEBUG instead",
-            rccl.as_deref().unwrap_or("?")
-        ));
-        notes.push("check that your torch's nccl* imports exist in 2.27.7 (`rcclfix package` audits this; cases C08)".into());
-    } else if let Some(v) = &rccl {
-        notes.push(format!(
-            "no recipe for RCCL {v} yet: `rcclfix build --list` shows the recipes"
-        ));
-    } else {
-        notes.push("the ROCm release is unknown: pick the recipe for your ROCm with `rcclfix build --list`".into());
-    }
-    let tag = fallback.clone().unwrap_or_else(|| "2.27.7".into());
     RebuildAdvice {
-        recipe_exists: fallback.is_some(),
-        tag,
+        tag: "2.27.7".into(),
+        recipe_exists: false,
         notes,
     }
 }

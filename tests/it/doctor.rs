@@ -1291,3 +1291,73 @@ fn decoder_agrees_with_lspci_on_this_machine() {
         devs.len()
     );
 }
+
+// ---- library view (the real scanner on the scan fixtures) ----------------------------------------
+
+/// An affected GPU plus the library that would load: the scanner's per-target gate names the
+/// declaring kernels for this GPU's gfx; a library without code for the gfx stays unknown, never clean.
+#[test]
+fn library_view_names_declaring_kernels_for_this_gpu() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, 0),
+        gpu("03:00.0", false),
+    ]);
+    t.chain(&[
+        root_port("00:01.2", 0x1022, 0x1483, 0),
+        gpu("07:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 13, 0), ("07:00.0", 120001, 13, 0)]);
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trixie/kernels.so");
+    assert!(
+        lib.exists(),
+        "missing scanner fixture {}; run `cargo xtask fixtures`",
+        lib.display()
+    );
+    let o = doctor(&t, None, &["--library", lib.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    let states = &o.gpu("0000:03:00.0")["library_states"][0][1];
+    assert_eq!(states["state"], "declares", "{states}");
+    assert_eq!(states["kernels"].as_array().unwrap().len(), 2, "{states}");
+    assert!(o.gpu("0000:03:00.0")["reasons"]
+        .to_string()
+        .contains("2 kernels declare hidden_hostcall_buffer for gfx1100"));
+    let other = &o.gpu("0000:07:00.0")["library_states"][0][1];
+    assert_eq!(
+        other["state"], "unknown",
+        "gfx1201 has no image in this library: {other}"
+    );
+    assert!(
+        o.text
+            .contains("declares hidden_hostcall_buffer (2 kernels)"),
+        "{}",
+        o.text
+    );
+}
+
+/// `--internal-hip-probe` loads libamdhip64 at run time; on a machine without a HIP runtime it says
+/// so cleanly instead of failing.
+#[test]
+fn hip_probe_without_runtime_is_absent() {
+    if [
+        "/opt/rocm/lib/libamdhip64.so",
+        "/usr/lib/x86_64-linux-gnu/libamdhip64.so",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+    {
+        eprintln!("skipped: a HIP runtime is installed here");
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+        .args(["doctor", "--internal-hip-probe"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["state"], "absent", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("libamdhip64.so"),
+        "{v}"
+    );
+}
