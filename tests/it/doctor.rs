@@ -1361,3 +1361,53 @@ fn hip_probe_without_runtime_is_absent() {
         "{v}"
     );
 }
+
+/// A GPU on a VM's root bus (QEMU `pcie.0`, no root port): the kernel's walk finds no bridge and
+/// enables ReqEn without checking anything (seen on a real cloud VM: H200s at 00:06.0 show ReqEn+).
+#[test]
+fn gpu_on_vm_root_bus_passes_without_root_port() {
+    let t = Tree::new();
+    qemu_guest(&t);
+    t.chain(&[gpu("00:06.0", true)]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+    let g = o.gpu("0000:00:06.0");
+    assert_eq!(g["path_result"]["result"], "passes");
+    assert_eq!(g["path_result"]["no_root_port"], true);
+    assert_eq!(g["guest"]["behind_root_port"], false);
+    assert!(
+        g["reasons"]
+            .to_string()
+            .contains("without checking anything"),
+        "{g}"
+    );
+}
+
+/// An SR-IOV virtual function: the kernel refuses before walking (`is_virtfn`); the PF decides.
+#[test]
+fn sriov_virtual_function_is_refused() {
+    let t = Tree::new();
+    let pf = t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let vf = pf.parent().unwrap().join("0000:03:02.0");
+    t.sibling(
+        &pf,
+        &dev("03:02.0", 0x1002, 0x73ae, 0x038000, Kind::Endpoint, 0, 0),
+    );
+    std::os::unix::fs::symlink("../0000:03:00.0", vf.join("physfn")).unwrap();
+    let o = doctor(&t, None, &[]);
+    assert_eq!(
+        o.gpu("0000:03:00.0")["verdict"],
+        "not-affected",
+        "{}",
+        o.text
+    );
+    let v = o.gpu("0000:03:02.0");
+    assert_eq!(v["path_result"]["result"], "device-refused", "{v}");
+    assert!(v["path_result"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("virtual function"));
+}
