@@ -840,8 +840,9 @@ fn decide_overall(
                 None,
             )
         });
+    let advice = triage::rebuild_advice(rocm.as_deref(), rccl.as_deref());
     let rebuild = (verdict == VerdictKind::Rebuild || rocm.is_some() || rccl.is_some())
-        .then(|| triage::rebuild_advice(rocm.as_deref(), rccl.as_deref()));
+        .then(|| advice.clone());
 
     let headline = match verdict {
         VerdictKind::NotAffected if gpus.is_empty() && logs.is_empty() && vm_configs.is_empty() => {
@@ -899,7 +900,7 @@ fn decide_overall(
             actions.push("then rerun `rcclfix doctor` in the guest: the root port should show 32bit+ 64bit+ and the GPU ReqEn+; stock RCCL then works".into());
         }
         VerdictKind::Rebuild => {
-            let adv = rebuild.as_ref().expect("set for rebuild");
+            let adv = &advice;
             let targets: Vec<String> = {
                 let mut t: Vec<String> = gpus
                     .iter()
