@@ -172,6 +172,9 @@ pub struct GuestView {
     pub devfn0: bool,
     /// Whether a root port is above the GPU (false: it sits on the root bus as an RCiEP).
     pub behind_root_port: bool,
+    /// Whether the GPU's parent bridge is the root port itself (QEMU sets completer bits only then;
+    /// behind an emulated switch it never does).
+    pub directly_under_root_port: bool,
     /// The emulated root port's name, when recognised.
     pub emulated_root_port: Option<String>,
     /// Whether QEMU's completer rule (≥ 8.1) is what withholds atomics here.
@@ -510,16 +513,20 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                     ..
                 }
             );
+            let directly_under_root_port = bridges
+                .first()
+                .is_some_and(|b| b.exp().is_some_and(|c| c.port_type == PortType::RootPort));
             GuestView {
                 multifunction,
                 siblings: siblings.clone(),
                 devfn0,
                 behind_root_port: root.is_some(),
+                directly_under_root_port,
                 emulated_root_port: root.and_then(pci::qemu_root_port_name).map(str::to_owned),
                 qemu_rule_blocks: hv.is_qemu
                     && root.is_some()
                     && root_lacks
-                    && (multifunction || !devfn0),
+                    && (multifunction || !devfn0 || !directly_under_root_port),
             }
         });
         let mut g = GpuReport {
@@ -531,7 +538,8 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             path,
             req_en: gpu.exp().map(|c| c.req_enabled()),
             kernel_message: klog.atomics_not_supported.get(&gpu.bdf).cloned(),
-            kernel_log_usable: klog.usable(),
+            // The log speaks for this GPU only if amdgpu logged something for its address.
+            kernel_log_usable: klog.usable() && klog.amdgpu_bdfs.contains(&gpu.bdf),
             kfd_atomics: node.and_then(|n| n.atomics()),
             kfd_link_flags: node
                 .map(|n| n.links_to_cpu.iter().map(|l| l.flags).collect())
@@ -651,8 +659,14 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         if let Some(v) = &g.guest {
             if vm_fix {
                 g.reasons.push(format!(
-                    "QEMU sets AtomicOp completer bits on the emulated root port only for a single-function device at devfn 0 (QEMU >= 8.1); this GPU is {}{}",
-                    if v.multifunction { "passed as a multifunction device" } else { "not at devfn 0" },
+                    "QEMU sets AtomicOp completer bits on the emulated root port only for a single-function device at devfn 0 directly below it (QEMU >= 8.1); this GPU is {}{}",
+                    if v.multifunction {
+                        "passed as a multifunction device"
+                    } else if !v.devfn0 {
+                        "not at devfn 0 (use addr=0x0 on its own pcie-root-port)"
+                    } else {
+                        "behind an emulated switch (attach it directly to a pcie-root-port)"
+                    },
                     if v.siblings.is_empty() { String::new() } else { format!(" (sibling functions: {})", v.siblings.join(", ")) }
                 ));
             } else if hv.is_qemu && v.behind_root_port {

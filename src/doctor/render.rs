@@ -46,7 +46,7 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
     let kmsg = match (&g.kernel_message, g.kernel_log_usable) {
         (Some(m), _) => format!("\"{m}\""),
         (None, true) => "amdgpu silent about AtomicOps".into(),
-        (None, false) => "no amdgpu lines (unknown)".into(),
+        (None, false) => "no amdgpu line for this GPU (unknown)".into(),
     };
     let _ = writeln!(out, "  kernel log: {kmsg}");
     let kfd = match g.kfd_atomics {
