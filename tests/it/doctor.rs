@@ -423,6 +423,7 @@ fn consumer_board_chipset_switch_mixed() {
     assert_eq!(o.code, 1, "{}", o.text);
     assert_eq!(o.verdict(), "rebuild");
     assert_eq!(o.gpu("0000:03:00.0")["verdict"], "not-affected");
+    assert_eq!(o.gpu("0000:03:00.0")["kernel_log_usable"], true);
     assert_eq!(o.gpu("0000:07:00.0")["verdict"], "rebuild");
     assert_eq!(
         o.breaks("0000:07:00.0"),
@@ -717,6 +718,9 @@ fn c01_machine2_chipset_slot_mixed() {
     assert_eq!(o.gpu("0000:03:00.0")["verdict"], "not-affected");
     assert_eq!(o.gpu("0000:07:00.0")["verdict"], "rebuild");
     assert_eq!(o.gpu("0000:07:00.0")["gfx"], "gfx1201");
+    // The excerpt has no amdgpu line for 03:00.0: silence there is unknown, not "no message".
+    assert_eq!(o.gpu("0000:03:00.0")["kernel_log_usable"], false);
+    assert_eq!(o.gpu("0000:07:00.0")["kernel_log_usable"], true);
     assert_eq!(
         o.breaks("0000:07:00.0"),
         ("0000:00:1b.4".into(), "root-port-no-completer".into())
