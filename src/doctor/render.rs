@@ -218,23 +218,26 @@ pub fn text(r: &Report) -> String {
         _ => {}
     }
     let _ = writeln!(out, "Verdict: {}", r.headline);
-    if !r.evidence.is_empty() && r.verdict != VerdictKind::NotAffected {
-        let _ = writeln!(out, "Evidence:");
+    if r.verdict != VerdictKind::NotAffected {
         // Per-GPU lines are already in the GPU blocks above.
         let gpu_prefixes: Vec<String> = r.gpus.iter().map(|g| format!("{}: ", g.bdf)).collect();
-        for e in r
+        let mut lines: Vec<String> = r
             .evidence
             .iter()
             .filter(|e| !gpu_prefixes.iter().any(|p| e.starts_with(p.as_str())))
-        {
-            let _ = writeln!(out, "  - {e}");
-        }
-        for g in r
-            .gpus
-            .iter()
-            .filter(|g| matches!(g.verdict, VerdictKind::FixVmConfig | VerdictKind::Rebuild))
-        {
-            let _ = writeln!(out, "  - {}: {} (details above)", g.bdf, g.verdict.text());
+            .cloned()
+            .collect();
+        lines.extend(
+            r.gpus
+                .iter()
+                .filter(|g| matches!(g.verdict, VerdictKind::FixVmConfig | VerdictKind::Rebuild))
+                .map(|g| format!("{}: {} (details above)", g.bdf, g.verdict.text())),
+        );
+        if !lines.is_empty() {
+            let _ = writeln!(out, "Evidence:");
+            for l in lines {
+                let _ = writeln!(out, "  - {l}");
+            }
         }
     }
     if !r.actions.is_empty() {
