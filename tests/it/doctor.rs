@@ -241,6 +241,13 @@ impl Tree {
     }
 }
 
+/// Snapshot the text report (stored under tests/data/doctor/snapshots/).
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({snapshot_path => "../data/doctor/snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/doctor")
@@ -436,6 +443,7 @@ fn consumer_board_chipset_switch_mixed() {
         .contains("are not supported"));
     assert!(o.gpu("0000:03:00.0")["kernel_message"].is_null());
     assert!(o.actions().contains("CPU-attached slot"), "{}", o.actions());
+    snapshot("consumer_board_chipset_switch_mixed", &o.text);
     assert!(
         o.text
             .contains("BREAKS: switch port does not route AtomicOps (Routing-)"),
@@ -859,6 +867,7 @@ fn c05_proxmox_multifunction() {
     assert!(a.contains("without `multifunction=on`"), "{a}");
     assert!(a.contains("audio"), "{a}");
     assert!(!a.contains("rcclfix build"), "no rebuild for a VM fix: {a}");
+    snapshot("c05_proxmox_multifunction", &o.text);
 }
 
 /// C05 after: function .0 only → completer bits on the guest root port, ReqEn+, silent amdgpu.
