@@ -276,12 +276,13 @@ pub struct Bdf {
 }
 
 impl Bdf {
-    /// Parse `DDDD:BB:DD.F` (or `BB:DD.F`, domain 0). Returns `None` on anything else.
+    /// Parse `DDDD:BB:DD.F` (4 to 8 domain digits: Intel VMD domains are `10000` and up) or `BB:DD.F`
+    /// (domain 0). Returns `None` on anything else.
     pub fn parse(s: &str) -> Option<Bdf> {
         let (rest, func) = s.rsplit_once('.')?;
         let parts: Vec<&str> = rest.split(':').collect();
         let (domain, bus, dev) = match parts.as_slice() {
-            [d, b, v] if d.len() == 4 => (u32::from_str_radix(d, 16).ok()?, *b, *v),
+            [d, b, v] if (4..=8).contains(&d.len()) => (u32::from_str_radix(d, 16).ok()?, *b, *v),
             [b, v] => (0, *b, *v),
             _ => return None,
         };

@@ -1094,6 +1094,32 @@ fn config_space_decoding() {
 }
 
 #[test]
+fn pci_addresses() {
+    use rcclfix::doctor::pci::Bdf;
+    assert_eq!(
+        Bdf::parse("0000:03:00.0").unwrap().to_string(),
+        "0000:03:00.0"
+    );
+    assert_eq!(Bdf::parse("0b:00.1").unwrap().to_string(), "0000:0b:00.1");
+    // Intel VMD puts NVMe/PCIe ports in domains 10000 and up.
+    assert_eq!(Bdf::parse("10000:e0:1d.0").unwrap().domain, 0x10000);
+    for bad in [
+        "0000:03:00",
+        "0000:03:20.0",
+        "0000:03:00.8",
+        "pci0000:00",
+        "03:00.0.1",
+    ] {
+        assert!(Bdf::parse(bad).is_none(), "{bad}");
+    }
+    assert_eq!(Bdf::from_location(0, 0x0300).to_string(), "0000:03:00.0");
+    assert_eq!(
+        Bdf::from_location(1, (0x0b << 8) | 1).to_string(),
+        "0001:0b:00.1"
+    );
+}
+
+#[test]
 fn both_dmesg_wordings_map_by_address() {
     use rcclfix::doctor::kmsg::{parse, LogOrigin};
     let log = parse(
