@@ -1450,3 +1450,49 @@ fn sriov_virtual_function_is_refused() {
         .unwrap()
         .contains("virtual function"));
 }
+
+/// Decision table: no AtomicOps, but the library that loads scans clean for this GPU's gfx →
+/// not this bug. With a second, declaring library also in play, the GPU stays affected.
+#[test]
+fn no_atomics_but_clean_library_is_not_this_bug() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, 0),
+        gpu("03:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 13, 0)]);
+    let clean = data("plain-gfx1100.so");
+    assert!(
+        clean.exists(),
+        "missing {}; run `cargo xtask doctor-fixtures`",
+        clean.display()
+    );
+    let o = doctor(&t, None, &["--library", clean.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.verdict(), "not-affected");
+    let g = o.gpu("0000:03:00.0");
+    assert_eq!(g["library_states"][0][1]["state"], "clean", "{g}");
+    assert!(
+        g["reasons"]
+            .to_string()
+            .contains("every librccl found scans clean for gfx1100"),
+        "{g}"
+    );
+    assert!(o.json["headline"]
+        .as_str()
+        .unwrap()
+        .contains("not this bug"));
+
+    let declaring = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trixie/kernels.so");
+    let o = doctor(
+        &t,
+        None,
+        &[
+            "--library",
+            clean.to_str().unwrap(),
+            "--library",
+            declaring.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+}
