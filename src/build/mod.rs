@@ -179,6 +179,13 @@ pub fn build(
         ),
         _ => {}
     }
+    if recipe.build.post_link_patch {
+        bail!(
+            "recipe {} needs `rcclfix patch` after the link (post_link_patch = true), which `build` does not run yet\nhelp: choose another recipe for RCCL {} (rcclfix build --list)",
+            recipe.id(),
+            recipe.rccl_version
+        );
+    }
     let name = output_name(recipe, &targets);
     let dest = args.out_dir.join(&name);
     crate::ui::status(
@@ -278,6 +285,44 @@ pub fn build(
     ));
     cmake_args.extend(ndebug::cmake_flags(strategy, &recipe.build.cmake_options));
 
+    // ccache (RCCLFIX_CCACHE_DIR): mounted at /ccache and used as the compiler launcher when the
+    // toolchain has ccache; the cache is outside the work folder so it survives fresh builds.
+    let mut mounts = vec![
+        Mount {
+            host: tree.clone(),
+            guest: "/src".into(),
+            writable: true,
+        },
+        Mount {
+            host: build_dir.clone(),
+            guest: "/build".into(),
+            writable: true,
+        },
+    ];
+    let mut env = vec![];
+    if let Some(dir) = std::env::var_os("RCCLFIX_CCACHE_DIR").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        fs_err::create_dir_all(&dir)?;
+        let probe = RunSpec::new("probe ccache", vec!["ccache".into(), "--version".into()]);
+        if engine.read(&tc, &probe).is_ok() {
+            mounts.push(Mount {
+                host: fs_err::canonicalize(&dir)?,
+                guest: "/ccache".into(),
+                writable: true,
+            });
+            env.push(("CCACHE_DIR".to_owned(), "/ccache".to_owned()));
+            if let Ok(max) = std::env::var("CCACHE_MAXSIZE") {
+                env.push(("CCACHE_MAXSIZE".to_owned(), max));
+            }
+            cmake_args.push("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache".into());
+        } else {
+            crate::ui::warn(format_args!(
+                "RCCLFIX_CCACHE_DIR is set but toolchain {} has no ccache; building without it",
+                tc.name()
+            ));
+        }
+    }
+
     let log_path = work.join("build.log");
     let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
     writeln!(
@@ -295,24 +340,12 @@ pub fn build(
         tc.id(),
         engine.name()
     )?;
-    let mounts = vec![
-        Mount {
-            host: tree.clone(),
-            guest: "/src".into(),
-            writable: true,
-        },
-        Mount {
-            host: build_dir.clone(),
-            guest: "/build".into(),
-            writable: true,
-        },
-    ];
     let spec = |summary: &str, argv: Vec<String>| RunSpec {
         summary: summary.into(),
         argv,
         mounts: mounts.clone(),
         workdir: "/build".into(),
-        env: vec![],
+        env: env.clone(),
         network: false,
         tmp: Some(tmp_dir.clone()),
     };

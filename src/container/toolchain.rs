@@ -36,11 +36,66 @@ pub const EMBEDDED_TOOLCHAINS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The Containerfiles embedded at build time: (repo-relative path, text).
-pub const EMBEDDED_CONTAINERFILES: &[(&str, &str)] = &[(
-    "containers/rocm-7.2.1/Containerfile",
-    include_str!("../../containers/rocm-7.2.1/Containerfile"),
-)];
+/// The Containerfiles embedded at build time: (repo-relative path, text). A test checks that every
+/// `containers/*/Containerfile` is listed here.
+pub const EMBEDDED_CONTAINERFILES: &[(&str, &str)] = &[
+    (
+        "containers/rocm-10.0.0/Containerfile",
+        include_str!("../../containers/rocm-10.0.0/Containerfile"),
+    ),
+    (
+        "containers/rocm-6.0.2/Containerfile",
+        include_str!("../../containers/rocm-6.0.2/Containerfile"),
+    ),
+    (
+        "containers/rocm-6.1.2/Containerfile",
+        include_str!("../../containers/rocm-6.1.2/Containerfile"),
+    ),
+    (
+        "containers/rocm-6.2.2/Containerfile",
+        include_str!("../../containers/rocm-6.2.2/Containerfile"),
+    ),
+    (
+        "containers/rocm-6.3.4/Containerfile",
+        include_str!("../../containers/rocm-6.3.4/Containerfile"),
+    ),
+    (
+        "containers/rocm-6.4.3/Containerfile",
+        include_str!("../../containers/rocm-6.4.3/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.0.2/Containerfile",
+        include_str!("../../containers/rocm-7.0.2/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.1.1/Containerfile",
+        include_str!("../../containers/rocm-7.1.1/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.11.0/Containerfile",
+        include_str!("../../containers/rocm-7.11.0/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.12.0/Containerfile",
+        include_str!("../../containers/rocm-7.12.0/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.13.0/Containerfile",
+        include_str!("../../containers/rocm-7.13.0/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.14.0/Containerfile",
+        include_str!("../../containers/rocm-7.14.0/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.2.0/Containerfile",
+        include_str!("../../containers/rocm-7.2.0/Containerfile"),
+    ),
+    (
+        "containers/rocm-7.2.1/Containerfile",
+        include_str!("../../containers/rocm-7.2.1/Containerfile"),
+    ),
+];
 
 /// `containers/<name>/toolchain.toml`: a Debian-package rootfs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -362,7 +417,6 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
                 fs_err::write(ctx.path().join("Containerfile"), text)?;
                 Cmd::new(format!("{} build {reference}", engine.name()), prog)
                     .arg("build")
-                    .arg(format!("--build-arg=BASE={base}"))
                     .arg("-f")
                     .arg(ctx.path().join("Containerfile"))
                     .arg("-t")
@@ -704,6 +758,24 @@ pub fn list() -> anyhow::Result<Vec<ListRow>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_containerfile_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for e in std::fs::read_dir(root.join("containers")).unwrap() {
+            let dir = e.unwrap().path();
+            if dir.join("Containerfile").is_file() {
+                let rel = format!(
+                    "containers/{}/Containerfile",
+                    dir.file_name().unwrap().to_string_lossy()
+                );
+                assert!(
+                    EMBEDDED_CONTAINERFILES.iter().any(|(p, _)| *p == rel),
+                    "{rel} is not in EMBEDDED_CONTAINERFILES (src/container/toolchain.rs)"
+                );
+            }
+        }
+    }
 
     #[test]
     fn embedded_descriptions_parse() {

@@ -6,8 +6,11 @@
 //!   calls it.
 //! - `toolchain [NAME]`: build the toolchain rootfs the slow tests use (`rcclfix toolchain build`).
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
+//! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
 
+mod doctor_fixtures;
 mod fixtures;
+mod lint_ci;
 mod test;
 mod toolchain;
 
@@ -21,7 +24,9 @@ fn main() -> anyhow::Result<()> {
         "test" => test::run(&sh, &rest),
         "toolchain" => toolchain::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures"),
+        "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
+        "ci-tools" => lint_ci::ci_tools(&sh),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, doctor-fixtures, ci-tools"),
     }
 }
 
