@@ -59,15 +59,6 @@ pub struct Manifest {
     /// `patch` record (what was rewritten and the proof), when the library was patched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patched: Option<serde_json::Value>,
-    /// Targets from the configure output's `Compiling for` line, when the project prints one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub configure_targets: Option<Vec<String>>,
-    /// Offload targets named on the compile and link lines of `build.ninja` (checked = `targets`).
-    #[serde(default)]
-    pub device_targets: Vec<String>,
-    /// Where the source was fetched from: the recipe URL or the `--git-mirror` path.
-    #[serde(default)]
-    pub source_origin: String,
 }
 
 /// A file and its digest.

@@ -412,6 +412,19 @@ pub fn build(
         ));
     }
 
+    writeln!(
+        log,
+        "# rcclfix checks after configure: {} device compile lines, -DNDEBUG on {}; offload targets in build.ninja: {}; `Compiling for` line: {}; source from {}",
+        facts.device_compiles.len(),
+        facts.device_compiles.len() - facts.without_ndebug.len(),
+        facts.offload_targets.iter().cloned().collect::<Vec<_>>().join(";"),
+        configure_targets
+            .as_ref()
+            .map(|c| c.iter().cloned().collect::<Vec<_>>().join(";"))
+            .unwrap_or_else(|| "(none printed)".into()),
+        fetched.origin
+    )?;
+
     // Build.
     let mut ninja_argv = vec!["ninja".to_owned(), "-C".into(), "/build".into()];
     if let Some(j) = args.jobs {
@@ -506,9 +519,6 @@ pub fn build(
         gate: gate.summary(),
         verify: None,
         patched: None,
-        configure_targets: configure_targets.map(|s| s.into_iter().collect()),
-        device_targets: facts.offload_targets.iter().cloned().collect(),
-        source_origin: fetched.origin.clone(),
     };
     if args.verify {
         crate::ui::status("Verifying", format_args!("{} on two GPUs", lib_name));
