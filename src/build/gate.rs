@@ -56,16 +56,23 @@ impl GateResult {
     }
 }
 
-/// Scan `lib` for `targets`.
+/// Scan `lib` for `targets`. The report names the library `display` (its file name in the output
+/// folder) instead of the work-folder path it was scanned at.
 ///
 /// Errors: the library cannot be opened (unreadable device code is an `unknown` verdict, not an error).
-pub fn run(lib: &Path, targets: &[String]) -> anyhow::Result<GateResult> {
-    let report = crate::scan::scan_path(
+pub fn run(lib: &Path, display: &str, targets: &[String]) -> anyhow::Result<GateResult> {
+    let mut report = crate::scan::scan_path(
         lib,
         &ScanOptions {
             targets: targets.to_vec(),
         },
     )?;
+    let scanned = lib.display().to_string();
+    for f in &mut report.files {
+        if let Some(rest) = f.path.strip_prefix(&scanned) {
+            f.path = format!("{display}{rest}");
+        }
+    }
     let states = report.target_states(targets);
     Ok(GateResult { report, states })
 }

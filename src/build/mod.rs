@@ -450,7 +450,12 @@ pub fn build(
         "Scanning",
         format_args!("{} for {}", lib.display(), targets.join(",")),
     );
-    let gate = gate::run(&lib, &targets)?;
+    let lib_display = lib
+        .file_name()
+        .context("library has no file name")?
+        .to_string_lossy()
+        .into_owned();
+    let gate = gate::run(&lib, &lib_display, &targets)?;
     let scan_json = serde_json::to_string_pretty(&gate.report)? + "\n";
     if !gate.passed() {
         let kept = work.join("scan.json");

@@ -439,6 +439,8 @@ fn check_complete_output(t: &Path, commit: &str, engine: &str) {
     assert!(m.build_seconds > 0.0);
     let scan: rcclfix::scan::ScanReport =
         serde_json::from_str(&std::fs::read_to_string(dir.join("scan.json")).unwrap()).unwrap();
+    let paths: Vec<&str> = scan.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, vec!["librccl.so.1.0"], "scan.json names the file in the output folder");
     let kernels: Vec<&str> = scan
         .files
         .iter()
