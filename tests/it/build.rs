@@ -439,6 +439,11 @@ fn check_complete_output(t: &Path, commit: &str, engine: &str) {
     assert!(m.build_seconds > 0.0);
     let scan: rcclfix::scan::ScanReport =
         serde_json::from_str(&std::fs::read_to_string(dir.join("scan.json")).unwrap()).unwrap();
+    for f in ["manifest.json", "scan.json", "build.log"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join(f)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{f} mode {mode:o}");
+    }
     let paths: Vec<&str> = scan.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, vec!["librccl.so.1.0"], "scan.json names the file in the output folder");
     let kernels: Vec<&str> = scan
