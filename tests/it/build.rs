@@ -445,7 +445,11 @@ fn check_complete_output(t: &Path, commit: &str, engine: &str) {
         assert_eq!(mode, 0o644, "{f} mode {mode:o}");
     }
     let paths: Vec<&str> = scan.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, vec!["librccl.so.1.0"], "scan.json names the file in the output folder");
+    assert_eq!(
+        paths,
+        vec!["librccl.so.1.0"],
+        "scan.json names the file in the output folder"
+    );
     let kernels: Vec<&str> = scan
         .files
         .iter()
@@ -513,4 +517,95 @@ fn minihip_with_injection_passes_the_gate_and_writes_a_complete_folder() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("Cloning"), "{}", stderr(&o));
     check_complete_output(t.path(), &commit, second);
+}
+
+#[test]
+fn toolchain_list_names_every_description() {
+    let t = tempfile::tempdir().unwrap();
+    let o = rcclfix(t.path(), &["toolchain", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for name in ["debian-trixie", "debian-sid"] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{out}"));
+        assert!(
+            row.contains("not built"),
+            "a fresh RCCLFIX_HOME has nothing built: {row}"
+        );
+    }
+}
+
+/// `toolchain run` under every engine present: the toolchain's own tools, the exit status passed
+/// through, the current directory visible, and no network but loopback.
+#[test]
+fn toolchain_run_uses_the_rootfs_without_network() {
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    std::fs::write(t.path().join("hello.txt"), "hi\n").unwrap();
+    let mut engines = vec![];
+    if which::which("podman").is_ok() {
+        engines.push("podman");
+    }
+    if which::which("bwrap").is_ok() {
+        engines.push("bubblewrap");
+    }
+    assert!(
+        !engines.is_empty(),
+        "RCCLFIX_SLOW_TESTS=1 but neither podman nor bwrap is installed"
+    );
+    for engine in engines {
+        let run = |argv: &[&str]| {
+            let mut args = vec![
+                "toolchain",
+                "run",
+                "--engine",
+                engine,
+                "debian-trixie",
+                "--",
+            ];
+            args.extend(argv);
+            Command::new(BIN)
+                .args(&args)
+                .env("RCCLFIX_HOME", &home)
+                .current_dir(t.path())
+                .output()
+                .unwrap()
+        };
+        let o = run(&["hipcc", "--version"]);
+        assert!(o.status.success(), "{engine}: {}", stderr(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("HIP version: 5.7"),
+            "{engine}"
+        );
+        let o = run(&["llvm-readelf", "--version"]);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("LLVM version 17"),
+            "{engine}: unsuffixed llvm tools on PATH"
+        );
+        let o = run(&["cat", "hello.txt"]);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "hi\n",
+            "{engine}: {}",
+            stderr(&o)
+        );
+        assert_eq!(
+            run(&["sh", "-c", "exit 3"]).status.code(),
+            Some(3),
+            "{engine}"
+        );
+        let o = run(&["cat", "/proc/net/dev"]);
+        let ifaces: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip(2)
+            .filter_map(|l| l.split(':').next().map(|s| s.trim().to_owned()))
+            .collect();
+        assert_eq!(ifaces, vec!["lo"], "{engine}: network must be off");
+    }
 }
