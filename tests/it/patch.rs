@@ -1,0 +1,578 @@
+//! `rcclfix patch` on the committed fixtures (`tests/fixtures/patch/`, made by
+//! `cargo xtask fixtures-patch` from our own HIP sources): the device-linker pattern is patched,
+//! only the metadata (or, for CCOB, the compressed payload and hash) changes, the result reads as
+//! clean; every refusal names its kernels and reason and writes nothing.
+//!
+//! Slow tests (`RCCLFIX_SLOW_TESTS=1`) use the LLVM tools of the debian-sid toolchain rootfs
+//! (`$RCCLFIX_HOME/toolchains/debian-sid/rootfs`, run with bubblewrap) as an outside oracle.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rcclfix::patch::{
+    patch_bytes, patch_file, PatchOptions, PatchRecord, PatchRefused, RefusalKind,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rcclfix");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/patch")
+        .join(name)
+}
+
+fn opts(targets: &[&str]) -> PatchOptions {
+    PatchOptions {
+        targets: targets.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// The byte spans a patch may touch: each rewritten note descriptor (plain, bare), or the CCOB
+/// hash and payload.
+fn allowed_spans(rec: &PatchRecord) -> Vec<(u64, u64)> {
+    let mut v = Vec::new();
+    for img in &rec.images {
+        match &img.ccob {
+            Some(c) => v.push((c.offset + 16, c.offset + c.total_size)),
+            None => v.extend(img.notes.iter().map(|n| {
+                (
+                    img.file_offset + n.offset,
+                    img.file_offset + n.offset + n.size,
+                )
+            })),
+        }
+    }
+    v
+}
+
+/// Patch `name`, expect the given kernels rewritten, check the output and return the record.
+fn check(name: &str, targets: &[&str], kernels: &[&str]) -> PatchRecord {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let input = std::fs::read(fixture(name)).unwrap();
+    let rec = patch_file(&fixture(name), &out, &opts(targets))
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let output = std::fs::read(&out).unwrap();
+    assert_eq!(output.len(), input.len(), "{name}: size changed");
+    let mut got: Vec<String> = rec
+        .images
+        .iter()
+        .flat_map(|i| {
+            i.kernels
+                .iter()
+                .map(|k| format!("{}:{}", i.processor, k.name))
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, kernels, "{name}: rewritten kernels");
+    for img in &rec.images {
+        for k in &img.kernels {
+            assert_eq!(
+                (k.from.as_str(), k.to.as_str()),
+                ("hidden_hostcall_buffer", "hidden_none")
+            );
+            assert_eq!(k.arg_size, 8);
+        }
+        assert!(
+            img.proof.hostcall_user_symbols.is_empty() && img.proof.undefined_symbols.is_empty()
+        );
+        assert_eq!(img.proof.host_interrupt_sites, 0);
+        assert!(
+            img.proof.statements.len() >= 4,
+            "{:?}",
+            img.proof.statements
+        );
+    }
+    // Only the metadata note bytes (or the CCOB hash + payload) differ.
+    let spans = allowed_spans(&rec);
+    assert!(!rec.changed_ranges.is_empty());
+    for (a, b) in &rec.changed_ranges {
+        assert!(
+            spans.iter().any(|(s, e)| a >= s && b <= e),
+            "{name}: bytes {a}..{b} changed outside {spans:?}"
+        );
+    }
+    let diff: Vec<usize> = (0..input.len())
+        .filter(|&i| input[i] != output[i])
+        .collect();
+    assert_eq!(
+        diff.len() as u64,
+        rec.changed_ranges.iter().map(|(a, b)| b - a).sum::<u64>()
+    );
+    // The rescan is clean: nothing declares any more, and every image is still read.
+    let (again_bytes, again) = patch_bytes("out", &output, &opts(targets)).unwrap();
+    assert!(
+        again.images.is_empty(),
+        "{name}: still declares after the patch"
+    );
+    assert_eq!(again_bytes, output);
+    assert_eq!(again.clean.len(), rec.images.len() + rec.clean.len());
+    assert_eq!(rec.unverified, rcclfix::patch::UNVERIFIED);
+    rec
+}
+
+/// Patch `name`, expect a refusal of `kind` whose message names `kernels` and contains `reason`,
+/// and no output file (nor a temporary one).
+fn refuses(name: &str, kind: RefusalKind, kernels: &[&str], reason: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let err = patch_file(&fixture(name), &out, &opts(&[])).unwrap_err();
+    let r = err
+        .downcast_ref::<PatchRefused>()
+        .unwrap_or_else(|| panic!("{name}: not a refusal: {err:#}"));
+    assert_eq!(r.refusal.kind, kind, "{name}: {err}");
+    assert_eq!(r.refusal.kernels, kernels, "{name}: {err}");
+    let msg = err.to_string();
+    assert!(msg.contains(reason), "{name}: {msg}");
+    assert!(
+        msg.contains(name),
+        "{name}: the message names the file: {msg}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "{name}: something was written"
+    );
+}
+
+const GENERIC: [&str; 2] = ["devKernel_Generic_1", "devKernel_Generic_2"];
+
+#[test]
+fn bare_code_object_v6() {
+    check(
+        "dispatch-v6-gfx1100.co",
+        &[],
+        &["gfx1100:devKernel_Generic_1", "gfx1100:devKernel_Generic_2"],
+    );
+}
+
+#[test]
+fn bare_code_object_v5() {
+    let rec = check(
+        "dispatch-v5-gfx1100.co",
+        &[],
+        &["gfx1100:devKernel_Generic_1", "gfx1100:devKernel_Generic_2"],
+    );
+    assert_eq!(rec.images[0].code_object_version, 5);
+    // v5 layout: the hostcall slot is hidden offset 80, after 16 (Generic_1) or 24 bytes of args.
+    let k: Vec<(u64, u64)> = rec.images[0]
+        .kernels
+        .iter()
+        .map(|k| (k.arg_offset, k.kernarg_segment_size))
+        .collect();
+    assert_eq!(k, [(96, 272), (104, 280)]);
+    assert!(rec.images[0].kernels[0].cause.starts_with("indirect call"));
+    assert_eq!(
+        rec.images[0].proof.relocation_targets,
+        ["_Z11devFunc_AddPfi", "_Z13devFunc_ScalePfi"]
+    );
+}
+
+#[test]
+fn bare_code_object_v4() {
+    let rec = check(
+        "dispatch-v4-gfx1100.co",
+        &[],
+        &["gfx1100:devKernel_Generic_1", "gfx1100:devKernel_Generic_2"],
+    );
+    assert_eq!(rec.images[0].code_object_version, 4);
+    // v4 layout: slot 24 of the hidden arguments.
+    let k: Vec<(u64, u64)> = rec.images[0]
+        .kernels
+        .iter()
+        .map(|k| (k.arg_offset, k.kernarg_segment_size))
+        .collect();
+    assert_eq!(k, [(40, 72), (48, 80)]);
+}
+
+#[test]
+fn raw_plain_bundle_v4() {
+    let rec = check(
+        "dispatch-v4.bundle",
+        &[],
+        &["gfx1100:devKernel_Generic_1", "gfx1100:devKernel_Generic_2"],
+    );
+    assert_eq!(rec.kind, "bundle");
+    assert_eq!(rec.images[0].entry_id, "hipv4-amdgcn-amd-amdhsa--gfx1100");
+}
+
+#[test]
+fn host_library_plain_bundle() {
+    let rec = check(
+        "libdispatch-plain.so",
+        &[],
+        &[
+            "gfx1030:devKernel_Generic_1",
+            "gfx1030:devKernel_Generic_2",
+            "gfx1100:devKernel_Generic_1",
+            "gfx1100:devKernel_Generic_2",
+        ],
+    );
+    assert_eq!(rec.kind, "host-elf");
+    assert!(rec
+        .images
+        .iter()
+        .all(|i| i.container == "plain" && i.entry_id.starts_with("hip-amdgcn-amd-amdhsa--")));
+}
+
+#[test]
+fn host_library_plain_bundle_one_target_leaves_the_other_entry() {
+    let rec = check(
+        "libdispatch-plain.so",
+        &["gfx1100"],
+        &["gfx1100:devKernel_Generic_1", "gfx1100:devKernel_Generic_2"],
+    );
+    assert_eq!(rec.skipped, ["hip-amdgcn-amd-amdhsa--gfx1030"]);
+}
+
+#[test]
+fn host_library_ccob() {
+    let rec = check(
+        "libdispatch-ccob.so",
+        &[],
+        &[
+            "gfx1030:devKernel_Generic_1",
+            "gfx1030:devKernel_Generic_2",
+            "gfx1100:devKernel_Generic_1",
+            "gfx1100:devKernel_Generic_2",
+        ],
+    );
+    let c = rec.images[0].ccob.as_ref().unwrap();
+    assert_eq!(rec.images[0].container, "ccob-v2-zstd");
+    assert_eq!(c.frame_bytes + c.padding_bytes + 24, c.total_size);
+    assert_ne!(c.hash_before, c.hash_after);
+}
+
+#[test]
+fn already_clean_input_is_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let once = dir.path().join("once.co");
+    patch_file(&fixture("dispatch-v6-gfx1100.co"), &once, &opts(&[])).unwrap();
+    let twice = dir.path().join("twice.co");
+    let rec = patch_file(&once, &twice, &opts(&[])).unwrap();
+    assert!(rec.images.is_empty() && rec.changed_ranges.is_empty());
+    assert_eq!(
+        std::fs::read(&once).unwrap(),
+        std::fs::read(&twice).unwrap()
+    );
+}
+
+#[test]
+fn refuses_printf_kernel() {
+    refuses(
+        "printf-v6.co",
+        RefusalKind::UsesHostcall,
+        &["printfKernel"],
+        "machine code signals the host",
+    );
+}
+
+#[test]
+fn refuses_printf_behind_the_function_table() {
+    // printf is inlined into devFunc_Add: no hostcall symbol survives, the machine code shows it.
+    refuses(
+        "table-printf-v6.co",
+        RefusalKind::UsesHostcall,
+        &GENERIC,
+        "s_sendmsg MSG_INTERRUPT at 0x2e04 in _Z11devFunc_AddPfi",
+    );
+}
+
+#[test]
+fn refuses_assert_kernel() {
+    refuses(
+        "assert-v6.co",
+        RefusalKind::UsesHostcall,
+        &["assertKernel"],
+        "hostcall user in the image: __ockl_fprintf_append_string_n, __assert_fail",
+    );
+}
+
+#[test]
+fn refuses_stripped_symbol_table() {
+    refuses(
+        "stripped-v6.co",
+        RefusalKind::Unproven,
+        &GENERIC,
+        "symbol table stripped",
+    );
+}
+
+#[test]
+fn refuses_undefined_indirect_target() {
+    refuses(
+        "undef-target-v6.co",
+        RefusalKind::Unproven,
+        &GENERIC,
+        "undefined symbol _Z14devFunc_RemotePfi",
+    );
+}
+
+#[test]
+fn refuses_ccob_that_cannot_fit() {
+    refuses(
+        "libdispatch-tight.so",
+        RefusalKind::Unproven,
+        &GENERIC,
+        "the recompressed bundle does not fit",
+    );
+}
+
+#[test]
+fn refuses_bad_inputs_without_panicking() {
+    let good = std::fs::read(fixture("libdispatch-ccob.so")).unwrap();
+    // Truncations and corruptions of a host library with a CCOB: every one is refused or, if the
+    // damage misses the device code, patched; none panics.
+    for cut in [0, 4, 64, 4096, 4100, 4120, 6000, good.len() - 1] {
+        let _ = patch_bytes("cut", &good[..cut], &opts(&[]));
+    }
+    for at in [4096 + 8, 4096 + 12, 4096 + 16, 4096 + 24, 4096 + 100] {
+        let mut bad = good.clone();
+        bad[at] ^= 0xff;
+        let r = patch_bytes("flip", &bad, &opts(&[]));
+        assert!(
+            r.is_err(),
+            "a flipped byte at {at} inside the CCOB must be refused"
+        );
+    }
+    let err = patch_bytes("text", b"hello", &opts(&[])).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("not a host ELF, code object, offload bundle or CCOB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn refuses_output_equal_to_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.co");
+    std::fs::copy(fixture("dispatch-v6-gfx1100.co"), &p).unwrap();
+    let err = patch_file(&p, &p, &opts(&[])).unwrap_err();
+    assert!(
+        err.to_string().contains("--out must differ from the input"),
+        "{err}"
+    );
+}
+
+#[test]
+fn cli_json_explain_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lib.so");
+    let o = Command::new(BIN)
+        .args([
+            "patch",
+            fixture("libdispatch-plain.so").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--target",
+            "gfx1100",
+            "--json",
+            "--explain",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["images"][0]["kernels"][0]["to"], "hidden_none");
+    assert!(
+        stderr.contains("proof:") && stderr.contains("no machine code signals the host"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("rcclfix verify"),
+        "the unverified part is said: {stderr}"
+    );
+
+    let o = Command::new(BIN)
+        .args([
+            "patch",
+            fixture("dispatch-v4-gfx1100.co").to_str().unwrap(),
+            "--out",
+        ])
+        .arg(dir.path().join("v4.co"))
+        .arg("--explain")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout.contains("kernel devKernel_Generic_1: hidden_hostcall_buffer -> hidden_none at kernarg offset 40 size 8"), "{stdout}");
+
+    for (name, code) in [("printf-v6.co", 1), ("stripped-v6.co", 2)] {
+        let o = Command::new(BIN)
+            .args(["patch", fixture(name).to_str().unwrap(), "--out"])
+            .arg(dir.path().join(name))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{name}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ")
+                && stderr.contains("refusing to patch")
+                && stderr.contains("nothing was written"),
+            "{stderr}"
+        );
+        assert!(!dir.path().join(name).exists());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slow: the LLVM tools of the debian-sid toolchain as an outside oracle.
+
+fn sid_rootfs() -> Option<PathBuf> {
+    let home = std::env::var_os("RCCLFIX_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+                })
+                .join("rcclfix")
+        });
+    let r = home.join("toolchains/debian-sid/rootfs");
+    if r.join("usr/bin/llvm-readelf-21").exists() {
+        return Some(r);
+    }
+    if std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1") {
+        panic!(
+            "RCCLFIX_SLOW_TESTS=1 but the debian-sid toolchain rootfs is missing ({} has no llvm-readelf-21)\nhelp: rcclfix toolchain build debian-sid, or run `cargo xtask test`",
+            r.display()
+        );
+    }
+    None
+}
+
+/// Run an LLVM tool in the rootfs with `dir` at `/tmp/w`; return stdout.
+fn tool(rootfs: &Path, dir: &Path, argv: &[&str]) -> String {
+    let o = Command::new("bwrap")
+        .arg("--ro-bind")
+        .arg(rootfs)
+        .arg("/")
+        .args([
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind",
+        ])
+        .arg(dir)
+        .args([
+            "/tmp/w",
+            "--chdir",
+            "/tmp/w",
+            "--unshare-pid",
+            "--die-with-parent",
+        ])
+        .args(argv)
+        .output()
+        .expect("bwrap (Debian package bubblewrap) must be installed for the slow tests");
+    assert!(
+        o.status.success(),
+        "{argv:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// `llvm-readelf --notes` of the input and the patched output: identical except that each
+/// `hidden_hostcall_buffer` line reads `hidden_none` — so every offset, size and kernarg segment
+/// size is the same.
+fn readelf_notes_agree(rootfs: &Path, dir: &Path, before: &str, after: &str) {
+    let a = tool(rootfs, dir, &["llvm-readelf-21", "--notes", before]);
+    let b = tool(rootfs, dir, &["llvm-readelf-21", "--notes", after]);
+    assert!(a.contains("hidden_hostcall_buffer"));
+    assert!(!b.contains("hidden_hostcall_buffer"), "{b}");
+    assert_eq!(a.lines().count(), b.lines().count());
+    let mut rewritten = 0;
+    for (x, y) in a.lines().zip(b.lines()) {
+        if x != y {
+            assert_eq!(x.replace("hidden_hostcall_buffer", "hidden_none"), y);
+            rewritten += 1;
+        }
+    }
+    assert_eq!(rewritten, 2);
+    assert!(b.contains(".kernarg_segment_size: 272") || b.contains(".kernarg_segment_size: 72"));
+}
+
+#[test]
+fn slow_readelf_parses_patched_code_objects() {
+    let Some(rootfs) = sid_rootfs() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "dispatch-v6-gfx1100.co",
+        "dispatch-v5-gfx1100.co",
+        "dispatch-v4-gfx1100.co",
+    ] {
+        std::fs::copy(fixture(name), dir.path().join(name)).unwrap();
+        let out = format!("patched-{name}");
+        patch_file(&fixture(name), &dir.path().join(&out), &opts(&[])).unwrap();
+        readelf_notes_agree(&rootfs, dir.path(), name, &out);
+    }
+}
+
+#[test]
+fn slow_bundler_reads_patched_ccob_library() {
+    let Some(rootfs) = sid_rootfs() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(fixture("libdispatch-ccob.so"), d.join("in.so")).unwrap();
+    patch_file(
+        &fixture("libdispatch-ccob.so"),
+        &d.join("out.so"),
+        &opts(&[]),
+    )
+    .unwrap();
+    for (lib, co) in [("in.so", "in.co"), ("out.so", "out.co")] {
+        let fb = format!("{lib}.fatbin");
+        tool(
+            &rootfs,
+            d,
+            &[
+                "llvm-objcopy-21",
+                &format!("--dump-section=.hip_fatbin={fb}"),
+                lib,
+                "/tmp/copy.so",
+            ],
+        );
+        let list = tool(
+            &rootfs,
+            d,
+            &[
+                "clang-offload-bundler-21",
+                "--list",
+                "--type=o",
+                &format!("--input={fb}"),
+            ],
+        );
+        assert!(
+            list.contains("hip-amdgcn-amd-amdhsa--gfx1100")
+                && list.contains("hip-amdgcn-amd-amdhsa--gfx1030"),
+            "{list}"
+        );
+        tool(
+            &rootfs,
+            d,
+            &[
+                "clang-offload-bundler-21",
+                "--unbundle",
+                "--type=o",
+                &format!("--input={fb}"),
+                "--targets=hip-amdgcn-amd-amdhsa--gfx1100",
+                &format!("--output={co}"),
+            ],
+        );
+    }
+    readelf_notes_agree(&rootfs, d, "in.co", "out.co");
+    // Apart from the metadata note, the unbundled code objects are byte-identical.
+    let (a, b) = (
+        std::fs::read(d.join("in.co")).unwrap(),
+        std::fs::read(d.join("out.co")).unwrap(),
+    );
+    assert_eq!(a.len(), b.len());
+    let rec = patch_bytes("in.co", &a, &opts(&[])).unwrap().1;
+    let n = &rec.images[0].notes[0];
+    for i in (0..a.len()).filter(|&i| a[i] != b[i]) {
+        assert!(
+            (n.offset..n.offset + n.size).contains(&(i as u64)),
+            "byte {i} differs outside the note"
+        );
+    }
+}
