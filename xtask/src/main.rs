@@ -4,9 +4,12 @@
 //! - `test`: install the test prerequisites (Debian packages from `.ci/apt.d/`, the toolchain
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
+//! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 
+mod fixtures;
 mod fixtures_patch;
+mod lint_ci;
 mod test;
 
 fn main() -> anyhow::Result<()> {
@@ -17,8 +20,10 @@ fn main() -> anyhow::Result<()> {
     sh.change_dir(project_root());
     match task.as_str() {
         "test" => test::run(&sh, &rest),
+        "fixtures" => fixtures::run(&sh, &rest),
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures-patch"),
+        "ci-tools" => lint_ci::ci_tools(&sh),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, fixtures-patch, ci-tools"),
     }
 }
 
