@@ -165,33 +165,11 @@ struct Note<'a> {
     desc: &'a [u8],
 }
 
-/// Whether a symbol name is a known user of the hostcall buffer: the hostcall primitive, printf and
-/// assert paths, device malloc over hostcall, sanitizer reports. Source: ROCm-Device-Libs
-/// `ockl/src/hostcall.cl`, `services.cl`, `cprintf.cl`, `dm.cl`; HIP `amd_device_functions.h`.
+/// Whether a symbol name is a known user of the hostcall buffer: the scanner's list
+/// (`scan::codeobj::is_hostcall_user`: the hostcall primitive, printf and assert paths, device
+/// malloc, sanitizers), plus `fprintf`.
 pub fn is_hostcall_user(name: &str) -> bool {
-    const EXACT: &[&str] = &[
-        "__assert_fail",
-        "__assertfail",
-        "printf",
-        "fprintf",
-        "malloc",
-        "free",
-        "__hip_hc_malloc",
-        "__hip_hc_free",
-    ];
-    const PREFIX: &[&str] = &[
-        "__ockl_hostcall",
-        "__ockl_call_host_function",
-        "__ockl_fprintf",
-        "__ockl_printf",
-        "__ockl_fputs",
-        "__ockl_devmem_request",
-        "__ockl_dm_alloc",
-        "__ockl_dm_dealloc",
-        "__ockl_sanitizer",
-        "__asan_",
-    ];
-    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+    crate::scan::codeobj::is_hostcall_user(name) || name == "fprintf"
 }
 
 /// `s_sendmsg` / `s_sendmsghalt` with message ID 1 (`MSG_INTERRUPT`): SOPP opcodes 16/17 on

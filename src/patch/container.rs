@@ -10,24 +10,20 @@
 //! the total size and one that reads to the end of the section both see the same bundle. If no
 //! compression level makes it fit, the patch is refused.
 //!
+//! The walk itself is the scanner's (`scan::input::sniff`, `scan::elf::inspect`,
+//! `scan::bundle::{next_item, parse_bundle, EntryId}`, `scan::ccob::decode`,
+//! `scan::verdict::runs_on`), so `patch` and `scan` read the same images the same way; this
+//! module adds the writing back.
+//!
 //! Source: shared/reference/formats.md §2–§6 (clang `ClangOffloadBundler.rst`,
 //! `OffloadBundler.cpp`: bundle layout, entry IDs, CCOB v1/v2/v3 headers and hash).
 
 use std::io::Read;
 
-use object::elf;
-use object::read::elf::{FileHeader, SectionHeader};
-use object::LittleEndian as LE;
 use serde::Serialize;
 
 use super::codeobj::{self, KernelRecord, NoteSpan, Outcome, Proof, Refusal, RefusalKind};
-
-/// Magic of a plain offload bundle.
-pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
-/// Magic of a compressed offload bundle.
-pub const CCOB_MAGIC: &[u8; 4] = b"CCOB";
-/// Bundle alignment inside `.hip_fatbin`.
-const ALIGN: usize = 4096;
+use crate::scan::{bundle, ccob as sccob, elf as selfh, input, verdict};
 /// zstd levels tried when recompressing, in order (3 is clang's default); the first that fits is
 /// used.
 const ZSTD_LEVELS: &[i32] = &[
@@ -135,21 +131,7 @@ fn refuse(location: impl Into<String>, kind: RefusalKind, reason: impl Into<Stri
 /// Whether an image for `processor` should be patched for the requested `targets` (empty: all).
 /// Generic processors match the family they run on (`gfx11-generic` for `gfx1100`, …).
 pub fn wanted(processor: &str, targets: &[String]) -> bool {
-    if targets.is_empty() {
-        return true;
-    }
-    targets.iter().any(|t| {
-        t == processor
-            || match processor {
-                "gfx11-generic" => t.starts_with("gfx11"),
-                "gfx12-generic" => t.starts_with("gfx12"),
-                "gfx10-3-generic" => t.starts_with("gfx103"),
-                "gfx10-1-generic" => t.starts_with("gfx101"),
-                "gfx9-4-generic" => t.starts_with("gfx94") || t.starts_with("gfx95"),
-                "gfx9-generic" => t.starts_with("gfx90"),
-                _ => false,
-            }
-    })
+    targets.is_empty() || targets.iter().any(|t| verdict::runs_on(processor, t))
 }
 
 /// Walk `data` and patch every requested code object in a copy of it.
@@ -161,211 +143,124 @@ pub fn walk(data: &[u8], targets: &[String]) -> Res<Walk> {
         bytes: data.to_vec(),
         ..Default::default()
     };
-    if data.starts_with(b"\x7fELF") {
-        let hdr = elf::FileHeader64::<LE>::parse(data).map_err(|e| {
-            refuse(
-                "ELF header",
-                RefusalKind::Unproven,
-                format!("not a 64-bit little-endian ELF: {e}"),
-            )
-        })?;
-        if hdr.e_machine(LE) == elf::EM_AMDGPU {
+    match input::sniff(data) {
+        Some(input::Format::CodeObject) => {
             w.kind = "code-object".into();
-            image(&mut w, data, 0, "", "bare", targets, None)?;
-            return Ok(w);
+            image(&mut w, data, 0, "", "bare", targets)?;
         }
-        w.kind = "host-elf".into();
-        let (off, size) = fatbin_section(data, &hdr)?;
-        region(&mut w, data, off, size, targets)?;
-        return Ok(w);
+        Some(input::Format::HostElf) => {
+            w.kind = "host-elf".into();
+            let h = selfh::inspect(data).map_err(|p| {
+                refuse(
+                    format!("offset 0x{:x}", p.offset),
+                    RefusalKind::Unproven,
+                    p.reason,
+                )
+            })?;
+            if h.fatbin_nobits.is_some()
+                || h.kpack_ref.is_some()
+                || h.wrappers.iter().any(|(_, m)| *m == selfh::HIPK)
+            {
+                return Err(refuse(
+                    ".hip_fatbin",
+                    RefusalKind::Unproven,
+                    "device code externalized (NOBITS .hip_fatbin, kpack): nothing here to patch",
+                ));
+            }
+            match h.fatbin {
+                Some((off, bytes)) => region(&mut w, data, off as usize, bytes.len(), targets)?,
+                None if !h.rdc.is_empty() => {
+                    return Err(refuse(
+                        "-fgpu-rdc sections",
+                        RefusalKind::Unproven,
+                        "an -fgpu-rdc object holds bitcode; hostcall is decided at the device link, so patch the linked library",
+                    ))
+                }
+                None => return Err(refuse("section table", RefusalKind::Unproven, "no .hip_fatbin section: the file carries no HIP device code")),
+            }
+        }
+        Some(input::Format::Bundle) => {
+            w.kind = "bundle".into();
+            region(&mut w, data, 0, data.len(), targets)?;
+        }
+        Some(input::Format::Ccob) => {
+            w.kind = "ccob".into();
+            region(&mut w, data, 0, data.len(), targets)?;
+        }
+        _ => {
+            return Err(refuse(
+                "file start",
+                RefusalKind::Unproven,
+                "not a host ELF, code object, offload bundle or CCOB",
+            ))
+        }
     }
-    if data.starts_with(BUNDLE_MAGIC) {
-        w.kind = "bundle".into();
-    } else if data.starts_with(CCOB_MAGIC) {
-        w.kind = "ccob".into();
-    } else {
-        return Err(refuse(
-            "file start",
-            RefusalKind::Unproven,
-            "not a host ELF, code object, offload bundle or CCOB",
-        ));
-    }
-    region(&mut w, data, 0, data.len(), targets)?;
     Ok(w)
 }
 
-/// File offset and size of `.hip_fatbin`. Refuses NOBITS (device code moved out, kpack) and a
-/// host ELF without device code.
-fn fatbin_section(data: &[u8], hdr: &elf::FileHeader64<LE>) -> Res<(usize, usize)> {
-    let sections = hdr
-        .sections(LE, data)
-        .map_err(|e| refuse("section table", RefusalKind::Unproven, e.to_string()))?;
-    for s in sections.iter() {
-        let name = sections.section_name(LE, s).unwrap_or(b"");
-        if name != b".hip_fatbin" {
-            continue;
-        }
-        if s.sh_type(LE) == elf::SHT_NOBITS {
-            return Err(refuse(
-                ".hip_fatbin",
-                RefusalKind::Unproven,
-                "device code externalized (NOBITS .hip_fatbin, kpack): nothing here to patch",
-            ));
-        }
-        let (off, size) = s.file_range(LE).unwrap_or((0, 0));
-        let end = off.checked_add(size).filter(|&e| e <= data.len() as u64);
-        if end.is_none() {
-            return Err(refuse(
-                ".hip_fatbin",
-                RefusalKind::Unproven,
-                "section runs past the end of the file",
-            ));
-        }
-        return Ok((off as usize, size as usize));
-    }
-    Err(refuse(
-        "section table",
-        RefusalKind::Unproven,
-        "no .hip_fatbin section: the file carries no HIP device code",
-    ))
-}
-
-/// Walk a `.hip_fatbin` (or a whole bundle file) at `base..base+len` (formats.md §6).
+/// Walk a `.hip_fatbin` (or a whole bundle file) at `base..base+len` with the scanner's walk
+/// (formats.md §6). Unreadable device code refuses: it could hide a declaration.
 fn region(w: &mut Walk, data: &[u8], base: usize, len: usize, targets: &[String]) -> Res<()> {
     let sect = &data[base..base + len];
     let mut pos = 0;
-    while pos < sect.len() {
-        let r = &sect[pos..];
-        if pos % ALIGN == 0 && r.starts_with(BUNDLE_MAGIC) {
-            let end = plain_bundle(w, data, base + pos, sect.len() - pos, targets)?;
-            pos = (pos + end).div_ceil(ALIGN) * ALIGN;
-        } else if pos % ALIGN == 0 && r.starts_with(CCOB_MAGIC) {
-            let end = ccob(w, data, base + pos, sect.len() - pos, targets)?;
-            pos = (pos + end).div_ceil(ALIGN) * ALIGN;
-        } else if r[0] == 0 {
-            match r.iter().position(|&b| b != 0) {
-                None => break,
-                Some(k) => pos += k,
+    while let Some(item) = bundle::next_item(sect, pos) {
+        match item {
+            bundle::Item::Plain { offset } => {
+                let end = plain_bundle(w, sect, base, offset, targets)?;
+                pos = bundle::align_up(offset + end.max(1));
             }
-            if pos % ALIGN != 0 {
+            bundle::Item::Ccob { offset } => {
+                let end = ccob(w, sect, base, offset, targets)?;
+                pos = bundle::align_up(offset + end.max(1));
+            }
+            bundle::Item::Unknown { offset, end } => {
                 return Err(refuse(
-                    format!("offset 0x{:x}", base + pos),
+                    format!("offset 0x{:x}", base + offset),
                     RefusalKind::Unproven,
-                    "unknown bytes in the device code (not a bundle magic on a 4096-byte boundary)",
-                ));
+                    format!("{} bytes of unknown data in the device code (no bundle magic on a 4096-byte boundary)", end - offset),
+                ))
             }
-        } else {
-            return Err(refuse(
-                format!("offset 0x{:x}", base + pos),
-                RefusalKind::Unproven,
-                "unknown bytes in the device code (no bundle magic)",
-            ));
         }
     }
     Ok(())
 }
 
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    b.get(at..at.checked_add(8)?)
-        .map(|s| u64::from_le_bytes(s.try_into().unwrap()))
-}
-
-/// Patch the plain bundle at `data[at..]` (at most `room` bytes) in `w.bytes`; return its end
-/// relative to `at`.
+/// Patch the plain bundle at `sect[offset..]` (file offset `base + offset`) into `w.bytes`;
+/// return its end relative to `offset`.
 fn plain_bundle(
     w: &mut Walk,
-    data: &[u8],
-    at: usize,
-    room: usize,
+    sect: &[u8],
+    base: usize,
+    offset: usize,
     targets: &[String],
 ) -> Res<usize> {
-    let b = &data[at..at + room];
-    let loc = |s: &str| format!("bundle at 0x{at:x}{s}");
-    let n = u64_at(b, 24)
-        .ok_or_else(|| refuse(loc(""), RefusalKind::Unproven, "bundle header truncated"))?;
-    if n > (room as u64).saturating_sub(32) / 24 {
-        return Err(refuse(
-            loc(""),
+    let at = base + offset;
+    let b = bundle::parse_bundle(&sect[offset..]).map_err(|p| {
+        refuse(
+            format!("bundle at 0x{at:x}"),
             RefusalKind::Unproven,
-            format!("bundle claims {n} entries, more than fit"),
-        ));
-    }
-    let mut p = 32usize;
-    let mut end = p;
-    let mut entries = Vec::new();
-    for _ in 0..n {
-        let (off, size, idlen) = match (u64_at(b, p), u64_at(b, p + 8), u64_at(b, p + 16)) {
-            (Some(o), Some(s), Some(l)) => (o, s, l),
-            _ => {
-                return Err(refuse(
-                    loc(""),
-                    RefusalKind::Unproven,
-                    "bundle entry table truncated",
-                ))
-            }
-        };
-        let id_end = (p + 24)
-            .checked_add(idlen as usize)
-            .filter(|&e| e <= b.len())
-            .ok_or_else(|| {
-                refuse(
-                    loc(""),
-                    RefusalKind::Unproven,
-                    "entry ID runs past the bundle",
-                )
-            })?;
-        let id = std::str::from_utf8(&b[p + 24..id_end])
-            .map_err(|_| refuse(loc(""), RefusalKind::Unproven, "entry ID is not UTF-8"))?
-            .to_string();
-        let pend = off
-            .checked_add(size)
-            .filter(|&e| e <= b.len() as u64)
-            .ok_or_else(|| {
-                refuse(
-                    loc(&format!(" entry {id}")),
-                    RefusalKind::Unproven,
-                    "entry payload runs past the bundle",
-                )
-            })?;
-        end = end.max(id_end).max(pend as usize);
-        entries.push((id, off as usize, size as usize));
-        p = id_end;
-    }
-    for (id, off, size) in entries {
-        // `<kind>-<arch>-<vendor>-<os>-<env>[-<target id>]`
-        let parts: Vec<&str> = id.splitn(6, '-').collect();
-        if parts.first() == Some(&"host") || size == 0 {
+            p.reason,
+        )
+    })?;
+    for e in &b.entries {
+        let id = bundle::EntryId::parse(e.id);
+        if id.is_host() || e.data.is_empty() {
             continue;
         }
-        if parts.get(1) != Some(&"amdgcn") {
+        if !id.is_amdgcn() {
             return Err(refuse(
-                loc(&format!(" entry {id}")),
+                format!("bundle at 0x{at:x} entry {}", e.id),
                 RefusalKind::Unproven,
                 "not an amdgcn entry",
             ));
         }
-        let processor = parts
-            .get(5)
-            .unwrap_or(&"")
-            .split(':')
-            .next()
-            .unwrap_or("")
-            .to_string();
-        if !wanted(&processor, targets) {
-            w.skipped.push(id);
+        if !wanted(id.processor(), targets) {
+            w.skipped.push(e.id.to_string());
             continue;
         }
-        image(
-            w,
-            &data[at + off..at + off + size],
-            at + off,
-            &id,
-            "plain",
-            targets,
-            None,
-        )?;
+        image(w, e.data, at + e.offset as usize, e.id, "plain", targets)?;
     }
-    Ok(end)
+    Ok(b.end as usize)
 }
 
 /// Analyse and rewrite one code object lying at `file_off` in the output.
@@ -376,7 +271,6 @@ fn image(
     entry_id: &str,
     container: &str,
     targets: &[String],
-    ccob: Option<CcobRecord>,
 ) -> Res<()> {
     let location = if entry_id.is_empty() {
         format!("code object at 0x{file_off:x}")
@@ -414,78 +308,38 @@ fn image(
                 kernels: p.kernels,
                 proof: p.proof,
                 notes: p.notes,
-                ccob,
+                ccob: None,
             });
             Ok(())
         }
     }
 }
 
-/// Patch the CCOB at `data[at..]`; return its end relative to `at` (its total size).
-fn ccob(w: &mut Walk, data: &[u8], at: usize, room: usize, targets: &[String]) -> Res<usize> {
-    let b = &data[at..at + room];
+/// Patch the CCOB at `sect[offset..]` (file offset `base + offset`); return its end relative to
+/// `offset` (its total size).
+fn ccob(w: &mut Walk, sect: &[u8], base: usize, offset: usize, targets: &[String]) -> Res<usize> {
+    let at = base + offset;
     let loc = format!("compressed bundle at 0x{at:x}");
     let unproven = |r: String| refuse(loc.clone(), RefusalKind::Unproven, r);
-    if b.len() < 8 {
-        return Err(unproven("CCOB header truncated".into()));
-    }
-    let version = u16::from_le_bytes([b[4], b[5]]);
-    let method = u16::from_le_bytes([b[6], b[7]]);
-    let (hlen, total, usize_, hash) = match version {
-        2 if b.len() >= 24 => (24, u32::from_le_bytes(b[8..12].try_into().unwrap()) as u64, u32::from_le_bytes(b[12..16].try_into().unwrap()) as u64, u64_at(b, 16).unwrap()),
-        3 if b.len() >= 32 => (32, u64_at(b, 8).unwrap(), u64_at(b, 16).unwrap(), u64_at(b, 24).unwrap()),
-        1 => return Err(unproven("CCOB v1 has no total-size field, so a recompressed bundle cannot be shorter than the original; not supported".into())),
-        v => return Err(unproven(format!("CCOB version {v} not supported (or header truncated)"))),
+    // The scanner's decoder: header, bounded decompression, size and hash checks.
+    let d = sccob::decode(&sect[offset..]).map_err(|p| unproven(p.reason))?;
+    let h = &d.header;
+    let version = h.version;
+    let Some(total) = h.total_size else {
+        return Err(unproven("CCOB v1 has no total-size field, so the space a recompressed bundle may use is unknown; not supported".into()));
     };
-    if total < hlen as u64 || total > b.len() as u64 {
-        return Err(unproven(format!(
-            "CCOB total size {total} does not fit its section ({} bytes left)",
-            b.len()
-        )));
-    }
-    let total = total as usize;
-    let payload = &b[hlen..total];
-    let label = match method {
-        0 => "zlib",
-        1 => "zstd",
-        m => return Err(unproven(format!("unknown CCOB compression method {m}"))),
+    let (total, hlen, hash) = (total as usize, h.header_len, h.hash);
+    let (method, label) = match h.method {
+        sccob::Method::Zlib => (0u16, "zlib"),
+        sccob::Method::Zstd => (1u16, "zstd"),
     };
-    if usize_ > (8u64 << 30) || usize_ > payload.len() as u64 * 2048 + (1 << 20) {
-        return Err(unproven(format!("implausible uncompressed size {usize_}")));
-    }
-    let plain = match method {
-        1 => zstd::bulk::decompress(payload, usize_ as usize)
-            .map_err(|e| unproven(format!("zstd: {e}")))?,
-        _ => {
-            let mut v = Vec::new();
-            flate2::read::ZlibDecoder::new(payload)
-                .take(usize_ + 1)
-                .read_to_end(&mut v)
-                .map_err(|e| unproven(format!("zlib: {e}")))?;
-            v
-        }
-    };
-    if plain.len() as u64 != usize_ {
-        return Err(unproven(format!(
-            "decompressed {} bytes, header says {usize_}",
-            plain.len()
-        )));
-    }
-    if crate_md5_low64(&plain) != hash {
-        return Err(unproven(
-            "CCOB hash mismatch: the stored MD5-low-64 does not match the decompressed bundle"
-                .into(),
-        ));
-    }
-    if !plain.starts_with(BUNDLE_MAGIC) {
-        return Err(unproven("decompressed CCOB is not a plain bundle".into()));
-    }
+    let plain = d.bundle;
     // Patch the inner bundle in a walk of its own, then move its records into ours.
     let mut inner = Walk {
         bytes: plain.clone(),
         ..Default::default()
     };
-    plain_bundle(&mut inner, &plain, 0, plain.len(), targets).map_err(|mut l| {
+    plain_bundle(&mut inner, &plain, 0, 0, targets).map_err(|mut l| {
         l.location = format!("{loc}: {}", l.location);
         l
     })?;
@@ -506,8 +360,12 @@ fn ccob(w: &mut Walk, data: &[u8], at: usize, room: usize, targets: &[String]) -
             v
         });
     let room = total - hlen;
-    let (level, payload, frame_len, smallest) =
-        recompress(method, &new_plain, room).map_err(unproven)?;
+    let Recompressed {
+        level,
+        payload,
+        frame_len,
+        smallest,
+    } = recompress(method, &new_plain, room).map_err(unproven)?;
     let Some(payload) = payload else {
         return Err(Located {
             location: loc.clone(),
@@ -537,7 +395,7 @@ fn ccob(w: &mut Walk, data: &[u8], at: usize, room: usize, targets: &[String]) -
             "internal: the recompressed bundle does not decompress to the patched bundle".into(),
         ));
     }
-    let new_hash = crate_md5_low64(&new_plain);
+    let new_hash = sccob::md5_low64(&new_plain);
     let out = &mut w.bytes[at..at + total];
     // Total and uncompressed sizes stay as they were; only the hash and the payload change.
     let hash_at = if version == 2 { 16 } else { 24 };
@@ -561,15 +419,23 @@ fn ccob(w: &mut Walk, data: &[u8], at: usize, room: usize, targets: &[String]) -
     Ok(total)
 }
 
+/// The outcome of [`recompress`].
+struct Recompressed {
+    /// Compression level used.
+    level: i32,
+    /// Stream + padding, exactly `room` bytes; `None` when no level fits.
+    payload: Option<Vec<u8>>,
+    /// Length of the stream alone.
+    frame_len: usize,
+    /// The smallest stream seen, for the refusal message.
+    smallest: usize,
+}
+
 /// Compress `plain` with `method` so that it fills exactly `room` payload bytes: the stream, then
 /// padding (a zstd skippable frame of at least 8 bytes, or zeros after a zlib stream). Returns the
 /// level, the padded payload (`None` when no level fits), the stream length, and the smallest
 /// stream seen.
-fn recompress(
-    method: u16,
-    plain: &[u8],
-    room: usize,
-) -> Result<(i32, Option<Vec<u8>>, usize, usize), String> {
+fn recompress(method: u16, plain: &[u8], room: usize) -> Result<Recompressed, String> {
     let mut smallest = usize::MAX;
     if method == 1 {
         for &lvl in ZSTD_LEVELS {
@@ -578,17 +444,34 @@ fn recompress(
             let frame = c.len();
             let slack = room.checked_sub(frame);
             match slack {
-                Some(0) => return Ok((lvl, Some(c), frame, smallest)),
+                Some(0) => {
+                    return Ok(Recompressed {
+                        level: lvl,
+                        payload: Some(c),
+                        frame_len: frame,
+                        smallest,
+                    })
+                }
                 Some(n) if n >= 8 => {
                     c.extend_from_slice(&ZSTD_SKIPPABLE_MAGIC.to_le_bytes());
                     c.extend_from_slice(&((n - 8) as u32).to_le_bytes());
                     c.resize(room, 0);
-                    return Ok((lvl, Some(c), frame, smallest));
+                    return Ok(Recompressed {
+                        level: lvl,
+                        payload: Some(c),
+                        frame_len: frame,
+                        smallest,
+                    });
                 }
                 _ => {}
             }
         }
-        return Ok((0, None, 0, smallest));
+        return Ok(Recompressed {
+            level: 0,
+            payload: None,
+            frame_len: 0,
+            smallest,
+        });
     }
     for lvl in [6u32, 9] {
         let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(lvl));
@@ -598,15 +481,18 @@ fn recompress(
         let frame = c.len();
         if frame <= room {
             c.resize(room, 0);
-            return Ok((lvl as i32, Some(c), frame, smallest));
+            return Ok(Recompressed {
+                level: lvl as i32,
+                payload: Some(c),
+                frame_len: frame,
+                smallest,
+            });
         }
     }
-    Ok((0, None, 0, smallest))
-}
-
-/// The CCOB hash: MD5 digest bytes 0..8 as a little-endian u64 (formats.md §5).
-fn crate_md5_low64(data: &[u8]) -> u64 {
-    use md5::Digest;
-    let d = md5::Md5::digest(data);
-    u64::from_le_bytes(d[..8].try_into().unwrap())
+    Ok(Recompressed {
+        level: 0,
+        payload: None,
+        frame_len: 0,
+        smallest,
+    })
 }

@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use rcclfix::scan::{scan_bytes, KernelReport, ScanOptions};
+
 use rcclfix::patch::{
     patch_bytes, patch_file, PatchOptions, PatchRecord, PatchRefused, RefusalKind,
 };
@@ -43,6 +45,19 @@ fn allowed_spans(rec: &PatchRecord) -> Vec<(u64, u64)> {
         }
     }
     v
+}
+
+/// Every kernel of every image of a scan report, in file order, and no unreadable device code.
+fn kernels_of(r: &rcclfix::scan::ScanReport) -> Vec<KernelReport> {
+    assert!(
+        r.files.iter().all(|f| f.unreadable.is_empty()),
+        "{:?}",
+        r.files
+    );
+    r.files
+        .iter()
+        .flat_map(|f| f.images.iter().flat_map(|i| i.kernels.clone()))
+        .collect()
 }
 
 /// Patch `name`, expect the given kernels rewritten, check the output and return the record.
@@ -99,7 +114,48 @@ fn check(name: &str, targets: &[&str], kernels: &[&str]) -> PatchRecord {
         diff.len() as u64,
         rec.changed_ranges.iter().map(|(a, b)| b - a).sum::<u64>()
     );
-    // The rescan is clean: nothing declares any more, and every image is still read.
+    // The scanner sees the declaration and finds no hostcall user in the image; after the patch
+    // it reads every image as clean, with the same kernarg layout.
+    let sopts = ScanOptions {
+        targets: targets.iter().map(|s| s.to_string()).collect(),
+    };
+    let before = kernels_of(&scan_bytes(name, &input, &sopts).unwrap());
+    let after = kernels_of(&scan_bytes(name, &output, &sopts).unwrap());
+    let declaring: Vec<&KernelReport> = before.iter().filter(|k| k.declares_hostcall).collect();
+    assert_eq!(
+        declaring.len(),
+        kernels.len(),
+        "{name}: scanner's declaring kernels"
+    );
+    for k in &declaring {
+        let why = k.why.as_deref().unwrap_or("");
+        assert!(
+            why.contains("no hostcall") && why.contains("in the image"),
+            "{name}: {}: why = {why:?}",
+            k.name
+        );
+    }
+    assert_eq!(before.len(), after.len());
+    for (b, a) in before.iter().zip(&after) {
+        assert!(!a.declares_hostcall, "{name}: {} still declares", a.name);
+        assert_eq!(
+            (&b.name, b.kernarg_segment_size),
+            (&a.name, a.kernarg_segment_size)
+        );
+        let layout = |k: &KernelReport| {
+            k.hidden_args
+                .iter()
+                .map(|h| (h.offset, h.size))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            layout(b),
+            layout(a),
+            "{name}: {} hidden argument layout",
+            a.name
+        );
+    }
+    // Our own re-read agrees: nothing declares any more, and every image is still read.
     let (again_bytes, again) = patch_bytes("out", &output, &opts(targets)).unwrap();
     assert!(
         again.images.is_empty(),
