@@ -146,7 +146,14 @@ pub fn walk(data: &[u8], targets: &[String]) -> Res<Walk> {
     match input::sniff(data) {
         Some(input::Format::CodeObject) => {
             w.kind = "code-object".into();
-            image(&mut w, data, 0, "", "bare", targets)?;
+            // Skip a bare code object for another target before proving anything about it.
+            let mach = data
+                .get(48..52)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()) & 0xff);
+            match mach.and_then(crate::scan::codeobj::mach_name) {
+                Some(p) if !wanted(p, targets) => w.skipped.push(format!("code object ({p})")),
+                _ => image(&mut w, data, 0, "", "bare", targets)?,
+            }
         }
         Some(input::Format::HostElf) => {
             w.kind = "host-elf".into();

@@ -314,6 +314,20 @@ fn already_clean_input_is_copied() {
 }
 
 #[test]
+fn bare_code_object_for_another_target_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // The stripped object would be refused for gfx1100; for gfx1030 it is not looked at.
+    let rec = patch_file(&fixture("stripped-v6.co"), &out, &opts(&["gfx1030"])).unwrap();
+    assert_eq!(rec.skipped, ["code object (gfx1100)"]);
+    assert!(rec.images.is_empty());
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(fixture("stripped-v6.co")).unwrap()
+    );
+}
+
+#[test]
 fn refuses_printf_kernel() {
     refuses(
         "printf-v6.co",
@@ -631,4 +645,52 @@ fn slow_bundler_reads_patched_ccob_library() {
             "byte {i} differs outside the note"
         );
     }
+}
+
+/// The Debian `librccl1` 5.4.3 package (`RCCLFIX_TEST_INPUTS`, default `target/test-inputs`): a
+/// real RCCL whose ten code objects declare nothing; `patch` proves nothing is needed and writes a
+/// byte-identical copy.
+#[test]
+fn slow_debian_librccl_is_copied_unchanged() {
+    if !std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let inputs = std::env::var_os("RCCLFIX_TEST_INPUTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-inputs"));
+    let deb = inputs.join("librccl1_5.4.3-3+b1_amd64.deb");
+    assert!(
+        deb.exists(),
+        "RCCLFIX_SLOW_TESTS=1 but {} is missing\nhelp: run `cargo xtask test`, or set RCCLFIX_TEST_INPUTS",
+        deb.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tar = Command::new("dpkg-deb")
+        .arg("--fsys-tarfile")
+        .arg(&deb)
+        .output()
+        .unwrap();
+    assert!(tar.status.success());
+    let lib_in_deb = "./usr/lib/x86_64-linux-gnu/librccl.so.1.0";
+    let mut child = Command::new("tar")
+        .args(["-x", "-C"])
+        .arg(dir.path())
+        .arg(lib_in_deb)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), &tar.stdout).unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    let lib = dir.path().join(lib_in_deb);
+    let out = dir.path().join("librccl.so.1.0.patched");
+    let rec = patch_file(&lib, &out, &opts(&[])).unwrap();
+    assert_eq!(rec.kind, "host-elf");
+    assert!(rec.images.is_empty() && rec.changed_ranges.is_empty());
+    assert_eq!(rec.clean.len(), 10, "{:?}", rec.clean);
+    assert!(rec
+        .clean
+        .iter()
+        .any(|c| c.processor == "gfx1100" && c.kernels == 4));
+    assert_eq!(rec.input_sha256, rec.output_sha256);
 }
