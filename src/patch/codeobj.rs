@@ -7,10 +7,11 @@
 //! 2. no symbol names a hostcall user (`__ockl_hostcall*`, the printf and assert paths, …);
 //! 3. nothing leaves the image: no undefined symbol, no `DT_NEEDED`, every dynamic relocation
 //!    (function-pointer table entry) resolves to a defined function or data in the image;
-//! 4. no machine code signals the host: the hostcall protocol wakes the host with
-//!    `s_sendmsg sendmsg(MSG_INTERRUPT)` (ROCm-Device-Libs `ockl/src/hsaqs.cl`, called from
-//!    `hostcall_impl.cl`), and no executable byte holds that instruction outside LLVM's gfx11 trap
-//!    sequence (`SITargetLowering::lowerTrapHsa`, which saves `m0` in `ttmp2` around it). This
+//! 4. no machine code signals the host: hostcall wakes the host's listener with
+//!    `s_sendmsg sendmsg(MSG_INTERRUPT)` (ROCm-Device-Libs `ockl`: `hostcall_impl.cl` signals the
+//!    doorbell through `__ockl_hsa_signal_add`; measured in every printf and assert fixture), and
+//!    no executable word holds that instruction outside LLVM's gfx11 trap sequence
+//!    (`SITargetLowering::lowerTrapHsa`, which saves `m0` in `ttmp2` around it). This
 //!    catches hostcall code that was inlined and left no symbol behind.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` (ELF header, note records, relocation types, the v3–v6

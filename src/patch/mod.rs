@@ -237,7 +237,7 @@ pub struct PatchArgs {
     /// Only patch code objects for these gfx targets (comma-separated), e.g. gfx1100.
     #[arg(long, value_delimiter = ',')]
     pub target: Vec<String>,
-    /// Print the proof per kernel.
+    /// Print the proof per kernel (on stderr when --json is given).
     #[arg(long)]
     pub explain: bool,
     /// Print the patch record as JSON on stdout.
