@@ -6,7 +6,9 @@
 //!   calls it.
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
+//! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
 
+mod doctor_fixtures;
 mod fixtures;
 mod fixtures_patch;
 mod lint_ci;
@@ -22,8 +24,9 @@ fn main() -> anyhow::Result<()> {
         "test" => test::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
+        "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, fixtures-patch, ci-tools"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, fixtures-patch, doctor-fixtures, ci-tools"),
     }
 }
 
