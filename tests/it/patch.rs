@@ -553,6 +553,8 @@ fn readelf_notes_agree(rootfs: &Path, dir: &Path, before: &str, after: &str) {
     let b = tool(rootfs, dir, &["llvm-readelf-21", "--notes", after]);
     assert!(a.contains("hidden_hostcall_buffer"));
     assert!(!b.contains("hidden_hostcall_buffer"), "{b}");
+    // llvm-readelf runs LLVM's strict AMDHSA metadata verifier on every note.
+    assert!(!b.contains("Invalid AMDGPU Metadata"), "{b}");
     assert_eq!(a.lines().count(), b.lines().count());
     let mut rewritten = 0;
     for (x, y) in a.lines().zip(b.lines()) {
