@@ -142,22 +142,37 @@ pub fn patch_bytes(
     Ok((w.bytes, rec))
 }
 
-/// Patch the library at `input` and write the result to `output` atomically (temp + rename).
-/// Nothing is written when the patch is refused or fails. `output` may not be `input`.
+/// Patch the library at `input` and write the result to `output` atomically (temp + rename),
+/// with the input's permission bits. Nothing is written when the patch is refused or fails.
+/// `output` may not be `input` (see [`patch_in_place`]).
 ///
 /// Errors: the input cannot be read, the output cannot be written, or [`PatchRefused`] (find it
 /// with `err.downcast_ref::<PatchRefused>()`).
 pub fn patch_file(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Result<PatchRecord> {
-    if let (Ok(a), Ok(b)) = (
+    let parent = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if let (Ok(a), Ok(b), Some(n)) = (
         fs_err::canonicalize(input),
-        output
-            .parent()
-            .map_or(Ok(PathBuf::from(".")), fs_err::canonicalize),
+        fs_err::canonicalize(&parent),
+        output.file_name(),
     ) {
-        if output.file_name().is_some_and(|n| b.join(n) == a) {
+        if b.join(n) == a {
             anyhow::bail!("{}: --out must differ from the input", output.display());
         }
     }
+    write_patched(input, output, opts)
+}
+
+/// Patch the library at `path` in place, for `build`'s output folder: the file is replaced
+/// atomically, and only when the patch succeeds. Errors as [`patch_file`].
+pub fn patch_in_place(path: &Path, opts: &PatchOptions) -> anyhow::Result<PatchRecord> {
+    write_patched(path, path, opts)
+}
+
+fn write_patched(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Result<PatchRecord> {
+    let perms = fs_err::metadata(input)?.permissions();
     let data = fs_err::read(input)?;
     let (bytes, mut rec) = patch_bytes(&input.display().to_string(), &data, opts)?;
     // Re-check a changed result before writing it: the patched images must now read as clean.
@@ -170,6 +185,7 @@ pub fn patch_file(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::R
     }
     crate::fsutil::atomic_write(output, &bytes)
         .with_context(|| format!("writing {}", output.display()))?;
+    fs_err::set_permissions(output, perms)?;
     use sha2::Digest;
     rec.input = input.display().to_string();
     rec.output = output.display().to_string();

@@ -331,6 +331,37 @@ fn bare_code_object_for_another_target_is_skipped() {
 }
 
 #[test]
+fn in_place_for_build_and_permissions_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("librccl.so.1.0");
+    std::fs::copy(fixture("libdispatch-ccob.so"), &lib).unwrap();
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rec = rcclfix::patch::patch_in_place(&lib, &opts(&["gfx1100"])).unwrap();
+    assert_eq!(rec.images.len(), 1);
+    assert_eq!(
+        std::fs::metadata(&lib).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
+    // The record goes into manifest.json as `patched`.
+    let v = serde_json::to_value(&rec).unwrap();
+    assert_eq!(v["images"][0]["kernels"][1]["name"], "devKernel_Generic_2");
+    // A refused in-place patch leaves the file as it was.
+    let bad = dir.path().join("printf.co");
+    std::fs::copy(fixture("printf-v6.co"), &bad).unwrap();
+    assert!(rcclfix::patch::patch_in_place(&bad, &opts(&[])).is_err());
+    assert_eq!(
+        std::fs::read(&bad).unwrap(),
+        std::fs::read(fixture("printf-v6.co")).unwrap()
+    );
+}
+
+#[test]
 fn refuses_printf_kernel() {
     refuses(
         "printf-v6.co",
