@@ -448,6 +448,23 @@ fn refuses_bad_inputs_without_panicking() {
 }
 
 #[test]
+fn corrupted_code_objects_never_panic() {
+    // Every 5th byte of a code object flipped, one at a time: patch refuses or patches, and a
+    // patch it accepts still has the input's length.
+    let good = std::fs::read(fixture("dispatch-v4-gfx1100.co")).unwrap();
+    for at in (0..good.len()).step_by(5) {
+        let mut bad = good.clone();
+        bad[at] ^= 0xa5;
+        if let Ok((out, _)) = patch_bytes("flip", &bad, &opts(&[])) {
+            assert_eq!(out.len(), bad.len());
+        }
+    }
+    for cut in (0..good.len()).step_by(97) {
+        let _ = patch_bytes("cut", &good[..cut], &opts(&[]));
+    }
+}
+
+#[test]
 fn refuses_output_equal_to_input() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x.co");
