@@ -17,6 +17,13 @@ use rcclfix::patch::{
 
 const BIN: &str = env!("CARGO_BIN_EXE_rcclfix");
 
+/// The binary with no log filter from the environment, so stderr holds only its own lines.
+fn rcclfix_cmd() -> Command {
+    let mut c = Command::new(BIN);
+    c.env_remove("RUST_LOG");
+    c
+}
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/patch")
@@ -480,7 +487,7 @@ fn refuses_output_equal_to_input() {
 fn cli_json_explain_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("lib.so");
-    let o = Command::new(BIN)
+    let o = rcclfix_cmd()
         .args([
             "patch",
             fixture("libdispatch-plain.so").to_str().unwrap(),
@@ -506,7 +513,7 @@ fn cli_json_explain_and_exit_codes() {
         "the unverified part is said: {stderr}"
     );
 
-    let o = Command::new(BIN)
+    let o = rcclfix_cmd()
         .args([
             "patch",
             fixture("dispatch-v4-gfx1100.co").to_str().unwrap(),
@@ -521,7 +528,7 @@ fn cli_json_explain_and_exit_codes() {
     assert!(stdout.contains("kernel devKernel_Generic_1: hidden_hostcall_buffer -> hidden_none at kernarg offset 40 size 8"), "{stdout}");
 
     for (name, code) in [("printf-v6.co", 1), ("stripped-v6.co", 2)] {
-        let o = Command::new(BIN)
+        let o = rcclfix_cmd()
             .args(["patch", fixture(name).to_str().unwrap(), "--out"])
             .arg(dir.path().join(name))
             .output()
