@@ -754,3 +754,56 @@ fn slow_debian_librccl_is_copied_unchanged() {
         .any(|c| c.processor == "gfx1100" && c.kernels == 4));
     assert_eq!(rec.input_sha256, rec.output_sha256);
 }
+
+/// Codegen freshness: `cargo xtask fixtures-patch` with the toolchain rootfs regenerates every
+/// committed fixture byte for byte (debian-sid and debian-trixie are both needed).
+#[test]
+fn slow_fixtures_are_fresh() {
+    let Some(sid) = sid_rootfs() else { return };
+    let trixie = sid
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("debian-trixie/rootfs");
+    assert!(
+        trixie.join("usr/bin/clang-17").exists(),
+        "RCCLFIX_SLOW_TESTS=1 but the debian-trixie toolchain rootfs is missing ({})\nhelp: rcclfix toolchain build debian-trixie",
+        trixie.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fixtures");
+    // A separate target folder: the outer `cargo test` holds the lock on the usual one.
+    let o = Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "xtask",
+            "--",
+            "fixtures-patch",
+            "--sid",
+        ])
+        .arg(&sid)
+        .arg("--trixie")
+        .arg(&trixie)
+        .arg("--out")
+        .arg(&out)
+        .env("CARGO_TARGET_DIR", dir.path().join("target"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut n = 0;
+    for e in std::fs::read_dir(&out).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().into_string().unwrap();
+        assert_eq!(
+            std::fs::read(e.path()).unwrap(),
+            std::fs::read(fixture(&name)).unwrap(),
+            "{name} is stale: run cargo xtask fixtures-patch"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 12);
+}

@@ -1,10 +1,11 @@
-//! `cargo xtask fixtures-patch [--sid ROOTFS] [--trixie ROOTFS]`: regenerate the `rcclfix patch`
-//! test fixtures in `tests/fixtures/patch/` from our own sources in `tests/fixtures/patch/src/`.
+//! `cargo xtask fixtures-patch [--sid ROOTFS] [--trixie ROOTFS] [--out DIR]`: regenerate the
+//! `rcclfix patch` test fixtures in `tests/fixtures/patch/` (or `DIR`, which the freshness test
+//! uses) from our own sources in `tests/fixtures/patch/src/`.
 //!
 //! Every compiler, linker and bundler runs inside a Debian toolchain rootfs, read-only, through
 //! bubblewrap: `debian-sid` (clang 21, code object v6 by default and v5 on request, CCOB v2) and `debian-trixie` (clang 17, code
 //! object v4). The rootfs defaults are `$RCCLFIX_HOME/toolchains/debian-{sid,trixie}/rootfs`
-//! (`RCCLFIX_HOME` defaults to `~/.cache/rcclfix`). `tests/fixtures/patch/README.md` lists what each
+//! (`RCCLFIX_HOME` defaults to `$XDG_CACHE_HOME/rcclfix` or `~/.cache/rcclfix`). `tests/fixtures/patch/README.md` lists what each
 //! output is and how it was made; keep the two in step.
 
 use std::path::{Path, PathBuf};
@@ -29,19 +30,28 @@ struct Toolchain {
 }
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
+    // rcclfix's data folder: $RCCLFIX_HOME, else $XDG_CACHE_HOME/rcclfix, else ~/.cache/rcclfix.
     let home = std::env::var_os("RCCLFIX_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/rcclfix")
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+                })
+                .join("rcclfix")
         });
     let mut sid = home.join("toolchains/debian-sid/rootfs");
     let mut trixie = home.join("toolchains/debian-trixie/rootfs");
+    let root = crate::project_root();
+    let mut dest = root.join("tests/fixtures/patch");
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--sid" => sid = it.next().context("--sid needs a rootfs path")?.into(),
             "--trixie" => trixie = it.next().context("--trixie needs a rootfs path")?.into(),
-            _ => bail!("unknown argument {a:?}; usage: cargo xtask fixtures-patch [--sid ROOTFS] [--trixie ROOTFS]"),
+            "--out" => dest = it.next().context("--out needs a folder")?.into(),
+            _ => bail!("unknown argument {a:?}; usage: cargo xtask fixtures-patch [--sid ROOTFS] [--trixie ROOTFS] [--out DIR]"),
         }
     }
     for r in [&sid, &trixie] {
@@ -58,9 +68,9 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         v: "17",
     };
 
-    let root = crate::project_root();
     let fixtures = root.join("tests/fixtures/patch");
     let work = root.join("target/fixtures-patch-work");
+    std::fs::create_dir_all(&dest)?;
     if work.exists() {
         std::fs::remove_dir_all(&work)?;
     }
@@ -233,9 +243,9 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         "libdispatch-tight.so",
     ];
     for o in outputs {
-        std::fs::copy(work.join(o), fixtures.join(o)).with_context(|| format!("copy {o}"))?;
-        let n = std::fs::metadata(fixtures.join(o))?.len();
-        eprintln!("{:>12} tests/fixtures/patch/{o} ({n} bytes)", "Wrote");
+        std::fs::copy(work.join(o), dest.join(o)).with_context(|| format!("copy {o}"))?;
+        let n = std::fs::metadata(dest.join(o))?.len();
+        eprintln!("{:>12} {} ({n} bytes)", "Wrote", dest.join(o).display());
     }
     Ok(())
 }
