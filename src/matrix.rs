@@ -793,8 +793,16 @@ fn check_verified_by(r: &Recipe, v: &str, root: &Path, lock: &Lockfile) -> anyho
     Ok(())
 }
 
-/// Run git against a bare mirror; `Ok(None)` when the object does not exist.
+/// Run git against a mirror (bare, or a checkout's `.git`); `Ok(None)` when git fails (the object
+/// does not exist).
 fn git_mirror(mirror: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
+    // A checkout with a work tree keeps its repository in `.git`.
+    let dot_git = mirror.join(".git");
+    let mirror = if dot_git.exists() {
+        dot_git.as_path()
+    } else {
+        mirror
+    };
     let out = std::process::Command::new("git")
         .arg("--git-dir")
         .arg(mirror)
