@@ -1,3 +1,5 @@
 //! The one integration-test binary: one module per feature.
+mod package;
+mod scan;
 mod matrix;
 mod recipes;

@@ -4,7 +4,9 @@
 //! - `test`: install the test prerequisites (Debian packages from `.ci/apt.d/`, the toolchain
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
+//! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 
+mod fixtures;
 mod lint_ci;
 mod test;
 
@@ -16,8 +18,9 @@ fn main() -> anyhow::Result<()> {
     sh.change_dir(project_root());
     match task.as_str() {
         "test" => test::run(&sh, &rest),
+        "fixtures" => fixtures::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, ci-tools"),
     }
 }
 
