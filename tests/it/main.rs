@@ -1,4 +1,5 @@
 //! The one integration-test binary: one module per feature.
+mod doctor;
 mod package;
 mod scan;
 mod matrix;

@@ -5,7 +5,9 @@
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
+//! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
 
+mod doctor_fixtures;
 mod fixtures;
 mod lint_ci;
 mod test;
@@ -19,6 +21,7 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "test" => test::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
+        "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
         _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, ci-tools"),
     }
