@@ -216,17 +216,14 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
             ));
         }
     }
-    if ours
+    if let Some(smi) = ours
         .needed
         .iter()
-        .any(|n| n.starts_with("librocm_smi64.so"))
+        .find(|n| n.starts_with("librocm_smi64.so"))
     {
-        let added = report
-            .needed_added
-            .iter()
-            .any(|n| n.starts_with("librocm_smi64.so"));
+        let added = report.needed_added.contains(smi);
         report.notes.push(format!(
-            "NEEDED librocm_smi64.so{}: loaded into the global scope it can make amdsmi (and so \
+            "NEEDED {smi}{}: loaded into the global scope it can make amdsmi (and so \
              torch.cuda.device_count()) see 0 GPUs; check device_count() after installing \
              (reference: rccl.md §10)",
             if added {

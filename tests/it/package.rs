@@ -377,7 +377,7 @@ fn gate_reports_needed_differences_and_the_rocm_smi_trap() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("NEEDED librocm_smi64.so, which the stock library does not need"),
+        stderr.contains("NEEDED librocm_smi64.so.1, which the stock library does not need"),
         "{stderr}"
     );
     assert!(stderr.contains("rccl.md §10"), "{stderr}");
@@ -1049,4 +1049,37 @@ fn whl_preloads_our_library_with_real_pip() {
         .collect();
     assert_eq!(after, expected);
     assert!(before.iter().all(|p| after.contains(p)));
+}
+
+#[test]
+fn patched_builds_say_so_and_build_package_entry_point_works() {
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
+    m.patched = Some(serde_json::json!({"kernels": 3}));
+    m.save(&dir.join("manifest.json")).unwrap();
+    // The entry point `build --package deb,whl` calls.
+    let out = t.path().join("pkgs");
+    let formats = ["deb".to_owned(), "whl".to_owned()];
+    let paths = rcclfix::package::package_build_dir(&dir, &formats, &out).unwrap();
+    assert_eq!(paths.len(), 2);
+    let info = ok(Command::new("dpkg-deb").arg("--info").arg(&paths[0]));
+    let words = info.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("Overlay for the stock librccl1 package: RCCL 2.13.4 (ROCm 5.4.3) rebuilt and patched by rcclfix"), "{info}");
+    let mut z = zip::ZipArchive::new(std::fs::File::open(&paths[1]).unwrap()).unwrap();
+    let mut meta = String::new();
+    z.by_name("rcclfix_rccl_gfx1100-2.13.4+rcclfix1.dist-info/METADATA")
+        .unwrap()
+        .read_to_string(&mut meta)
+        .unwrap();
+    assert!(meta.contains("(patched after the link)"), "{meta}");
+    // Unknown formats are refused before anything is written.
+    let err = rcclfix::package::package_build_dir(&dir, &["rpm".to_owned()], &t.path().join("x"))
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("unknown package format \"rpm\""),
+        "{err:#}"
+    );
+    assert!(!t.path().join("x").exists());
 }
