@@ -1,2 +1,6 @@
 //! The one integration-test binary: one module per feature.
+mod doctor;
 mod package;
+mod scan;
+mod matrix;
+mod recipes;

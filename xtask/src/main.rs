@@ -4,7 +4,12 @@
 //! - `test`: install the test prerequisites (Debian packages from `.ci/apt.d/`, the toolchain
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
+//! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
+//! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
 
+mod doctor_fixtures;
+mod fixtures;
+mod lint_ci;
 mod test;
 
 fn main() -> anyhow::Result<()> {
@@ -15,7 +20,10 @@ fn main() -> anyhow::Result<()> {
     sh.change_dir(project_root());
     match task.as_str() {
         "test" => test::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
+        "fixtures" => fixtures::run(&sh, &rest),
+        "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
+        "ci-tools" => lint_ci::ci_tools(&sh),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, ci-tools"),
     }
 }
 
