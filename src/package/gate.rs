@@ -267,6 +267,13 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
         }
     }
 
+    if inputs.stock.is_none() && inputs.consumers.is_empty() && inputs.consumer_symbols.is_empty() {
+        report.notes.push(
+            "only the SONAME was checked: pass --stock (the library this one replaces) and \
+             --consumer or --consumer-symbols to compare exports"
+                .to_owned(),
+        );
+    }
     for set in &inputs.consumer_symbols {
         for base in set.base_names() {
             if !ours_base.contains(*base) {
