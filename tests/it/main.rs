@@ -1,1 +1,2 @@
 //! The one integration-test binary: one module per feature.
+mod verify;
