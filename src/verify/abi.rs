@@ -125,9 +125,9 @@ pub fn runtime_error_name(kind: RuntimeKind, code: i32) -> String {
 
 /// A failed runtime call (leaf error; the diagnosis branches on `code`).
 #[derive(Debug, thiserror::Error)]
-#[error("{call} failed: {name} ({code}) '{text}'")]
+#[error("{call}: {name} ({code}) '{text}'")]
 pub struct RuntimeError {
-    /// The call, e.g. `cudaMalloc`.
+    /// The call, e.g. `cudaMalloc`, or `the runtime's last error`.
     pub call: String,
     /// `cudaError_t`/`hipError_t` value.
     pub code: i32,
@@ -360,19 +360,24 @@ impl Runtime {
         self.set_device as usize
     }
 
-    /// Turn a runtime return code into `Ok` or a [`RuntimeError`] naming `call`.
+    /// Turn a runtime return code into `Ok` or a [`RuntimeError`] naming `call` (without prefix).
     pub fn check(&self, call: &str, code: c_int) -> Result<(), RuntimeError> {
         if code == 0 {
             return Ok(());
         }
+        Err(self.error(format!("{}{call}", self.kind.prefix()), code))
+    }
+
+    /// A [`RuntimeError`] for `code`, with the runtime's own text for it.
+    pub fn error(&self, call: String, code: c_int) -> RuntimeError {
         // SAFETY: returns a static string for any code.
         let text = cstr(unsafe { (self.get_error_string)(code) });
-        Err(RuntimeError {
-            call: format!("{}{call}", self.kind.prefix()),
+        RuntimeError {
+            call,
             code,
             name: runtime_error_name(self.kind, code),
             text,
-        })
+        }
     }
 
     /// `GetLastError`: the last error any runtime call returned in this thread (and reset it).

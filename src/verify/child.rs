@@ -442,13 +442,7 @@ impl Child {
     fn with_rt_error(&self, e: NcclError) -> anyhow::Error {
         let code = self.rt().last_error();
         if code != 0 {
-            let name = abi::runtime_error_name(self.rt().kind, code);
-            let err = RuntimeError {
-                call: "GetLastError".into(),
-                code,
-                name,
-                text: String::new(),
-            };
+            let err = self.rt().error("the runtime's last error".into(), code);
             return anyhow::Error::new(err).context(e.to_string());
         }
         e.into()

@@ -679,3 +679,205 @@ fn a_library_without_the_nccl_api_is_reported_by_the_child() {
     let err = json["errors"][0].as_str().unwrap();
     assert!(err.contains("does not export cudaSetDevice"), "{err}");
 }
+
+// ---------------------------------------------------------------- end to end on a stand-in library
+//
+// `tests/data/verify/fakenccl.c` is a host-memory stand-in for an NCCL-API library plus the HIP
+// runtime (our own C, no NCCL or HIP code). With it the real parent, child, protocol, watchdog,
+// checks and diagnosis run without a GPU; FAKENCCL_FAULT picks the fault.
+
+fn fake_lib() -> std::path::PathBuf {
+    static LIB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify-fake");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("libfakenccl.so");
+        let src =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/verify/fakenccl.c");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let status = Command::new(&cc)
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("cannot run the C compiler `{cc}` (package gcc, .ci/apt.d/verify.txt): {e}")
+            });
+        assert!(status.success(), "compiling {} failed", src.display());
+        out
+    })
+    .clone()
+}
+
+/// Run `rcclfix verify --json` on the stand-in with `fault` and extra arguments; (exit code, report).
+fn fake_verify(fault: Option<&str>, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let lib = fake_lib();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcclfix"));
+    cmd.args([
+        "verify",
+        "--json",
+        "--runtime",
+        "hip",
+        "--large-bytes",
+        "65536",
+        "--iters",
+        "2",
+        "--lib",
+    ])
+    .arg(&lib)
+    .arg("--runtime-lib")
+    .arg(&lib)
+    .args(extra);
+    match fault {
+        Some(f) => cmd.env("FAKENCCL_FAULT", f),
+        None => cmd.env_remove("FAKENCCL_FAULT"),
+    };
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+fn statuses(json: &serde_json::Value) -> Vec<String> {
+    json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn fake_correct_library_passes_every_case() {
+    let (code, json, err) = fake_verify(None, &[]);
+    assert_eq!(code, 0, "{err}\n{json:#}");
+    assert!(statuses(&json).iter().all(|s| s == "ok"));
+    assert_eq!(json["cases"].as_array().unwrap().len(), 24);
+    assert_eq!(json["nccl_version"], "2.28.9");
+    assert!(json["loaded"].as_str().unwrap().ends_with("libfakenccl.so"));
+    assert_eq!(json["host_atomics"], serde_json::json!([true, true]));
+}
+
+#[test]
+fn fake_rank0_data_in_every_all_gather_slot_fails() {
+    let (code, json, _) = fake_verify(Some("rank0-everywhere"), &[]);
+    assert_eq!(code, 1);
+    for c in json["cases"].as_array().unwrap() {
+        let ag = c["coll"] == "all_gather";
+        assert_eq!(
+            c["status"],
+            if ag { "wrong" } else { "ok" },
+            "{}",
+            c["name"]
+        );
+        if ag {
+            let m = &c["failures"][0]["mismatch"];
+            assert_eq!(m["slot"], 1);
+            assert_eq!(m["note"], "slot 1 holds rank 0's data");
+        }
+    }
+}
+
+#[test]
+fn fake_wrong_element_is_reported_with_rank_and_index() {
+    let (code, json, _) = fake_verify(Some("flip:77"), &[]);
+    assert_eq!(code, 1);
+    let c = &json["cases"][0];
+    assert_eq!(c["status"], "wrong");
+    assert_eq!(c["wrong"], 1);
+    assert_eq!(c["failures"][0]["rank"], 1);
+    assert_eq!(c["failures"][0]["mismatch"]["index"], 77);
+}
+
+#[test]
+fn fake_injected_wrong_expectation_names_the_index() {
+    let (code, json, _) = fake_verify(
+        None,
+        &[
+            "--inject-wrong-expectation",
+            "all_gather-bf16-large-in:20000",
+        ],
+    );
+    assert_eq!(code, 1);
+    let c = &json["cases"][23];
+    assert_eq!(c["name"], "all_gather-bf16-large-in");
+    assert_eq!(c["failures"][0]["mismatch"]["index"], 20000);
+    assert_eq!(c["failures"][1]["mismatch"]["index"], 20000);
+    assert_eq!(statuses(&json).iter().filter(|s| *s == "wrong").count(), 1);
+}
+
+#[test]
+fn fake_hang_times_out_names_the_case_and_stops() {
+    // Each case issues 1 + 1 warm-up + 2 timed collectives on 2 ranks: call 16 is case 2's first.
+    let t = std::time::Instant::now();
+    let (code, json, _) = fake_verify(Some("hang:16"), &["--timeout", "1"]);
+    assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+    assert_eq!(code, 1);
+    let st = statuses(&json);
+    assert_eq!(&st[..3], ["ok", "ok", "hung"]);
+    assert!(st[3..].iter().all(|s| s == "not-run"));
+    assert!(json["cases"][2]["message"]
+        .as_str()
+        .unwrap()
+        .contains("did not complete within 1 s"));
+}
+
+#[test]
+fn fake_rank_that_never_joins_is_a_hang_of_that_case() {
+    let (code, json, _) = fake_verify(
+        None,
+        &[
+            "--inject-hang",
+            "all_gather-f16-small-out",
+            "--timeout",
+            "1",
+        ],
+    );
+    assert_eq!(code, 1);
+    let c = &json["cases"][16];
+    assert_eq!(
+        (c["name"].as_str(), c["status"].as_str()),
+        (Some("all_gather-f16-small-out"), Some("hung"))
+    );
+    assert_eq!(statuses(&json).iter().filter(|s| *s == "ok").count(), 16);
+}
+
+#[test]
+fn fake_abort_is_an_error_of_the_case() {
+    let (code, json, _) = fake_verify(Some("abort:4"), &[]);
+    assert_eq!(code, 2);
+    let c = &json["cases"][0];
+    assert_eq!(c["status"], "error");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("died from signal 6 (SIGABRT)"),
+        "{c}"
+    );
+    assert!(json["diagnosis"].to_string().contains("SIGABRT"));
+}
+
+#[test]
+fn fake_hostcall_refusal_is_diagnosed() {
+    let (code, json, err) = fake_verify(Some("hostcall"), &[]);
+    assert_eq!(code, 2);
+    assert_eq!(json["cases"][0]["status"], "error");
+    assert!(json["cases"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ncclUnhandledCudaError"));
+    assert_eq!(json["host_atomics"], serde_json::json!([false, false]));
+    let d = json["diagnosis"].to_string();
+    assert!(
+        d.contains("hipErrorIllegalState")
+            && d.contains("hidden_hostcall_buffer")
+            && d.contains("rcclfix scan"),
+        "{d}"
+    );
+    // The library's own WARN line reaches stderr, tagged with the process it came from.
+    assert!(
+        err.contains("[child] fake:1:1 [0] enqueue.cc:2061 NCCL WARN HIP failure"),
+        "{err}"
+    );
+}
