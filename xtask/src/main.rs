@@ -4,7 +4,9 @@
 //! - `test`: install the test prerequisites (Debian packages from `.ci/apt.d/`, the toolchain
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
+//! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 
+mod bench_verify;
 mod test;
 
 fn main() -> anyhow::Result<()> {
@@ -15,7 +17,8 @@ fn main() -> anyhow::Result<()> {
     sh.change_dir(project_root());
     match task.as_str() {
         "test" => test::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test"),
+        "bench-verify" => bench_verify::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, bench-verify"),
     }
 }
 
