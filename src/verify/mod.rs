@@ -104,7 +104,9 @@ impl VerifyArgs {
         Ok(ExitCode::from(report.exit_code()))
     }
 
-    fn defaults(lib: &Path) -> VerifyArgs {
+    /// The arguments `build --verify` uses: GPUs 0,1, single mode, default sizes and timeouts,
+    /// the runtime guessed from the library's name.
+    pub fn for_library(lib: &Path) -> VerifyArgs {
         VerifyArgs {
             lib: lib.to_owned(),
             runtime: None,
@@ -128,14 +130,26 @@ impl VerifyArgs {
 ///
 /// Errors: the library path is unusable or rcclfix cannot start its child process.
 pub fn verify_for_build(lib: &Path) -> anyhow::Result<Option<(serde_json::Value, bool)>> {
-    let args = VerifyArgs::defaults(lib);
-    let kind = abi::guess_runtime(lib);
-    match probe_devices(lib, kind, None) {
-        Ok(n) if n >= 2 => {}
+    let exe = std::env::current_exe().context("cannot find the rcclfix executable")?;
+    verify_for_build_with(&exe, &VerifyArgs::for_library(lib))
+}
+
+/// [`verify_for_build`] with the `rcclfix` executable that runs the children and every argument
+/// spelled out (the tests run it from a test binary, with a small large size).
+pub fn verify_for_build_with(
+    exe: &Path,
+    args: &VerifyArgs,
+) -> anyhow::Result<Option<(serde_json::Value, bool)>> {
+    let kind = args
+        .runtime
+        .unwrap_or_else(|| abi::guess_runtime(&args.lib));
+    match probe_devices(exe, &args.lib, kind, args.runtime_lib.as_deref()) {
+        Ok(n) if n >= args.gpus.len() as i32 => {}
         Ok(n) => {
             crate::ui::warn(format!(
-                "verify skipped: the {} runtime sees {n} GPU(s), 2 are needed",
-                kind.as_str()
+                "verify skipped: the {} runtime sees {n} GPU(s), {} are needed",
+                kind.as_str(),
+                args.gpus.len()
             ));
             return Ok(None);
         }
@@ -147,18 +161,20 @@ pub fn verify_for_build(lib: &Path) -> anyhow::Result<Option<(serde_json::Value,
             return Ok(None);
         }
     }
-    let report = run_suite(&args)?;
+    let report = run_suite_with(exe, args)?;
     let pass = report.verdict == Verdict::Pass;
     Ok(Some((serde_json::to_value(&report)?, pass)))
 }
 
-/// Load only the runtime in a child and return the device count it sees.
+/// Load only the runtime in a `verify-child` of `exe` and return the device count it sees.
+///
+/// Errors: the runtime cannot be loaded or cannot count devices (no driver, no GPU).
 pub fn probe_devices(
+    exe: &Path,
     lib: &Path,
     kind: RuntimeKind,
     runtime_lib: Option<&Path>,
 ) -> anyhow::Result<i32> {
-    let exe = std::env::current_exe().context("cannot find the rcclfix executable")?;
     let mut cmd = crate::process::Cmd::new("probe GPUs", exe)
         .args([
             "verify-child",
@@ -284,6 +300,12 @@ struct FailInfo {
 /// GPUs, a large size that does not split into elements, an unknown injected case) or the child
 /// process cannot be started.
 pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
+    let exe = std::env::current_exe().context("cannot find the rcclfix executable")?;
+    run_suite_with(&exe, args)
+}
+
+/// [`run_suite`] with the `rcclfix` executable that runs the children.
+pub fn run_suite_with(exe: &Path, args: &VerifyArgs) -> anyhow::Result<Report> {
     let lib = &args.lib;
     if !lib.exists() {
         anyhow::bail!("{}: no such file\nhelp: pass the NCCL-API library, e.g. --lib /opt/rocm/lib/librccl.so.1", lib.display());
@@ -291,7 +313,7 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
     if std::fs::File::open(lib).is_err() || lib.is_dir() {
         anyhow::bail!("{}: not a readable file", lib.display());
     }
-    let lib_abs = std::fs::canonicalize(lib).with_context(|| lib.display().to_string())?;
+    let lib_abs = std::path::absolute(lib).with_context(|| lib.display().to_string())?;
     let nranks = args.gpus.len();
     if !(2..=cases::MAX_RANKS).contains(&nranks) {
         anyhow::bail!(
@@ -334,7 +356,6 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
         }
     }
     let kind = args.runtime.unwrap_or_else(|| abi::guess_runtime(lib));
-    let exe = std::env::current_exe().context("cannot find the rcclfix executable")?;
 
     let mut base: Vec<OsString> = vec![
         "--lib".into(),
@@ -345,7 +366,7 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
     if let Some(r) = &args.runtime_lib {
         base.push("--runtime-lib".into());
         base.push(
-            std::fs::canonicalize(r)
+            std::path::absolute(r)
                 .with_context(|| format!("--runtime-lib {}", r.display()))?
                 .into(),
         );
@@ -429,10 +450,9 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
         Mode::Single => "child".to_owned(),
         Mode::Multi => "rank 0".to_owned(),
     };
-    procs[0] = Some(spawn(&exe, &first_args, 0, label0, &tx)?);
+    procs[0] = Some(spawn(exe, &first_args, 0, label0, &tx)?);
 
     let mut log: std::collections::VecDeque<String> = Default::default();
-    let mut loaded = 0usize;
     let mut init_done = 0usize;
     let mut cases_done: Vec<usize> = vec![0; case_list.len()];
     let mut done = 0usize;
@@ -511,7 +531,6 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
                     mapped,
                     ..
                 } => {
-                    loaded += 1;
                     if i == 0 {
                         report.loaded = Some(nccl_path);
                         report.nccl_version = Some(abi::format_nccl_version(nccl_version));
@@ -532,10 +551,9 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
                             report.host_atomics[i] = host_atomics.first().copied().flatten()
                         }
                     }
-                    let _ = loaded;
                 }
-                Event::UniqueId { hex } =>
-                {
+                Event::UniqueId { hex } => {
+                    let mut failed = None;
                     #[allow(clippy::needless_range_loop)]
                     for r in 1..nranks {
                         let a = [
@@ -548,7 +566,17 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
                             ],
                         ]
                         .concat();
-                        procs[r] = Some(spawn(&exe, &a, r, format!("rank {r}"), &tx)?);
+                        match spawn(exe, &a, r, format!("rank {r}"), &tx) {
+                            Ok(p) => procs[r] = Some(p),
+                            Err(e) => {
+                                failed = Some(format!("{e:#}"));
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(e) = failed {
+                        report.errors.push(e);
+                        break;
                     }
                 }
                 Event::InitDone { ms } => {
@@ -577,8 +605,14 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
                     }
                     cases_done[case] += 1;
                     if cases_done[case] == nchildren {
-                        watch = Watch::Between;
-                        deadline = Instant::now() + case_budget;
+                        if case + 1 == case_list.len() {
+                            // Only communicator destruction is left.
+                            watch = Watch::Finish;
+                            deadline = Instant::now() + Duration::from_secs_f64(FINISH_TIMEOUT_S);
+                        } else {
+                            watch = Watch::Between;
+                            deadline = Instant::now() + case_budget;
+                        }
                     }
                 }
                 Event::Hang { case, waited_s } => {

@@ -881,3 +881,60 @@ fn fake_hostcall_refusal_is_diagnosed() {
         "{err}"
     );
 }
+
+/// The stand-in laid out like an RCCL install: `librccl.so.1` with `libamdhip64.so` beside it (both
+/// links to one file, so the loader maps it once), found by the default runtime search.
+fn fake_rccl_install() -> std::path::PathBuf {
+    let fake = fake_lib();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify-fake-rccl");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["librccl.so.1", "libamdhip64.so"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&fake, &link).unwrap();
+    }
+    dir.join("librccl.so.1")
+}
+
+fn small_args(lib: &std::path::Path) -> rcclfix::verify::VerifyArgs {
+    let mut args = rcclfix::verify::VerifyArgs::for_library(lib);
+    args.large_bytes = 65536;
+    args.iters = 2;
+    args
+}
+
+#[test]
+fn build_entry_point_runs_the_suite_on_two_gpus() {
+    let lib = fake_rccl_install();
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let (json, pass) = rcclfix::verify::verify_for_build_with(exe, &small_args(&lib))
+        .unwrap()
+        .expect("2 GPUs seen");
+    assert!(pass, "{json:#}");
+    assert_eq!(json["runtime"], "hip");
+    assert_eq!(json["verdict"], "pass");
+    assert!(
+        json["runtime_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("libfakenccl.so"),
+        "{}",
+        json["runtime_path"]
+    );
+}
+
+#[test]
+fn build_entry_point_skips_without_enough_gpus_or_a_runtime() {
+    let lib = fake_rccl_install();
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let mut three = small_args(&lib);
+    three.gpus = vec![0, 1, 2];
+    assert!(rcclfix::verify::verify_for_build_with(exe, &three)
+        .unwrap()
+        .is_none());
+    let mut no_runtime = small_args(&lib);
+    no_runtime.runtime_lib = Some("/nonexistent/libamdhip64.so".into());
+    assert!(rcclfix::verify::verify_for_build_with(exe, &no_runtime)
+        .unwrap()
+        .is_none());
+}
