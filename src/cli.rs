@@ -58,7 +58,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Build(a) => a.run(),
-        Command::Scan(a) => a.run(),
+        Command::Scan(a) => a.run_with_verbosity(cli.verbose),
         Command::Verify(a) => a.run(),
         Command::Package(a) => a.run(),
         Command::Doctor(a) => a.run(),

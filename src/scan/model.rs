@@ -4,7 +4,6 @@
 //! object, i.e. per bundle entry) → kernels ([`KernelReport`]). Anything that could not be read is an
 //! [`Unreadable`] record with a byte offset and reason, never silently dropped.
 
-
 use serde::{Deserialize, Serialize};
 
 /// Version of the JSON schema below; bumped on any incompatible change.
@@ -53,6 +52,21 @@ pub struct ImageReport {
     pub kernels: Vec<KernelReport>,
     /// Hostcall-using functions referenced or defined in this image (`__ockl_hostcall_internal`, …).
     pub hostcall_users: Vec<String>,
+    /// `e_flags` of the code object (`EF_AMDGPU_MACH` in bits 0–7, xnack/sramecc above).
+    #[serde(default)]
+    pub e_flags: u32,
+    /// `amdhsa.target` from the metadata note (v4+), e.g. `amdgcn-amd-amdhsa--gfx1100`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_target: Option<String>,
+    /// `amdhsa.version` from the metadata note, e.g. `[1, 1]` for code object v4.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metadata_version: Vec<u64>,
+    /// How many metadata notes were merged (an `-fgpu-rdc` link can carry one per kernel).
+    #[serde(default)]
+    pub metadata_notes: u32,
+    /// Size of the code object in bytes (after decompression).
+    #[serde(default)]
+    pub size: u64,
 }
 
 /// One kernel of one code object.
@@ -89,9 +103,16 @@ pub struct HiddenArg {
 pub struct Unreadable {
     /// Byte offset within the file.
     pub offset: u64,
-    /// Which target it belongs to, when known.
+    /// Which target it belongs to, when known. `None` means it may belong to any target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processor: Option<String>,
+    /// The bundle entry ID, when the problem is inside a known entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_id: Option<String>,
+    /// Short machine-readable class: `kpack`, `bitcode`, `truncated`, `bad-magic`, `hash-mismatch`,
+    /// `decompress`, `bomb`, `metadata`, `io`, `not-regular`, `unsupported`.
+    #[serde(default)]
+    pub class: String,
     /// Why, e.g. `device code externalized (kpack)`, `CCOB hash mismatch`.
     pub reason: String,
 }

@@ -1,2 +1,7 @@
 //! The one integration-test binary: one module per feature.
 mod verify;
+mod doctor;
+mod package;
+mod scan;
+mod matrix;
+mod recipes;

@@ -1,0 +1,350 @@
+//! AMDGPU code objects: ELF header checks, target from `e_flags`, every metadata note, and the
+//! hostcall-using symbols that explain a declaration.
+//!
+//! Source: llvm `AMDGPUUsage.rst` ("ELF Code Object", "Note Records"), llvm `BinaryFormat/ELF.h`
+//! (`EF_AMDGPU_MACH_*`); shared/reference/formats.md §9–§11.
+
+use object::elf::{FileHeader64, EM_AMDGPU, PT_NOTE, SHT_DYNSYM, SHT_NOTE, SHT_SYMTAB};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::LittleEndian;
+
+use super::meta::{self, Metadata};
+use super::Problem;
+
+/// `ELFOSABI_AMDGPU_HSA`.
+pub const OSABI_HSA: u8 = 64;
+/// `NT_AMDGPU_METADATA` (owner `AMDGPU`, msgpack, v3+).
+pub const NT_AMDGPU_METADATA: u32 = 32;
+/// `NT_AMD_HSA_METADATA` (owner `AMD`, YAML, v2).
+pub const NT_AMD_HSA_METADATA: u32 = 10;
+
+/// `EF_AMDGPU_MACH` values (llvm `BinaryFormat/ELF.h`) → processor name.
+const MACH: &[(u32, &str)] = &[
+    (0x020, "gfx600"),
+    (0x021, "gfx601"),
+    (0x022, "gfx700"),
+    (0x023, "gfx701"),
+    (0x024, "gfx702"),
+    (0x025, "gfx703"),
+    (0x026, "gfx704"),
+    (0x028, "gfx801"),
+    (0x029, "gfx802"),
+    (0x02a, "gfx803"),
+    (0x02b, "gfx810"),
+    (0x02c, "gfx900"),
+    (0x02d, "gfx902"),
+    (0x02e, "gfx904"),
+    (0x02f, "gfx906"),
+    (0x030, "gfx908"),
+    (0x031, "gfx909"),
+    (0x032, "gfx90c"),
+    (0x033, "gfx1010"),
+    (0x034, "gfx1011"),
+    (0x035, "gfx1012"),
+    (0x036, "gfx1030"),
+    (0x037, "gfx1031"),
+    (0x038, "gfx1032"),
+    (0x039, "gfx1033"),
+    (0x03a, "gfx602"),
+    (0x03b, "gfx705"),
+    (0x03c, "gfx805"),
+    (0x03d, "gfx1035"),
+    (0x03e, "gfx1034"),
+    (0x03f, "gfx90a"),
+    (0x040, "gfx940"),
+    (0x041, "gfx1100"),
+    (0x042, "gfx1013"),
+    (0x043, "gfx1150"),
+    (0x044, "gfx1103"),
+    (0x045, "gfx1036"),
+    (0x046, "gfx1101"),
+    (0x047, "gfx1102"),
+    (0x048, "gfx1200"),
+    (0x049, "gfx1250"),
+    (0x04a, "gfx1151"),
+    (0x04b, "gfx941"),
+    (0x04c, "gfx942"),
+    (0x04e, "gfx1201"),
+    (0x04f, "gfx950"),
+    (0x051, "gfx9-generic"),
+    (0x052, "gfx10-1-generic"),
+    (0x053, "gfx10-3-generic"),
+    (0x054, "gfx11-generic"),
+    (0x055, "gfx1152"),
+    (0x058, "gfx1153"),
+    (0x059, "gfx12-generic"),
+    (0x05f, "gfx9-4-generic"),
+];
+
+/// Processor name for an `EF_AMDGPU_MACH` value, e.g. `0x041` → `gfx1100`.
+pub fn mach_name(mach: u32) -> Option<&'static str> {
+    MACH.iter().find(|(m, _)| *m == mach).map(|(_, n)| *n)
+}
+
+/// The target ID encoded in `e_flags` for a code object version (processor plus `:sramecc±` and
+/// `:xnack±` when pinned), e.g. `gfx90a:xnack-`. `None` for an unknown `EF_AMDGPU_MACH`.
+pub fn target_id_from_flags(e_flags: u32, cov: u32) -> Option<String> {
+    let mut id = mach_name(e_flags & 0xff)?.to_owned();
+    match cov {
+        0..=2 => {}
+        3 => {
+            if e_flags & 0x200 != 0 {
+                id.push_str(":sramecc+");
+            }
+            if e_flags & 0x100 != 0 {
+                id.push_str(":xnack+");
+            }
+        }
+        _ => {
+            match e_flags & 0xC00 {
+                0x800 => id.push_str(":sramecc-"),
+                0xC00 => id.push_str(":sramecc+"),
+                _ => {}
+            }
+            match e_flags & 0x300 {
+                0x200 => id.push_str(":xnack-"),
+                0x300 => id.push_str(":xnack+"),
+                _ => {}
+            }
+        }
+    }
+    Some(id)
+}
+
+/// What was read from one code object.
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    /// `e_flags`.
+    pub e_flags: u32,
+    /// Code object version (`EI_ABIVERSION` + 2 for HSA).
+    pub version: u32,
+    /// Target ID from `e_flags`, e.g. `gfx1100` or `gfx90a:xnack-`.
+    pub target_id: String,
+    /// Merged metadata from every note.
+    pub metadata: Metadata,
+    /// Names of hostcall-using functions found in the symbol tables, sorted, deduplicated.
+    pub hostcall_users: Vec<String>,
+}
+
+/// Whether a symbol name is a known user of the hostcall buffer (printf, assert, device malloc,
+/// sanitizers, the hostcall primitive itself). Source: ROCm-Device-Libs `ockl/src/hostcall.cl`,
+/// `services.cl`, `dm.cl`, `cprintf.cl`; HIP `amd_device_functions.h` (`__assert_fail`).
+pub fn is_hostcall_user(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "__assert_fail",
+        "__assertfail",
+        "printf",
+        "malloc",
+        "free",
+        "__hip_hc_malloc",
+        "__hip_hc_free",
+    ];
+    const PREFIX: &[&str] = &[
+        "__ockl_hostcall",
+        "__ockl_call_host_function",
+        "__ockl_fprintf",
+        "__ockl_printf",
+        "__ockl_devmem_request",
+        "__ockl_dm_alloc",
+        "__ockl_dm_dealloc",
+        "__ockl_sanitizer",
+        "__ockl_trap",
+        "__asan_",
+        "__ockl_fputs",
+    ];
+    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+}
+
+/// Parse a code object: header checks, every metadata note (sections first, `PT_NOTE` as the
+/// fallback), and the symbol tables.
+///
+/// Errors (offsets relative to `data`): not a 64-bit little-endian ELF, not `EM_AMDGPU`, not the
+/// HSA OS/ABI, malformed section or note tables, no metadata note, a note of the wrong shape.
+pub fn parse(data: &[u8]) -> Result<CodeObject, Problem> {
+    let hdr = FileHeader64::<LittleEndian>::parse(data).map_err(|e| {
+        Problem::new(
+            0,
+            if data.len() < 64 {
+                "truncated"
+            } else {
+                "bad-elf"
+            },
+            format!("code object: {e}"),
+        )
+    })?;
+    let ident = hdr.e_ident();
+    if ident.data != object::elf::ELFDATA2LSB {
+        return Err(Problem::new(
+            5,
+            "bad-elf",
+            "code object is not little-endian",
+        ));
+    }
+    let endian = LittleEndian;
+    if hdr.e_machine(endian) != EM_AMDGPU {
+        return Err(Problem::new(
+            18,
+            "bad-elf",
+            format!(
+                "not an AMDGPU code object (e_machine {})",
+                hdr.e_machine(endian)
+            ),
+        ));
+    }
+    match ident.os_abi {
+        OSABI_HSA => {}
+        65 => {
+            return Err(Problem::new(
+                7,
+                "unsupported",
+                "code object is for PAL (OS/ABI 65), not HSA",
+            ))
+        }
+        66 => {
+            return Err(Problem::new(
+                7,
+                "unsupported",
+                "code object is for Mesa3D (OS/ABI 66), not HSA",
+            ))
+        }
+        o => {
+            return Err(Problem::new(
+                7,
+                "bad-elf",
+                format!("code object has OS/ABI {o}, expected 64 (AMDGPU HSA)"),
+            ))
+        }
+    }
+    let version = ident.abi_version as u32 + 2;
+    let e_flags = hdr.e_flags(endian);
+    let target_id = target_id_from_flags(e_flags, version).ok_or_else(|| {
+        Problem::new(
+            48,
+            "unsupported",
+            format!("unknown EF_AMDGPU_MACH 0x{:03x} in e_flags", e_flags & 0xff),
+        )
+    })?;
+
+    let sections = hdr
+        .sections(endian, data)
+        .map_err(|e| Problem::new(0x28, "bad-elf", format!("code object section table: {e}")))?;
+    let mut md = Metadata::default();
+    let mut note_err: Option<Problem> = None;
+    let mut handle = |name: &[u8], ty: u32, desc: &[u8], desc_off: u64, md: &mut Metadata| {
+        let r = match (name, ty) {
+            (b"AMDGPU", NT_AMDGPU_METADATA) => meta::merge_msgpack(desc, md),
+            (b"AMD", NT_AMD_HSA_METADATA) => meta::merge_yaml_v2(desc, md),
+            _ => Ok(()),
+        };
+        if let Err(reason) = r {
+            note_err.get_or_insert(Problem::new(desc_off, "metadata", reason));
+        }
+    };
+    let mut saw_note_section = false;
+    for s in sections.iter() {
+        if s.sh_type(endian) != SHT_NOTE {
+            continue;
+        }
+        saw_note_section = true;
+        let sec_off = s.sh_offset(endian);
+        let notes = s
+            .notes(endian, data)
+            .map_err(|e| Problem::new(sec_off, "bad-elf", format!("note section: {e}")))?;
+        let Some(mut notes) = notes else { continue };
+        loop {
+            match notes.next() {
+                Ok(Some(n)) => {
+                    let off = n.desc().as_ptr() as u64 - data.as_ptr() as u64;
+                    handle(n.name(), n.n_type(endian), n.desc(), off, &mut md);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(Problem::new(
+                        sec_off,
+                        "bad-elf",
+                        format!("note section: {e}"),
+                    ))
+                }
+            }
+        }
+    }
+    if !saw_note_section {
+        let phdrs = hdr
+            .program_headers(endian, data)
+            .map_err(|e| Problem::new(0x20, "bad-elf", format!("program headers: {e}")))?;
+        for p in phdrs.iter().filter(|p| p.p_type(endian) == PT_NOTE) {
+            let poff = p.p_offset(endian);
+            let Some(mut notes) = p
+                .notes(endian, data)
+                .map_err(|e| Problem::new(poff, "bad-elf", format!("PT_NOTE: {e}")))?
+            else {
+                continue;
+            };
+            while let Some(n) = notes
+                .next()
+                .map_err(|e| Problem::new(poff, "bad-elf", format!("PT_NOTE: {e}")))?
+            {
+                let off = n.desc().as_ptr() as u64 - data.as_ptr() as u64;
+                handle(n.name(), n.n_type(endian), n.desc(), off, &mut md);
+            }
+        }
+    }
+    if let Some(p) = note_err {
+        return Err(p);
+    }
+    if md.notes == 0 {
+        return Err(Problem::new(
+            0,
+            "metadata",
+            "code object has no AMDGPU metadata note",
+        ));
+    }
+
+    let mut users = Vec::new();
+    for ty in [SHT_SYMTAB, SHT_DYNSYM] {
+        let syms = sections
+            .symbols(endian, data, ty)
+            .map_err(|e| Problem::new(0, "bad-elf", format!("symbol table: {e}")))?;
+        for sym in syms.iter() {
+            if let Ok(name) = syms.symbol_name(endian, sym) {
+                if let Ok(name) = std::str::from_utf8(name) {
+                    if is_hostcall_user(name) {
+                        users.push(name.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    users.sort();
+    users.dedup();
+    Ok(CodeObject {
+        e_flags,
+        version,
+        target_id,
+        metadata: md,
+        hostcall_users: users,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags() {
+        assert_eq!(target_id_from_flags(0x041, 4).as_deref(), Some("gfx1100"));
+        assert_eq!(
+            target_id_from_flags(0x23f, 4).as_deref(),
+            Some("gfx90a:xnack-")
+        );
+        assert_eq!(
+            target_id_from_flags(0xB30, 5).as_deref(),
+            Some("gfx908:sramecc-:xnack+")
+        );
+        assert_eq!(
+            target_id_from_flags(0x054, 6).as_deref(),
+            Some("gfx11-generic")
+        );
+        assert_eq!(target_id_from_flags(0x1000, 4), None);
+    }
+}

@@ -1,0 +1,199 @@
+//! Verdicts: kernels → per-image "why", images → per-target [`TargetState`], and which generic
+//! targets can run on which processors.
+//!
+//! Source: shared/reference/formats.md §10 ("What makes a kernel declare"), §13 (states); llvm
+//! `AMDGPUUsage.rst` ("Generic processors") for the generic families.
+
+use std::collections::BTreeMap;
+
+use super::model::{ImageReport, KernelReport, ScanReport, TargetState};
+
+/// Generic targets and the processors they cover (llvm `AMDGPUUsage.rst`, "Generic Processors").
+const GENERIC: &[(&str, &[&str])] = &[
+    (
+        "gfx9-generic",
+        &["gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"],
+    ),
+    ("gfx9-4-generic", &["gfx940", "gfx941", "gfx942", "gfx950"]),
+    (
+        "gfx10-1-generic",
+        &["gfx1010", "gfx1011", "gfx1012", "gfx1013"],
+    ),
+    (
+        "gfx10-3-generic",
+        &[
+            "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+        ],
+    ),
+    (
+        "gfx11-generic",
+        &[
+            "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
+        ],
+    ),
+    ("gfx12-generic", &["gfx1200", "gfx1201"]),
+];
+
+/// Whether device code built for `image_processor` can run on (or is meant for) `target`: the same
+/// processor, or a generic target whose family includes it. Features (`:xnack-`) are ignored.
+pub fn runs_on(image_processor: &str, target: &str) -> bool {
+    let p = image_processor.split(':').next().unwrap_or("");
+    let t = target.split(':').next().unwrap_or("");
+    p == t
+        || GENERIC
+            .iter()
+            .any(|(g, members)| *g == p && members.contains(&t))
+}
+
+/// Hidden arguments the attributor removes when it can prove them unused; a kernel declaring all
+/// of them had no attributor pass (`-O0`) or one that gave up (an unknown or indirect callee).
+const OPTIONAL_V4: &[&str] = &[
+    "hidden_default_queue",
+    "hidden_completion_action",
+    "hidden_multigrid_sync_arg",
+];
+const OPTIONAL_V5: &[&str] = &[
+    "hidden_default_queue",
+    "hidden_completion_action",
+    "hidden_multigrid_sync_arg",
+    "hidden_heap_v1",
+];
+
+fn declares_everything(k: &KernelReport, cov: u32) -> bool {
+    let want = if cov >= 5 { OPTIONAL_V5 } else { OPTIONAL_V4 };
+    want.iter()
+        .all(|w| k.hidden_args.iter().any(|a| a.value_kind == *w))
+}
+
+/// Fill `why` for every declaring kernel of an image, from the image's hostcall users and the
+/// pattern of declarations across its kernels.
+pub fn explain(image: &mut ImageReport) {
+    let cov = image.code_object_version;
+    let n = image.kernels.len();
+    let all_declare = n > 0 && image.kernels.iter().all(|k| k.declares_hostcall);
+    let all_everything = n > 0 && image.kernels.iter().all(|k| declares_everything(k, cov));
+    let users = &image.hostcall_users;
+    for k in image.kernels.iter_mut().filter(|k| k.declares_hostcall) {
+        let mut parts = Vec::new();
+        if all_declare && all_everything && n > 1 {
+            parts.push("every kernel declares it, even trivial ones, and every optional hidden argument too (an -O0 build: the AMDGPU attributor did not run)".to_owned());
+        } else if declares_everything(k, cov) {
+            parts.push("declares every optional hidden argument: the AMDGPU attributor gave up on this kernel (an indirect or external call, or -O0)".to_owned());
+        }
+        if !users.is_empty() {
+            let mut kinds = Vec::new();
+            let has = |p: &dyn Fn(&str) -> bool| users.iter().any(|u| p(u));
+            if has(&|u| {
+                u.starts_with("__ockl_hostcall") || u.starts_with("__ockl_call_host_function")
+            }) {
+                kinds.push("the hostcall primitive");
+            }
+            if has(&|u| u.contains("printf") || u.starts_with("__ockl_fputs")) {
+                kinds.push("device printf");
+            }
+            if has(&|u| u.contains("assert")) {
+                kinds.push("device assert (build with -DNDEBUG)");
+            }
+            if has(&|u| u.contains("malloc") || u.contains("free") || u.starts_with("__ockl_d")) {
+                kinds.push("device malloc/free");
+            }
+            if has(&|u| u.contains("sanitizer") || u.starts_with("__asan_")) {
+                kinds.push("a sanitizer");
+            }
+            parts.push(format!(
+                "hostcall users in this image: {} ({})",
+                users.join(", "),
+                kinds.join(", ")
+            ));
+        } else if parts.is_empty() {
+            parts.push("declared but no hostcall user anywhere in the image (inlined printf, or the device-linker / indirect-call pattern: the attributor could not prove the slot unused)".to_owned());
+        } else {
+            parts.push("no hostcall-using symbol in the image".to_owned());
+        }
+        k.why = Some(parts.join("; "));
+    }
+}
+
+impl ScanReport {
+    /// Every processor that has an image or an attributed unreadable record, sorted.
+    pub fn processors(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .files
+            .iter()
+            .flat_map(|f| {
+                f.images
+                    .iter()
+                    .map(|i| i.processor.clone())
+                    .chain(f.unreadable.iter().filter_map(|u| u.processor.clone()))
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The verdict per requested target (formats.md §13): `Declares` (names as `file: kernel`) when
+    /// a readable image for it (or a generic image covering it) has a declaring kernel; otherwise
+    /// `Unknown` when any device code that may belong to it could not be read or no image exists;
+    /// otherwise `Clean`. A build passes only when every requested target is `Clean`.
+    pub fn target_states(&self, targets: &[String]) -> BTreeMap<String, TargetState> {
+        let mut out = BTreeMap::new();
+        for t in targets {
+            let mut declaring = Vec::new();
+            let mut kernels = 0usize;
+            let mut images = 0usize;
+            let mut unknown: Vec<String> = Vec::new();
+            for f in &self.files {
+                for img in f.images.iter().filter(|i| runs_on(&i.processor, t)) {
+                    images += 1;
+                    kernels += img.kernels.len();
+                    for k in img.kernels.iter().filter(|k| k.declares_hostcall) {
+                        declaring.push(format!("{}: {}", f.path, k.name));
+                    }
+                }
+                for u in &f.unreadable {
+                    let may_belong = match &u.processor {
+                        None => true,
+                        Some(p) => runs_on(p, t),
+                    };
+                    if may_belong {
+                        unknown.push(format!("{} at offset {}: {}", f.path, u.offset, u.reason));
+                    }
+                }
+            }
+            let state = if !declaring.is_empty() {
+                TargetState::Declares { kernels: declaring }
+            } else if !unknown.is_empty() {
+                let more = if unknown.len() > 1 {
+                    format!(" (and {} more)", unknown.len() - 1)
+                } else {
+                    String::new()
+                };
+                TargetState::Unknown {
+                    reason: format!("{}{more}", unknown[0]),
+                }
+            } else if images == 0 {
+                TargetState::Unknown {
+                    reason: format!("no device image for {t}"),
+                }
+            } else {
+                TargetState::Clean { kernels }
+            };
+            out.insert(t.clone(), state);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generic_families() {
+        assert!(runs_on("gfx11-generic", "gfx1100"));
+        assert!(runs_on("gfx90a:xnack-", "gfx90a"));
+        assert!(!runs_on("gfx11-generic", "gfx1030"));
+        assert!(!runs_on("gfx1101", "gfx1100"));
+    }
+}
