@@ -185,8 +185,8 @@ impl Child {
         let a = self.args.clone();
         let rt = load_runtime(a.runtime, a.runtime_lib.as_ref(), &a.lib)?;
         let device_count = rt.device_count()?;
-        let runtime_path =
-            abi::mapped_file_at(rt_symbol(&rt)).unwrap_or_else(|| rt.path.display().to_string());
+        let runtime_path = abi::mapped_file_at(rt.symbol_address())
+            .unwrap_or_else(|| rt.path.display().to_string());
         self.rt = Some(rt);
         if a.probe {
             emit(&Event::Loaded {
@@ -556,10 +556,6 @@ fn buffers(case: &Case, rc: &RankCtx) -> (*mut c_void, *mut c_void) {
             )
         }
     }
-}
-
-fn rt_symbol(rt: &Runtime) -> usize {
-    rt.symbol_address()
 }
 
 /// Parse the 256 hex digits of an `ncclUniqueId`.

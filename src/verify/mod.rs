@@ -10,6 +10,7 @@
 //! - `abi`: the NCCL and CUDA/HIP runtime C ABI, loaded with libloading;
 //! - `child`: the `verify-child` process;
 //! - `protocol`: the child → parent line protocol;
+//! - `supervise`: the parent's loop over the children's messages, with the watchdog;
 //! - `report`: results, the nccl-tests-like table, JSON, exit code;
 //! - `diagnose`: error codes and log lines mapped to causes.
 
@@ -20,13 +21,11 @@ pub mod diagnose;
 pub mod floats;
 pub mod protocol;
 pub mod report;
+pub mod supervise;
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
 
 use anyhow::Context;
 
@@ -34,14 +33,6 @@ pub use abi::RuntimeKind;
 pub use child::ChildArgs;
 use protocol::Event;
 pub use report::{CaseReport, CaseStatus, Mode, Report, Verdict};
-
-/// Extra seconds the parent's watchdog allows beyond the child's own deadline (host-side data
-/// preparation and checking of the large cases).
-const WATCHDOG_GRACE_S: f64 = 10.0;
-/// Seconds the children get to destroy their communicators and exit after the last case.
-const FINISH_TIMEOUT_S: f64 = 30.0;
-/// Library log lines kept for the diagnosis.
-const LOG_KEEP: usize = 400;
 
 /// Arguments of `rcclfix verify`.
 #[derive(Debug, Clone, clap::Args)]
@@ -199,100 +190,6 @@ pub fn probe_devices(
     anyhow::bail!("verify-child --probe reported nothing")
 }
 
-enum Msg {
-    Event(usize, Event),
-    Log(usize, String),
-    Eof(usize),
-}
-
-struct Proc {
-    label: String,
-    child: std::process::Child,
-    done: bool,
-    exited: bool,
-}
-
-fn spawn(
-    exe: &Path,
-    args: &[OsString],
-    idx: usize,
-    label: String,
-    tx: &mpsc::Sender<Msg>,
-) -> anyhow::Result<Proc> {
-    tracing::debug!(
-        "+ {} verify-child {}",
-        exe.display(),
-        args.iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let mut child = Command::new(exe)
-        .arg("verify-child")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {} verify-child", exe.display()))?;
-    let out = child.stdout.take().expect("piped");
-    let err = child.stderr.take().expect("piped");
-    let t = tx.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).split(b'\n') {
-            let Ok(line) = line else { break };
-            let line = String::from_utf8_lossy(&line)
-                .trim_end_matches('\r')
-                .to_owned();
-            let msg = match protocol::decode(&line) {
-                Ok(Some(ev)) => Msg::Event(idx, ev),
-                Ok(None) => Msg::Log(idx, line),
-                Err(e) => Msg::Log(idx, format!("{e:#}")),
-            };
-            if t.send(msg).is_err() {
-                return;
-            }
-        }
-        let _ = t.send(Msg::Eof(idx));
-    });
-    let t = tx.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).split(b'\n') {
-            let Ok(line) = line else { break };
-            let line = String::from_utf8_lossy(&line)
-                .trim_end_matches('\r')
-                .to_owned();
-            if t.send(Msg::Log(idx, line)).is_err() {
-                return;
-            }
-        }
-    });
-    Ok(Proc {
-        label,
-        child,
-        done: false,
-        exited: false,
-    })
-}
-
-/// What the watchdog is waiting for.
-#[derive(Debug, Clone, Copy)]
-enum Watch {
-    Init,
-    Case(usize),
-    Between,
-    Finish,
-}
-
-/// Details of the first failure, for [`diagnose::diagnose`].
-#[derive(Default)]
-struct FailInfo {
-    nccl_result: Option<i32>,
-    runtime_error: Option<i32>,
-    message: String,
-    signal: Option<i32>,
-}
-
 /// Run every case on the GPUs named in `args` and return the report (also on failure: a wrong,
 /// hung or crashed case is a result, not an `Err`).
 ///
@@ -395,7 +292,7 @@ pub fn run_suite_with(exe: &Path, args: &VerifyArgs) -> anyhow::Result<Report> {
         base.push(s.into());
     }
 
-    let mut report = Report {
+    let report = Report {
         library: lib.display().to_string(),
         loaded: None,
         nccl_version: None,
@@ -416,7 +313,6 @@ pub fn run_suite_with(exe: &Path, args: &VerifyArgs) -> anyhow::Result<Report> {
         diagnosis: vec![],
         verdict: Verdict::Error,
     };
-
     crate::ui::status(
         "Verifying",
         format!(
@@ -435,312 +331,5 @@ pub fn run_suite_with(exe: &Path, args: &VerifyArgs) -> anyhow::Result<Report> {
             case_list.len()
         ),
     );
-    let t0 = Instant::now();
-    let (tx, rx) = mpsc::channel::<Msg>();
-    let nchildren = match args.mode {
-        Mode::Single => 1,
-        Mode::Multi => nranks,
-    };
-    let mut procs: Vec<Option<Proc>> = (0..nchildren).map(|_| None).collect();
-    let first_args = match args.mode {
-        Mode::Single => base.clone(),
-        Mode::Multi => [base.clone(), vec!["--rank".into(), "0".into()]].concat(),
-    };
-    let label0 = match args.mode {
-        Mode::Single => "child".to_owned(),
-        Mode::Multi => "rank 0".to_owned(),
-    };
-    procs[0] = Some(spawn(exe, &first_args, 0, label0, &tx)?);
-
-    let mut log: std::collections::VecDeque<String> = Default::default();
-    let mut init_done = 0usize;
-    let mut cases_done: Vec<usize> = vec![0; case_list.len()];
-    let mut done = 0usize;
-    let mut watch = Watch::Init;
-    let mut deadline = t0 + Duration::from_secs_f64(args.init_timeout);
-    let mut fail = FailInfo::default();
-    let mut hung = false;
-    let case_budget = Duration::from_secs_f64(args.timeout + WATCHDOG_GRACE_S);
-    let mut current: Option<usize> = None;
-
-    loop {
-        let now = Instant::now();
-        let msg = match rx.recv_timeout(deadline.saturating_duration_since(now)) {
-            Ok(m) => m,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                match watch {
-                    Watch::Init => {
-                        report.errors.push(format!(
-                            "loading and communicator set-up did not finish within {} s (a rank that never joins hangs ncclCommInitRank)",
-                            args.init_timeout
-                        ));
-                        hung = true;
-                    }
-                    Watch::Case(c) => {
-                        let row = &mut report.cases[c];
-                        row.status = CaseStatus::Hung;
-                        row.message = Some(format!(
-                            "did not finish within {} s; the library process was killed (watchdog)",
-                            args.timeout + WATCHDOG_GRACE_S
-                        ));
-                        hung = true;
-                    }
-                    Watch::Between => {
-                        let next = current.map_or(0, |c| c + 1);
-                        if let Some(row) = report.cases.get_mut(next) {
-                            row.status = CaseStatus::Hung;
-                            row.message = Some(
-                                "the library process stopped responding before this case started"
-                                    .into(),
-                            );
-                        } else {
-                            report
-                                .errors
-                                .push("the library process stopped responding".into());
-                        }
-                        hung = true;
-                    }
-                    Watch::Finish => {
-                        crate::ui::warn(format!(
-                            "the library process did not exit within {FINISH_TIMEOUT_S} s after the last case (ncclCommDestroy); killed it"
-                        ));
-                    }
-                }
-                break;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        };
-        match msg {
-            Msg::Log(i, line) => {
-                let label = procs[i]
-                    .as_ref()
-                    .map(|p| p.label.clone())
-                    .unwrap_or_default();
-                eprintln!("[{label}] {line}");
-                if log.len() == LOG_KEEP {
-                    log.pop_front();
-                }
-                log.push_back(line);
-            }
-            Msg::Event(i, ev) => match ev {
-                Event::Loaded {
-                    nccl_path,
-                    nccl_version,
-                    runtime_path,
-                    host_atomics,
-                    mapped,
-                    ..
-                } => {
-                    if i == 0 {
-                        report.loaded = Some(nccl_path);
-                        report.nccl_version = Some(abi::format_nccl_version(nccl_version));
-                        report.runtime_path = Some(runtime_path);
-                    }
-                    for m in mapped {
-                        if !report.mapped.contains(&m) {
-                            report.mapped.push(m);
-                        }
-                    }
-                    match args.mode {
-                        Mode::Single => {
-                            for (r, a) in host_atomics.into_iter().enumerate() {
-                                report.host_atomics[r] = a;
-                            }
-                        }
-                        Mode::Multi => {
-                            report.host_atomics[i] = host_atomics.first().copied().flatten()
-                        }
-                    }
-                }
-                Event::UniqueId { hex } => {
-                    let mut failed = None;
-                    #[allow(clippy::needless_range_loop)]
-                    for r in 1..nranks {
-                        let a = [
-                            base.clone(),
-                            vec![
-                                "--rank".into(),
-                                r.to_string().into(),
-                                "--unique-id".into(),
-                                hex.clone().into(),
-                            ],
-                        ]
-                        .concat();
-                        match spawn(exe, &a, r, format!("rank {r}"), &tx) {
-                            Ok(p) => procs[r] = Some(p),
-                            Err(e) => {
-                                failed = Some(format!("{e:#}"));
-                                break;
-                            }
-                        }
-                    }
-                    if let Some(e) = failed {
-                        report.errors.push(e);
-                        break;
-                    }
-                }
-                Event::InitDone { ms } => {
-                    init_done += 1;
-                    report.init_ms = Some(report.init_ms.map_or(ms, |m: f64| m.max(ms)));
-                    if init_done == nchildren {
-                        crate::ui::status("Initialised", format!("{nranks} ranks in {ms:.0} ms"));
-                        watch = Watch::Between;
-                        deadline = Instant::now() + case_budget;
-                    }
-                }
-                Event::CaseStart { case } => {
-                    if !matches!(watch, Watch::Case(c) if c == case) {
-                        watch = Watch::Case(case);
-                        current = Some(case);
-                        deadline = Instant::now() + case_budget;
-                    }
-                }
-                Event::CaseDone {
-                    case,
-                    time_us,
-                    checks,
-                } => {
-                    if let Some(row) = report.cases.get_mut(case) {
-                        row.finish(nranks, time_us, checks);
-                    }
-                    cases_done[case] += 1;
-                    if cases_done[case] == nchildren {
-                        if case + 1 == case_list.len() {
-                            // Only communicator destruction is left.
-                            watch = Watch::Finish;
-                            deadline = Instant::now() + Duration::from_secs_f64(FINISH_TIMEOUT_S);
-                        } else {
-                            watch = Watch::Between;
-                            deadline = Instant::now() + case_budget;
-                        }
-                    }
-                }
-                Event::Hang { case, waited_s } => {
-                    let row = &mut report.cases[case];
-                    row.status = CaseStatus::Hung;
-                    row.message = Some(format!(
-                        "the collective did not complete within {waited_s} s on rank(s) driven by {}; the library process was killed",
-                        procs[i].as_ref().map(|p| p.label.as_str()).unwrap_or("?")
-                    ));
-                    hung = true;
-                    break;
-                }
-                Event::Error {
-                    case,
-                    message,
-                    nccl_result,
-                    runtime_error,
-                } => {
-                    match case.and_then(|c| report.cases.get_mut(c)) {
-                        Some(row) => {
-                            row.status = CaseStatus::Error;
-                            row.message = Some(message.clone());
-                        }
-                        None => report.errors.push(message.clone()),
-                    }
-                    fail = FailInfo {
-                        nccl_result,
-                        runtime_error,
-                        message,
-                        signal: None,
-                    };
-                    break;
-                }
-                Event::Done => {
-                    if let Some(p) = procs[i].as_mut() {
-                        p.done = true;
-                    }
-                    done += 1;
-                    if done == nchildren {
-                        watch = Watch::Finish;
-                        deadline = Instant::now() + Duration::from_secs_f64(FINISH_TIMEOUT_S);
-                    }
-                }
-            },
-            Msg::Eof(i) => {
-                let Some(p) = procs[i].as_mut() else { continue };
-                // Wait briefly for the exit status.
-                let mut status = None;
-                for _ in 0..200 {
-                    if let Ok(Some(s)) = p.child.try_wait() {
-                        status = Some(s);
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                p.exited = status.is_some();
-                if p.done {
-                    if procs.iter().flatten().all(|p| p.done && p.exited) && done == nchildren {
-                        break;
-                    }
-                    continue;
-                }
-                use std::os::unix::process::ExitStatusExt;
-                let signal = status.and_then(|s| s.signal());
-                let how = match (status, signal) {
-                    (_, Some(sig)) => {
-                        format!("died from signal {sig} ({})", diagnose::signal_name(sig))
-                    }
-                    (Some(s), None) => format!("exited ({s}) without reporting"),
-                    (None, None) => "closed its output without reporting".to_owned(),
-                };
-                let msg = format!("the library process ({}) {how}", p.label);
-                match current
-                    .filter(|&c| cases_done[c] < nchildren)
-                    .and_then(|c| report.cases.get_mut(c))
-                {
-                    Some(row) => {
-                        row.status = CaseStatus::Error;
-                        row.message = Some(msg.clone());
-                    }
-                    None => report.errors.push(msg.clone()),
-                }
-                fail = FailInfo {
-                    message: msg,
-                    signal,
-                    ..Default::default()
-                };
-                break;
-            }
-        }
-    }
-
-    // Stop whatever still runs: after a hang or error the library cannot be shut down cleanly.
-    for p in procs.iter_mut().flatten() {
-        if !p.exited {
-            if let Ok(Some(_)) = p.child.try_wait() {
-                continue;
-            }
-            let _ = p.child.kill();
-            let _ = p.child.wait();
-        }
-    }
-    report.total_s = t0.elapsed().as_secs_f64();
-
-    let log_text: Vec<String> = log.into_iter().collect();
-    let log_text = log_text.join("\n");
-    if !fail.message.is_empty() {
-        report.diagnosis = diagnose::diagnose(
-            kind,
-            &diagnose::Failure {
-                nccl_result: fail.nccl_result,
-                runtime_error: fail.runtime_error,
-                message: &fail.message,
-                log: &log_text,
-                host_atomics: &report.host_atomics,
-                signal: fail.signal,
-            },
-            &lib.display().to_string(),
-        );
-    }
-    if hung {
-        report.diagnosis.extend(diagnose::hang_notes());
-    }
-    if report.loaded.is_none() && report.errors.is_empty() && fail.message.is_empty() && !hung {
-        report
-            .errors
-            .push("the library process reported nothing".into());
-    }
-    report.settle();
-    Ok(report)
+    supervise::Supervisor::new(exe, args, kind, base, report).run()
 }
