@@ -293,10 +293,11 @@ impl Child {
                 rt.upload(send, &input)?;
             }
             self.launch(case, &ranks, &launch)?;
-            if !self.wait(&ranks, &launch, deadline)? {
+            if let Some(pending) = self.wait(&ranks, &launch, deadline)? {
                 emit(&Event::Hang {
                     case: case.id,
                     waited_s: a.timeout,
+                    pending,
                 });
                 park();
             }
@@ -344,10 +345,11 @@ impl Child {
                 self.rt().set_device(rc.dev)?;
                 self.rt().event_record(rc.stop, rc.stream)?;
             }
-            if !self.wait(&ranks, &launch, deadline)? {
+            if let Some(pending) = self.wait(&ranks, &launch, deadline)? {
                 emit(&Event::Hang {
                     case: case.id,
                     waited_s: a.timeout,
+                    pending,
                 });
                 park();
             }
@@ -490,22 +492,27 @@ impl Child {
         Ok(())
     }
 
-    /// Poll `StreamQuery` on the launched ranks' streams until all are idle (`true`) or the
-    /// deadline passes (`false`: a hang).
-    fn wait(&self, ranks: &[RankCtx], which: &[usize], deadline: Instant) -> anyhow::Result<bool> {
+    /// Poll `StreamQuery` on the launched ranks' streams until all are idle (`Ok(None)`) or the
+    /// deadline passes (`Ok(Some(ranks))`: a hang, with the ranks whose collective never finished).
+    fn wait(
+        &self,
+        ranks: &[RankCtx],
+        which: &[usize],
+        deadline: Instant,
+    ) -> anyhow::Result<Option<Vec<usize>>> {
         let mut nap = Duration::from_micros(20);
         loop {
-            let mut done = true;
+            let mut pending = Vec::new();
             for &i in which {
                 if !self.rt().stream_done(ranks[i].stream)? {
-                    done = false;
+                    pending.push(ranks[i].rank);
                 }
             }
-            if done {
-                return Ok(true);
+            if pending.is_empty() {
+                return Ok(None);
             }
             if Instant::now() >= deadline {
-                return Ok(false);
+                return Ok(Some(pending));
             }
             std::thread::sleep(nap);
             nap = (nap * 2).min(Duration::from_millis(2));

@@ -69,6 +69,8 @@ pub enum Event {
         case: usize,
         /// Seconds waited.
         waited_s: f64,
+        /// Ranks whose collective never finished.
+        pending: Vec<usize>,
     },
     /// A call failed.
     Error {

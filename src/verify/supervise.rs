@@ -374,12 +374,30 @@ impl<'a> Supervisor<'a> {
                     self.arm(if last { Watch::Finish } else { Watch::Between });
                 }
             }
-            Event::Hang { case, waited_s } => {
-                let label = self.label(i).to_owned();
+            Event::Hang {
+                case,
+                waited_s,
+                pending,
+            } => {
+                let ranks = pending
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let absent: Vec<String> = (0..nranks)
+                    .filter(|r| !pending.contains(r))
+                    .map(|r| r.to_string())
+                    .collect();
+                // One process sees every rank; a process per rank sees only its own.
+                let others = if absent.is_empty() || self.args.mode == Mode::Multi {
+                    String::new()
+                } else {
+                    format!(" (rank {} did not join or already finished)", absent.join(","))
+                };
                 if let Some(row) = self.report.cases.get_mut(case) {
                     row.status = CaseStatus::Hung;
                     row.message = Some(format!(
-                        "the collective did not complete within {waited_s} s on rank(s) driven by {label}; the library process was killed"
+                        "rank {ranks} still waiting after {waited_s} s{others}; the library processes were killed"
                     ));
                 }
                 self.hung = true;

@@ -819,7 +819,7 @@ fn fake_hang_times_out_names_the_case_and_stops() {
     assert!(json["cases"][2]["message"]
         .as_str()
         .unwrap()
-        .contains("did not complete within 1 s"));
+        .contains("rank 0,1 still waiting after 1 s"));
 }
 
 #[test]
@@ -840,6 +840,12 @@ fn fake_rank_that_never_joins_is_a_hang_of_that_case() {
         (Some("all_gather-f16-small-out"), Some("hung"))
     );
     assert_eq!(statuses(&json).iter().filter(|s| *s == "ok").count(), 16);
+    assert!(
+        c["message"].as_str().unwrap().starts_with(
+            "rank 0 still waiting after 1 s (rank 1 did not join or already finished)"
+        ),
+        "{c}"
+    );
 }
 
 #[test]
