@@ -1,6 +1,7 @@
 //! `verify` without a GPU: binary16/bfloat16 rounding, input construction, expected values, the
 //! bitwise checker, the all_gather slot check, algbw/busbw arithmetic, the child protocol, the
-//! diagnosis, the report's verdict, and the command line's error paths.
+//! diagnosis, the report's verdict, the command line's error paths, and whole runs (one process,
+//! and one process per rank) on a stand-in library with planted faults.
 
 use std::process::Command;
 
@@ -943,4 +944,116 @@ fn build_entry_point_skips_without_enough_gpus_or_a_runtime() {
     assert!(rcclfix::verify::verify_for_build_with(exe, &no_runtime)
         .unwrap()
         .is_none());
+}
+
+// One process per rank on the stand-in: the unique id names a shared file, collectives complete in
+// hipStreamQuery once every rank has deposited its data.
+
+fn multi(extra: &[&str]) -> Vec<String> {
+    let mut v = vec!["--mode".to_owned(), "multi".to_owned()];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn fake_multi(fault: Option<&str>, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let args = multi(extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fake_verify(fault, &args)
+}
+
+#[test]
+fn fake_multi_process_run_passes_every_case() {
+    let (code, json, err) = fake_multi(None, &[]);
+    assert_eq!(code, 0, "{err}\n{json:#}");
+    assert_eq!(json["mode"], "multi");
+    assert!(statuses(&json).iter().all(|s| s == "ok"));
+    assert_eq!(json["host_atomics"], serde_json::json!([true, true]));
+}
+
+#[test]
+fn fake_multi_process_wrong_data_is_found_on_each_rank() {
+    let (code, json, _) = fake_multi(Some("rank0-everywhere"), &[]);
+    assert_eq!(code, 1);
+    let ag = &json["cases"][12];
+    assert_eq!(ag["name"], "all_gather-f32-small-out");
+    let ranks: Vec<i64> = ag["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rank"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ranks, [0, 1]);
+    assert_eq!(
+        ag["failures"][1]["mismatch"]["note"],
+        "slot 1 holds rank 0's data"
+    );
+    let (code, json, _) = fake_multi(Some("flip:77"), &[]);
+    assert_eq!(code, 1);
+    assert_eq!(json["cases"][0]["failures"][0]["rank"], 1);
+    assert_eq!(json["cases"][0]["failures"][0]["mismatch"]["index"], 77);
+}
+
+#[test]
+fn fake_multi_process_rank_that_never_joins_a_collective_is_a_hang() {
+    let (code, json, _) = fake_multi(
+        None,
+        &["--inject-hang", "all_reduce-f16-large-in", "--timeout", "1"],
+    );
+    assert_eq!(code, 1);
+    let c = &json["cases"][7];
+    assert_eq!(
+        (c["name"].as_str(), c["status"].as_str()),
+        (Some("all_reduce-f16-large-in"), Some("hung"))
+    );
+    assert_eq!(
+        c["message"],
+        "rank 0 still waiting after 1 s; the library processes were killed"
+    );
+    assert!(statuses(&json)[8..].iter().all(|s| s == "not-run"));
+}
+
+#[test]
+fn fake_multi_process_rank_that_never_joins_the_communicator_times_out() {
+    let t = std::time::Instant::now();
+    let (code, json, _) = fake_multi(None, &["--inject-hang", "init", "--init-timeout", "2"]);
+    assert!(t.elapsed().as_secs() < 20);
+    assert_eq!(code, 2);
+    assert!(
+        json["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("did not finish within 2 s"),
+        "{json:#}"
+    );
+    assert!(statuses(&json).iter().all(|s| s == "not-run"));
+    // Rank 0 was killed before every rank joined, so its shared file is still there: remove the
+    // files of stand-in processes that no longer exist (`fakenccl-<pid>-<time>`).
+    for e in std::fs::read_dir("/dev/shm")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("fakenccl-")
+            .and_then(|r| r.split('-').next());
+        if pid.is_some_and(|p| !std::path::Path::new("/proc").join(p).exists()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+#[test]
+fn fake_multi_process_crash_is_an_error_of_the_case() {
+    let (code, json, _) = fake_multi(Some("abort:6"), &[]);
+    assert_eq!(code, 2);
+    let c = &json["cases"][1];
+    assert_eq!(c["status"], "error", "{json:#}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("died from signal 6 (SIGABRT)"),
+        "{c}"
+    );
 }

@@ -3,7 +3,11 @@
  * "Device memory" is host memory and a collective runs on the host at ncclGroupEnd, so the real
  * parent/child machinery of verify (protocol, watchdog, checks, crash and error handling) runs
  * end to end without a GPU. It exports the hip* runtime functions and the nccl* functions verify
- * loads; only one process driving every rank (ncclCommInitAll) is supported.
+ * loads. One process driving every rank (ncclCommInitAll) runs a group's collectives at
+ * ncclGroupEnd. One process per rank (ncclGetUniqueId + ncclCommInitRank) shares a file in
+ * /dev/shm named after the unique id: a collective deposits the rank's data there when called and
+ * completes in hipStreamQuery once every rank has deposited, so a rank that never joins shows up
+ * as a stream that never finishes, as on a GPU. At most SLOTS collectives may be in flight.
  *
  * FAKENCCL_FAULT selects a fault:
  *   (unset)           correct collectives
@@ -16,17 +20,44 @@
  *
  * Built by tests/it/verify.rs with `cc -shared -fPIC`. Written for rcclfix; no NCCL or HIP code.
  */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAXR 8
+#define SLOTS 64
+#define SLOT_BYTES (1 << 18) /* per rank and collective; the tests use 64 KiB */
+#define QMAX 256
 
-typedef struct { int pending_forever; } stream_t;
+/* One process per rank: the shared file. */
+typedef struct {
+  int joined;
+  long arrived[SLOTS][MAXR]; /* generation + 1 that rank r deposited in slot g % SLOTS */
+  unsigned char data[SLOTS][MAXR][SLOT_BYTES];
+} shared_t;
+
+typedef struct {
+  int coll; /* 0 all_reduce, 1 all_gather */
+  long gen;
+  void *recv;
+  size_t count;
+  int dtype;
+  int never; /* fault: never completes */
+} pending_t;
+
+typedef struct {
+  int pending_forever;
+  pending_t q[QMAX];
+  int head, tail;
+  struct comm *comm;
+} stream_t;
 typedef struct { double t; } event_t;
-typedef struct { int rank, nranks, dev; } comm_t;
+typedef struct comm { int rank, nranks, dev; shared_t *shm; long gen; } comm_t;
 typedef struct { char internal[128]; } uid_t_;
 
 typedef struct {
@@ -60,8 +91,12 @@ int hipFree(void *p) { free(p); return 0; }
 int hipMemcpy(void *d, const void *s, size_t n, int kind) { (void)kind; memcpy(d, s, n); return 0; }
 int hipMemset(void *d, int v, size_t n) { memset(d, v, n); return 0; }
 int hipStreamCreate(stream_t **s) { *s = calloc(1, sizeof(stream_t)); return 0; }
-int hipStreamQuery(stream_t *s) { return s->pending_forever ? 600 : 0; }
-int hipStreamSynchronize(stream_t *s) { while (s->pending_forever) { struct timespec t = {1, 0}; nanosleep(&t, 0); } return 0; }
+static int progress(stream_t *s); /* below: completes one-process-per-rank collectives */
+int hipStreamQuery(stream_t *s) { return s->pending_forever || !progress(s) ? 600 : 0; }
+int hipStreamSynchronize(stream_t *s) {
+  while (s->pending_forever || !progress(s)) { struct timespec t = {0, 1000000}; nanosleep(&t, 0); }
+  return 0;
+}
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 int hipEventCreate(event_t **e) { *e = calloc(1, sizeof(event_t)); return 0; }
 int hipEventRecord(event_t *e, stream_t *s) { (void)s; e->t = now(); return 0; }
@@ -110,8 +145,30 @@ static size_t esize(int dtype) { return dtype == 7 ? 4 : 2; }
 
 /* ---------------------------------------------------------------- NCCL API */
 int ncclGetVersion(int *v) { *v = 22809; return 0; }
-int ncclGetUniqueId(uid_t_ *u) { memset(u, 7, sizeof *u); return 0; }
-int ncclCommInitRank(comm_t **c, int n, uid_t_ id, int r) { (void)c; (void)n; (void)id; (void)r; return 5; }
+int ncclGetUniqueId(uid_t_ *u) {
+  memset(u, 0, sizeof *u);
+  snprintf(u->internal, sizeof u->internal, "fakenccl-%d-%ld", (int)getpid(), (long)time(0));
+  return 0;
+}
+int ncclCommInitRank(comm_t **c, int n, uid_t_ id, int r) {
+  if (n > MAXR || r < 0 || r >= n) return 4;
+  char path[200];
+  id.internal[100] = 0;
+  snprintf(path, sizeof path, "/dev/shm/%s", id.internal);
+  int fd = open(path, O_RDWR | O_CREAT, 0600);
+  if (fd < 0 || ftruncate(fd, sizeof(shared_t)) != 0) return 2;
+  shared_t *shm = mmap(0, sizeof(shared_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (shm == MAP_FAILED) return 2;
+  /* Like NCCL, block until every rank has joined. */
+  __atomic_add_fetch(&shm->joined, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&shm->joined, __ATOMIC_SEQ_CST) < n) { struct timespec t = {0, 1000000}; nanosleep(&t, 0); }
+  if (r == 0) unlink(path); /* every rank has it mapped now */
+  comm_t *cm = calloc(1, sizeof(comm_t));
+  cm->rank = r; cm->nranks = n; cm->shm = shm;
+  *c = cm;
+  return 0;
+}
 int ncclCommInitAll(comm_t **comms, int n, const int *devs) {
   if (n > MAXR) return 4;
   for (int i = 0; i < n; i++) {
@@ -120,7 +177,11 @@ int ncclCommInitAll(comm_t **comms, int n, const int *devs) {
   }
   return 0;
 }
-int ncclCommDestroy(comm_t *c) { free(c); return 0; }
+int ncclCommDestroy(comm_t *c) {
+  if (c->shm) munmap(c->shm, sizeof(shared_t));
+  free(c);
+  return 0;
+}
 const char *ncclGetErrorString(int r) {
   switch (r) {
     case 0: return "no error";
@@ -161,6 +222,53 @@ static void run_ops(void) {
   nops = 0;
 }
 
+/* One process per rank: deposit this rank's data for the comm's next generation and queue the
+ * completion on the stream. */
+static int enqueue_shared(op_t op, int never) {
+  comm_t *c = op.comm;
+  stream_t *s = op.stream;
+  size_t bytes = op.count * esize(op.dtype);
+  if (bytes > SLOT_BYTES || (s->tail + 1) % QMAX == s->head) return 4;
+  long g = c->gen++;
+  memcpy(c->shm->data[g % SLOTS][c->rank], op.send, bytes);
+  __atomic_store_n(&c->shm->arrived[g % SLOTS][c->rank], g + 1, __ATOMIC_SEQ_CST);
+  pending_t p = {op.coll, g, op.recv, op.count, op.dtype, never};
+  s->comm = c;
+  s->q[s->tail] = p;
+  s->tail = (s->tail + 1) % QMAX;
+  return 0;
+}
+
+/* Complete the stream's queued collectives whose every rank has deposited; 1 when none is left. */
+static int progress(stream_t *s) {
+  while (s->head != s->tail) {
+    pending_t *p = &s->q[s->head];
+    comm_t *c = s->comm;
+    if (p->never) return 0;
+    int slot = (int)(p->gen % SLOTS);
+    for (int r = 0; r < c->nranks; r++)
+      if (__atomic_load_n(&c->shm->arrived[slot][r], __ATOMIC_SEQ_CST) != p->gen + 1) return 0;
+    size_t es = esize(p->dtype);
+    if (p->coll == 0) {
+      for (size_t i = 0; i < p->count; i++) {
+        float sum = 0;
+        for (int r = 0; r < c->nranks; r++) sum += load(p->dtype, c->shm->data[slot][r], i);
+        store(p->dtype, p->recv, i, sum);
+      }
+      long flip = fault_arg("flip");
+      if (flip >= 0 && (size_t)flip < p->count && c->rank == 1) ((unsigned char *)p->recv)[flip * es] ^= 1;
+    } else {
+      size_t bytes = p->count * es;
+      for (int r = 0; r < c->nranks; r++) {
+        int from = strcmp(fault(), "rank0-everywhere") == 0 ? 0 : r;
+        memcpy((unsigned char *)p->recv + (size_t)r * bytes, c->shm->data[slot][from], bytes);
+      }
+    }
+    s->head = (s->head + 1) % QMAX;
+  }
+  return 1;
+}
+
 static int enqueue(op_t op) {
   long k = calls++;
   if (strcmp(fault(), "hostcall") == 0) {
@@ -170,6 +278,7 @@ static int enqueue(op_t op) {
     return 1;
   }
   if (fault_arg("abort") == k) abort();
+  if (op.comm->shm) return enqueue_shared(op, fault_arg("hang") == k);
   if (fault_arg("hang") == k) { op.stream->pending_forever = 1; return 0; }
   ops[nops++] = op;
   if (!in_group) run_ops();
