@@ -54,8 +54,7 @@ pub struct VerifyArgs {
         value_name = "LIST"
     )]
     pub gpus: Vec<i32>,
-    /// single: one process drives every GPU (ncclCommInitAll); multi: one process per rank
-    /// (ncclGetUniqueId + ncclCommInitRank), as PyTorch and vLLM do.
+    /// How the ranks are driven.
     #[arg(long, value_enum, default_value = "single")]
     pub mode: Mode,
     /// Print the report as JSON on stdout.
