@@ -3,7 +3,7 @@
 //!
 //! One [`Supervisor`] per run. Messages from every child (protocol events, log lines, end of
 //! output) arrive on one channel, read by two threads per child; the supervisor itself is a single
-//! loop over that channel with one deadline at a time ([`Watch`]).
+//! loop over that channel with one deadline at a time (`Watch`).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
