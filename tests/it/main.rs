@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per feature.
 mod patch;
+mod verify;
 mod doctor;
 mod package;
 mod scan;

@@ -7,7 +7,9 @@
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
+//! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 
+mod bench_verify;
 mod doctor_fixtures;
 mod fixtures;
 mod fixtures_patch;
@@ -26,7 +28,8 @@ fn main() -> anyhow::Result<()> {
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
         "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, fixtures-patch, doctor-fixtures, ci-tools"),
+        "bench-verify" => bench_verify::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, fixtures-patch, doctor-fixtures, ci-tools, bench-verify"),
     }
 }
 
