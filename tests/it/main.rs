@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per feature.
 mod verify;
+mod build;
 mod doctor;
 mod package;
 mod scan;
