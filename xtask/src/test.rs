@@ -11,6 +11,7 @@ use xshell::{cmd, Shell};
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     apt_packages(sh)?;
     crate::lint_ci::ci_tools(sh)?;
+    crate::toolchain::ensure(sh, crate::toolchain::TEST_TOOLCHAIN)?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
     Ok(())
