@@ -392,7 +392,10 @@ impl<'a> Supervisor<'a> {
                 let others = if absent.is_empty() || self.args.mode == Mode::Multi {
                     String::new()
                 } else {
-                    format!(" (rank {} did not join or already finished)", absent.join(","))
+                    format!(
+                        " (rank {} did not join or already finished)",
+                        absent.join(",")
+                    )
                 };
                 if let Some(row) = self.report.cases.get_mut(case) {
                     row.status = CaseStatus::Hung;

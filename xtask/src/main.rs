@@ -38,5 +38,8 @@ fn main() -> anyhow::Result<()> {
 
 /// The repository root (the parent of `xtask/`).
 pub fn project_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }

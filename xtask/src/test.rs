@@ -23,7 +23,11 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
 /// Install the packages from `.ci/apt.d/*.txt` that are not installed yet.
 fn apt_packages(sh: &Shell) -> anyhow::Result<()> {
     let mut wanted = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(".ci/apt.d").context(".ci/apt.d")?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(".ci/apt.d")
+        .context(".ci/apt.d")?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f)?;
@@ -51,9 +55,17 @@ fn apt_packages(sh: &Shell) -> anyhow::Result<()> {
     }
     let is_root = cmd!(sh, "id -u").read()?.trim() == "0";
     if !is_root {
-        anyhow::bail!("missing Debian packages: {}\nhelp: sudo apt-get install -y {}", missing.join(" "), missing.join(" "));
+        anyhow::bail!(
+            "missing Debian packages: {}\nhelp: sudo apt-get install -y {}",
+            missing.join(" "),
+            missing.join(" ")
+        );
     }
     let _e = sh.push_env("DEBIAN_FRONTEND", "noninteractive");
-    cmd!(sh, "apt-get install -y -q --no-install-recommends {missing...}").run()?;
+    cmd!(
+        sh,
+        "apt-get install -y -q --no-install-recommends {missing...}"
+    )
+    .run()?;
     Ok(())
 }
