@@ -15,7 +15,13 @@ fn main() {
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
         let abs = std::fs::canonicalize(f).unwrap();
-        writeln!(out, "    ({:?}, include_str!({:?})),", f.file_name().unwrap().to_str().unwrap(), abs).unwrap();
+        writeln!(
+            out,
+            "    ({:?}, include_str!({:?})),",
+            f.file_name().unwrap().to_str().unwrap(),
+            abs
+        )
+        .unwrap();
     }
     out.push_str("];\n");
     let lock = std::path::Path::new("recipes/rcclfix.lock");

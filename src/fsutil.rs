@@ -2,6 +2,7 @@
 //! and every output folder is assembled in a temporary sibling folder and renamed at the end, so an
 //! interrupted or failed run leaves nothing half-written.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -17,9 +18,18 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // tempfile creates 0600; outputs are ordinary files (0644), unless the file already exists,
+    // whose mode is kept.
+    let mode = fs_err::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644);
+    fs_err::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all().ok();
-    tmp.persist(path).map_err(|e| e.error).with_context(|| format!("cannot rename into {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot rename into {}", path.display()))?;
     Ok(())
 }
 
@@ -41,7 +51,10 @@ impl AtomicDir {
             .prefix(".rcclfix-partial-")
             .tempdir_in(parent)
             .with_context(|| format!("cannot create a temporary folder in {}", parent.display()))?;
-        Ok(AtomicDir { tmp: Some(tmp), dest: dest.to_owned() })
+        Ok(AtomicDir {
+            tmp: Some(tmp),
+            dest: dest.to_owned(),
+        })
     }
 
     /// The temporary folder to write into.
@@ -58,8 +71,12 @@ impl AtomicDir {
     /// deleted). Returns the final path.
     pub fn commit(mut self) -> anyhow::Result<PathBuf> {
         let tmp = self.tmp.take().expect("not committed").keep();
+        // tempfile creates 0700; an output folder is an ordinary folder (0755).
+        fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
         if self.dest.exists() {
-            let old = self.dest.with_extension(format!("old-{}", std::process::id()));
+            let old = self
+                .dest
+                .with_extension(format!("old-{}", std::process::id()));
             fs_err::rename(&self.dest, &old)?;
             fs_err::rename(&tmp, &self.dest)?;
             fs_err::remove_dir_all(&old)?;

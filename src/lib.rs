@@ -14,33 +14,33 @@ pub const EXIT_UNKNOWN: u8 = 3;
 
 /// Command-line types (clap derive) and dispatch to the subcommands.
 pub mod cli;
-/// Terminal output: logging set-up, status lines, progress bars, error printing.
-pub mod ui;
-/// Running host processes with logged argv and a kept stderr tail.
-pub mod process;
 /// Atomic file and directory output (temp + rename).
 pub mod fsutil;
+/// Running host processes with logged argv and a kept stderr tail.
+pub mod process;
+/// Terminal output: logging set-up, status lines, progress bars, error printing.
+pub mod ui;
 
+/// `rcclfix build`: recipe → source → NDEBUG injection → configure/build → gates → output folder.
+pub mod build;
+/// Container engines (podman, docker, bubblewrap, host) and toolchain images.
+pub mod container;
+/// Build provenance (`manifest.json`).
+pub mod manifest;
 /// Recipes (`recipes/*.toml`) and the lockfile of pinned commits.
 pub mod recipe;
 /// Pinned RCCL sources: clone, mirror, cache, commit check, patches.
 pub mod source;
-/// Container engines (podman, docker, bubblewrap, host) and toolchain images.
-pub mod container;
-/// `rcclfix build`: recipe → source → NDEBUG injection → configure/build → gates → output folder.
-pub mod build;
-/// Build provenance (`manifest.json`).
-pub mod manifest;
 
-/// `rcclfix scan`: host ELF → offload bundles → AMDGPU code objects → kernel metadata.
-pub mod scan;
-/// `rcclfix verify`: two-GPU collective correctness run.
-pub mod verify;
-/// `rcclfix package`: .deb and .whl overlays with export checks.
-pub mod package;
 /// `rcclfix doctor`: platform, VM, library and log diagnosis.
 pub mod doctor;
 /// `rcclfix matrix`: the CI matrix of recipes.
 pub mod matrix;
+/// `rcclfix package`: .deb and .whl overlays with export checks.
+pub mod package;
 /// `rcclfix patch`: remove a provably unused hostcall declaration after the link.
 pub mod patch;
+/// `rcclfix scan`: host ELF → offload bundles → AMDGPU code objects → kernel metadata.
+pub mod scan;
+/// `rcclfix verify`: two-GPU collective correctness run.
+pub mod verify;

@@ -87,7 +87,8 @@ impl Manifest {
     /// Read `manifest.json`. Errors name the file.
     pub fn load(path: &Path) -> anyhow::Result<Manifest> {
         let text = fs_err::read_to_string(path)?;
-        serde_json::from_str(&text).with_context(|| format!("{}: not a valid rcclfix manifest", path.display()))
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a valid rcclfix manifest", path.display()))
     }
 
     /// Write `manifest.json` atomically, pretty-printed.

@@ -483,7 +483,8 @@ fn mentions_option(r: &Recipe, name: &str) -> bool {
 /// - NDEBUG (rccl.md §3, §5): `release-build-type` only below 2.21; never `none`.
 /// - toolchain: an image has no registry host and a tag naming the release; its Containerfile is
 ///   `containers/rocm-<rocm_release>/Containerfile`, exists, parses, and starts `FROM <image>`;
-///   `rocm_path` is `/opt/rocm` and `cxx` lies under it. A named toolchain has `containers/<name>/`.
+///   `rocm_path` is `/opt/rocm` and `cxx` lies under it. A named toolchain has
+///   `containers/<name>/toolchain.toml`.
 /// - status: `verified` needs `verified_by` = `test:<fn>` (a test in `tests/it/`) or a directory
 ///   under `recipes/records/` holding `manifest.json` (this recipe, every gate `clean`), `scan.json`
 ///   and `build.log`.
@@ -651,10 +652,15 @@ fn check_toolchain(r: &Recipe, root: &Path) -> CheckReport {
     let mut rep = CheckReport::default();
     let tc = &r.toolchain;
     if let Some(name) = &tc.name {
-        if !root.join("containers").join(name).is_dir() {
+        if !root
+            .join("containers")
+            .join(name)
+            .join("toolchain.toml")
+            .is_file()
+        {
             rep.problem(
                 r,
-                format!("toolchain.name {name:?}: containers/{name}/ does not exist"),
+                format!("toolchain.name {name:?}: containers/{name}/toolchain.toml does not exist"),
             );
         }
         return rep;
@@ -793,8 +799,16 @@ fn check_verified_by(r: &Recipe, v: &str, root: &Path, lock: &Lockfile) -> anyho
     Ok(())
 }
 
-/// Run git against a bare mirror; `Ok(None)` when the object does not exist.
+/// Run git against a mirror (bare, or a checkout's `.git`); `Ok(None)` when git fails (the object
+/// does not exist).
 fn git_mirror(mirror: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
+    // A checkout with a work tree keeps its repository in `.git`.
+    let dot_git = mirror.join(".git");
+    let mirror = if dot_git.exists() {
+        dot_git.as_path()
+    } else {
+        mirror
+    };
     let out = std::process::Command::new("git")
         .arg("--git-dir")
         .arg(mirror)

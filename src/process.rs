@@ -38,7 +38,13 @@ pub struct Cmd {
 impl Cmd {
     /// A new command `prog` with a summary used in logs and errors.
     pub fn new(summary: impl Into<String>, prog: impl AsRef<OsStr>) -> Self {
-        Cmd { summary: summary.into(), argv: vec![prog.as_ref().to_owned()], env: vec![], env_clear: false, cwd: None }
+        Cmd {
+            summary: summary.into(),
+            argv: vec![prog.as_ref().to_owned()],
+            env: vec![],
+            env_clear: false,
+            cwd: None,
+        }
     }
     /// Append one argument.
     pub fn arg(mut self, a: impl AsRef<OsStr>) -> Self {
@@ -51,12 +57,14 @@ impl Cmd {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.argv.extend(it.into_iter().map(|s| s.as_ref().to_owned()));
+        self.argv
+            .extend(it.into_iter().map(|s| s.as_ref().to_owned()));
         self
     }
     /// Set an environment variable for the child.
     pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Self {
-        self.env.push((k.as_ref().to_owned(), v.as_ref().to_owned()));
+        self.env
+            .push((k.as_ref().to_owned(), v.as_ref().to_owned()));
         self
     }
     /// Start the child with an empty environment (plus what [`Cmd::env`] sets).
@@ -79,7 +87,11 @@ impl Cmd {
     }
     /// The argv shell-quoted for display (`+ podman run …`).
     pub fn display(&self) -> String {
-        self.argv.iter().map(|a| quote(&a.to_string_lossy())).collect::<Vec<_>>().join(" ")
+        self.argv
+            .iter()
+            .map(|a| quote(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     fn command(&self) -> Command {
@@ -105,7 +117,13 @@ impl Cmd {
             .command()
             .stdin(Stdio::null())
             .output()
-            .with_context(|| format!("{}: cannot start `{}`", self.summary, self.argv[0].to_string_lossy()))?;
+            .with_context(|| {
+                format!(
+                    "{}: cannot start `{}`",
+                    self.summary,
+                    self.argv[0].to_string_lossy()
+                )
+            })?;
         if !out.status.success() {
             let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
             if text.trim().is_empty() {
@@ -123,7 +141,13 @@ impl Cmd {
             .command()
             .stdin(Stdio::null())
             .status()
-            .with_context(|| format!("{}: cannot start `{}`", self.summary, self.argv[0].to_string_lossy()))?;
+            .with_context(|| {
+                format!(
+                    "{}: cannot start `{}`",
+                    self.summary,
+                    self.argv[0].to_string_lossy()
+                )
+            })?;
         if !status.success() {
             return Err(self.error(status, "").into());
         }
@@ -144,9 +168,13 @@ impl Cmd {
         let writer2 = writer.try_clone()?;
         let mut cmd = self.command();
         cmd.stdin(Stdio::null()).stdout(writer).stderr(writer2);
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("{}: cannot start `{}`", self.summary, self.argv[0].to_string_lossy()))?;
+        let mut child = cmd.spawn().with_context(|| {
+            format!(
+                "{}: cannot start `{}`",
+                self.summary,
+                self.argv[0].to_string_lossy()
+            )
+        })?;
         drop(cmd);
         let mut tail: std::collections::VecDeque<String> = Default::default();
         for line in BufReader::new(reader).split(b'\n') {
@@ -172,13 +200,21 @@ impl Cmd {
     fn error(&self, status: std::process::ExitStatus, text: &str) -> CommandError {
         let lines: Vec<&str> = text.lines().collect();
         let tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
-        CommandError { summary: self.summary.clone(), argv: self.display(), status: status.to_string(), tail }
+        CommandError {
+            summary: self.summary.clone(),
+            argv: self.display(),
+            status: status.to_string(),
+            tail,
+        }
     }
 }
 
 /// Quote one argument for display in a POSIX shell.
 pub fn quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
         s.to_owned()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))

@@ -207,14 +207,18 @@ impl Recipe {
                 .unwrap_or_default();
             anyhow::anyhow!("{origin}{at}: {msg}")
         })?;
-        r.check().with_context(|| format!("{origin}: invalid recipe"))?;
+        r.check()
+            .with_context(|| format!("{origin}: invalid recipe"))?;
         Ok(r)
     }
 
     /// Internal consistency checks (also run by the recipe tests).
     pub fn check(&self) -> anyhow::Result<()> {
         if !is_version(&self.rccl_version) {
-            bail!("rccl_version {:?} is not MAJOR.MINOR.PATCH", self.rccl_version);
+            bail!(
+                "rccl_version {:?} is not MAJOR.MINOR.PATCH",
+                self.rccl_version
+            );
         }
         if let Some(c) = &self.source.commit {
             if !is_full_sha(c) {
@@ -240,7 +244,11 @@ impl Recipe {
                 bail!("build.targets: {t:?} is not an explicit gfx target (generic targets are rejected by RCCL's linker)");
             }
         }
-        if matches!(self.status, Status::UnfixableByRebuild | Status::Experimental) && self.status_reason.is_none() {
+        if matches!(
+            self.status,
+            Status::UnfixableByRebuild | Status::Experimental
+        ) && self.status_reason.is_none()
+        {
             bail!("status {} needs status_reason", self.status.as_str());
         }
         if self.status == Status::Verified && self.verified_by.is_none() {
@@ -251,18 +259,26 @@ impl Recipe {
 
     /// The commit this recipe is pinned to: `source.commit`, else the lockfile entry, else `None`.
     pub fn pinned_commit<'a>(&'a self, lock: &'a Lockfile) -> Option<&'a str> {
-        self.source.commit.as_deref().or_else(|| lock.get(self.id(), &self.source.tag))
+        self.source
+            .commit
+            .as_deref()
+            .or_else(|| lock.get(self.id(), &self.source.tag))
     }
 }
 
 /// Whether `s` is a full 40-hex git commit id.
 pub fn is_full_sha(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    s.len() == 40
+        && s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 fn is_version(s: &str) -> bool {
     let parts: Vec<_> = s.split('.').collect();
-    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// All recipes: the embedded ones, keyed by [`Recipe::id`].
@@ -300,7 +316,10 @@ pub fn find<'a>(all: &'a BTreeMap<String, Recipe>, tag: &str) -> anyhow::Result<
         return Ok(r);
     }
     let known: Vec<&str> = all.keys().map(|s| s.as_str()).collect();
-    bail!("unknown tag {tag:?}: no recipe for that RCCL version (known: {})", known.join(", "))
+    bail!(
+        "unknown tag {tag:?}: no recipe for that RCCL version (known: {})",
+        known.join(", ")
+    )
 }
 
 /// The lockfile: tag → commit pins recorded on first fetch of an unpinned recipe.
@@ -329,10 +348,12 @@ pub struct Pin {
 impl Lockfile {
     /// The embedded lockfile merged under the user's lockfile at `path` (the user's entries win).
     pub fn load(path: &Path) -> anyhow::Result<Lockfile> {
-        let mut lock: Lockfile = toml::from_str(EMBEDDED_LOCK).context("embedded recipes/rcclfix.lock")?;
+        let mut lock: Lockfile =
+            toml::from_str(EMBEDDED_LOCK).context("embedded recipes/rcclfix.lock")?;
         if path.exists() {
             let text = fs_err::read_to_string(path)?;
-            let user: Lockfile = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
+            let user: Lockfile = toml::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
             for p in user.pin {
                 lock.set(&p.recipe, &p.tag, &p.commit);
             }
@@ -342,13 +363,20 @@ impl Lockfile {
 
     /// The pinned commit for (recipe, tag).
     pub fn get(&self, recipe: &str, tag: &str) -> Option<&str> {
-        self.pin.iter().find(|p| p.recipe == recipe && p.tag == tag).map(|p| p.commit.as_str())
+        self.pin
+            .iter()
+            .find(|p| p.recipe == recipe && p.tag == tag)
+            .map(|p| p.commit.as_str())
     }
 
     /// Record or replace a pin.
     pub fn set(&mut self, recipe: &str, tag: &str, commit: &str) {
         self.pin.retain(|p| !(p.recipe == recipe && p.tag == tag));
-        self.pin.push(Pin { recipe: recipe.into(), tag: tag.into(), commit: commit.into() });
+        self.pin.push(Pin {
+            recipe: recipe.into(),
+            tag: tag.into(),
+            commit: commit.into(),
+        });
         self.pin.sort();
     }
 
@@ -374,7 +402,9 @@ pub fn home() -> PathBuf {
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
         return PathBuf::from(x).join("rcclfix");
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
     home.join(".cache/rcclfix")
 }
 
@@ -418,9 +448,17 @@ impl RecipeArgs {
 
 /// The recipe list as a text table (`build --list`, `recipe list`).
 pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {
-    let mut s = format!("{:<14} {:<8} {:<16} {:<22} {:<18} {}\n", "RECIPE", "ROCM", "TAG", "TOOLCHAIN", "STATUS", "NDEBUG");
+    let mut s = format!(
+        "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
+        "RECIPE", "ROCM", "TAG", "TOOLCHAIN", "STATUS", "NDEBUG"
+    );
     for r in all.values() {
-        let tc = r.toolchain.name.clone().or_else(|| r.toolchain.image.clone()).unwrap_or_default();
+        let tc = r
+            .toolchain
+            .name
+            .clone()
+            .or_else(|| r.toolchain.image.clone())
+            .unwrap_or_default();
         s.push_str(&format!(
             "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
             r.id(),
@@ -428,7 +466,10 @@ pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {
             r.source.tag,
             tc,
             r.status.as_str(),
-            serde_json::to_value(r.build.ndebug).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+            serde_json::to_value(r.build.ndebug)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
         ));
     }
     s

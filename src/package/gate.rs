@@ -216,17 +216,14 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
             ));
         }
     }
-    if ours
+    if let Some(smi) = ours
         .needed
         .iter()
-        .any(|n| n.starts_with("librocm_smi64.so"))
+        .find(|n| n.starts_with("librocm_smi64.so"))
     {
-        let added = report
-            .needed_added
-            .iter()
-            .any(|n| n.starts_with("librocm_smi64.so"));
+        let added = report.needed_added.contains(smi);
         report.notes.push(format!(
-            "NEEDED librocm_smi64.so{}: loaded into the global scope it can make amdsmi (and so \
+            "NEEDED {smi}{}: loaded into the global scope it can make amdsmi (and so \
              torch.cuda.device_count()) see 0 GPUs; check device_count() after installing \
              (reference: rccl.md §10)",
             if added {
@@ -270,6 +267,13 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
         }
     }
 
+    if inputs.stock.is_none() && inputs.consumers.is_empty() && inputs.consumer_symbols.is_empty() {
+        report.notes.push(
+            "only the SONAME was checked: pass --stock (the library this one replaces) and \
+             --consumer or --consumer-symbols to compare exports"
+                .to_owned(),
+        );
+    }
     for set in &inputs.consumer_symbols {
         for base in set.base_names() {
             if !ours_base.contains(*base) {

@@ -462,6 +462,12 @@ fn deb_spec(
         None => default_stock_path(m, fl, info.machine)?,
     };
     let maintainer = maintainer(opts.maintainer.as_deref());
+    // The stock package is the first one named in Depends (before libc6 is added below).
+    let stock_pkg = depends
+        .split([' ', ',', '('])
+        .next()
+        .unwrap_or("")
+        .to_owned();
     let depends = match info.glibc {
         // The library's own libc requirement (what dpkg-shlibdeps would add); the rest of its
         // NEEDED libraries come with the stock package it depends on.
@@ -476,11 +482,6 @@ fn deb_spec(
     } else {
         ""
     };
-    let stock_pkg = depends
-        .split([' ', ',', '('])
-        .next()
-        .unwrap_or("")
-        .to_owned();
     let spec = deb::DebSpec {
         package: format!("rcclfix-rccl-{}", targets_slug(m)),
         version: package_version(m, opts.revision),

@@ -1,7 +1,10 @@
 //! The one integration-test binary: one module per feature.
 mod build;
 mod doctor;
-mod package;
-mod scan;
+mod fsutil;
 mod matrix;
+mod package;
+mod patch;
 mod recipes;
+mod scan;
+mod verify;

@@ -365,3 +365,52 @@ fn workflow_passes_actionlint_with_the_computed_matrix() {
         std::fs::remove_file(dir.path().join(".github/workflows/neg.yml")).unwrap();
     }
 }
+
+/// The rcclfix flags the workflow passes, per subcommand: each must appear in the workflow and in
+/// that subcommand's `--help`, so a renamed flag breaks this test rather than the CI run.
+const WORKFLOW_FLAGS: &[(&str, &[&str])] = &[
+    ("matrix", &["--json", "--status", "--targets", "--check"]),
+    ("toolchain build", &[]),
+    (
+        "build",
+        &[
+            "--tag",
+            "--targets",
+            "--out-dir",
+            "--experimental",
+            "--engine",
+        ],
+    ),
+    ("scan", &["--target"]),
+    ("package", &["--from", "--format", "--out-dir"]),
+    (
+        "verify",
+        &["--lib", "--runtime", "--gpus", "--mode", "--json"],
+    ),
+];
+
+#[test]
+fn workflow_uses_only_flags_rcclfix_has() {
+    let text = std::fs::read_to_string(root().join(WORKFLOW)).unwrap();
+    for (sub, flags) in WORKFLOW_FLAGS {
+        let mut args: Vec<&str> = sub.split(' ').collect();
+        args.push("--help");
+        let o = rcclfix(&args);
+        assert!(o.status.success(), "rcclfix {sub} --help: {}", stderr(&o));
+        let help = stdout(&o);
+        for f in *flags {
+            assert!(
+                text.contains(f),
+                "the workflow no longer passes {f} to rcclfix {sub}: update WORKFLOW_FLAGS"
+            );
+            let listed = help.lines().any(|l| {
+                l.split(|c: char| c.is_whitespace() || c == ',' || c == '=' || c == '[' || c == '<')
+                    .any(|w| w == *f)
+            });
+            assert!(
+                listed,
+                "the workflow passes {f} to rcclfix {sub}, which has no such flag:\n{help}"
+            );
+        }
+    }
+}

@@ -84,15 +84,20 @@ struct Fixtures {
     with_smi: PathBuf,
     /// Linked against librccl.so.1; `consumer_rccl_version()`.
     consumer: PathBuf,
+    /// Like `ours`, plus a `.hip_fatbin` section holding the offload bundle of the scanner's
+    /// committed fixture `tests/fixtures/trixie/kernels-ndebug.so` (gfx1100, 3 kernels, one of
+    /// which declares hostcall through printf), so `rcclfix scan` has device code to find.
+    with_device: PathBuf,
 }
 
 fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
     F.get_or_init(|| {
         let dir = tempfile::Builder::new()
-            .prefix("package-fixtures-")
+            .prefix(&format!("package-fixtures-{}-", std::process::id()))
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap();
+        remove_stale_fixture_dirs();
         let d = dir.path();
         tool("gcc", "gcc");
         tool("g++", "g++");
@@ -172,8 +177,28 @@ fn fixtures() -> &'static Fixtures {
             .arg("-lrccl")
             .arg("-o")
             .arg(&consumer));
+        let fatbin = d.join("fatbin.bin");
+        tool("objcopy", "binutils");
+        ok(Command::new("objcopy")
+            .args(["-O", "binary", "--only-section=.hip_fatbin"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trixie/kernels-ndebug.so"))
+            .arg(&fatbin));
+        assert!(std::fs::metadata(&fatbin).unwrap().len() > 0, "the scanner fixture has no .hip_fatbin");
+        let dev_c = d.join("device.c");
+        std::fs::write(
+            &dev_c,
+            format!(
+                "__asm__(\".section .hip_fatbin,\\\"a\\\",@progbits\\n.p2align 12\\n.incbin \\\"{}\\\"\\n.previous\\n\");\n",
+                fatbin.display()
+            ),
+        )
+        .unwrap();
+        let dev_o = d.join("device.o");
+        ok(Command::new("gcc").args(["-c", "-fPIC"]).arg(&dev_c).arg("-o").arg(&dev_o));
+        let with_device = lib("with-device", "librccl.so.1", &[], &[dev_o.to_str().unwrap()]);
         Fixtures {
             _dir: dir,
+            with_device,
             ours,
             stock,
             old,
@@ -182,6 +207,27 @@ fn fixtures() -> &'static Fixtures {
             consumer,
         }
     })
+}
+
+/// Statics are never dropped, so the fixture folder outlives the test process: remove the ones
+/// whose process (the pid in the name) is gone.
+fn remove_stale_fixture_dirs() {
+    for e in std::fs::read_dir(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("package-fixtures-") else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or("");
+        if !pid.is_empty()
+            && pid.chars().all(|c| c.is_ascii_digit())
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// A build folder `out/rccl-2.13.4-gfx1100/` as `rcclfix build` writes it, around `lib`.
@@ -377,7 +423,7 @@ fn gate_reports_needed_differences_and_the_rocm_smi_trap() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("NEEDED librocm_smi64.so, which the stock library does not need"),
+        stderr.contains("NEEDED librocm_smi64.so.1, which the stock library does not need"),
         "{stderr}"
     );
     assert!(stderr.contains("rccl.md §10"), "{stderr}");
@@ -1049,4 +1095,139 @@ fn whl_preloads_our_library_with_real_pip() {
         .collect();
     assert_eq!(after, expected);
     assert!(before.iter().all(|p| after.contains(p)));
+}
+
+#[test]
+fn patched_builds_say_so_and_build_package_entry_point_works() {
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
+    m.patched = Some(serde_json::json!({"kernels": 3}));
+    m.save(&dir.join("manifest.json")).unwrap();
+    // The entry point `build --package deb,whl` calls.
+    let out = t.path().join("pkgs");
+    let formats = ["deb".to_owned(), "whl".to_owned()];
+    let paths = rcclfix::package::package_build_dir(&dir, &formats, &out).unwrap();
+    assert_eq!(paths.len(), 2);
+    let info = ok(Command::new("dpkg-deb").arg("--info").arg(&paths[0]));
+    let words = info.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("Overlay for the stock librccl1 package: RCCL 2.13.4 (ROCm 5.4.3) rebuilt and patched by rcclfix"), "{info}");
+    let mut z = zip::ZipArchive::new(std::fs::File::open(&paths[1]).unwrap()).unwrap();
+    let mut meta = String::new();
+    z.by_name("rcclfix_rccl_gfx1100-2.13.4+rcclfix1.dist-info/METADATA")
+        .unwrap()
+        .read_to_string(&mut meta)
+        .unwrap();
+    assert!(meta.contains("(patched after the link)"), "{meta}");
+    // Unknown formats are refused before anything is written.
+    let err = rcclfix::package::package_build_dir(&dir, &["rpm".to_owned()], &t.path().join("x"))
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("unknown package format \"rpm\""),
+        "{err:#}"
+    );
+    assert!(!t.path().join("x").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scanner reads the packages.
+
+/// `rcclfix scan` on the .deb and the .whl finds the library inside, with the same device images,
+/// kernels and verdicts as a scan of the library itself.
+#[test]
+fn scan_finds_the_library_inside_the_packages() {
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.with_device);
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb,whl"]);
+    let opts = rcclfix::scan::ScanOptions::default();
+    let direct = rcclfix::scan::scan_path(&f.with_device, &opts).unwrap();
+    assert_eq!(direct.files.len(), 1);
+    let want = &direct.files[0];
+    assert_eq!(want.images.len(), 1, "{want:?}");
+    let strip = |f: &rcclfix::scan::FileReport| {
+        f.images
+            .iter()
+            .map(|i| (i.entry_id.clone(), i.processor.clone(), i.kernels.clone()))
+            .collect::<Vec<_>>()
+    };
+    for (pkg, member) in paths.iter().zip([
+        "usr/lib/x86_64-linux-gnu/librccl.so.1.0",
+        "rcclfix_rccl/lib/librccl.so.1",
+    ]) {
+        let r = rcclfix::scan::scan_path(pkg, &opts).unwrap();
+        let with_images: Vec<&rcclfix::scan::FileReport> =
+            r.files.iter().filter(|f| !f.images.is_empty()).collect();
+        assert_eq!(
+            with_images.len(),
+            1,
+            "{}: {:?}",
+            pkg.display(),
+            r.files.iter().map(|f| &f.path).collect::<Vec<_>>()
+        );
+        let got = with_images[0];
+        assert_eq!(
+            got.path,
+            format!(
+                "{}!{}{member}",
+                pkg.display(),
+                if member.starts_with("usr") {
+                    "data.tar.xz!"
+                } else {
+                    ""
+                }
+            )
+        );
+        assert!(got.unreadable.is_empty(), "{:?}", got.unreadable);
+        assert_eq!(strip(got), strip(want), "{}", pkg.display());
+        // Same verdict per target (kernel names carry the file path, so compare the last part).
+        let verdict = |r: &rcclfix::scan::ScanReport| {
+            use rcclfix::scan::TargetState;
+            r.target_states(&["gfx1100".into()])
+                .into_iter()
+                .map(|(t, s)| match s {
+                    TargetState::Declares { kernels } => {
+                        let k: Vec<&str> = kernels
+                            .iter()
+                            .map(|k| k.rsplit(": ").next().unwrap())
+                            .collect();
+                        format!("{t}: declares {}", k.join(" "))
+                    }
+                    TargetState::Clean { kernels } => format!("{t}: clean {kernels}"),
+                    TargetState::Unknown { reason } => format!("{t}: unknown ({reason})"),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(verdict(&r), verdict(&direct));
+        // The command line: the printf kernel declares (exit 1), named with the member path.
+        let o = run(Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+            .args(["scan", "--json"])
+            .arg(pkg));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.contains(member) && stdout.contains("k_printf"),
+            "{stdout}"
+        );
+    }
+}
+
+/// Nothing but the library is reported when scanning the packages. Fails today: the scanner
+/// reads the .deb's `usr/share/doc/<pkg>/changelog.gz` (a gzipped text file, required by Debian
+/// Policy §12.7) as a tar.gz and reports it unreadable ("tar stream: failed to read entire
+/// block"), which would turn a clean library's verdict into unknown. Owned by `src/scan/`.
+#[test]
+#[ignore = "scanner: a gzip member that is not a tar is reported unreadable (src/scan/input.rs)"]
+fn scan_of_the_deb_reports_only_the_library() {
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.with_device);
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb"]);
+    let r = rcclfix::scan::scan_path(&paths[0], &rcclfix::scan::ScanOptions::default()).unwrap();
+    let names: Vec<&String> = r.files.iter().map(|f| &f.path).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
 }

@@ -31,9 +31,14 @@ fn mirror() -> Option<PathBuf> {
         }
         Some(m) => {
             let m = PathBuf::from(m);
+            let git = if m.join(".git").exists() {
+                m.join(".git")
+            } else {
+                m.clone()
+            };
             assert!(
-                m.join("HEAD").is_file() && m.join("objects").is_dir(),
-                "RCCLFIX_GIT_MIRROR={} is not a bare git repository",
+                git.join("HEAD").is_file() && git.join("objects").is_dir(),
+                "RCCLFIX_GIT_MIRROR={} is not a git repository",
                 m.display()
             );
             Some(m)

