@@ -545,11 +545,6 @@ pub fn build(
         }
     }
     manifest.save(&out.path().join("manifest.json"))?;
-    // atomic_write's temporary files are 0600; the output folder is meant to be shared and packaged.
-    for f in ["manifest.json", "scan.json"] {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(out.path().join(f), std::fs::Permissions::from_mode(0o644))?;
-    }
     let dir = out.commit()?;
     crate::ui::status(
         "Finished",
