@@ -179,13 +179,6 @@ pub fn build(
         ),
         _ => {}
     }
-    if recipe.build.post_link_patch {
-        bail!(
-            "recipe {} needs `rcclfix patch` after the link (post_link_patch = true), which `build` does not run yet\nhelp: choose another recipe for RCCL {} (rcclfix build --list)",
-            recipe.id(),
-            recipe.rccl_version
-        );
-    }
     let name = output_name(recipe, &targets);
     let dest = args.out_dir.join(&name);
     crate::ui::status(
@@ -455,6 +448,33 @@ pub fn build(
         .context("library has no file name")?
         .to_string_lossy()
         .into_owned();
+    // Post-link patch (recipes with `post_link_patch = true`, the 2.30.x device-linker pattern):
+    // rewrite provably unused hostcall declarations in the built library before the gate judges
+    // it. A refusal fails the build; the record goes into `manifest.patched` only when something
+    // was rewritten.
+    let patched = if recipe.build.post_link_patch {
+        crate::ui::status(
+            "Patching",
+            format_args!("{} (post-link, {})", lib.display(), targets.join(",")),
+        );
+        let rec = crate::patch::patch_in_place(
+            &lib,
+            &crate::patch::PatchOptions {
+                targets: targets.clone(),
+            },
+        )
+        .with_context(|| {
+            format!(
+                "post-link patch of {} failed: no output written",
+                lib.display()
+            )
+        })?;
+        (!rec.images.is_empty())
+            .then(|| serde_json::to_value(&rec))
+            .transpose()?
+    } else {
+        None
+    };
     let gate = gate::run(&lib, &lib_display, &targets)?;
     let scan_json = serde_json::to_string_pretty(&gate.report)? + "\n";
     if !gate.passed() {
@@ -523,7 +543,7 @@ pub fn build(
         build_seconds,
         gate: gate.summary(),
         verify: None,
-        patched: None,
+        patched,
     };
     if args.verify {
         crate::ui::status("Verifying", format_args!("{} on two GPUs", lib_name));

@@ -609,3 +609,29 @@ fn toolchain_run_uses_the_rootfs_without_network() {
         assert_eq!(ifaces, vec!["lo"], "{engine}: network must be off");
     }
 }
+
+#[test]
+fn minihip_post_link_patch_refuses_a_live_assert_and_writes_nothing() {
+    // `post_link_patch = true` runs `rcclfix patch` on the built library before the gate. With no
+    // NDEBUG the assert kernel really reaches hostcall, so the patch must refuse, naming it.
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    let (repo, commit) = minihip_repo(t.path());
+    let text = recipe(&repo, Some(&commit), "none", "") + "post_link_patch = true\n";
+    let f = write_recipe(t.path(), "patch.toml", &text);
+    let o = build_minihip(t.path(), &home, &f, test_engine());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("post-link patch of"), "{err}");
+    assert!(err.contains("refusing to patch"), "{err}");
+    assert!(err.contains("mh_assert"), "{err}");
+    assert!(
+        out_entries(t.path()).is_empty(),
+        "output left behind: {:?}",
+        out_entries(t.path())
+    );
+}

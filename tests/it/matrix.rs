@@ -152,10 +152,15 @@ fn status_filter_selects() {
 /// A status no embedded recipe has (`--status` with it must fail), if any is left.
 fn empty_status() -> Option<&'static str> {
     let all = embedded().unwrap();
-    [Status::Verified, Status::Expected, Status::Experimental, Status::UnfixableByRebuild]
-        .into_iter()
-        .find(|s| !all.values().any(|r| r.status == *s))
-        .map(Status::as_str)
+    [
+        Status::Verified,
+        Status::Expected,
+        Status::Experimental,
+        Status::UnfixableByRebuild,
+    ]
+    .into_iter()
+    .find(|s| !all.values().any(|r| r.status == *s))
+    .map(Status::as_str)
 }
 
 #[test]
@@ -175,8 +180,12 @@ fn bad_options_fail_with_one_clear_line() {
         ),
     ]
     .into_iter()
-    .chain(empty_status().map(|st| (vec!["matrix", "--json", "--status", st], "no recipe has the selected status")))
-    {
+    .chain(empty_status().map(|st| {
+        (
+            vec!["matrix", "--json", "--status", st],
+            "no recipe has the selected status",
+        )
+    })) {
         let o = rcclfix(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
