@@ -280,17 +280,24 @@ pub fn scan_buffer(
         Format::Ar => scan_ar(name, data, depth, files)?,
         Format::Zip => scan_zip(name, data, depth, files)?,
         Format::Tar => scan_tar(name, data, depth, files)?,
-        Format::Gzip => scan_tar(name, flate2::read::MultiGzDecoder::new(data), depth, files)?,
-        Format::Xz => scan_tar(
+        Format::Gzip => scan_compressed_tar(
+            name,
+            flate2::read::MultiGzDecoder::new(data),
+            explicit,
+            depth,
+            files,
+        )?,
+        Format::Xz => scan_compressed_tar(
             name,
             xz2::read::XzDecoder::new_multi_decoder(data),
+            explicit,
             depth,
             files,
         )?,
         Format::Zstd => {
             let dec = zstd::stream::read::Decoder::with_buffer(data)
                 .with_context(|| format!("{name}: zstd stream"))?;
-            scan_tar(name, dec, depth, files)?
+            scan_compressed_tar(name, dec, explicit, depth, files)?
         }
     }
     Ok(true)
@@ -450,6 +457,27 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// A compressed stream: scanned as a tar archive when its first 512 decompressed bytes are a tar
+/// header; otherwise skipped (a compressed changelog in a .deb), or an error when named directly.
+fn scan_compressed_tar(
+    name: &str,
+    mut r: impl Read,
+    explicit: bool,
+    depth: u32,
+    files: &mut Vec<FileReport>,
+) -> anyhow::Result<()> {
+    let mut head = vec![0u8; 512];
+    let n = read_up_to(&mut r, &mut head).with_context(|| format!("{name}: cannot decompress"))?;
+    head.truncate(n);
+    if head.get(257..262) != Some(b"ustar") {
+        if explicit {
+            anyhow::bail!("{name}: compressed stream at offset 0 is not a tar archive");
+        }
+        return Ok(());
+    }
+    scan_tar(name, std::io::Cursor::new(head).chain(r), depth, files)
 }
 
 /// tar archives, streamed: each regular member's first bytes are sniffed, and only members of a

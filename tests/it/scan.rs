@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 
 use rcclfix::scan::{self, ScanOptions, ScanReport, TargetState};
 
+#[path = "scan_differential.rs"]
+mod differential;
+
 pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

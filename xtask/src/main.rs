@@ -7,6 +7,7 @@
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 
 mod fixtures;
+mod inputs;
 mod test;
 
 fn main() -> anyhow::Result<()> {
@@ -24,5 +25,8 @@ fn main() -> anyhow::Result<()> {
 
 /// The repository root (the parent of `xtask/`).
 pub fn project_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }

@@ -9,6 +9,7 @@ use xshell::{cmd, Shell};
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     apt_packages(sh)?;
+    crate::inputs::fetch(sh)?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
     Ok(())
