@@ -10,6 +10,8 @@ use rcclfix::scan::{self, ScanOptions, ScanReport, TargetState};
 
 #[path = "scan_differential.rs"]
 mod differential;
+#[path = "scan_malformed.rs"]
+mod malformed;
 
 pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
