@@ -37,6 +37,9 @@ pub struct ScanArgs {
     /// Print JSON (schema version in the output) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Skip the CCOB MD5 check (sizes are still checked): faster on large compressed images.
+    #[arg(long)]
+    pub no_hash_check: bool,
     /// List every kernel per target (also enabled by the global -v).
     #[arg(short = 'k', long)]
     pub kernels: bool,
@@ -87,6 +90,7 @@ impl ScanArgs {
     pub fn run_with_verbosity(self, verbose: u8) -> anyhow::Result<ExitCode> {
         let opts = ScanOptions {
             targets: self.target.clone(),
+            skip_hash_check: self.no_hash_check,
         };
         let mut report = ScanReport {
             schema_version: SCHEMA_VERSION,

@@ -14,6 +14,7 @@ use anyhow::Context;
 use super::bundle::{BUNDLE_MAGIC, CCOB_MAGIC};
 use super::model::{FileReport, Unreadable};
 use super::walk;
+use super::ScanOptions;
 
 /// Deepest archive nesting followed (a .deb holds a data.tar.xz holding files: depth 2).
 pub const MAX_DEPTH: u32 = 4;
@@ -112,11 +113,15 @@ fn io_unreadable(name: &str, class: &str, reason: String) -> FileReport {
 ///
 /// Errors: the path does not exist or cannot be read, is not a regular file or directory, or is a
 /// file that is empty or of no known format.
-pub fn scan_top(path: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
+pub fn scan_top(
+    path: &Path,
+    files: &mut Vec<FileReport>,
+    opts: &ScanOptions,
+) -> anyhow::Result<()> {
     let md = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     let name = path.display().to_string();
     if md.is_dir() {
-        return walk_dir(path, files);
+        return walk_dir(path, files, opts);
     }
     if !md.is_file() {
         anyhow::bail!("{name}: not a regular file or directory");
@@ -128,7 +133,7 @@ pub fn scan_top(path: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> 
     // SAFETY: the map is read-only; a file truncated by another process while we read it would
     // fault, which is the usual caveat of mmap-based readers (ripgrep, object's examples).
     let map = unsafe { memmap2::Mmap::map(&f) }.with_context(|| format!("cannot map {name}"))?;
-    let known = scan_buffer(&name, &map, true, 0, files)?;
+    let known = scan_buffer(&name, &map, true, 0, files, opts)?;
     if !known {
         let head: String = map
             .iter()
@@ -145,7 +150,7 @@ pub fn scan_top(path: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> 
 
 /// Walk a directory in name order; report every file that carries device code, and every entry
 /// that could not be read (dangling symlinks, FIFOs and other non-regular files, I/O errors).
-fn walk_dir(root: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
+fn walk_dir(root: &Path, files: &mut Vec<FileReport>, opts: &ScanOptions) -> anyhow::Result<()> {
     for entry in walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -209,7 +214,7 @@ fn walk_dir(root: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
                 continue;
             }
         };
-        if let Err(e) = scan_buffer(&name, &map, false, 0, files) {
+        if let Err(e) = scan_buffer(&name, &map, false, 0, files, opts) {
             files.push(io_unreadable(&name, "io", format!("{e:#}")));
         }
     }
@@ -227,6 +232,7 @@ pub fn scan_buffer(
     explicit: bool,
     depth: u32,
     files: &mut Vec<FileReport>,
+    opts: &ScanOptions,
 ) -> anyhow::Result<bool> {
     let Some(fmt) = sniff(data) else {
         return Ok(false);
@@ -239,7 +245,7 @@ pub fn scan_buffer(
         }
         Format::HostElf => {
             let mut f = new_file(name, "host-elf");
-            if walk::scan_host_elf(data, &mut f) || explicit {
+            if walk::scan_host_elf(data, &mut f, opts) || explicit {
                 files.push(f);
             }
         }
@@ -252,7 +258,7 @@ pub fn scan_buffer(
                     "ccob"
                 },
             );
-            walk::scan_fatbin(data, 0, &mut f);
+            walk::scan_fatbin(data, 0, &mut f, opts);
             files.push(f);
         }
         Format::Kpack => {
@@ -277,15 +283,16 @@ pub fn scan_buffer(
             });
             files.push(f);
         }
-        Format::Ar => scan_ar(name, data, depth, files)?,
-        Format::Zip => scan_zip(name, data, depth, files)?,
-        Format::Tar => scan_tar(name, data, depth, files)?,
+        Format::Ar => scan_ar(name, data, depth, files, opts)?,
+        Format::Zip => scan_zip(name, data, depth, files, opts)?,
+        Format::Tar => scan_tar(name, data, depth, files, opts)?,
         Format::Gzip => scan_compressed_tar(
             name,
             flate2::read::MultiGzDecoder::new(data),
             explicit,
             depth,
             files,
+            opts,
         )?,
         Format::Xz => scan_compressed_tar(
             name,
@@ -293,11 +300,12 @@ pub fn scan_buffer(
             explicit,
             depth,
             files,
+            opts,
         )?,
         Format::Zstd => {
             let dec = zstd::stream::read::Decoder::with_buffer(data)
                 .with_context(|| format!("{name}: zstd stream"))?;
-            scan_compressed_tar(name, dec, explicit, depth, files)?
+            scan_compressed_tar(name, dec, explicit, depth, files, opts)?
         }
     }
     Ok(true)
@@ -309,7 +317,13 @@ fn member_name(archive: &str, member: &str) -> String {
 
 /// `ar` archives (.deb, .a), parsed in place. GNU (`//` long-name table, `/N`) and BSD (`#1/N`)
 /// long names are understood.
-fn scan_ar(name: &str, data: &[u8], depth: u32, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
+fn scan_ar(
+    name: &str,
+    data: &[u8],
+    depth: u32,
+    files: &mut Vec<FileReport>,
+    opts: &ScanOptions,
+) -> anyhow::Result<()> {
     let mut pos = 8usize;
     let mut long_names: &[u8] = &[];
     while pos + 60 <= data.len() {
@@ -378,8 +392,15 @@ fn scan_ar(name: &str, data: &[u8], depth: u32, files: &mut Vec<FileReport>) -> 
                     body = &body[n..];
                 }
             }
-            scan_buffer(&member_name(name, &mname), body, false, depth + 1, files)
-                .with_context(|| format!("{name}: ar member {mname}"))?;
+            scan_buffer(
+                &member_name(name, &mname),
+                body,
+                false,
+                depth + 1,
+                files,
+                opts,
+            )
+            .with_context(|| format!("{name}: ar member {mname}"))?;
         }
         pos = end + (end & 1);
     }
@@ -392,6 +413,7 @@ fn scan_zip(
     data: &[u8],
     depth: u32,
     files: &mut Vec<FileReport>,
+    opts: &ScanOptions,
 ) -> anyhow::Result<()> {
     let mut z = match zip::ZipArchive::new(std::io::Cursor::new(data)) {
         Ok(z) => z,
@@ -424,7 +446,7 @@ fn scan_zip(
             let start = m.data_start() as usize;
             if let Some(body) = data.get(start..start.saturating_add(m.compressed_size() as usize))
             {
-                scan_buffer(&mname, body, false, depth + 1, files)?;
+                scan_buffer(&mname, body, false, depth + 1, files, opts)?;
                 continue;
             }
         }
@@ -443,7 +465,7 @@ fn scan_zip(
             ));
             continue;
         }
-        scan_buffer(&mname, &body, false, depth + 1, files)?;
+        scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
     }
     Ok(())
 }
@@ -467,6 +489,7 @@ fn scan_compressed_tar(
     explicit: bool,
     depth: u32,
     files: &mut Vec<FileReport>,
+    opts: &ScanOptions,
 ) -> anyhow::Result<()> {
     let mut head = vec![0u8; 512];
     let n = read_up_to(&mut r, &mut head).with_context(|| format!("{name}: cannot decompress"))?;
@@ -477,7 +500,13 @@ fn scan_compressed_tar(
         }
         return Ok(());
     }
-    scan_tar(name, std::io::Cursor::new(head).chain(r), depth, files)
+    scan_tar(
+        name,
+        std::io::Cursor::new(head).chain(r),
+        depth,
+        files,
+        opts,
+    )
 }
 
 /// tar archives, streamed: each regular member's first bytes are sniffed, and only members of a
@@ -487,6 +516,7 @@ fn scan_tar(
     r: impl Read,
     depth: u32,
     files: &mut Vec<FileReport>,
+    opts: &ScanOptions,
 ) -> anyhow::Result<()> {
     let mut ar = tar::Archive::new(r);
     let entries = match ar.entries() {
@@ -552,7 +582,7 @@ fn scan_tar(
             ));
             return Ok(());
         }
-        scan_buffer(&mname, &body, false, depth + 1, files)?;
+        scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
     }
     Ok(())
 }

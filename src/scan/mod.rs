@@ -30,6 +30,9 @@ pub struct ScanOptions {
     /// Only report these gfx targets (empty: all). Generic entries that can run on a listed target
     /// (e.g. `gfx11-generic` for `gfx1100`) are kept too.
     pub targets: Vec<String>,
+    /// Skip the CCOB MD5-low-64 check (sizes are still checked). MD5 runs at roughly a quarter of
+    /// zstd's decode speed, so this trades the integrity check for speed on large compressed images.
+    pub skip_hash_check: bool,
 }
 
 /// A problem found while parsing device code: a byte offset (relative to the buffer the parser was
@@ -80,7 +83,7 @@ impl Problem {
 /// [`Unreadable`] record with the offset and reason, and makes the target `Unknown`.
 pub fn scan_path(path: &Path, opts: &ScanOptions) -> anyhow::Result<ScanReport> {
     let mut files = Vec::new();
-    input::scan_top(path, &mut files)?;
+    input::scan_top(path, &mut files, opts)?;
     let mut report = ScanReport {
         schema_version: SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -96,7 +99,7 @@ pub fn scan_path(path: &Path, opts: &ScanOptions) -> anyhow::Result<ScanReport> 
 /// displayed as `name`. Same formats and errors as [`scan_path`] for a single file.
 pub fn scan_bytes(name: &str, data: &[u8], opts: &ScanOptions) -> anyhow::Result<ScanReport> {
     let mut files = Vec::new();
-    input::scan_buffer(name, data, true, 0, &mut files)?;
+    input::scan_buffer(name, data, true, 0, &mut files, opts)?;
     let mut report = ScanReport {
         schema_version: SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").to_owned(),

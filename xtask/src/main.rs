@@ -5,7 +5,9 @@
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
+//! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
 
+mod bench_scan;
 mod fixtures;
 mod inputs;
 mod test;
@@ -19,7 +21,8 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "test" => test::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures"),
+        "bench-scan" => bench_scan::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, bench-scan"),
     }
 }
 
