@@ -18,8 +18,11 @@ use super::ScanOptions;
 
 /// Deepest archive nesting followed (a .deb holds a data.tar.xz holding files: depth 2).
 pub const MAX_DEPTH: u32 = 4;
-/// Largest archive member read into memory (16 GiB).
-pub const MAX_MEMBER: u64 = 16 << 30;
+/// Largest archive member read into memory (4 GiB; the largest ROCm libraries are about 1.2 GB).
+pub const MAX_MEMBER: u64 = 4 << 30;
+/// Memory reserved up front for a member, whatever size its header claims; the buffer grows only
+/// as real bytes arrive, so a lying header cannot make the scanner reserve more (256 MiB).
+pub const MAX_RESERVE: u64 = 256 << 20;
 
 /// What the first bytes of a buffer say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -455,8 +458,19 @@ fn scan_zip(
         if sniff(&head[..n]).is_none() {
             continue;
         }
-        let mut body = Vec::with_capacity(m.size().min(MAX_MEMBER) as usize);
+        let mut body = Vec::with_capacity(m.size().min(MAX_RESERVE) as usize);
         body.extend_from_slice(&head[..n]);
+        if m.size() > MAX_MEMBER {
+            files.push(io_unreadable(
+                &mname,
+                "unsupported",
+                format!(
+                    "member of {} bytes is larger than the {MAX_MEMBER}-byte limit",
+                    m.size()
+                ),
+            ));
+            continue;
+        }
         if let Err(e) = (&mut m).take(MAX_MEMBER).read_to_end(&mut body) {
             files.push(io_unreadable(
                 &mname,
@@ -572,7 +586,7 @@ fn scan_tar(
             ));
             continue;
         }
-        let mut body = Vec::with_capacity(size as usize);
+        let mut body = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
         body.extend_from_slice(&head[..n]);
         if let Err(e) = entry.read_to_end(&mut body) {
             files.push(io_unreadable(
