@@ -1,14 +1,1130 @@
-//! `rcclfix matrix`: the recipes per ROCm release as a table or a GitHub Actions matrix.
+//! `rcclfix matrix`: the recipes per ROCm release as a table, as a GitHub Actions
+//! `strategy.matrix`, and the consistency checks every recipe must pass (`--check`).
+//!
+//! The matrix is what `.github/workflows/rcclfix.yml` builds: one job per (recipe, gfx target) by
+//! default, each in the recipe's toolchain image. The consistency checks are the rules that tie a
+//! recipe to the facts it depends on (reference: `shared/reference/rccl.md` §1–§5): the tag naming of
+//! each source repository, which NDEBUG strategy can work for which RCCL version and device-code
+//! pipeline, the toolchain image and its Containerfile, and that a `verified` status is earned by a
+//! record. Where a git mirror of the source is at hand (`--git-mirror` / `RCCLFIX_GIT_MIRROR`), the
+//! commit pin and the RCCL version in the tag's `makefiles/version.mk` are checked against it.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::{Lockfile, NdebugStrategy, Pipeline, Recipe, Status};
+
+/// The ROCm/rccl repository (tags `rocm-X.Y.Z`).
+pub const ROCM_RCCL_GIT: &str = "https://github.com/ROCm/rccl.git";
+/// The ROCm/rocm-systems monorepo (RCCL under `projects/rccl`, release tags `therock-X.Y`).
+pub const ROCM_SYSTEMS_GIT: &str = "https://github.com/ROCm/rocm-systems.git";
+/// Where RCCL lives inside [`ROCM_SYSTEMS_GIT`].
+pub const ROCM_SYSTEMS_SUBDIR: &str = "projects/rccl";
 
 /// Arguments of `rcclfix matrix`.
 #[derive(Debug, clap::Args)]
-pub struct MatrixArgs {}
+pub struct MatrixArgs {
+    /// Print the GitHub Actions matrix (`{"include":[…]}`, one line) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Statuses to include, comma-separated: verified, expected, experimental,
+    /// unfixable-by-rebuild, or all. Default: every buildable status (all but unfixable-by-rebuild).
+    #[arg(long, value_delimiter = ',', value_name = "STATUS")]
+    pub status: Vec<String>,
+    /// gfx targets for every entry, comma-separated (default: each recipe's own `build.targets`).
+    #[arg(long, value_delimiter = ',', value_name = "GFX")]
+    pub targets: Vec<String>,
+    /// One entry per recipe with all targets joined (`"gfx1100,gfx1201"`) instead of one entry per
+    /// target.
+    #[arg(long)]
+    pub joined: bool,
+    /// Check every embedded recipe for consistency against the checkout at `--root` (and the git
+    /// mirror, when given); print one line per problem; exit 1 when there is one.
+    #[arg(long)]
+    pub check: bool,
+    /// The repository checkout whose `containers/` and `recipes/records/` `--check` reads.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub root: PathBuf,
+    /// A bare git mirror of the recipes' source repository, for `--check` to verify commit pins and
+    /// `makefiles/version.mk` at each tag it has.
+    #[arg(long, env = "RCCLFIX_GIT_MIRROR", value_name = "GIT_DIR")]
+    pub git_mirror: Option<PathBuf>,
+}
 
 impl MatrixArgs {
     /// Run the subcommand.
     pub fn run(self) -> anyhow::Result<ExitCode> {
-        anyhow::bail!("matrix: not implemented yet")
+        let all = crate::recipe::embedded()?;
+        if self.check {
+            let lock = embedded_lockfile()?;
+            let report = check_all(&all, &self.root, &lock, self.git_mirror.as_deref());
+            for n in &report.notes {
+                eprintln!("note: {n}");
+            }
+            for p in &report.problems {
+                println!("{p}");
+            }
+            if report.problems.is_empty() {
+                crate::ui::status("Checked", format!("{} recipes, no problem", all.len()));
+                return Ok(ExitCode::SUCCESS);
+            }
+            eprintln!("error: {} recipe problem(s)", report.problems.len());
+            return Ok(ExitCode::from(crate::EXIT_CHECK_FAILED));
+        }
+        let filter = StatusFilter::parse(&self.status)?;
+        let targets = if self.targets.is_empty() {
+            None
+        } else {
+            Some(self.targets.as_slice())
+        };
+        let entries = entries(&all, &filter, targets, self.joined)?;
+        if self.json {
+            println!("{}", github_matrix_json(&entries)?);
+        } else {
+            print!("{}", table(&entries, &all));
+            let hidden = all.values().filter(|r| !filter.accepts(r.status)).count();
+            if hidden > 0 {
+                eprintln!(
+                    "({hidden} recipe(s) with other statuses hidden; --status all shows them)"
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
     }
+}
+
+/// Which statuses `matrix` selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusFilter(Vec<Status>);
+
+impl StatusFilter {
+    /// Parse `--status` values (`verified`, `expected`, `experimental`, `unfixable-by-rebuild`,
+    /// `all`). An empty list means every buildable status (all but `unfixable-by-rebuild`).
+    ///
+    /// Errors: an unknown name (the message lists the known ones).
+    pub fn parse(values: &[String]) -> anyhow::Result<StatusFilter> {
+        let all = [
+            Status::Verified,
+            Status::Expected,
+            Status::Experimental,
+            Status::UnfixableByRebuild,
+        ];
+        if values.is_empty() {
+            return Ok(StatusFilter(all[..3].to_vec()));
+        }
+        let mut out = Vec::new();
+        for v in values.iter().map(|v| v.trim()).filter(|v| !v.is_empty()) {
+            if v == "all" {
+                out.extend(all);
+                continue;
+            }
+            match all.iter().find(|s| s.as_str() == v) {
+                Some(s) => out.push(*s),
+                None => bail!(
+                    "--status: unknown status {v:?}\nhelp: use verified, expected, experimental, unfixable-by-rebuild or all"
+                ),
+            }
+        }
+        if out.is_empty() {
+            return Ok(StatusFilter(all[..3].to_vec()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(StatusFilter(out))
+    }
+
+    /// Whether a recipe with status `s` is selected.
+    pub fn accepts(&self, s: Status) -> bool {
+        self.0.contains(&s)
+    }
+}
+
+/// One entry of the GitHub Actions matrix (`strategy.matrix.include[i]`). Every entry has every key
+/// (empty strings where a value does not apply), so the workflow can read any `matrix.<key>`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MatrixEntry {
+    /// Recipe id (what `rcclfix build --tag` takes).
+    pub recipe: String,
+    /// RCCL version, `MAJOR.MINOR.PATCH`.
+    pub rccl: String,
+    /// ROCm release, e.g. `7.2.1`.
+    pub rocm: String,
+    /// Recipe status, kebab-case (`verified`, `expected`, `experimental`, `unfixable-by-rebuild`).
+    pub status: String,
+    /// `true` when `rcclfix build` needs `--experimental` for this recipe (the workflow also lets
+    /// such jobs fail without failing the run).
+    pub experimental: bool,
+    /// The toolchain: the image reference, or the name of a local (Debian-package) toolchain.
+    pub toolchain: String,
+    /// OCI image reference without a registry host, or `""` for a local toolchain.
+    pub image: String,
+    /// Containerfile extending `image`, relative to the repository root, or `""`.
+    pub containerfile: String,
+    /// gfx targets, comma-separated (exactly one unless `--joined`).
+    pub targets: String,
+    /// NDEBUG strategy, kebab-case.
+    pub ndebug: String,
+    /// Device-code pipeline: `rdc` or `device-linker`.
+    pub pipeline: String,
+    /// Whether the build runs `rcclfix patch` after the link.
+    pub post_link_patch: bool,
+    /// Peak RAM the device link needs, GiB (the workflow sizes swap from it).
+    pub link_ram_gib: f64,
+    /// A name for the job's uploaded artifact, unique within the matrix:
+    /// `rcclfix-<recipe>-<targets joined by '_'>`.
+    pub artifact: String,
+}
+
+/// Order recipes by ROCm release (numerically), then by id.
+fn release_key(r: &Recipe) -> (Vec<u32>, String) {
+    let v = r
+        .rocm_release
+        .split('.')
+        .map(|p| p.parse().unwrap_or(u32::MAX))
+        .collect();
+    (v, r.id().to_owned())
+}
+
+/// The matrix entries for the recipes that `filter` accepts, ordered by ROCm release.
+///
+/// `targets` overrides every recipe's `build.targets`; with `joined` false each target becomes its
+/// own entry (builds run in parallel, each fits a runner's time limit, and each artifact and scan
+/// gate is per target), with `joined` true one entry carries them all (one library for all targets).
+///
+/// Errors: a target that is not an explicit gfx name (generic targets are rejected by RCCL's
+/// linker), or no recipe selected (GitHub Actions refuses an empty matrix).
+pub fn entries(
+    all: &BTreeMap<String, Recipe>,
+    filter: &StatusFilter,
+    targets: Option<&[String]>,
+    joined: bool,
+) -> anyhow::Result<Vec<MatrixEntry>> {
+    if let Some(ts) = targets {
+        for t in ts {
+            check_target(t).context("--targets")?;
+        }
+    }
+    let mut recipes: Vec<&Recipe> = all.values().filter(|r| filter.accepts(r.status)).collect();
+    recipes.sort_by_key(|r| release_key(r));
+    let mut out = Vec::new();
+    for r in recipes {
+        let ts: Vec<String> = match targets {
+            Some(ts) => dedup_keep_order(ts),
+            None => r.build.targets.clone(),
+        };
+        let groups: Vec<Vec<String>> = if joined {
+            vec![ts]
+        } else {
+            ts.into_iter().map(|t| vec![t]).collect()
+        };
+        for g in groups {
+            out.push(entry(r, &g));
+        }
+    }
+    if out.is_empty() {
+        bail!("no recipe has the selected status(es)\nhelp: `rcclfix matrix --status all` lists every recipe");
+    }
+    Ok(out)
+}
+
+fn dedup_keep_order(ts: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in ts {
+        if !out.contains(t) {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+fn check_target(t: &str) -> anyhow::Result<()> {
+    let ok = t.len() > 3
+        && t.starts_with("gfx")
+        && !t.contains("generic")
+        && t[3..].bytes().all(|b| b.is_ascii_alphanumeric());
+    if !ok {
+        bail!("{t:?} is not an explicit gfx target such as gfx1100 (generic targets are rejected by RCCL's linker)");
+    }
+    Ok(())
+}
+
+fn kebab<T: Serialize>(v: T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn entry(r: &Recipe, targets: &[String]) -> MatrixEntry {
+    let image = r.toolchain.image.clone().unwrap_or_default();
+    MatrixEntry {
+        recipe: r.id().to_owned(),
+        rccl: r.rccl_version.clone(),
+        rocm: r.rocm_release.clone(),
+        status: r.status.as_str().to_owned(),
+        experimental: r.status == Status::Experimental,
+        toolchain: r.toolchain.name.clone().unwrap_or_else(|| image.clone()),
+        image,
+        containerfile: r.toolchain.containerfile.clone().unwrap_or_default(),
+        targets: targets.join(","),
+        ndebug: kebab(r.build.ndebug),
+        pipeline: kebab(r.build.pipeline),
+        post_link_patch: r.build.post_link_patch,
+        link_ram_gib: r.build.link_ram_gib,
+        artifact: format!("rcclfix-{}-{}", r.id(), targets.join("_")),
+    }
+}
+
+/// The entries as a GitHub Actions matrix, `{"include":[…]}`, on one line (for `$GITHUB_OUTPUT`).
+pub fn github_matrix_json(entries: &[MatrixEntry]) -> anyhow::Result<String> {
+    #[derive(Serialize)]
+    struct M<'a> {
+        include: &'a [MatrixEntry],
+    }
+    Ok(serde_json::to_string(&M { include: entries })?)
+}
+
+/// The entries as a text table, followed by the reason of every experimental or unfixable recipe.
+pub fn table(entries: &[MatrixEntry], all: &BTreeMap<String, Recipe>) -> String {
+    let rows: Vec<[String; 8]> = entries
+        .iter()
+        .map(|e| {
+            let patch = if e.post_link_patch { "+patch" } else { "" };
+            [
+                e.recipe.clone(),
+                e.rocm.clone(),
+                e.rccl.clone(),
+                e.status.clone(),
+                e.ndebug.clone(),
+                format!("{}{patch}", e.pipeline),
+                e.targets.clone(),
+                e.toolchain.clone(),
+            ]
+        })
+        .collect();
+    let head = [
+        "RECIPE",
+        "ROCM",
+        "RCCL",
+        "STATUS",
+        "NDEBUG",
+        "PIPELINE",
+        "TARGETS",
+        "TOOLCHAIN",
+    ];
+    let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (i, c) in row.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<width$}  ", width = w[i]));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(&head);
+    for row in &rows {
+        out.push_str(&line(&row.iter().map(String::as_str).collect::<Vec<_>>()));
+    }
+    let mut seen = Vec::new();
+    for e in entries {
+        if seen.contains(&e.recipe) {
+            continue;
+        }
+        seen.push(e.recipe.clone());
+        if let Some(reason) = all.get(&e.recipe).and_then(|r| r.status_reason.as_deref()) {
+            out.push_str(&format!("\n{} ({}): {reason}", e.recipe, e.status));
+        }
+    }
+    if seen
+        .iter()
+        .any(|id| all.get(id).is_some_and(|r| r.status_reason.is_some()))
+    {
+        out.push('\n');
+    }
+    out
+}
+
+/// Refuse to build an experimental recipe unless `--experimental` was given, and an
+/// unfixable-by-rebuild recipe unless it was given (then the build only reproduces the failure).
+/// `rcclfix build --tag` calls this before fetching anything.
+///
+/// Errors: one line naming the recipe and its `status_reason`, with a `help:` line.
+pub fn require_experimental_ok(recipe: &Recipe, experimental: bool) -> anyhow::Result<()> {
+    let reason = recipe
+        .status_reason
+        .as_deref()
+        .unwrap_or("no reason recorded");
+    match recipe.status {
+        Status::Verified | Status::Expected => Ok(()),
+        Status::Experimental if experimental => {
+            tracing::warn!("recipe {} is experimental: {reason}; the scan gate decides", recipe.id());
+            Ok(())
+        }
+        Status::Experimental => bail!(
+            "recipe {} is experimental: {reason}\nhelp: pass --experimental to build it anyway; the scan gate still decides whether it ships",
+            recipe.id()
+        ),
+        Status::UnfixableByRebuild if experimental => {
+            tracing::warn!("recipe {} cannot be fixed by a rebuild ({reason}); the scan gate is expected to fail", recipe.id());
+            Ok(())
+        }
+        Status::UnfixableByRebuild => bail!(
+            "recipe {} cannot be fixed by a rebuild: {reason}\nhelp: `rcclfix matrix --status all` lists the recipes for this RCCL version; pass --experimental to reproduce the failure",
+            recipe.id()
+        ),
+    }
+}
+
+/// The lockfile embedded in the binary (`recipes/rcclfix.lock`), without the user's pins.
+pub fn embedded_lockfile() -> anyhow::Result<Lockfile> {
+    toml::from_str(crate::recipe::EMBEDDED_LOCK).context("embedded recipes/rcclfix.lock")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consistency checks
+// ---------------------------------------------------------------------------------------------
+
+/// What [`check_recipe`] and [`check_all`] found: `problems` fail the check, `notes` say what could
+/// not be checked (e.g. a tag absent from the mirror).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckReport {
+    /// One line each, `recipe <id>: <what is wrong>`.
+    pub problems: Vec<String>,
+    /// One line each, `recipe <id>: <what was not checked and why>`.
+    pub notes: Vec<String>,
+    /// Recipes whose commit or RCCL version was confirmed in the mirror: (id, commit, version).
+    pub mirror_confirmed: Vec<(String, String, String)>,
+}
+
+impl CheckReport {
+    fn problem(&mut self, r: &Recipe, msg: impl std::fmt::Display) {
+        self.problems.push(format!("recipe {}: {msg}", r.id()));
+    }
+    fn note(&mut self, r: &Recipe, msg: impl std::fmt::Display) {
+        self.notes.push(format!("recipe {}: {msg}", r.id()));
+    }
+    fn extend(&mut self, o: CheckReport) {
+        self.problems.extend(o.problems);
+        self.notes.extend(o.notes);
+        self.mirror_confirmed.extend(o.mirror_confirmed);
+    }
+}
+
+/// `MAJOR.MINOR.PATCH` → numbers (missing parts are 0).
+pub fn version_tuple(v: &str) -> (u32, u32, u32) {
+    let mut it = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+    )
+}
+
+/// First RCCL version whose `toolchain-linux.cmake` sets normal `CMAKE_CXX_FLAGS_RELEASE "-O3"`,
+/// shadowing CMake's Release `-DNDEBUG` (seen on ROCm/rccl `develop` at 2.21.5; absent at
+/// rocm-6.2.2 = 2.20.5). From here `release-build-type` cannot work (rccl.md §3).
+pub const TOOLCHAIN_FILE_SHADOWS_FROM: (u32, u32, u32) = (2, 21, 0);
+/// First RCCL version built with the device linker by default (`ENABLE_DEVICE_LINKER=ON`, rccl.md §2).
+pub const DEVICE_LINKER_FROM: (u32, u32, u32) = (2, 28, 0);
+
+/// The recipe's source repository, by URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repo {
+    Rccl,
+    RocmSystems,
+    Other,
+}
+
+fn repo_of(url: &str) -> Repo {
+    let u = url.trim_end_matches('/').trim_end_matches(".git");
+    if u.eq_ignore_ascii_case(ROCM_RCCL_GIT.trim_end_matches(".git")) {
+        Repo::Rccl
+    } else if u.eq_ignore_ascii_case(ROCM_SYSTEMS_GIT.trim_end_matches(".git")) {
+        Repo::RocmSystems
+    } else {
+        Repo::Other
+    }
+}
+
+fn has_option(r: &Recipe, opt: &str) -> bool {
+    r.build.cmake_options.iter().any(|o| o == opt)
+}
+
+fn mentions_option(r: &Recipe, name: &str) -> bool {
+    r.build
+        .cmake_options
+        .iter()
+        .any(|o| o.starts_with(&format!("-D{name}=")) || o.starts_with(&format!("-D{name}:")))
+}
+
+/// Check one recipe against the rules below; `root` is the repository checkout (for
+/// `containers/` and `recipes/records/`), `lock` the lockfile, `mirror` an optional bare git mirror.
+///
+/// Rules:
+/// - source: ROCm/rccl recipes use tag `rocm-<rocm_release>` and no subdir; rocm-systems recipes use
+///   `therock-<major>.<minor>` (or `therock-<rocm_release>`) and subdir `projects/rccl`; no other
+///   repository.
+/// - pipeline (rccl.md §2, §4): below 2.28 only `rdc`; from 2.28 `rdc` needs
+///   `-DENABLE_DEVICE_LINKER=OFF`, and `device-linker` needs `compile-definition` and either
+///   `post_link_patch` or status `unfixable-by-rebuild` (NDEBUG alone leaves 3 declaring kernels).
+/// - NDEBUG (rccl.md §3, §5): `release-build-type` only below 2.21; never `none`.
+/// - toolchain: an image has no registry host and a tag naming the release; its Containerfile is
+///   `containers/rocm-<rocm_release>/Containerfile`, exists, parses, and starts `FROM <image>`;
+///   `rocm_path` is `/opt/rocm` and `cxx` lies under it. A named toolchain has
+///   `containers/<name>/toolchain.toml`.
+/// - status: `verified` needs `verified_by` = `test:<fn>` (a test in `tests/it/`) or a directory
+///   under `recipes/records/` holding `manifest.json` (this recipe, every gate `clean`), `scan.json`
+///   and `build.log`.
+/// - pins: a recipe commit and a lockfile pin for the same tag agree; with a mirror, the tag (as a
+///   tag, not a branch) resolves to the pinned commit, and `makefiles/version.mk` under the subdir
+///   states `rccl_version`; the mirror's `CMakeLists.txt` decides whether `ENABLE_IFC` defaults ON
+///   (then the recipe must pass `-DENABLE_IFC=OFF`) and its `toolchain-linux.cmake` whether
+///   `release-build-type` can work.
+pub fn check_recipe(
+    r: &Recipe,
+    root: &Path,
+    lock: &Lockfile,
+    mirror: Option<&Path>,
+) -> CheckReport {
+    let mut rep = CheckReport::default();
+    if let Err(e) = r.check() {
+        rep.problem(r, format!("{e:#}"));
+    }
+    let ver = version_tuple(&r.rccl_version);
+    if !r.id().starts_with(&r.rccl_version) {
+        rep.problem(
+            r,
+            format!(
+                "name {:?} does not start with its rccl_version {}",
+                r.id(),
+                r.rccl_version
+            ),
+        );
+    }
+
+    // Source.
+    let rel = version_tuple(&r.rocm_release);
+    match repo_of(&r.source.git) {
+        Repo::Rccl => {
+            let want = format!("rocm-{}", r.rocm_release);
+            if r.source.tag != want {
+                rep.problem(r, format!("source.tag {:?} should be {want:?} (ROCm/rccl release tags are rocm-X.Y.Z)", r.source.tag));
+            }
+            if !r.source.subdir.is_empty() {
+                rep.problem(r, "source.subdir must be empty for ROCm/rccl");
+            }
+            if ver >= DEVICE_LINKER_FROM {
+                rep.problem(
+                    r,
+                    format!(
+                        "RCCL {} exists only in ROCm/rocm-systems (projects/rccl)",
+                        r.rccl_version
+                    ),
+                );
+            }
+        }
+        Repo::RocmSystems => {
+            let short = format!("therock-{}.{}", rel.0, rel.1);
+            let long = format!("therock-{}", r.rocm_release);
+            if r.source.tag != short && r.source.tag != long {
+                rep.problem(r, format!("source.tag {:?} should be {short:?} (rocm-systems release tags are therock-X.Y)", r.source.tag));
+            }
+            if r.source.subdir != ROCM_SYSTEMS_SUBDIR {
+                rep.problem(
+                    r,
+                    format!("source.subdir must be {ROCM_SYSTEMS_SUBDIR:?} for rocm-systems"),
+                );
+            }
+        }
+        Repo::Other => rep.problem(
+            r,
+            format!(
+                "source.git {:?} is neither {ROCM_RCCL_GIT} nor {ROCM_SYSTEMS_GIT}",
+                r.source.git
+            ),
+        ),
+    }
+
+    // Pipeline and NDEBUG.
+    let dl_off = has_option(r, "-DENABLE_DEVICE_LINKER=OFF");
+    let b = &r.build;
+    if ver < DEVICE_LINKER_FROM {
+        if b.pipeline != Pipeline::Rdc {
+            rep.problem(
+                r,
+                format!(
+                    "RCCL {} has no device linker (it arrived with 2.28): pipeline must be rdc",
+                    r.rccl_version
+                ),
+            );
+        }
+        if mentions_option(r, "ENABLE_DEVICE_LINKER") {
+            rep.problem(r, "ENABLE_DEVICE_LINKER does not exist before RCCL 2.28");
+        }
+    } else {
+        match b.pipeline {
+            Pipeline::Rdc if !dl_off => rep.problem(
+                r,
+                "pipeline rdc on RCCL 2.28+ needs -DENABLE_DEVICE_LINKER=OFF in cmake_options (the device linker is on by default)",
+            ),
+            Pipeline::DeviceLinker if mentions_option(r, "ENABLE_DEVICE_LINKER") && !has_option(r, "-DENABLE_DEVICE_LINKER=ON") => {
+                rep.problem(r, "pipeline device-linker contradicts the ENABLE_DEVICE_LINKER option in cmake_options")
+            }
+            Pipeline::DeviceLinker => {
+                if b.ndebug != NdebugStrategy::CompileDefinition {
+                    rep.problem(r, "the device linker's RCCLDEV steps see only compile definitions: ndebug must be compile-definition (-DCMAKE_CXX_FLAGS misses them)");
+                }
+                if !b.post_link_patch && r.status != Status::UnfixableByRebuild {
+                    rep.problem(r, "with the device linker NDEBUG still leaves 3 declaring Generic kernels (rccl.md §4): set post_link_patch or status unfixable-by-rebuild");
+                }
+            }
+            Pipeline::Rdc => {}
+        }
+    }
+    if b.post_link_patch && b.pipeline != Pipeline::DeviceLinker {
+        rep.problem(r, "post_link_patch is for the device-linker pipeline; a Pipeline A build with NDEBUG needs no patch");
+    }
+    match b.ndebug {
+        NdebugStrategy::None => rep.problem(r, "ndebug none injects nothing (negative controls only, never a shipped recipe)"),
+        NdebugStrategy::ReleaseBuildType if ver >= TOOLCHAIN_FILE_SHADOWS_FROM => rep.problem(
+            r,
+            "release-build-type cannot work from RCCL 2.21: toolchain-linux.cmake shadows CMAKE_CXX_FLAGS_RELEASE with \"-O3\" (use cxx-flags or compile-definition)",
+        ),
+        _ => {}
+    }
+    if has_option(r, "-DENABLE_IFC=ON") || has_option(r, "-DBUILD_ADDRESS_SANITIZER=ON") {
+        rep.problem(r, "ENABLE_IFC=ON / BUILD_ADDRESS_SANITIZER=ON make kernels declare hidden_hostcall_buffer (rccl.md §4)");
+    }
+
+    // Toolchain.
+    rep.extend(check_toolchain(r, root));
+
+    // Status.
+    if r.status == Status::Verified {
+        match r.verified_by.as_deref() {
+            Some(v) => {
+                if let Err(e) = check_verified_by(r, v, root, lock) {
+                    rep.problem(r, format!("verified_by {v:?}: {e:#}"));
+                }
+            }
+            None => rep.problem(r, "status verified needs verified_by"),
+        }
+    } else if r.verified_by.is_some() {
+        rep.problem(
+            r,
+            format!("verified_by is set but status is {}", r.status.as_str()),
+        );
+    }
+
+    // Pins.
+    let lock_pin = lock.get(r.id(), &r.source.tag);
+    if let (Some(c), Some(l)) = (r.source.commit.as_deref(), lock_pin) {
+        if c != l {
+            rep.problem(
+                r,
+                format!(
+                    "source.commit {c} disagrees with the lockfile pin {l} for tag {}",
+                    r.source.tag
+                ),
+            );
+        }
+    }
+    if let Some(m) = mirror {
+        rep.extend(check_against_mirror(r, m, r.pinned_commit(lock)));
+    }
+    rep
+}
+
+fn check_toolchain(r: &Recipe, root: &Path) -> CheckReport {
+    let mut rep = CheckReport::default();
+    let tc = &r.toolchain;
+    if let Some(name) = &tc.name {
+        if !root
+            .join("containers")
+            .join(name)
+            .join("toolchain.toml")
+            .is_file()
+        {
+            rep.problem(
+                r,
+                format!("toolchain.name {name:?}: containers/{name}/toolchain.toml does not exist"),
+            );
+        }
+        return rep;
+    }
+    let Some(image) = &tc.image else { return rep };
+    if let Err(e) = check_image_ref(image, &r.rocm_release) {
+        rep.problem(r, format!("toolchain.image {image:?}: {e}"));
+    }
+    let want_cf = format!("containers/rocm-{}/Containerfile", r.rocm_release);
+    match &tc.containerfile {
+        Some(cf) if *cf != want_cf => rep.problem(
+            r,
+            format!("toolchain.containerfile {cf:?} should be {want_cf:?}"),
+        ),
+        Some(cf) => {
+            let path = root.join(cf);
+            match fs_err::read_to_string(&path) {
+                Err(e) => rep.problem(r, format!("toolchain.containerfile: {e}")),
+                Ok(text) => match parse_containerfile(&text, cf) {
+                    Err(e) => rep.problem(r, format!("{e:#}")),
+                    Ok(c) if c.from != *image => rep.problem(
+                        r,
+                        format!(
+                            "{cf} starts FROM {:?}, but toolchain.image is {image:?}",
+                            c.from
+                        ),
+                    ),
+                    Ok(_) => {}
+                },
+            }
+        }
+        None => rep.problem(r, "toolchain.image needs toolchain.containerfile"),
+    }
+    if tc.rocm_path != "/opt/rocm" {
+        rep.problem(
+            r,
+            format!(
+                "toolchain.rocm_path {:?}: ROCm dev images install into /opt/rocm",
+                tc.rocm_path
+            ),
+        );
+    }
+    if !tc.cxx.starts_with(&format!("{}/", tc.rocm_path)) {
+        rep.problem(
+            r,
+            format!(
+                "toolchain.cxx {:?} is not under rocm_path {:?}",
+                tc.cxx, tc.rocm_path
+            ),
+        );
+    }
+    rep
+}
+
+/// Check an image reference: `name:tag` with no registry host (the engine's configuration picks the
+/// registry) and a tag that starts with the ROCm release (`6.2.2-complete` for `6.2.2`).
+pub fn check_image_ref(image: &str, rocm_release: &str) -> anyhow::Result<()> {
+    let (name, tag) = image
+        .rsplit_once(':')
+        .filter(|(n, _)| !n.contains('@'))
+        .context("no tag (name:tag)")?;
+    let first = name.split('/').next().unwrap_or_default();
+    if name.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost") {
+        bail!("names a registry host {first:?}; write the reference without it");
+    }
+    if tag.contains('/') {
+        bail!("malformed tag {tag:?}");
+    }
+    let rest = tag
+        .strip_prefix(rocm_release)
+        .context(format!("tag {tag:?} is not for ROCm {rocm_release}"))?;
+    if !(rest.is_empty() || rest.starts_with('-')) {
+        bail!("tag {tag:?} is not for ROCm {rocm_release}");
+    }
+    Ok(())
+}
+
+fn check_verified_by(r: &Recipe, v: &str, root: &Path, lock: &Lockfile) -> anyhow::Result<()> {
+    if let Some(test) = v.strip_prefix("test:") {
+        let needle = format!("fn {test}(");
+        let dir = root.join("tests/it");
+        for e in fs_err::read_dir(&dir)? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "rs")
+                && fs_err::read_to_string(&p)?.contains(&needle)
+            {
+                return Ok(());
+            }
+        }
+        bail!("no test `{test}` in tests/it/");
+    }
+    if !v.starts_with("recipes/records/") {
+        bail!("must be `test:<name>` or a folder under recipes/records/");
+    }
+    let dir = root.join(v);
+    for f in ["manifest.json", "scan.json", "build.log"] {
+        if !dir.join(f).is_file() {
+            bail!("{v}/{f} is missing (a record holds manifest.json, scan.json and build.log)");
+        }
+    }
+    let m = crate::manifest::Manifest::load(&dir.join("manifest.json"))?;
+    if m.recipe != r.id() || m.rccl_version != r.rccl_version {
+        bail!(
+            "{v}/manifest.json is for recipe {} ({}), not {}",
+            m.recipe,
+            m.rccl_version,
+            r.id()
+        );
+    }
+    if m.tag != r.source.tag {
+        bail!(
+            "{v}/manifest.json built tag {}, the recipe pins {}",
+            m.tag,
+            r.source.tag
+        );
+    }
+    if let Some(pin) = r.pinned_commit(lock) {
+        if m.commit != pin {
+            bail!(
+                "{v}/manifest.json built commit {}, the recipe pins {pin}",
+                m.commit
+            );
+        }
+    }
+    if m.gate.is_empty() || m.gate.values().any(|g| g != "clean") {
+        bail!(
+            "{v}/manifest.json: the scan gate was not clean for every target ({:?})",
+            m.gate
+        );
+    }
+    for t in &m.targets {
+        if m.gate.get(t).map(String::as_str) != Some("clean") {
+            bail!("{v}/manifest.json: target {t} has no clean gate verdict");
+        }
+    }
+    Ok(())
+}
+
+/// Run git against a mirror (bare, or a checkout's `.git`); `Ok(None)` when git fails (the object
+/// does not exist).
+fn git_mirror(mirror: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
+    // A checkout with a work tree keeps its repository in `.git`.
+    let dot_git = mirror.join(".git");
+    let mirror = if dot_git.exists() {
+        dot_git.as_path()
+    } else {
+        mirror
+    };
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(mirror)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("cannot run git (needed to read the mirror)")?;
+    if out.status.success() {
+        Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
+    } else {
+        Ok(None)
+    }
+}
+
+/// The `NCCL_MAJOR.NCCL_MINOR.NCCL_PATCH` stated by a `makefiles/version.mk` text.
+///
+/// Errors: a missing field.
+pub fn version_from_version_mk(text: &str) -> anyhow::Result<String> {
+    let field = |name: &str| -> anyhow::Result<String> {
+        text.lines()
+            .filter_map(|l| l.split_once(":="))
+            .find(|(k, _)| k.trim() == name)
+            .map(|(_, v)| v.trim().to_owned())
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            .with_context(|| format!("makefiles/version.mk has no numeric {name}"))
+    };
+    Ok(format!(
+        "{}.{}.{}",
+        field("NCCL_MAJOR")?,
+        field("NCCL_MINOR")?,
+        field("NCCL_PATCH")?
+    ))
+}
+
+/// Check a recipe against a bare git mirror: the tag exists as a tag, resolves to the pin, and ships
+/// the recipe's RCCL version; the tag's build files agree with the recipe's options.
+pub fn check_against_mirror(r: &Recipe, mirror: &Path, pin: Option<&str>) -> CheckReport {
+    let mut rep = CheckReport::default();
+    let tag_ref = format!("refs/tags/{}^{{commit}}", r.source.tag);
+    let commit = match git_mirror(mirror, &["rev-parse", "--verify", "--quiet", &tag_ref]) {
+        Err(e) => {
+            rep.problem(r, format!("{e:#}"));
+            return rep;
+        }
+        Ok(None) => {
+            rep.note(
+                r,
+                format!(
+                    "tag {} is not in the mirror {}: commit and version not checked",
+                    r.source.tag,
+                    mirror.display()
+                ),
+            );
+            return rep;
+        }
+        Ok(Some(c)) => c.trim().to_owned(),
+    };
+    if let Some(p) = pin {
+        if p != commit {
+            rep.problem(
+                r,
+                format!(
+                    "tag {} is {commit} in the mirror, but the recipe pins {p}",
+                    r.source.tag
+                ),
+            );
+        }
+    }
+    let prefix = if r.source.subdir.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", r.source.subdir.trim_end_matches('/'))
+    };
+    let show = |file: &str| {
+        git_mirror(mirror, &["show", &format!("{commit}:{prefix}{file}")])
+            .ok()
+            .flatten()
+    };
+    match show("makefiles/version.mk") {
+        None => rep.problem(
+            r,
+            format!(
+                "{prefix}makefiles/version.mk does not exist at tag {} in the mirror",
+                r.source.tag
+            ),
+        ),
+        Some(text) => match version_from_version_mk(&text) {
+            Err(e) => rep.problem(r, format!("tag {}: {e:#}", r.source.tag)),
+            Ok(v) if v != r.rccl_version => rep.problem(
+                r,
+                format!(
+                    "tag {} ships RCCL {v} (makefiles/version.mk), the recipe says {}",
+                    r.source.tag, r.rccl_version
+                ),
+            ),
+            Ok(v) => rep
+                .mirror_confirmed
+                .push((r.id().to_owned(), commit.clone(), v)),
+        },
+    }
+    if let Some(cm) = show("CMakeLists.txt") {
+        let ifc_on = cm.lines().any(|l| {
+            let l = l.trim();
+            l.starts_with("option(ENABLE_IFC") && l.trim_end_matches(')').trim_end().ends_with("ON")
+        });
+        if ifc_on && !has_option(r, "-DENABLE_IFC=OFF") {
+            rep.problem(r, format!("ENABLE_IFC defaults to ON at tag {}: pass -DENABLE_IFC=OFF (indirect calls declare hostcall)", r.source.tag));
+        }
+    }
+    if r.build.ndebug == NdebugStrategy::ReleaseBuildType {
+        if let Some(tc) = show("toolchain-linux.cmake") {
+            if tc.contains("CMAKE_CXX_FLAGS_RELEASE") {
+                rep.problem(r, format!("toolchain-linux.cmake at tag {} sets CMAKE_CXX_FLAGS_RELEASE: release-build-type loses NDEBUG", r.source.tag));
+            }
+        }
+    }
+    rep
+}
+
+/// Check every recipe, plus the rules across recipes: file name = `<id>.toml`; every RCCL version
+/// with several recipes has one named exactly the version (so `--tag <version>` has a default); no
+/// `containers/rocm-*/` folder is left without a recipe.
+pub fn check_all(
+    all: &BTreeMap<String, Recipe>,
+    root: &Path,
+    lock: &Lockfile,
+    mirror: Option<&Path>,
+) -> CheckReport {
+    let mut rep = CheckReport::default();
+    if mirror.is_none() {
+        rep.notes.push("no git mirror given (RCCLFIX_GIT_MIRROR): commits and makefiles/version.mk not checked".into());
+    }
+    for r in all.values() {
+        rep.extend(check_recipe(r, root, lock, mirror));
+    }
+    for (file, text) in crate::recipe::EMBEDDED_RECIPES {
+        if let Ok(r) = Recipe::parse(text, file) {
+            if *file != format!("{}.toml", r.id()) {
+                rep.problems.push(format!(
+                    "recipes/{file}: file name should be {}.toml",
+                    r.id()
+                ));
+            }
+        }
+    }
+    let mut by_version: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in all.values() {
+        by_version.entry(&r.rccl_version).or_default().push(r.id());
+    }
+    for (v, ids) in &by_version {
+        if !ids.contains(v) {
+            rep.problems.push(format!(
+                "RCCL {v}: no recipe is named {v:?} (recipes: {}), so --tag {v} has no default",
+                ids.join(", ")
+            ));
+        }
+    }
+    if let Ok(rd) = fs_err::read_dir(root.join("containers")) {
+        let used: Vec<&str> = all
+            .values()
+            .filter_map(|r| r.toolchain.containerfile.as_deref())
+            .collect();
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("rocm-") {
+                let cf = format!("containers/{name}/Containerfile");
+                if !used.contains(&cf.as_str()) {
+                    rep.problems.push(format!("{cf}: no recipe uses it"));
+                }
+            }
+        }
+    }
+    rep
+}
+
+// ---------------------------------------------------------------------------------------------
+// Containerfiles
+// ---------------------------------------------------------------------------------------------
+
+/// The Containerfile instructions rcclfix accepts (Dockerfile reference; `MAINTAINER` is deprecated
+/// and refused).
+pub const KNOWN_INSTRUCTIONS: &[&str] = &[
+    "FROM",
+    "RUN",
+    "CMD",
+    "LABEL",
+    "EXPOSE",
+    "ENV",
+    "ADD",
+    "COPY",
+    "ENTRYPOINT",
+    "VOLUME",
+    "USER",
+    "WORKDIR",
+    "ARG",
+    "ONBUILD",
+    "STOPSIGNAL",
+    "HEALTHCHECK",
+    "SHELL",
+];
+
+/// Expand `${NAME}` and `$NAME` in a `FROM` argument with the defaults of the `ARG`s declared before
+/// it (Dockerfile reference: "Understand how ARG and FROM interact").
+fn expand_args(s: &str, args: &[(String, String)]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        let (name, len) = if let Some(b) = after.strip_prefix('{') {
+            let end = b.find('}').context("unterminated ${")?;
+            (&b[..end], end + 2)
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        let value = args
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+            .with_context(|| format!("${name} has no default ARG before FROM"))?;
+        out.push_str(value);
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A parsed Containerfile: the image of the first `FROM` and every instruction with its line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Containerfile {
+    /// The image reference of the first `FROM` (without `--platform=…` and `AS name`), with the
+    /// defaults of earlier `ARG`s substituted.
+    pub from: String,
+    /// (instruction upper-case, arguments with continuations joined, 1-based first line).
+    pub instructions: Vec<(String, String, usize)>,
+}
+
+/// Parse a Containerfile (Dockerfile syntax): comments, parser directives and backslash
+/// continuations; only `ARG` may precede the first `FROM`; every instruction must be known and have
+/// arguments.
+///
+/// Errors: one line naming `origin` and the line number.
+pub fn parse_containerfile(text: &str, origin: &str) -> anyhow::Result<Containerfile> {
+    let mut instructions = Vec::new();
+    let mut cur: Option<(String, usize)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let t = raw.trim();
+        if t.starts_with('#') || (t.is_empty() && cur.is_none()) {
+            continue;
+        }
+        let (acc, start) = cur.take().unwrap_or_else(|| (String::new(), n));
+        let (body, cont) = match t.strip_suffix('\\') {
+            Some(b) => (b.trim_end(), true),
+            None => (t, false),
+        };
+        let joined = if acc.is_empty() {
+            body.to_owned()
+        } else {
+            format!("{acc} {body}")
+        };
+        if cont {
+            cur = Some((joined, start));
+        } else {
+            instructions.push((joined, start));
+        }
+    }
+    if let Some((_, start)) = cur {
+        bail!("{origin}: line {start}: the file ends inside a continued instruction");
+    }
+    let mut out = Vec::new();
+    let mut from = None;
+    let mut global_args: Vec<(String, String)> = Vec::new();
+    for (line, n) in instructions {
+        let (word, args) = line
+            .split_once(char::is_whitespace)
+            .unwrap_or((line.as_str(), ""));
+        let word = word.to_ascii_uppercase();
+        let args = args.trim().to_owned();
+        if !KNOWN_INSTRUCTIONS.contains(&word.as_str()) {
+            bail!("{origin}: line {n}: unknown instruction {word:?}");
+        }
+        if args.is_empty() {
+            bail!("{origin}: line {n}: {word} has no arguments");
+        }
+        if from.is_none() {
+            match word.as_str() {
+                "FROM" => {
+                    let img = args
+                        .split_whitespace()
+                        .find(|a| !a.starts_with("--"))
+                        .unwrap_or_default();
+                    let img = expand_args(img, &global_args)
+                        .with_context(|| format!("{origin}: line {n}: FROM {img}"))?;
+                    from = Some(img);
+                }
+                "ARG" => {
+                    let (name, default) = args.split_once('=').unwrap_or((args.as_str(), ""));
+                    let default = default.trim().trim_matches('"').to_owned();
+                    global_args.push((name.trim().to_owned(), default));
+                }
+                _ => bail!(
+                    "{origin}: line {n}: {word} before the first FROM (only ARG may precede it)"
+                ),
+            }
+        }
+        out.push((word, args, n));
+    }
+    let from = from.with_context(|| format!("{origin}: no FROM instruction"))?;
+    Ok(Containerfile {
+        from,
+        instructions: out,
+    })
 }

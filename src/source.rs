@@ -1,15 +1,415 @@
 //! Pinned RCCL sources: clone at a tag from the recipe URL or a local mirror, check the commit
-//! against the pin, keep a source cache, apply patches.
+//! against the pin, keep a source cache, apply patches and extra files.
+//!
+//! The cache is one bare repository per recipe URL under `$RCCLFIX_HOME/src/<name>-<hash>.git`,
+//! shared by every recipe and mirror of that URL, so a second build does not clone again. Each fetch
+//! asks the origin (`git ls-remote`) what the tag points to now, so a tag that moved upstream is
+//! noticed even when the cache still holds the old one; offline, the cached tag is used with a
+//! warning. The commit is then checked against the pin (`source.commit`, else the lockfile); an
+//! unpinned tag is pinned in the user's lockfile on first fetch, like `Cargo.lock`.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use sha2::Digest;
+
+use crate::manifest::FileDigest;
+use crate::process::Cmd;
+use crate::recipe::{Lockfile, Recipe};
+
+/// Where sources come from for one fetch.
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    /// A local git mirror (bare or not) used instead of the recipe URL (`--git-mirror`,
+    /// `RCCLFIX_GIT_MIRROR`).
+    pub mirror: Option<PathBuf>,
+    /// Refuse to pin an unpinned tag (`--locked`): the recipe or lockfile must already pin it.
+    pub locked: bool,
+}
+
+/// The result of [`fetch`]: the tag resolved and checked, present in the cache.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The bare cache repository.
+    pub cache: PathBuf,
+    /// What was asked (`--git-mirror` path or the recipe URL), for messages.
+    pub origin: String,
+    /// The commit the tag resolves to (40 hex), equal to the pin.
+    pub commit: String,
+    /// Whether the pin was recorded just now (first fetch of an unpinned tag).
+    pub newly_pinned: bool,
+}
+
+/// The user's lockfile: `$RCCLFIX_HOME/rcclfix.lock`.
+pub fn user_lockfile() -> PathBuf {
+    crate::recipe::home().join("rcclfix.lock")
+}
+
+/// The cache repository for a git URL: `$RCCLFIX_HOME/src/<last path part>-<sha256(url)[..12]>.git`.
+pub fn cache_dir(url: &str) -> PathBuf {
+    let base: String = url
+        .trim_end_matches('/')
+        .trim_end_matches(".git")
+        .rsplit(['/', ':'])
+        .next()
+        .unwrap_or("repo")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let h = hex::encode(sha2::Sha256::digest(url.as_bytes()));
+    crate::recipe::home()
+        .join("src")
+        .join(format!("{base}-{}.git", &h[..12]))
+}
+
+fn git() -> Cmd {
+    Cmd::new("git", "git")
+}
+
+/// What `tag` points to at `origin` (a URL or a local path), peeled to a commit: `Ok(None)` when the
+/// origin answers but has no such tag.
+///
+/// Errors: the origin cannot be reached (offline, no such path).
+pub fn remote_tag_commit(origin: &str, tag: &str) -> anyhow::Result<Option<String>> {
+    let out = Cmd::new(format!("git ls-remote {origin}"), "git")
+        .args(["ls-remote", "--tags", origin])
+        .arg(format!("refs/tags/{tag}"))
+        .arg(format!("refs/tags/{tag}^{{}}"))
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .read()?;
+    let mut plain = None;
+    let mut peeled = None;
+    for line in out.lines() {
+        let Some((sha, r)) = line.split_once('\t') else {
+            continue;
+        };
+        if r.ends_with("^{}") {
+            peeled = Some(sha.to_owned());
+        } else {
+            plain = Some(sha.to_owned());
+        }
+    }
+    Ok(peeled.or(plain))
+}
+
+fn cached_tag_commit(cache: &Path, tag: &str) -> Option<String> {
+    git()
+        .arg(format!("--git-dir={}", cache.display()))
+        .args(["rev-parse", "--verify", "-q"])
+        .arg(format!("refs/tags/{tag}^{{commit}}"))
+        .read()
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// Resolve the recipe's tag to a commit, make sure the cache holds it, and check it against the pin.
+/// An unpinned tag is pinned in [`user_lockfile`] (unless `opts.locked`).
+///
+/// Errors (one line each, plus a `help:` line): the mirror does not exist; the tag is not in the
+/// origin; the tag resolves to a commit other than the pin (both SHAs named); the tag is unpinned and
+/// `locked`; git fails (its output tail included).
+pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
+    let url = &recipe.source.git;
+    let tag = &recipe.source.tag;
+    if opts.locked
+        && recipe
+            .pinned_commit(&Lockfile::load(&user_lockfile())?)
+            .is_none()
+    {
+        bail!(
+            "recipe {} does not pin tag {tag} (no source.commit, no lockfile entry) and --locked was given\nhelp: run `rcclfix recipe pin {}` or add source.commit",
+            recipe.id(),
+            recipe.id()
+        );
+    }
+    let origin = match &opts.mirror {
+        Some(m) => {
+            if !m.exists() {
+                bail!("git mirror {} does not exist", m.display());
+            }
+            fs_err::canonicalize(m)?.display().to_string()
+        }
+        None => url.clone(),
+    };
+    let cache = cache_dir(url);
+    if !cache.exists() {
+        crate::ui::status(
+            "Cloning",
+            format_args!("{origin} (once; cached in {})", cache.display()),
+        );
+        let parent = cache.parent().expect("cache has a parent");
+        fs_err::create_dir_all(parent)?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".rcclfix-clone-")
+            .tempdir_in(parent)?;
+        let dst = tmp.path().join("repo.git");
+        git()
+            .args(["clone", "--bare", "--quiet"])
+            .arg(&origin)
+            .arg(&dst)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .read()
+            .with_context(|| format!("cannot clone {origin}"))?;
+        if let Err(e) = fs_err::rename(&dst, &cache) {
+            if !cache.exists() {
+                return Err(e.into());
+            }
+        }
+    }
+    let commit = match remote_tag_commit(&origin, tag) {
+        Ok(Some(remote)) => {
+            if cached_tag_commit(&cache, tag).as_deref() != Some(remote.as_str()) {
+                crate::ui::status("Fetching", format_args!("tag {tag} from {origin}"));
+                git()
+                    .arg(format!("--git-dir={}", cache.display()))
+                    .args(["fetch", "--quiet", "--force"])
+                    .arg(&origin)
+                    .arg(format!("+refs/tags/{tag}:refs/tags/{tag}"))
+                    .env("GIT_TERMINAL_PROMPT", "0")
+                    .read()
+                    .with_context(|| format!("cannot fetch tag {tag} from {origin}"))?;
+            }
+            cached_tag_commit(&cache, tag).with_context(|| format!("tag {tag} missing in {} after fetch", cache.display()))?
+        }
+        Ok(None) => bail!(
+            "tag {tag:?} not found in {origin} (recipe {})\nhelp: check source.tag, or use a mirror that has it (--git-mirror)",
+            recipe.id()
+        ),
+        Err(e) => match cached_tag_commit(&cache, tag) {
+            Some(c) => {
+                crate::ui::warn(format_args!("cannot reach {origin} ({}); using the cached tag {tag}", first_line(&e)));
+                c
+            }
+            None => {
+                return Err(e.context(format!(
+                    "cannot reach {origin} and the source cache has no tag {tag}\nhelp: for offline use pass a local mirror with --git-mirror PATH"
+                )))
+            }
+        },
+    };
+    let mut lock = Lockfile::load(&user_lockfile())?;
+    let mut newly_pinned = false;
+    match recipe.pinned_commit(&lock) {
+        Some(pin) if pin == commit => {}
+        Some(pin) => bail!(
+            "tag {tag} of {origin} resolves to commit {commit}, but recipe {} pins {pin}\nhelp: the tag moved or the mirror differs; check which commit is right, then fix source.commit (or the lockfile entry in {})",
+            recipe.id(),
+            user_lockfile().display()
+        ),
+        None if opts.locked => bail!(
+            "recipe {} does not pin tag {tag} (no source.commit, no lockfile entry) and --locked was given\nhelp: run `rcclfix recipe pin {}` or add source.commit",
+            recipe.id(),
+            recipe.id()
+        ),
+        None => {
+            lock.set(recipe.id(), tag, &commit);
+            lock.save(&user_lockfile())?;
+            crate::ui::status("Pinned", format_args!("{} tag {tag} = {commit} in {}", recipe.id(), user_lockfile().display()));
+            newly_pinned = true;
+        }
+    }
+    Ok(Fetched {
+        cache,
+        origin,
+        commit,
+        newly_pinned,
+    })
+}
+
+fn first_line(e: &anyhow::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_owned()
+}
+
+/// Check out `fetched.commit` into `dest` (which must not exist): a local clone of the cache
+/// (objects hard-linked where possible, no alternates, so git still works inside a container).
+pub fn checkout(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
+    git()
+        .args(["clone", "--quiet", "--no-checkout"])
+        .arg(&fetched.cache)
+        .arg(dest)
+        .read()
+        .with_context(|| format!("cannot clone the source cache into {}", dest.display()))?;
+    git()
+        .arg("-C")
+        .arg(dest)
+        .args([
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--detach",
+        ])
+        .arg(&fetched.commit)
+        .read()
+        .with_context(|| format!("cannot check out {}", fetched.commit))?;
+    Ok(())
+}
+
+/// Where a recipe's patch file is: `patches/<p>` (or `<p>` when it already starts with `patches/`)
+/// under `root`, else under the source tree rcclfix was built from.
+pub fn resolve_patch(p: &str, root: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let rel = if p.starts_with("patches/") {
+        PathBuf::from(p)
+    } else {
+        Path::new("patches").join(p)
+    };
+    let mut tried = vec![];
+    for base in root
+        .into_iter()
+        .chain(std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR"))))
+    {
+        let cand = base.join(&rel);
+        if cand.is_file() {
+            return Ok(cand);
+        }
+        tried.push(cand.display().to_string());
+    }
+    bail!("patch {p:?} not found (looked at {})", tried.join(", "))
+}
+
+/// Apply the recipe's patches in order with `git apply` in `tree` (the repository root), and
+/// create its `extra_files` under `src_dir`. Returns each patch with its sha256.
+///
+/// Errors: a patch is missing or does not apply (git's message included); an extra file path is
+/// absolute or leaves the tree.
+pub fn apply_patches_and_files(
+    recipe: &Recipe,
+    tree: &Path,
+    src_dir: &Path,
+    recipe_root: Option<&Path>,
+) -> anyhow::Result<Vec<FileDigest>> {
+    let mut out = vec![];
+    for p in &recipe.build.patches {
+        let path = resolve_patch(p, recipe_root)?;
+        git()
+            .arg("-C")
+            .arg(tree)
+            .args(["apply", "--whitespace=nowarn"])
+            .arg(&path)
+            .read()
+            .with_context(|| {
+                format!(
+                    "patch {p} does not apply to {} {}",
+                    recipe.source.tag,
+                    recipe.id()
+                )
+            })?;
+        out.push(FileDigest {
+            path: p.clone(),
+            sha256: crate::fsutil::sha256_file(&path)?,
+        });
+    }
+    for (rel, contents) in &recipe.build.extra_files {
+        let relp = Path::new(rel);
+        if relp.is_absolute()
+            || relp
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            bail!("build.extra_files: {rel:?} must be a relative path inside the source tree");
+        }
+        let dst = src_dir.join(relp);
+        if let Some(d) = dst.parent() {
+            fs_err::create_dir_all(d)?;
+        }
+        crate::fsutil::atomic_write(&dst, contents.as_bytes())?;
+    }
+    Ok(out)
+}
 
 /// Arguments of `rcclfix recipe pin`.
 #[derive(Debug, clap::Args)]
-pub struct PinArgs {}
+pub struct PinArgs {
+    /// Recipes to pin (names or RCCL versions); default: every embedded recipe.
+    tags: Vec<String>,
+    /// A recipe file instead of the embedded recipes.
+    #[arg(long, value_name = "FILE", conflicts_with = "tags")]
+    recipe: Option<PathBuf>,
+    /// Resolve tags in this local git mirror instead of the recipe URLs.
+    #[arg(long, value_name = "PATH", env = "RCCLFIX_GIT_MIRROR")]
+    git_mirror: Option<PathBuf>,
+    /// The lockfile to write (default: $RCCLFIX_HOME/rcclfix.lock; maintainers: recipes/rcclfix.lock).
+    #[arg(long, value_name = "FILE")]
+    lockfile: Option<PathBuf>,
+}
 
 impl PinArgs {
-    /// Run the subcommand.
+    /// Resolve each selected recipe's tag with `git ls-remote`: pinned recipes are checked, unpinned
+    /// ones are written to the lockfile (atomically). Prints one row per recipe on stdout; exits 2
+    /// when a tag is missing, unreachable or differs from its pin.
     pub fn run(self) -> anyhow::Result<ExitCode> {
-        anyhow::bail!("recipe pin: not implemented yet")
+        let recipes: Vec<Recipe> = match &self.recipe {
+            Some(f) => vec![crate::recipe::load_file(f)?],
+            None => {
+                let all = crate::recipe::embedded()?;
+                if self.tags.is_empty() {
+                    all.into_values().collect()
+                } else {
+                    self.tags
+                        .iter()
+                        .map(|t| crate::recipe::find(&all, t).cloned())
+                        .collect::<anyhow::Result<_>>()?
+                }
+            }
+        };
+        let lock_path = self.lockfile.clone().unwrap_or_else(user_lockfile);
+        let mut lock = Lockfile::load(&lock_path)?;
+        let before = lock.clone();
+        let mut bad = false;
+        println!(
+            "{:<14} {:<16} {:<42} {}",
+            "RECIPE", "TAG", "COMMIT", "STATE"
+        );
+        for r in &recipes {
+            let origin = match &self.git_mirror {
+                Some(m) => m.display().to_string(),
+                None => r.source.git.clone(),
+            };
+            let (commit, state) = match remote_tag_commit(&origin, &r.source.tag) {
+                Err(e) => {
+                    bad = true;
+                    (String::new(), format!("unreachable: {}", first_line(&e)))
+                }
+                Ok(None) => {
+                    bad = true;
+                    (String::new(), format!("tag not found in {origin}"))
+                }
+                Ok(Some(c)) => match r.pinned_commit(&lock) {
+                    Some(p) if p == c => (c, "ok".to_owned()),
+                    Some(p) => {
+                        bad = true;
+                        (c, format!("MISMATCH: pinned {p}"))
+                    }
+                    None => {
+                        lock.set(r.id(), &r.source.tag, &c);
+                        (c, "pinned".to_owned())
+                    }
+                },
+            };
+            println!(
+                "{:<14} {:<16} {:<42} {}",
+                r.id(),
+                r.source.tag,
+                commit,
+                state
+            );
+        }
+        if lock != before {
+            lock.save(&lock_path)?;
+            crate::ui::status("Wrote", lock_path.display());
+        }
+        Ok(if bad {
+            ExitCode::from(crate::EXIT_ERROR)
+        } else {
+            ExitCode::SUCCESS
+        })
     }
 }

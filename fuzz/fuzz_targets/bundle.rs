@@ -1,7 +1,7 @@
 //! Fuzz target: the plain offload bundle parser and the `.hip_fatbin` walk.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rcclfix::scan::{bundle, model::FileReport, walk, ScanOptions};
+use rcclfix::scan::{bundle, model::FileReport, walk, Settings};
 
 fuzz_target!(|data: &[u8]| {
     let _ = bundle::parse_bundle(data);
@@ -11,5 +11,5 @@ fuzz_target!(|data: &[u8]| {
         images: vec![],
         unreadable: vec![],
     };
-    walk::scan_fatbin(data, 0, &mut f, &ScanOptions::default());
+    walk::scan_fatbin(data, 0, &mut f, &Settings::default());
 });

@@ -1,14 +1,636 @@
-//! `rcclfix build`: recipe → pinned source → NDEBUG injection → configure and build in a toolchain → scan gate → output folder with provenance.
+//! `rcclfix build`: recipe → pinned source → NDEBUG injection → configure and build in a toolchain →
+//! scan gate → output folder with provenance.
+//!
+//! The steps, in order (each fails fast with one clear error):
+//! 1. resolve the recipe (`--tag`, `--recipe FILE`) and the target list (`--targets`);
+//! 2. open the toolchain and choose the engine (`container::open`); warn when free RAM is below the
+//!    recipe's `link_ram_gib`;
+//! 3. fetch the source at the pinned commit (`source::fetch`), check it out into a fresh work folder
+//!    `$RCCLFIX_HOME/work/<recipe>-<targets>/`, apply patches and extra files;
+//! 4. inject NDEBUG per strategy ([`ndebug`]), configure with CMake in the toolchain (network off),
+//!    then check `build.ninja` (NDEBUG on every device compile, offload targets = requested) and the
+//!    `Compiling for` line;
+//! 5. build with ninja (progress from `[n/m]` lines, full log in `build.log`);
+//! 6. scan gate ([`gate`]): every requested target `clean`, else exit 1 and no output folder;
+//! 7. assemble `out/rccl-<version>-<targets>/` (library + SONAME symlinks, `scan.json`,
+//!    `manifest.json`, `build.log`) in a temporary folder, optionally `--verify`, then rename it into
+//!    place; optionally `--package`.
 
+pub mod gate;
+pub mod ndebug;
+pub mod progress;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+
+use crate::container::{self, EngineKind, Mount, RunSpec};
+use crate::manifest::{LibraryRecord, Manifest, MANIFEST_SCHEMA_VERSION};
+use crate::recipe::{NdebugStrategy, Recipe, Status};
 
 /// Arguments of `rcclfix build`.
 #[derive(Debug, clap::Args)]
-pub struct BuildArgs {}
+pub struct BuildArgs {
+    /// Recipe to build: an RCCL version or recipe name (see --list).
+    #[arg(long, value_name = "VERSION", conflicts_with = "recipe")]
+    pub tag: Option<String>,
+    /// Build a recipe file from disk instead of an embedded recipe.
+    #[arg(long, value_name = "FILE")]
+    pub recipe: Option<PathBuf>,
+    /// List the recipes and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// gfx targets to build and gate, comma-separated (default: the recipe's), e.g. gfx1100,gfx1101.
+    #[arg(long, value_delimiter = ',', value_name = "GFX,…")]
+    pub targets: Vec<String>,
+    /// Clone from this local git mirror instead of the recipe URL (offline use).
+    #[arg(long, value_name = "PATH", env = "RCCLFIX_GIT_MIRROR")]
+    pub git_mirror: Option<PathBuf>,
+    /// Container engine (default: podman, then docker, then bubblewrap; also RCCLFIX_ENGINE).
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineKind>,
+    /// Where output folders go.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    pub out_dir: PathBuf,
+    /// ninja -j (default: ninja's own).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<u32>,
+    /// Refuse to pin an unpinned tag on first fetch (the recipe or lockfile must pin it).
+    #[arg(long)]
+    pub locked: bool,
+    /// Allow recipes whose status is experimental or unfixable-by-rebuild (the gate still judges).
+    #[arg(long)]
+    pub experimental: bool,
+    /// After the gate, run `verify` on two GPUs and record the result in manifest.json.
+    #[arg(long)]
+    pub verify: bool,
+    /// After the build, write these packages (comma-separated: deb, whl).
+    #[arg(long, value_delimiter = ',', value_name = "FORMAT,…")]
+    pub package: Vec<String>,
+    /// Where packages go (default: the --out-dir).
+    #[arg(long, value_name = "DIR")]
+    pub package_dir: Option<PathBuf>,
+}
 
 impl BuildArgs {
-    /// Run the subcommand.
+    /// Run the subcommand: prints the output folder on stdout. Exit 1 when the scan gate (or
+    /// `--verify`) fails; errors exit 2.
     pub fn run(self) -> anyhow::Result<ExitCode> {
-        anyhow::bail!("build: not implemented yet")
+        if self.list {
+            print!("{}", crate::recipe::list_table(&crate::recipe::embedded()?));
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (recipe, recipe_root) = match &self.recipe {
+            Some(f) => {
+                let r = crate::recipe::load_file(f)?;
+                let root = f
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.parent().and_then(|d| d.parent()).map(Path::to_owned));
+                (r, root)
+            }
+            None => {
+                let all = crate::recipe::embedded()?;
+                let tag = self.tag.as_deref().unwrap_or(crate::recipe::DEFAULT_RECIPE);
+                (crate::recipe::find(&all, tag)?.clone(), None)
+            }
+        };
+        match build(&self, &recipe, recipe_root.as_deref())? {
+            Outcome::Built(dir) => {
+                println!("{}", dir.display());
+                Ok(ExitCode::SUCCESS)
+            }
+            Outcome::CheckFailed(err) => {
+                crate::ui::print_error(&err);
+                Ok(ExitCode::from(crate::EXIT_CHECK_FAILED))
+            }
+        }
     }
+}
+
+/// How a build ended when it did not error.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The output folder was committed.
+    Built(PathBuf),
+    /// A check failed (scan gate, verify): nothing was written to the output folder.
+    CheckFailed(anyhow::Error),
+}
+
+/// The output folder name: `rccl-<version>-<targets joined by '+'>`.
+pub fn output_name(recipe: &Recipe, targets: &[String]) -> String {
+    format!("rccl-{}-{}", recipe.rccl_version, targets.join("+"))
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in GiB.
+pub fn available_ram_gib() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: f64 = text
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / (1024.0 * 1024.0))
+}
+
+fn check_targets(targets: &[String]) -> anyhow::Result<()> {
+    if targets.is_empty() {
+        bail!("no gfx targets given");
+    }
+    for t in targets {
+        let proc = t.split(':').next().unwrap_or("");
+        if !proc.starts_with("gfx")
+            || proc.contains("generic")
+            || proc.len() < 5
+            || !proc[3..].chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            bail!("--targets: {t:?} is not an explicit gfx target such as gfx1100 (generic targets are rejected by RCCL's linker)");
+        }
+    }
+    Ok(())
+}
+
+/// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
+/// (patches are looked up there).
+pub fn build(
+    args: &BuildArgs,
+    recipe: &Recipe,
+    recipe_root: Option<&Path>,
+) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let targets: Vec<String> = if args.targets.is_empty() {
+        recipe.build.targets.clone()
+    } else {
+        args.targets.clone()
+    };
+    check_targets(&targets)?;
+    match recipe.status {
+        Status::Experimental | Status::UnfixableByRebuild if !args.experimental => bail!(
+            "recipe {} is {}: {}\nhelp: pass --experimental to build it anyway (the scan gate still decides)",
+            recipe.id(),
+            recipe.status.as_str(),
+            recipe.status_reason.as_deref().unwrap_or("no reason given")
+        ),
+        _ => {}
+    }
+    if recipe.build.post_link_patch {
+        bail!(
+            "recipe {} needs `rcclfix patch` after the link (post_link_patch = true), which `build` does not run yet\nhelp: choose another recipe for RCCL {} (rcclfix build --list)",
+            recipe.id(),
+            recipe.rccl_version
+        );
+    }
+    let name = output_name(recipe, &targets);
+    let dest = args.out_dir.join(&name);
+    crate::ui::status(
+        "Building",
+        format_args!(
+            "rccl {} (recipe {}, tag {}) for {}",
+            recipe.rccl_version,
+            recipe.id(),
+            recipe.source.tag,
+            targets.join(",")
+        ),
+    );
+    if let Some(avail) = available_ram_gib() {
+        if avail < recipe.build.link_ram_gib {
+            crate::ui::warn(format_args!(
+                "{avail:.1} GiB of RAM available, but the device link of recipe {} needs about {:.1} GiB\nhelp: close other programs or add swap; the link may be killed or very slow",
+                recipe.id(),
+                recipe.build.link_ram_gib
+            ));
+        }
+    }
+
+    // Source first: a wrong tag or pin fails before any toolchain work.
+    let fetched = crate::source::fetch(
+        recipe,
+        &crate::source::SourceOptions {
+            mirror: args.git_mirror.clone(),
+            locked: args.locked,
+        },
+    )?;
+
+    // Toolchain and engine.
+    let tc_desc = &recipe.toolchain;
+    if let Some(n) = &tc_desc.name {
+        container::toolchain::ensure_built(n)?;
+    }
+    let mut tc = container::Toolchain::for_recipe(tc_desc)?;
+    let engine = container::Engine::select(container::requested_engine(args.engine)?, &tc)?;
+    container::prepare(&engine, &mut tc)?;
+    crate::ui::status(
+        "Toolchain",
+        format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
+    );
+    let work =
+        crate::recipe::home()
+            .join("work")
+            .join(format!("{}-{}", recipe.id(), targets.join("+")));
+    if work.exists() {
+        fs_err::remove_dir_all(&work)
+            .with_context(|| format!("cannot clear the work folder {}", work.display()))?;
+    }
+    fs_err::create_dir_all(&work)?;
+    let tree = work.join("src");
+    let build_dir = work.join("build");
+    let tmp_dir = work.join("tmp");
+    fs_err::create_dir_all(&build_dir)?;
+    fs_err::create_dir_all(&tmp_dir)?;
+    crate::source::checkout(&fetched, &tree)?;
+    let src_dir = if recipe.source.subdir.is_empty() {
+        tree.clone()
+    } else {
+        tree.join(&recipe.source.subdir)
+    };
+    let patches = crate::source::apply_patches_and_files(recipe, &tree, &src_dir, recipe_root)?;
+
+    // NDEBUG injection.
+    let strategy = recipe.build.ndebug;
+    if strategy == NdebugStrategy::CompileDefinition {
+        let cml = src_dir.join("CMakeLists.txt");
+        let text = fs_err::read_to_string(&cml)?;
+        let new = ndebug::insert_compile_definition(&text)
+            .with_context(|| format!("{}: cannot inject NDEBUG", cml.display()))?;
+        crate::fsutil::atomic_write(&cml, new.as_bytes())?;
+    }
+    let guest_src = if recipe.source.subdir.is_empty() {
+        "/src".to_owned()
+    } else {
+        format!("/src/{}", recipe.source.subdir)
+    };
+    let target_list = targets.join(";");
+    let mut cmake_args: Vec<String> = vec![
+        "-S".into(),
+        guest_src,
+        "-B".into(),
+        "/build".into(),
+        "-G".into(),
+        "Ninja".into(),
+        format!("-DCMAKE_CXX_COMPILER={}", tc_desc.cxx),
+        format!("-DROCM_PATH={}", tc_desc.rocm_path),
+        format!("-DCMAKE_BUILD_TYPE={}", recipe.build.build_type),
+        format!("-DGPU_TARGETS={target_list}"),
+        format!("-DAMDGPU_TARGETS={target_list}"),
+    ];
+    cmake_args.extend(ndebug::recipe_options(
+        strategy,
+        &recipe.build.cmake_options,
+    ));
+    cmake_args.extend(ndebug::cmake_flags(strategy, &recipe.build.cmake_options));
+
+    // ccache (RCCLFIX_CCACHE_DIR): mounted at /ccache and used as the compiler launcher when the
+    // toolchain has ccache; the cache is outside the work folder so it survives fresh builds.
+    let mut mounts = vec![
+        Mount {
+            host: tree.clone(),
+            guest: "/src".into(),
+            writable: true,
+        },
+        Mount {
+            host: build_dir.clone(),
+            guest: "/build".into(),
+            writable: true,
+        },
+    ];
+    let mut env = vec![];
+    if let Some(dir) = std::env::var_os("RCCLFIX_CCACHE_DIR").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        fs_err::create_dir_all(&dir)?;
+        let probe = RunSpec::new("probe ccache", vec!["ccache".into(), "--version".into()]);
+        if engine.read(&tc, &probe).is_ok() {
+            mounts.push(Mount {
+                host: fs_err::canonicalize(&dir)?,
+                guest: "/ccache".into(),
+                writable: true,
+            });
+            env.push(("CCACHE_DIR".to_owned(), "/ccache".to_owned()));
+            if let Ok(max) = std::env::var("CCACHE_MAXSIZE") {
+                env.push(("CCACHE_MAXSIZE".to_owned(), max));
+            }
+            cmake_args.push("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache".into());
+        } else {
+            crate::ui::warn(format_args!(
+                "RCCLFIX_CCACHE_DIR is set but toolchain {} has no ccache; building without it",
+                tc.name()
+            ));
+        }
+    }
+
+    let log_path = work.join("build.log");
+    let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
+    writeln!(
+        log,
+        "# rcclfix {} build of recipe {} ({} {})",
+        env!("CARGO_PKG_VERSION"),
+        recipe.id(),
+        recipe.source.tag,
+        fetched.commit
+    )?;
+    writeln!(
+        log,
+        "# toolchain {} ({}), engine {}",
+        tc.name(),
+        tc.id(),
+        engine.name()
+    )?;
+    let spec = |summary: &str, argv: Vec<String>| RunSpec {
+        summary: summary.into(),
+        argv,
+        mounts: mounts.clone(),
+        workdir: "/build".into(),
+        env: env.clone(),
+        network: false,
+        tmp: Some(tmp_dir.clone()),
+    };
+
+    // Configure.
+    crate::ui::status(
+        "Configuring",
+        format_args!(
+            "cmake in {} (network off; log {})",
+            tc.name(),
+            log_path.display()
+        ),
+    );
+    let build_started = Instant::now();
+    let mut configure_out = String::new();
+    let mut cmake_argv = vec!["cmake".to_owned()];
+    cmake_argv.extend(cmake_args.iter().cloned());
+    engine
+        .run_streamed(&tc, &spec("configure", cmake_argv), &mut log, |l| {
+            configure_out.push_str(l);
+            configure_out.push('\n');
+        })
+        .with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
+
+    // Checks before the long build.
+    let ninja_text = fs_err::read_to_string(build_dir.join("build.ninja"))?;
+    let facts = ndebug::scan_build_ninja(&ninja_text);
+    let requested: BTreeSet<String> = targets.iter().cloned().collect();
+    let configure_targets = ndebug::configure_targets(&configure_out);
+    if let Some(ct) = &configure_targets {
+        if ct != &requested {
+            bail!(
+                "configure compiles for {} but {} was requested (the `Compiling for` line; cases C06)\nhelp: the recipe's CMake may force its own target list; add a patch or a cmake option",
+                ct.iter().cloned().collect::<Vec<_>>().join(";"),
+                target_list
+            );
+        }
+    }
+    if facts.device_compiles.is_empty() {
+        bail!("build.ninja has no device compile lines (no --offload-arch / -x hip); cannot check NDEBUG or targets\nhelp: full log: {}", log_path.display());
+    }
+    if facts.offload_targets != requested {
+        bail!(
+            "build.ninja compiles and links for {} but {} was requested\nhelp: the recipe's CMake ignores GPU_TARGETS/AMDGPU_TARGETS (cases C06); see {}",
+            facts.offload_targets.iter().cloned().collect::<Vec<_>>().join(";"),
+            target_list,
+            build_dir.join("build.ninja").display()
+        );
+    }
+    let ndebug_on = facts.ndebug_on_device();
+    if strategy != NdebugStrategy::None && !ndebug_on {
+        bail!(
+            "NDEBUG strategy {} did not put -DNDEBUG on {} of {} device compile lines (e.g. {})\nhelp: this RCCL needs another strategy (reference: rccl.md §5); nothing was built",
+            serde_json::to_value(strategy)?.as_str().unwrap_or_default(),
+            facts.without_ndebug.len(),
+            facts.device_compiles.len(),
+            facts.without_ndebug[0]
+        );
+    }
+    if strategy == NdebugStrategy::None {
+        crate::ui::warn(format_args!(
+            "NDEBUG strategy none: -DNDEBUG is {} on the device compile lines",
+            if ndebug_on { "present" } else { "absent" }
+        ));
+    }
+
+    writeln!(
+        log,
+        "# rcclfix checks after configure: {} device compile lines, -DNDEBUG on {}; offload targets in build.ninja: {}; `Compiling for` line: {}; source from {}",
+        facts.device_compiles.len(),
+        facts.device_compiles.len() - facts.without_ndebug.len(),
+        facts.offload_targets.iter().cloned().collect::<Vec<_>>().join(";"),
+        configure_targets
+            .as_ref()
+            .map(|c| c.iter().cloned().collect::<Vec<_>>().join(";"))
+            .unwrap_or_else(|| "(none printed)".into()),
+        fetched.origin
+    )?;
+
+    // Build.
+    let mut ninja_argv = vec!["ninja".to_owned(), "-C".into(), "/build".into()];
+    if let Some(j) = args.jobs {
+        ninja_argv.push(format!("-j{j}"));
+    }
+    let progress = progress::Progress::start(
+        &format!("rccl {}", recipe.rccl_version),
+        crate::ui::stderr_is_tty(),
+    );
+    let res = engine.run_streamed(&tc, &spec("build", ninja_argv), &mut log, |l| {
+        progress.line(l)
+    });
+    progress.finish();
+    res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
+    let build_seconds = build_started.elapsed().as_secs_f64();
+    log.flush()?;
+    drop(log);
+    crate::ui::status("Built", format_args!("in {}", fmt_secs(build_seconds)));
+
+    // Gate.
+    let lib = find_library(&build_dir)?;
+    crate::ui::status(
+        "Scanning",
+        format_args!("{} for {}", lib.display(), targets.join(",")),
+    );
+    let gate = gate::run(&lib, &targets)?;
+    let scan_json = serde_json::to_string_pretty(&gate.report)? + "\n";
+    if !gate.passed() {
+        let kept = work.join("scan.json");
+        crate::fsutil::atomic_write(&kept, scan_json.as_bytes())?;
+        let lines = gate.failures().join("\n");
+        return Ok(Outcome::CheckFailed(anyhow::anyhow!(
+            "scan gate failed for {}: no output written\n{lines}\nhelp: the scan report is {}; NDEBUG strategy was {}",
+            lib.file_name().unwrap_or_default().to_string_lossy(),
+            kept.display(),
+            serde_json::to_value(strategy)?.as_str().unwrap_or_default()
+        )));
+    }
+
+    // Output folder.
+    let out = crate::fsutil::AtomicDir::new(&dest)?;
+    let lib_name = lib
+        .file_name()
+        .context("library has no file name")?
+        .to_string_lossy()
+        .into_owned();
+    let out_lib = out.path().join(&lib_name);
+    fs_err::copy(&lib, &out_lib)?;
+    let soname = read_soname(&out_lib)?.unwrap_or_else(|| lib_name.clone());
+    let mut links = vec![];
+    if soname != lib_name {
+        links.push((soname.clone(), lib_name.clone()));
+    }
+    if let Some(dev) = dev_link_name(&lib_name) {
+        if dev != soname && dev != lib_name {
+            links.push((dev, soname.clone()));
+        }
+    }
+    for (link, target) in &links {
+        std::os::unix::fs::symlink(target, out.path().join(link))
+            .with_context(|| format!("cannot create symlink {link}"))?;
+    }
+    crate::fsutil::atomic_write(&out.path().join("scan.json"), scan_json.as_bytes())?;
+    fs_err::copy(&log_path, out.path().join("build.log"))?;
+    let mut manifest = Manifest {
+        schema_version: MANIFEST_SCHEMA_VERSION,
+        rcclfix_version: env!("CARGO_PKG_VERSION").into(),
+        recipe: recipe.id().into(),
+        rccl_version: recipe.rccl_version.clone(),
+        rocm_release: recipe.rocm_release.clone(),
+        git: recipe.source.git.clone(),
+        tag: recipe.source.tag.clone(),
+        commit: fetched.commit.clone(),
+        patches,
+        toolchain: tc.name().into(),
+        toolchain_id: tc.id().into(),
+        engine: engine.name().into(),
+        targets: targets.clone(),
+        ndebug_strategy: serde_json::to_value(strategy)?
+            .as_str()
+            .unwrap_or_default()
+            .into(),
+        ndebug_on_device_compile: ndebug_on,
+        cmake_args,
+        library: LibraryRecord {
+            file: lib_name.clone(),
+            soname,
+            sha256: crate::fsutil::sha256_file(&out_lib)?,
+            size: fs_err::metadata(&out_lib)?.len(),
+        },
+        build_seconds,
+        gate: gate.summary(),
+        verify: None,
+        patched: None,
+    };
+    if args.verify {
+        crate::ui::status("Verifying", format_args!("{} on two GPUs", lib_name));
+        match crate::verify::verify_for_build(&out_lib)? {
+            None => crate::ui::warn(
+                "fewer than two GPUs: verify did not run (manifest.verify stays empty)",
+            ),
+            Some((report, ok)) => {
+                manifest.verify = Some(report);
+                if !ok {
+                    let kept = work.join("manifest.json");
+                    manifest.save(&kept)?;
+                    return Ok(Outcome::CheckFailed(anyhow::anyhow!(
+                        "verify failed on the built library: no output written\nhelp: the report is in {}",
+                        kept.display()
+                    )));
+                }
+            }
+        }
+    }
+    manifest.save(&out.path().join("manifest.json"))?;
+    let dir = out.commit()?;
+    crate::ui::status(
+        "Finished",
+        format_args!(
+            "{} in {} (gate: {} clean)",
+            dir.display(),
+            fmt_secs(started.elapsed().as_secs_f64()),
+            targets.join(",")
+        ),
+    );
+    if !args.package.is_empty() {
+        let pkg_dir = args
+            .package_dir
+            .clone()
+            .unwrap_or_else(|| args.out_dir.clone());
+        for p in crate::package::package_build_dir(&dir, &args.package, &pkg_dir)? {
+            crate::ui::status("Packaged", p.display());
+        }
+    }
+    Ok(Outcome::Built(dir))
+}
+
+fn fmt_secs(s: f64) -> String {
+    let s = s.round() as u64;
+    format!("{}m{:02}s", s / 60, s % 60)
+}
+
+/// The built library in a build folder: the regular file `librccl.so*` with the longest name (the
+/// versioned one), at the top level or below.
+///
+/// Errors: none found.
+pub fn find_library(build_dir: &Path) -> anyhow::Result<PathBuf> {
+    let mut best: Option<PathBuf> = None;
+    for e in walkdir::WalkDir::new(build_dir)
+        .max_depth(3)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
+        let n = e.file_name().to_string_lossy();
+        if e.file_type().is_file() && n.starts_with("librccl.so") {
+            let better = match &best {
+                None => true,
+                Some(b) => {
+                    let bd = b.components().count();
+                    let ed = e.path().components().count();
+                    ed < bd || (ed == bd && n.len() > b.file_name().map(|x| x.len()).unwrap_or(0))
+                }
+            };
+            if better {
+                best = Some(e.path().to_owned());
+            }
+        }
+    }
+    best.with_context(|| {
+        format!(
+            "the build finished but produced no librccl.so* in {}",
+            build_dir.display()
+        )
+    })
+}
+
+/// `librccl.so` for `librccl.so.1.0` (the unversioned link name), `None` when already unversioned.
+fn dev_link_name(file: &str) -> Option<String> {
+    let i = file.find(".so.")?;
+    Some(file[..i + 3].to_owned())
+}
+
+/// DT_SONAME of an ELF shared library, `None` when it has none.
+///
+/// Errors: the file is not a 64-bit ELF.
+pub fn read_soname(path: &Path) -> anyhow::Result<Option<String>> {
+    use object::read::elf::{Dyn, FileHeader, SectionHeader};
+    let file = fs_err::File::open(path)?;
+    // SAFETY: read-only map of a file rcclfix just wrote and nothing else modifies.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .with_context(|| format!("cannot map {}", path.display()))?;
+    let data: &[u8] = &map;
+    let hdr = object::elf::FileHeader64::<object::Endianness>::parse(data)
+        .with_context(|| format!("{}: not an ELF64 file", path.display()))?;
+    let endian = hdr.endian()?;
+    let sections = hdr.sections(endian, data)?;
+    for s in sections.iter() {
+        if let Some((dyns, link)) = s.dynamic(endian, data)? {
+            let strings = sections.strings(endian, data, link)?;
+            for d in dyns {
+                if d.tag32(endian) == Some(object::elf::DT_SONAME) {
+                    let name = d.string(endian, strings)?;
+                    return Ok(Some(String::from_utf8_lossy(name).into_owned()));
+                }
+            }
+        }
+    }
+    Ok(None)
 }

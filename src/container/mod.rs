@@ -1,14 +1,168 @@
-//! Container engines (podman, docker, bubblewrap, host) and toolchain images. Only this module spawns an engine.
+//! Container engines (podman, docker, bubblewrap, host) and toolchains (Debian-package rootfs built by
+//! rcclfix, official ROCm images, the host). Only this module spawns an engine: everything else hands
+//! it a [`RunSpec`].
+//!
+//! `rcclfix toolchain build <name>` / `list` / `run <name> -- argv…` live here too.
 
+pub mod engine;
+pub mod toolchain;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+
+pub use engine::{Engine, EngineKind, Mount, RunSpec};
+pub use toolchain::{prepare, Toolchain, ToolchainDesc};
+
+/// The engine requested by `--engine` or `RCCLFIX_ENGINE` (empty: automatic).
+pub fn requested_engine(flag: Option<EngineKind>) -> anyhow::Result<Option<EngineKind>> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    match std::env::var("RCCLFIX_ENGINE") {
+        Ok(s) if !s.is_empty() && s != "auto" => {
+            Ok(Some(EngineKind::parse(&s).context("RCCLFIX_ENGINE")?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Open toolchain `name`, choose the engine, and prepare the toolchain for it.
+pub fn open(name: &str, engine: Option<EngineKind>) -> anyhow::Result<(Engine, Toolchain)> {
+    let mut tc = Toolchain::local(name)?;
+    let engine = Engine::select(requested_engine(engine)?, &tc)?;
+    prepare(&engine, &mut tc)?;
+    Ok((engine, tc))
+}
 
 /// Arguments of `rcclfix toolchain`.
 #[derive(Debug, clap::Args)]
-pub struct ToolchainArgs {}
+pub struct ToolchainArgs {
+    #[command(subcommand)]
+    cmd: ToolchainCmd,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ToolchainCmd {
+    /// Build a Debian-package toolchain rootfs (containers/<name>/toolchain.toml) with debootstrap
+    /// into $RCCLFIX_HOME/toolchains/<name>; skipped when it is up to date.
+    Build {
+        /// Toolchain name, e.g. debian-trixie.
+        name: String,
+        /// Rebuild even when the stamp matches the description.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the toolchain descriptions and which are built.
+    List {
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command inside a toolchain (network off). The current directory is mounted read-write at
+    /// the same path and is the working directory.
+    Run {
+        /// Toolchain name, e.g. debian-trixie.
+        name: String,
+        /// Engine (default: automatic; also RCCLFIX_ENGINE).
+        #[arg(long, value_enum)]
+        engine: Option<EngineKind>,
+        /// Also mount HOST[:GUEST] read-write (GUEST defaults to HOST).
+        #[arg(long = "volume", value_name = "HOST[:GUEST]")]
+        volumes: Vec<String>,
+        /// Allow network access.
+        #[arg(long)]
+        network: bool,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+}
 
 impl ToolchainArgs {
     /// Run the subcommand.
     pub fn run(self) -> anyhow::Result<ExitCode> {
-        anyhow::bail!("toolchain: not implemented yet")
+        match self.cmd {
+            ToolchainCmd::Build { name, force } => {
+                let dir = toolchain::build_rootfs(&name, force)?;
+                println!("{}", dir.display());
+            }
+            ToolchainCmd::List { json } => {
+                let rows = toolchain::list()?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                } else {
+                    println!(
+                        "{:<16} {:<10} {:>8}  {}",
+                        "TOOLCHAIN", "STATE", "SIZE", "DESCRIPTION"
+                    );
+                    for r in rows {
+                        let size = r
+                            .stamp
+                            .as_ref()
+                            .map(|s| format!("{:.1} GB", s.rootfs_bytes as f64 / 1e9))
+                            .unwrap_or_default();
+                        println!(
+                            "{:<16} {:<10} {:>8}  {}",
+                            r.name, r.state, size, r.description
+                        );
+                    }
+                }
+            }
+            ToolchainCmd::Run {
+                name,
+                engine,
+                volumes,
+                network,
+                argv,
+            } => {
+                let (engine, tc) = open(&name, engine)?;
+                let cwd = std::env::current_dir()?;
+                let cwd_s = cwd
+                    .to_str()
+                    .context("the current directory is not UTF-8")?
+                    .to_owned();
+                let mut mounts = vec![Mount {
+                    host: cwd.clone(),
+                    guest: cwd_s.clone(),
+                    writable: true,
+                }];
+                for v in volumes {
+                    let (h, g) = v.split_once(':').unwrap_or((&v, &v));
+                    let host = PathBuf::from(h);
+                    let host =
+                        fs_err::canonicalize(&host).with_context(|| format!("--volume {v}"))?;
+                    mounts.push(Mount {
+                        host,
+                        guest: g.to_owned(),
+                        writable: true,
+                    });
+                }
+                let spec = RunSpec {
+                    summary: format!("{} in {name}", argv[0]),
+                    argv,
+                    mounts,
+                    workdir: cwd_s,
+                    env: vec![],
+                    network,
+                    tmp: None,
+                };
+                if let Err(e) = engine.run_inherit(&tc, &spec) {
+                    if let Some(ce) = e.downcast_ref::<crate::process::CommandError>() {
+                        // Pass the command's own exit status through (`toolchain run -- false` → 1).
+                        let code = ce
+                            .status
+                            .rsplit(' ')
+                            .next()
+                            .and_then(|s| s.parse::<u8>().ok())
+                            .unwrap_or(2);
+                        return Ok(ExitCode::from(code));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(ExitCode::SUCCESS)
     }
 }

@@ -172,8 +172,8 @@ pub enum Bytes {
 pub const HUGE_BUFFER: usize = 4 << 20;
 
 impl Bytes {
-    fn zeroed(len: usize) -> Result<Bytes, Problem> {
-        if len >= HUGE_BUFFER {
+    fn zeroed(len: usize, huge: bool) -> Result<Bytes, Problem> {
+        if huge && len >= HUGE_BUFFER {
             let m = memmap2::MmapMut::map_anon(len).map_err(|e| {
                 Problem::new(
                     0,
@@ -201,6 +201,14 @@ impl Bytes {
             v.truncate(n)
         }
     }
+
+    /// The bytes as a `Vec` (moved when on the heap, copied from a mapping).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Bytes::Heap(v) => v,
+            Bytes::Map(m) => m.to_vec(),
+        }
+    }
 }
 
 impl std::ops::Deref for Bytes {
@@ -219,13 +227,14 @@ impl std::fmt::Debug for Bytes {
     }
 }
 
-/// A decoded CCOB: the header, the plain bundle bytes, and how many input bytes it occupied.
+/// A decoded CCOB: the header, the plain bundle bytes (a `Vec`, or [`Bytes`] from
+/// [`decode_mapped`]), and how many input bytes it occupied.
 #[derive(Debug)]
-pub struct Decoded {
+pub struct Decoded<B = Vec<u8>> {
     /// The header.
     pub header: Header,
     /// The uncompressed plain bundle (exactly `header.uncompressed_size` bytes).
-    pub bundle: Bytes,
+    pub bundle: B,
     /// Bytes of `buf` consumed (header + payload).
     pub consumed: usize,
 }
@@ -247,6 +256,21 @@ const STEP: usize = 8 << 20;
 /// [`decode`], with the hash check optional (`verify_hash: false` skips only the MD5; the sizes
 /// and the stream itself are still checked).
 pub fn decode_with(buf: &[u8], verify_hash: bool) -> Result<Decoded, Problem> {
+    let d = decode_inner(buf, verify_hash, false)?;
+    Ok(Decoded {
+        header: d.header,
+        bundle: d.bundle.into_vec(),
+        consumed: d.consumed,
+    })
+}
+
+/// [`decode_with`] for the scanner: a bundle of [`HUGE_BUFFER`] bytes or more is decoded into an
+/// anonymous mapping advised to use huge pages instead of the heap (fewer page faults).
+pub fn decode_mapped(buf: &[u8], verify_hash: bool) -> Result<Decoded<Bytes>, Problem> {
+    decode_inner(buf, verify_hash, true)
+}
+
+fn decode_inner(buf: &[u8], verify_hash: bool, huge: bool) -> Result<Decoded<Bytes>, Problem> {
     let header = parse_header(buf)?;
     let h = header.header_len;
     let mut payload = match header.total_size {
@@ -286,7 +310,7 @@ pub fn decode_with(buf: &[u8], verify_hash: bool) -> Result<Decoded, Problem> {
             }
         }
     }
-    let mut out = Bytes::zeroed(claimed as usize)?;
+    let mut out = Bytes::zeroed(claimed as usize, huge)?;
     let (result, digest) = std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<&[u8]>(8);
         let hasher = verify_hash.then(|| {

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::model::{ScanReport, TargetState, SCHEMA_VERSION};
-use super::{scan_path, ScanOptions};
+use super::{scan_path_with, ScanOptions, Settings};
 
 const AFTER_HELP: &str = "\
 Exit codes:
@@ -90,7 +90,9 @@ impl ScanArgs {
     pub fn run_with_verbosity(self, verbose: u8) -> anyhow::Result<ExitCode> {
         let opts = ScanOptions {
             targets: self.target.clone(),
-            skip_hash_check: self.no_hash_check,
+        };
+        let settings = Settings {
+            verify_hash: !self.no_hash_check,
         };
         let mut report = ScanReport {
             schema_version: SCHEMA_VERSION,
@@ -98,7 +100,7 @@ impl ScanArgs {
             files: Vec::new(),
         };
         for p in &self.paths {
-            let r = scan_path(p, &opts)?;
+            let r = scan_path_with(p, &opts, &settings)?;
             report.files.extend(r.files);
         }
         let requested = if self.target.is_empty() {

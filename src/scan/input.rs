@@ -14,7 +14,7 @@ use anyhow::Context;
 use super::bundle::{BUNDLE_MAGIC, CCOB_MAGIC};
 use super::model::{FileReport, Unreadable};
 use super::walk;
-use super::ScanOptions;
+use super::Settings;
 
 /// Deepest archive nesting followed (a .deb holds a data.tar.xz holding files: depth 2).
 pub const MAX_DEPTH: u32 = 4;
@@ -116,11 +116,7 @@ fn io_unreadable(name: &str, class: &str, reason: String) -> FileReport {
 ///
 /// Errors: the path does not exist or cannot be read, is not a regular file or directory, or is a
 /// file that is empty or of no known format.
-pub fn scan_top(
-    path: &Path,
-    files: &mut Vec<FileReport>,
-    opts: &ScanOptions,
-) -> anyhow::Result<()> {
+pub fn scan_top(path: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> anyhow::Result<()> {
     let md = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     let name = path.display().to_string();
     if md.is_dir() {
@@ -153,7 +149,7 @@ pub fn scan_top(
 
 /// Walk a directory in name order; report every file that carries device code, and every entry
 /// that could not be read (dangling symlinks, FIFOs and other non-regular files, I/O errors).
-fn walk_dir(root: &Path, files: &mut Vec<FileReport>, opts: &ScanOptions) -> anyhow::Result<()> {
+fn walk_dir(root: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> anyhow::Result<()> {
     for entry in walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -235,7 +231,7 @@ pub fn scan_buffer(
     explicit: bool,
     depth: u32,
     files: &mut Vec<FileReport>,
-    opts: &ScanOptions,
+    opts: &Settings,
 ) -> anyhow::Result<bool> {
     let Some(fmt) = sniff(data) else {
         return Ok(false);
@@ -325,7 +321,7 @@ fn scan_ar(
     data: &[u8],
     depth: u32,
     files: &mut Vec<FileReport>,
-    opts: &ScanOptions,
+    opts: &Settings,
 ) -> anyhow::Result<()> {
     let mut pos = 8usize;
     let mut long_names: &[u8] = &[];
@@ -416,7 +412,7 @@ fn scan_zip(
     data: &[u8],
     depth: u32,
     files: &mut Vec<FileReport>,
-    opts: &ScanOptions,
+    opts: &Settings,
 ) -> anyhow::Result<()> {
     let mut z = match zip::ZipArchive::new(std::io::Cursor::new(data)) {
         Ok(z) => z,
@@ -503,7 +499,7 @@ fn scan_compressed_tar(
     explicit: bool,
     depth: u32,
     files: &mut Vec<FileReport>,
-    opts: &ScanOptions,
+    opts: &Settings,
 ) -> anyhow::Result<()> {
     let mut head = vec![0u8; 512];
     let n = read_up_to(&mut r, &mut head).with_context(|| format!("{name}: cannot decompress"))?;
@@ -530,7 +526,7 @@ fn scan_tar(
     r: impl Read,
     depth: u32,
     files: &mut Vec<FileReport>,
-    opts: &ScanOptions,
+    opts: &Settings,
 ) -> anyhow::Result<()> {
     let mut ar = tar::Archive::new(r);
     let entries = match ar.entries() {

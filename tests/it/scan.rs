@@ -201,7 +201,6 @@ fn sid_multi_target_generic() {
         &fixture("sid/multi-ccob.so"),
         &ScanOptions {
             targets: vec!["gfx1100".into()],
-            ..Default::default()
         },
     )
     .unwrap();

@@ -4,13 +4,22 @@
 //! - `test`: install the test prerequisites (Debian packages from `.ci/apt.d/`, the toolchain
 //!   rootfs, the Debian RCCL test inputs) and run every test. README's test command; `.ci/run`
 //!   calls it.
+//! - `toolchain [NAME]`: build the toolchain rootfs the slow tests use (`rcclfix toolchain build`).
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 //! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
+//! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
+//! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
+//! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 
 mod bench_scan;
+mod bench_verify;
+mod doctor_fixtures;
 mod fixtures;
+mod fixtures_patch;
 mod inputs;
+mod lint_ci;
 mod test;
+mod toolchain;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -20,9 +29,14 @@ fn main() -> anyhow::Result<()> {
     sh.change_dir(project_root());
     match task.as_str() {
         "test" => test::run(&sh, &rest),
+        "toolchain" => toolchain::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
         "bench-scan" => bench_scan::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, fixtures, bench-scan"),
+        "fixtures-patch" => fixtures_patch::run(&sh, &rest),
+        "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
+        "ci-tools" => lint_ci::ci_tools(&sh),
+        "bench-verify" => bench_verify::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, bench-scan, fixtures-patch, doctor-fixtures, ci-tools, bench-verify"),
     }
 }
 

@@ -1,0 +1,71 @@
+//! The scan gate: the built library is scanned with rcclfix's own scanner, and the build passes only
+//! when every requested gfx target is `clean` (every image read, no kernel declares
+//! `hidden_hostcall_buffer`). `declares` and `unknown` both fail the gate.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::scan::{ScanOptions, ScanReport, TargetState};
+
+/// The gate's verdict.
+#[derive(Debug, Clone)]
+pub struct GateResult {
+    /// The full scan report (written as `scan.json`).
+    pub report: ScanReport,
+    /// Verdict per requested target.
+    pub states: BTreeMap<String, TargetState>,
+}
+
+impl GateResult {
+    /// Whether every requested target is clean.
+    pub fn passed(&self) -> bool {
+        self.states
+            .values()
+            .all(|s| matches!(s, TargetState::Clean { .. }))
+    }
+
+    /// `target → clean|declares|unknown` for `manifest.gate`.
+    pub fn summary(&self) -> BTreeMap<String, String> {
+        self.states
+            .iter()
+            .map(|(t, s)| {
+                let v = match s {
+                    TargetState::Clean { .. } => "clean",
+                    TargetState::Declares { .. } => "declares",
+                    TargetState::Unknown { .. } => "unknown",
+                };
+                (t.clone(), v.to_owned())
+            })
+            .collect()
+    }
+
+    /// One line per failing target, naming the declaring kernels or the reason.
+    pub fn failures(&self) -> Vec<String> {
+        self.states
+            .iter()
+            .filter_map(|(t, s)| match s {
+                TargetState::Clean { .. } => None,
+                TargetState::Declares { kernels } => Some(format!(
+                    "{t}: {} kernel(s) declare hidden_hostcall_buffer: {}",
+                    kernels.len(),
+                    kernels.join(", ")
+                )),
+                TargetState::Unknown { reason } => Some(format!("{t}: unknown: {reason}")),
+            })
+            .collect()
+    }
+}
+
+/// Scan `lib` for `targets`.
+///
+/// Errors: the library cannot be opened (unreadable device code is an `unknown` verdict, not an error).
+pub fn run(lib: &Path, targets: &[String]) -> anyhow::Result<GateResult> {
+    let report = crate::scan::scan_path(
+        lib,
+        &ScanOptions {
+            targets: targets.to_vec(),
+        },
+    )?;
+    let states = report.target_states(targets);
+    Ok(GateResult { report, states })
+}

@@ -1,0 +1,200 @@
+//! `rcclfix doctor --capture FILE.tar`: a snapshot of exactly what doctor reads, for a bug report,
+//! and its reader (`--snapshot FILE.tar|DIR`).
+//!
+//! Layout (paths inside the tar): `sys/…` mirrors sysfs (each GPU's path and slot siblings under
+//! `sys/devices/…`, `sys/bus/pci/devices/<bdf>` as relative symlinks like the real ones, the KFD
+//! topology, DMI `sys_vendor`/`product_name`/`product_version`), `proc/cpuinfo` (model name and
+//! flags of CPU 0 only), `dmesg.txt` (amdgpu/kfd lines only), `rcclfix-snapshot.json`.
+//!
+//! **Privacy:** files are whitelisted, never globbed: no DMI serial/UUID/asset files, KFD
+//! `unique_id` lines dropped, config space cut to the first 256 bytes (the extended space holds the
+//! Device Serial Number capability), host names removed from log lines. Deterministic: mtime 0,
+//! uid/gid 0, sorted entries. Written atomically through `fsutil::atomic_write`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::kmsg::KernelLog;
+use super::pci;
+
+/// Bytes of config space kept (standard space; the PCI Express capability lives here).
+pub const CONFIG_KEEP: usize = 256;
+/// The PCI function files copied per device.
+pub const PCI_FILES: &[&str] = &[
+    "vendor",
+    "device",
+    "class",
+    "revision",
+    "subsystem_vendor",
+    "subsystem_device",
+];
+/// The DMI files copied (no serials, UUIDs, asset tags).
+pub const DMI_FILES: &[&str] = &["sys_vendor", "product_name", "product_version"];
+
+enum Entry {
+    File(Vec<u8>),
+    Link(PathBuf),
+}
+
+fn rel(root: &Path, p: &Path) -> Option<PathBuf> {
+    p.strip_prefix(root).ok().map(Path::to_owned)
+}
+
+/// Remove host names from one log line: the journal's `<date> <host> kernel:` prefix, and any
+/// occurrence of the given host name.
+pub fn scrub_line(line: &str, hostname: Option<&str>) -> String {
+    let mut l = match line.find(" kernel: ") {
+        Some(i) if !line.starts_with('[') => line[i + 1..].to_owned(),
+        _ => line.to_owned(),
+    };
+    if let Some(h) = hostname.filter(|h| h.len() >= 2) {
+        l = l.replace(h, "<host>");
+    }
+    l
+}
+
+/// Write the snapshot to `out`. Returns the number of files in it.
+///
+/// Errors: `out`'s folder does not exist or is not writable. Unreadable sysfs files are skipped.
+pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow::Result<usize> {
+    let root = std::fs::canonicalize(sysfs)
+        .with_context(|| format!("cannot open sysfs root {}", sysfs.display()))?;
+    let mut entries: BTreeMap<PathBuf, Entry> = BTreeMap::new();
+    let devices = pci::list_devices(&root);
+    let mut dirs: Vec<PathBuf> = vec![];
+    for gpu in devices.iter().filter(|d| d.is_amd_gpu()) {
+        dirs.push(gpu.dir.clone());
+        for b in pci::upstream_bridges(gpu).unwrap_or_default() {
+            dirs.push(b.dir);
+        }
+        for s in devices
+            .iter()
+            .filter(|d| d.bdf != gpu.bdf && d.bdf.with_func(0) == gpu.bdf.with_func(0))
+        {
+            dirs.push(s.dir.clone());
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    for d in &dirs {
+        let Some(r) = rel(&root, d) else { continue };
+        for f in PCI_FILES {
+            if let Ok(b) = std::fs::read(d.join(f)) {
+                entries.insert(Path::new("sys").join(&r).join(f), Entry::File(b));
+            }
+        }
+        if let Ok(mut b) = std::fs::read(d.join("config")) {
+            b.truncate(CONFIG_KEEP);
+            entries.insert(Path::new("sys").join(&r).join("config"), Entry::File(b));
+        }
+        let name = d.file_name().unwrap_or_default();
+        // sys/bus/pci/devices/<bdf> -> ../../../devices/…
+        entries.insert(
+            Path::new("sys/bus/pci/devices").join(name),
+            Entry::Link(Path::new("../../..").join(&r)),
+        );
+    }
+    // KFD topology.
+    let nodes = root.join("class/kfd/kfd/topology/nodes");
+    if let Ok(rd) = std::fs::read_dir(&nodes) {
+        for n in rd.filter_map(|e| e.ok()) {
+            let nd = n.path();
+            let r = Path::new("sys/class/kfd/kfd/topology/nodes").join(n.file_name());
+            if let Ok(t) = std::fs::read_to_string(nd.join("properties")) {
+                let kept: String = t
+                    .lines()
+                    .filter(|l| !l.contains("unique_id") && !l.contains("serial"))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                entries.insert(r.join("properties"), Entry::File(kept.into_bytes()));
+            }
+            if let Ok(b) = std::fs::read(nd.join("name")) {
+                entries.insert(r.join("name"), Entry::File(b));
+            }
+            if let Ok(rd) = std::fs::read_dir(nd.join("io_links")) {
+                for l in rd.filter_map(|e| e.ok()) {
+                    if let Ok(b) = std::fs::read(l.path().join("properties")) {
+                        entries.insert(
+                            r.join("io_links").join(l.file_name()).join("properties"),
+                            Entry::File(b),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for f in DMI_FILES {
+        if let Ok(b) = std::fs::read(root.join("class/dmi/id").join(f)) {
+            entries.insert(Path::new("sys/class/dmi/id").join(f), Entry::File(b));
+        }
+    }
+    if let Ok(t) = std::fs::read_to_string(proc.join("cpuinfo")) {
+        let mut kept = String::from("processor\t: 0\n");
+        for key in ["model name", "flags"] {
+            if let Some(l) = t.lines().find(|l| l.starts_with(key)) {
+                kept.push_str(l);
+                kept.push('\n');
+            }
+        }
+        entries.insert(
+            PathBuf::from("proc/cpuinfo"),
+            Entry::File(kept.into_bytes()),
+        );
+    }
+    let hostname = std::fs::read_to_string(proc.join("sys/kernel/hostname"))
+        .ok()
+        .map(|s| s.trim().to_owned());
+    let log: String = klog
+        .relevant
+        .iter()
+        .map(|l| format!("{}\n", scrub_line(l, hostname.as_deref())))
+        .collect();
+    entries.insert(PathBuf::from("dmesg.txt"), Entry::File(log.into_bytes()));
+    let manifest = serde_json::json!({
+        "kind": "rcclfix-doctor-snapshot",
+        "rcclfix_version": env!("CARGO_PKG_VERSION"),
+        "kernel_log_origin": klog.origin,
+    });
+    entries.insert(
+        PathBuf::from("rcclfix-snapshot.json"),
+        Entry::File(serde_json::to_vec_pretty(&manifest)?),
+    );
+
+    let count = entries.len();
+    let mut tar = tar::Builder::new(Vec::new());
+    for (path, e) in &entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        match e {
+            Entry::File(b) => {
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_mode(0o644);
+                h.set_size(b.len() as u64);
+                tar.append_data(&mut h, path, b.as_slice())?;
+            }
+            Entry::Link(target) => {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_mode(0o777);
+                h.set_size(0);
+                tar.append_link(&mut h, path, target)?;
+            }
+        }
+    }
+    let bytes = tar.into_inner()?;
+    crate::fsutil::atomic_write(out, &bytes)?;
+    Ok(count)
+}
+
+/// Extract a snapshot tar into `dest`.
+///
+/// Errors: not a readable tar (one line naming the file).
+pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
+    let f = fs_err::File::open(tar_path)?;
+    tar::Archive::new(f)
+        .unpack(dest)
+        .with_context(|| format!("{}: not a readable snapshot tar", tar_path.display()))
+}

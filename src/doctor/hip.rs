@@ -1,0 +1,201 @@
+//! The runtime view: `hipDeviceAttributeHostNativeAtomicSupported` per GPU, read from the HIP runtime
+//! (`libamdhip64.so`) loaded at run time — the flag CLR's `checkAtomicSupport()` computes and the
+//! hostcall check consults. Optional: without a HIP runtime this is skipped.
+//!
+//! The probe runs in a child process (`rcclfix doctor --internal-hip-probe`) so that a runtime that
+//! crashes or hangs during initialisation cannot take doctor down with it.
+//!
+//! Source: HIP `hip_runtime_api.h` (`hipDeviceAttribute_t`: `hipDeviceAttributeHostNativeAtomicSupported`
+//! = 15 in the HIP 6+ numbering, `hipDeviceGetPCIBusId`, `hipRuntimeGetVersion`); CLR `hip_device.cpp`.
+
+use std::ffi::{c_char, c_int};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// `hipDeviceAttributeHostNativeAtomicSupported` in the HIP ≥ 6.0 enum.
+pub const HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED: c_int = 15;
+/// The first runtime version (`hipRuntimeGetVersion`) whose enum numbering is trusted here.
+pub const MIN_RUNTIME_VERSION: c_int = 60_000_000;
+/// Library names tried, in order.
+pub const HIP_LIBRARY_NAMES: &[&str] = &[
+    "libamdhip64.so",
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "/opt/rocm/lib/libamdhip64.so",
+];
+/// How long the child may take (runtime initialisation enumerates every GPU).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One GPU as the HIP runtime sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HipDevice {
+    /// HIP device ordinal (what `HIP_VISIBLE_DEVICES` counts).
+    pub ordinal: i32,
+    /// PCI address from `hipDeviceGetPCIBusId`, lowercase.
+    pub pci_bus_id: String,
+    /// `hostNativeAtomicSupported` (1 = the runtime will run hostcall kernels on it).
+    pub host_native_atomic_supported: i32,
+}
+
+/// The probe's result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum HipProbe {
+    /// Not attempted (reading a snapshot, or `--no-hip`).
+    NotRun {
+        /// Why.
+        reason: String,
+    },
+    /// No HIP runtime could be loaded, or it is too old.
+    Absent {
+        /// Why.
+        reason: String,
+    },
+    /// The runtime answered.
+    Ran {
+        /// The library that was loaded.
+        library: String,
+        /// `hipRuntimeGetVersion`.
+        runtime_version: i32,
+        /// Each device.
+        devices: Vec<HipDevice>,
+    },
+    /// The probe failed (crash, timeout, HIP error).
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+type FnInt = unsafe extern "C" fn(*mut c_int) -> c_int;
+type FnAttr = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
+type FnBusId = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
+
+/// Load the runtime in this process and query every device. Used by the child process only.
+pub fn probe_in_process() -> HipProbe {
+    let mut why = vec![];
+    for name in HIP_LIBRARY_NAMES {
+        // SAFETY: loading the HIP runtime runs its initialisers; that is the point of the probe, and
+        // it happens in a throw-away child process.
+        let lib = match unsafe { libloading::Library::new(name) } {
+            Ok(l) => l,
+            Err(e) => {
+                why.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        // SAFETY: the symbol types match hip_runtime_api.h; each call gets valid out-pointers.
+        unsafe {
+            let (Ok(ver), Ok(count), Ok(attr), Ok(busid)) = (
+                lib.get::<FnInt>(b"hipRuntimeGetVersion\0"),
+                lib.get::<FnInt>(b"hipGetDeviceCount\0"),
+                lib.get::<FnAttr>(b"hipDeviceGetAttribute\0"),
+                lib.get::<FnBusId>(b"hipDeviceGetPCIBusId\0"),
+            ) else {
+                return HipProbe::Failed {
+                    reason: format!("{name}: a HIP entry point is missing"),
+                };
+            };
+            let mut v: c_int = 0;
+            ver(&mut v);
+            if v < MIN_RUNTIME_VERSION {
+                return HipProbe::Absent { reason: format!("{name}: HIP runtime {v} is older than 6.0; attribute numbering not checked") };
+            }
+            let mut n: c_int = 0;
+            let rc = count(&mut n);
+            if rc != 0 {
+                return HipProbe::Failed {
+                    reason: format!("{name}: hipGetDeviceCount returned error {rc}"),
+                };
+            }
+            let mut devices = vec![];
+            for d in 0..n {
+                let mut val: c_int = -1;
+                let rc = attr(&mut val, HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED, d);
+                if rc != 0 {
+                    return HipProbe::Failed {
+                        reason: format!(
+                            "{name}: hipDeviceGetAttribute(device {d}) returned error {rc}"
+                        ),
+                    };
+                }
+                let mut buf = [0 as c_char; 64];
+                busid(buf.as_mut_ptr(), buf.len() as c_int, d);
+                let id = std::ffi::CStr::from_ptr(buf.as_ptr())
+                    .to_string_lossy()
+                    .to_ascii_lowercase();
+                devices.push(HipDevice {
+                    ordinal: d,
+                    pci_bus_id: id,
+                    host_native_atomic_supported: val,
+                });
+            }
+            return HipProbe::Ran {
+                library: (*name).to_owned(),
+                runtime_version: v,
+                devices,
+            };
+        }
+    }
+    HipProbe::Absent {
+        reason: format!("no HIP runtime: {}", why.join("; ")),
+    }
+}
+
+/// Run the probe in a child (`<current exe> doctor --internal-hip-probe`), with [`PROBE_TIMEOUT`].
+pub fn probe() -> HipProbe {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            return HipProbe::Failed {
+                reason: format!("cannot find the rcclfix executable: {e}"),
+            }
+        }
+    };
+    let child = std::process::Command::new(exe)
+        .args(["doctor", "--internal-hip-probe"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return HipProbe::Failed {
+                reason: format!("cannot start the probe: {e}"),
+            }
+        }
+    };
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() > PROBE_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return HipProbe::Failed {
+                    reason: format!(
+                        "the HIP runtime did not answer within {}s",
+                        PROBE_TIMEOUT.as_secs()
+                    ),
+                };
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => {
+                return HipProbe::Failed {
+                    reason: format!("waiting for the probe: {e}"),
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        use std::io::Read;
+        let _ = s.read_to_string(&mut out);
+    }
+    serde_json::from_str(out.trim()).unwrap_or_else(|_| HipProbe::Failed {
+        reason: "the probe crashed or printed no result (the HIP runtime failed to initialise)"
+            .into(),
+    })
+}

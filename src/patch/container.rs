@@ -1,0 +1,505 @@
+//! Where the code objects are, and how a rewritten code object goes back in place: bare code
+//! objects, plain offload bundles, compressed bundles (CCOB), and host ELFs whose `.hip_fatbin`
+//! holds any of those.
+//!
+//! A plain bundle keeps every byte outside the rewritten metadata descriptors. A CCOB is
+//! decompressed, patched, recompressed with the same method and written over its original
+//! payload space, which it fills exactly: the stream, then a zstd skippable frame (or zeros after
+//! a zlib stream) that decoders do not read. The header's total and uncompressed sizes therefore
+//! stay as they were and only its MD5-low-64 hash changes, so a reader that bounds the bundle by
+//! the total size and one that reads to the end of the section both see the same bundle. If no
+//! compression level makes it fit, the patch is refused.
+//!
+//! The walk itself is the scanner's (`scan::input::sniff`, `scan::elf::inspect`,
+//! `scan::bundle::{next_item, parse_bundle, EntryId}`, `scan::ccob::decode`,
+//! `scan::verdict::runs_on`), so `patch` and `scan` read the same images the same way; this
+//! module adds the writing back.
+//!
+//! Source: shared/reference/formats.md §2–§6 (clang `ClangOffloadBundler.rst`,
+//! `OffloadBundler.cpp`: bundle layout, entry IDs, CCOB v1/v2/v3 headers and hash).
+
+use std::io::Read;
+
+use serde::Serialize;
+
+use super::codeobj::{self, KernelRecord, NoteSpan, Outcome, Proof, Refusal, RefusalKind};
+use crate::scan::{bundle, ccob as sccob, elf as selfh, input, verdict};
+/// zstd levels tried when recompressing, in order (3 is clang's default); the first that fits is
+/// used.
+const ZSTD_LEVELS: &[i32] = &[
+    3, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+];
+/// First magic of a zstd skippable frame (RFC 8878 §3.1.2: `0x184D2A5?`, then a u32 size).
+const ZSTD_SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
+
+/// One rewritten code object.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ImageRecord {
+    /// Bundle entry ID (empty for a bare code object).
+    pub entry_id: String,
+    /// Processor, e.g. `gfx1100`.
+    pub processor: String,
+    /// Code object version.
+    pub code_object_version: u32,
+    /// `bare`, `plain`, or the CCOB label (`ccob-v2-zstd`, …).
+    pub container: String,
+    /// File offset of the code object (plain, bare) or of its CCOB.
+    pub file_offset: u64,
+    /// Code object size in bytes (unchanged).
+    pub size: u64,
+    /// Kernels in the code object.
+    pub kernels_total: usize,
+    /// Rewritten kernel arguments.
+    pub kernels: Vec<KernelRecord>,
+    /// Why this is safe.
+    pub proof: Proof,
+    /// Rewritten metadata note descriptors (offsets within the code object).
+    pub notes: Vec<NoteSpan>,
+    /// For a compressed bundle: how it was written back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ccob: Option<CcobRecord>,
+}
+
+/// How a CCOB was written back.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CcobRecord {
+    /// File offset of the CCOB header.
+    pub offset: u64,
+    /// Header + payload bytes, before and after (unchanged).
+    pub total_size: u64,
+    /// Bytes of the new compressed stream.
+    pub frame_bytes: u64,
+    /// Bytes after it that fill the original payload space: a zstd skippable frame (zstd), or
+    /// zeros after the end of the zlib stream (zlib), which decoders do not read.
+    pub padding_bytes: u64,
+    /// Compression level used.
+    pub level: i32,
+    /// MD5-low-64 of the uncompressed bundle before and after, hex.
+    pub hash_before: String,
+    /// See `hash_before`.
+    pub hash_after: String,
+}
+
+/// A code object that did not need patching.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CleanImage {
+    /// Bundle entry ID (empty for a bare code object).
+    pub entry_id: String,
+    /// Processor.
+    pub processor: String,
+    /// Kernels read; none declares `hidden_hostcall_buffer`.
+    pub kernels: usize,
+}
+
+/// What a walk over a file produced.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// The file as it should be written (same length as the input).
+    pub bytes: Vec<u8>,
+    /// How the input was read: `code-object`, `bundle`, `ccob`, `host-elf`.
+    pub kind: String,
+    /// Rewritten images.
+    pub images: Vec<ImageRecord>,
+    /// Images read that declare nothing.
+    pub clean: Vec<CleanImage>,
+    /// Entries left alone because their target was not requested.
+    pub skipped: Vec<String>,
+}
+
+/// A refusal with the place it happened.
+#[derive(Debug, Clone)]
+pub struct Located {
+    /// Where: entry ID and offset, or a section name.
+    pub location: String,
+    /// Why.
+    pub refusal: Refusal,
+}
+
+type Res<T> = Result<T, Located>;
+
+fn refuse(location: impl Into<String>, kind: RefusalKind, reason: impl Into<String>) -> Located {
+    Located {
+        location: location.into(),
+        refusal: Refusal {
+            kind,
+            kernels: Vec::new(),
+            reason: reason.into(),
+        },
+    }
+}
+
+/// Whether an image for `processor` should be patched for the requested `targets` (empty: all).
+/// Generic processors match the family they run on (`gfx11-generic` for `gfx1100`, …).
+pub fn wanted(processor: &str, targets: &[String]) -> bool {
+    targets.is_empty() || targets.iter().any(|t| verdict::runs_on(processor, t))
+}
+
+/// Walk `data` and patch every requested code object in a copy of it.
+///
+/// Errors: a [`Located`] refusal for the first image that cannot be proven or rewritten, or for
+/// device code that cannot be read at all.
+pub fn walk(data: &[u8], targets: &[String]) -> Res<Walk> {
+    let mut w = Walk {
+        bytes: data.to_vec(),
+        ..Default::default()
+    };
+    match input::sniff(data) {
+        Some(input::Format::CodeObject) => {
+            w.kind = "code-object".into();
+            // Skip a bare code object for another target before proving anything about it.
+            let mach = data
+                .get(48..52)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()) & 0xff);
+            match mach.and_then(crate::scan::codeobj::mach_name) {
+                Some(p) if !wanted(p, targets) => w.skipped.push(format!("code object ({p})")),
+                _ => image(&mut w, data, 0, "", "bare", targets)?,
+            }
+        }
+        Some(input::Format::HostElf) => {
+            w.kind = "host-elf".into();
+            let h = selfh::inspect(data).map_err(|p| {
+                refuse(
+                    format!("offset 0x{:x}", p.offset),
+                    RefusalKind::Unproven,
+                    p.reason,
+                )
+            })?;
+            if h.fatbin_nobits.is_some()
+                || h.kpack_ref.is_some()
+                || h.wrappers.iter().any(|(_, m)| *m == selfh::HIPK)
+            {
+                return Err(refuse(
+                    ".hip_fatbin",
+                    RefusalKind::Unproven,
+                    "device code externalized (NOBITS .hip_fatbin, kpack): nothing here to patch",
+                ));
+            }
+            match h.fatbin {
+                Some((off, bytes)) => region(&mut w, data, off as usize, bytes.len(), targets)?,
+                None if !h.rdc.is_empty() => {
+                    return Err(refuse(
+                        "-fgpu-rdc sections",
+                        RefusalKind::Unproven,
+                        "an -fgpu-rdc object holds bitcode; hostcall is decided at the device link, so patch the linked library",
+                    ))
+                }
+                None => return Err(refuse("section table", RefusalKind::Unproven, "no .hip_fatbin section: the file carries no HIP device code")),
+            }
+        }
+        Some(input::Format::Bundle) => {
+            w.kind = "bundle".into();
+            region(&mut w, data, 0, data.len(), targets)?;
+        }
+        Some(input::Format::Ccob) => {
+            w.kind = "ccob".into();
+            region(&mut w, data, 0, data.len(), targets)?;
+        }
+        _ => {
+            return Err(refuse(
+                "file start",
+                RefusalKind::Unproven,
+                "not a host ELF, code object, offload bundle or CCOB",
+            ))
+        }
+    }
+    Ok(w)
+}
+
+/// Walk a `.hip_fatbin` (or a whole bundle file) at `base..base+len` with the scanner's walk
+/// (formats.md §6). Unreadable device code refuses: it could hide a declaration.
+fn region(w: &mut Walk, data: &[u8], base: usize, len: usize, targets: &[String]) -> Res<()> {
+    let sect = &data[base..base + len];
+    let mut pos = 0;
+    while let Some(item) = bundle::next_item(sect, pos) {
+        match item {
+            bundle::Item::Plain { offset } => {
+                let end = plain_bundle(w, sect, base, offset, targets)?;
+                pos = bundle::align_up(offset + end.max(1));
+            }
+            bundle::Item::Ccob { offset } => {
+                let end = ccob(w, sect, base, offset, targets)?;
+                pos = bundle::align_up(offset + end.max(1));
+            }
+            bundle::Item::Unknown { offset, end } => {
+                return Err(refuse(
+                    format!("offset 0x{:x}", base + offset),
+                    RefusalKind::Unproven,
+                    format!("{} bytes of unknown data in the device code (no bundle magic on a 4096-byte boundary)", end - offset),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Patch the plain bundle at `sect[offset..]` (file offset `base + offset`) into `w.bytes`;
+/// return its end relative to `offset`.
+fn plain_bundle(
+    w: &mut Walk,
+    sect: &[u8],
+    base: usize,
+    offset: usize,
+    targets: &[String],
+) -> Res<usize> {
+    let at = base + offset;
+    let b = bundle::parse_bundle(&sect[offset..]).map_err(|p| {
+        refuse(
+            format!("bundle at 0x{at:x}"),
+            RefusalKind::Unproven,
+            p.reason,
+        )
+    })?;
+    for e in &b.entries {
+        let id = bundle::EntryId::parse(e.id);
+        if id.is_host() || e.data.is_empty() {
+            continue;
+        }
+        if !id.is_amdgcn() {
+            return Err(refuse(
+                format!("bundle at 0x{at:x} entry {}", e.id),
+                RefusalKind::Unproven,
+                "not an amdgcn entry",
+            ));
+        }
+        if !wanted(id.processor(), targets) {
+            w.skipped.push(e.id.to_string());
+            continue;
+        }
+        image(w, e.data, at + e.offset as usize, e.id, "plain", targets)?;
+    }
+    Ok(b.end as usize)
+}
+
+/// Analyse and rewrite one code object lying at `file_off` in the output.
+fn image(
+    w: &mut Walk,
+    co: &[u8],
+    file_off: usize,
+    entry_id: &str,
+    container: &str,
+    targets: &[String],
+) -> Res<()> {
+    let location = if entry_id.is_empty() {
+        format!("code object at 0x{file_off:x}")
+    } else {
+        format!("{entry_id} at 0x{file_off:x}")
+    };
+    match codeobj::patch(co) {
+        Err(refusal) => Err(Located { location, refusal }),
+        Ok(Outcome::Clean { processor, kernels }) => {
+            if entry_id.is_empty() && !wanted(&processor, targets) {
+                w.skipped.push(format!("code object ({processor})"));
+            } else {
+                w.clean.push(CleanImage {
+                    entry_id: entry_id.into(),
+                    processor,
+                    kernels,
+                });
+            }
+            Ok(())
+        }
+        Ok(Outcome::Patched(p)) => {
+            if entry_id.is_empty() && !wanted(&p.processor, targets) {
+                w.skipped.push(format!("code object ({})", p.processor));
+                return Ok(());
+            }
+            w.bytes[file_off..file_off + co.len()].copy_from_slice(&p.bytes);
+            w.images.push(ImageRecord {
+                entry_id: entry_id.into(),
+                processor: p.processor,
+                code_object_version: p.code_object_version,
+                container: container.into(),
+                file_offset: file_off as u64,
+                size: co.len() as u64,
+                kernels_total: p.kernels_total,
+                kernels: p.kernels,
+                proof: p.proof,
+                notes: p.notes,
+                ccob: None,
+            });
+            Ok(())
+        }
+    }
+}
+
+/// Patch the CCOB at `sect[offset..]` (file offset `base + offset`); return its end relative to
+/// `offset` (its total size).
+fn ccob(w: &mut Walk, sect: &[u8], base: usize, offset: usize, targets: &[String]) -> Res<usize> {
+    let at = base + offset;
+    let loc = format!("compressed bundle at 0x{at:x}");
+    let unproven = |r: String| refuse(loc.clone(), RefusalKind::Unproven, r);
+    // The scanner's decoder: header, bounded decompression, size and hash checks.
+    let d = sccob::decode(&sect[offset..]).map_err(|p| unproven(p.reason))?;
+    let h = &d.header;
+    let version = h.version;
+    let Some(total) = h.total_size else {
+        return Err(unproven("CCOB v1 has no total-size field, so the space a recompressed bundle may use is unknown; not supported".into()));
+    };
+    let (total, hlen, hash) = (total as usize, h.header_len, h.hash);
+    let (method, label) = match h.method {
+        sccob::Method::Zlib => (0u16, "zlib"),
+        sccob::Method::Zstd => (1u16, "zstd"),
+    };
+    let plain = d.bundle;
+    // Patch the inner bundle in a walk of its own, then move its records into ours.
+    let mut inner = Walk {
+        bytes: plain.clone(),
+        ..Default::default()
+    };
+    plain_bundle(&mut inner, &plain, 0, 0, targets).map_err(|mut l| {
+        l.location = format!("{loc}: {}", l.location);
+        l
+    })?;
+    w.clean.extend(inner.clean);
+    w.skipped.extend(inner.skipped);
+    if inner.images.is_empty() {
+        return Ok(total);
+    }
+    let new_plain = inner.bytes;
+    let kernels: Vec<String> = inner
+        .images
+        .iter()
+        .flat_map(|i| i.kernels.iter().map(|k| k.name.clone()))
+        .fold(Vec::new(), |mut v, k| {
+            if !v.contains(&k) {
+                v.push(k);
+            }
+            v
+        });
+    let room = total - hlen;
+    let Recompressed {
+        level,
+        payload,
+        frame_len,
+        smallest,
+    } = recompress(method, &new_plain, room).map_err(unproven)?;
+    let Some(payload) = payload else {
+        return Err(Located {
+            location: loc.clone(),
+            refusal: Refusal {
+                kind: RefusalKind::Unproven,
+                kernels,
+                reason: format!(
+                    "the recompressed bundle does not fit: {} bytes at best ({label}), the original space is {total} bytes",
+                    hlen + smallest
+                ),
+            },
+        });
+    };
+    // Round trip over the whole padded payload, as a reader that ignores the total size sees it.
+    let check = match method {
+        1 => zstd::bulk::decompress(&payload, new_plain.len()).ok(),
+        _ => {
+            let mut v = Vec::new();
+            flate2::read::ZlibDecoder::new(&payload[..])
+                .read_to_end(&mut v)
+                .ok()
+                .map(|_| v)
+        }
+    };
+    if check.as_deref() != Some(&new_plain[..]) {
+        return Err(unproven(
+            "internal: the recompressed bundle does not decompress to the patched bundle".into(),
+        ));
+    }
+    let new_hash = sccob::md5_low64(&new_plain);
+    let out = &mut w.bytes[at..at + total];
+    // Total and uncompressed sizes stay as they were; only the hash and the payload change.
+    let hash_at = if version == 2 { 16 } else { 24 };
+    out[hash_at..hash_at + 8].copy_from_slice(&new_hash.to_le_bytes());
+    out[hlen..].copy_from_slice(&payload);
+    let rec = CcobRecord {
+        offset: at as u64,
+        total_size: total as u64,
+        frame_bytes: frame_len as u64,
+        padding_bytes: (room - frame_len) as u64,
+        level,
+        hash_before: format!("{hash:016x}"),
+        hash_after: format!("{new_hash:016x}"),
+    };
+    for mut img in inner.images {
+        img.container = format!("ccob-v{version}-{label}");
+        img.file_offset = at as u64;
+        img.ccob = Some(rec.clone());
+        w.images.push(img);
+    }
+    Ok(total)
+}
+
+/// The outcome of [`recompress`].
+struct Recompressed {
+    /// Compression level used.
+    level: i32,
+    /// Stream + padding, exactly `room` bytes; `None` when no level fits.
+    payload: Option<Vec<u8>>,
+    /// Length of the stream alone.
+    frame_len: usize,
+    /// The smallest stream seen, for the refusal message.
+    smallest: usize,
+}
+
+/// Compress `plain` with `method` so that it fills exactly `room` payload bytes: the stream, then
+/// padding (a zstd skippable frame of at least 8 bytes, or zeros after a zlib stream). Returns the
+/// level, the padded payload (`None` when no level fits), the stream length, and the smallest
+/// stream seen.
+fn recompress(method: u16, plain: &[u8], room: usize) -> Result<Recompressed, String> {
+    let mut smallest = usize::MAX;
+    if method == 1 {
+        for &lvl in ZSTD_LEVELS {
+            let mut c = zstd::bulk::compress(plain, lvl).map_err(|e| format!("zstd: {e}"))?;
+            smallest = smallest.min(c.len());
+            let frame = c.len();
+            let slack = room.checked_sub(frame);
+            match slack {
+                Some(0) => {
+                    return Ok(Recompressed {
+                        level: lvl,
+                        payload: Some(c),
+                        frame_len: frame,
+                        smallest,
+                    })
+                }
+                Some(n) if n >= 8 => {
+                    c.extend_from_slice(&ZSTD_SKIPPABLE_MAGIC.to_le_bytes());
+                    c.extend_from_slice(&((n - 8) as u32).to_le_bytes());
+                    c.resize(room, 0);
+                    return Ok(Recompressed {
+                        level: lvl,
+                        payload: Some(c),
+                        frame_len: frame,
+                        smallest,
+                    });
+                }
+                _ => {}
+            }
+        }
+        return Ok(Recompressed {
+            level: 0,
+            payload: None,
+            frame_len: 0,
+            smallest,
+        });
+    }
+    for lvl in [6u32, 9] {
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(lvl));
+        std::io::Write::write_all(&mut enc, plain).map_err(|e| format!("zlib: {e}"))?;
+        let mut c = enc.finish().map_err(|e| format!("zlib: {e}"))?;
+        smallest = smallest.min(c.len());
+        let frame = c.len();
+        if frame <= room {
+            c.resize(room, 0);
+            return Ok(Recompressed {
+                level: lvl as i32,
+                payload: Some(c),
+                frame_len: frame,
+                smallest,
+            });
+        }
+    }
+    Ok(Recompressed {
+        level: 0,
+        payload: None,
+        frame_len: 0,
+        smallest,
+    })
+}

@@ -1,0 +1,643 @@
+//! The C ABI `verify` calls, declared here from the public API documentation (NCCL's "API" pages —
+//! communicator creation, collective operations, group calls, types — and the CUDA Runtime API /
+//! HIP Runtime API references), and loaded at run time with `libloading`.
+//!
+//! RCCL exports the same NCCL C API (`librccl.so.1`), so one table serves both; the GPU runtime is
+//! CUDA's `libcudart.so.N` or HIP's `libamdhip64.so.N`, whose functions used here share signatures
+//! and differ only in the `cuda`/`hip` prefix. Only `cudaError_t`/`hipError_t` values differ in a
+//! few places, which [`runtime_error_name`] knows.
+
+use std::ffi::{c_char, c_float, c_int, c_void, CStr};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+
+/// `ncclComm_t`: an opaque pointer to a communicator.
+pub type NcclComm = *mut c_void;
+/// `cudaStream_t` / `hipStream_t`: an opaque pointer.
+pub type Stream = *mut c_void;
+/// `cudaEvent_t` / `hipEvent_t`: an opaque pointer.
+pub type Event = *mut c_void;
+
+/// `ncclUniqueId`: `struct { char internal[NCCL_UNIQUE_ID_BYTES]; }` with 128 bytes, passed by value
+/// to `ncclCommInitRank`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct NcclUniqueId {
+    /// The opaque bytes.
+    pub internal: [u8; 128],
+}
+
+/// `ncclResult_t` values (nccl.h enum).
+pub mod nccl_result {
+    /// `ncclSuccess`.
+    pub const SUCCESS: i32 = 0;
+    /// `ncclUnhandledCudaError`: a CUDA/HIP call inside the library failed.
+    pub const UNHANDLED_CUDA_ERROR: i32 = 1;
+    /// `ncclInProgress` (non-blocking communicators only).
+    pub const IN_PROGRESS: i32 = 7;
+}
+
+/// Name of an `ncclResult_t` value.
+pub fn nccl_result_name(r: i32) -> &'static str {
+    match r {
+        0 => "ncclSuccess",
+        1 => "ncclUnhandledCudaError",
+        2 => "ncclSystemError",
+        3 => "ncclInternalError",
+        4 => "ncclInvalidArgument",
+        5 => "ncclInvalidUsage",
+        6 => "ncclRemoteError",
+        7 => "ncclInProgress",
+        _ => "ncclResult?",
+    }
+}
+
+/// `ncclRedOp_t` `ncclSum`.
+pub const NCCL_SUM: c_int = 0;
+
+/// `cudaMemcpyKind`/`hipMemcpyKind` host → device.
+pub const MEMCPY_HOST_TO_DEVICE: c_int = 1;
+/// `cudaMemcpyKind`/`hipMemcpyKind` device → host.
+pub const MEMCPY_DEVICE_TO_HOST: c_int = 2;
+
+/// `cudaErrorNotReady` / `hipErrorNotReady`: `StreamQuery` on a stream with work pending.
+pub const ERROR_NOT_READY: c_int = 600;
+/// `cudaErrorIllegalState` / `hipErrorIllegalState`: "the operation cannot be performed in the
+/// present state"; on HIP at dispatch, a kernel declaring `hidden_hostcall_buffer` on a GPU whose
+/// link lacks PCIe AtomicOps.
+pub const ERROR_ILLEGAL_STATE: c_int = 401;
+/// `hipDeviceAttributeHostNativeAtomicSupported` (hip_runtime_api.h, 15th entry after
+/// `hipDeviceAttributeEccEnabled` = 0).
+pub const HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED: c_int = 15;
+/// `cudaDevAttrHostNativeAtomicSupported`.
+pub const CUDA_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED: c_int = 86;
+
+/// The GPU runtime flavour.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// AMD HIP (`libamdhip64.so`), for RCCL.
+    Hip,
+    /// NVIDIA CUDA runtime (`libcudart.so`), for NCCL.
+    Cuda,
+}
+
+impl RuntimeKind {
+    /// Symbol prefix: `hip` / `cuda`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            RuntimeKind::Hip => "hip",
+            RuntimeKind::Cuda => "cuda",
+        }
+    }
+    /// `hip` / `cuda`.
+    pub fn as_str(self) -> &'static str {
+        self.prefix()
+    }
+}
+
+/// Name of a `cudaError_t`/`hipError_t` value, for the codes `verify` explains.
+pub fn runtime_error_name(kind: RuntimeKind, code: i32) -> String {
+    let p = kind.prefix();
+    let s = match (kind, code) {
+        (_, 0) => "Success",
+        (_, 1) => "ErrorInvalidValue",
+        (_, 2) => "ErrorMemoryAllocation",
+        (_, 98) => "ErrorInvalidDeviceFunction",
+        (_, 100) => "ErrorNoDevice",
+        (_, 101) => "ErrorInvalidDevice",
+        (_, 209) => "ErrorNoBinaryForGpu",
+        (RuntimeKind::Hip, 303) => "ErrorSharedObjectInitFailed",
+        (_, 401) => "ErrorIllegalState",
+        (_, 600) => "ErrorNotReady",
+        (_, 700) => "ErrorIllegalAddress",
+        (_, 719) => "ErrorLaunchFailure",
+        (RuntimeKind::Cuda, 35) => "ErrorInsufficientDriver",
+        (_, 999) => "ErrorUnknown",
+        _ => return format!("{p}Error({code})"),
+    };
+    format!("{p}{s}")
+}
+
+/// A failed runtime call (leaf error; the diagnosis branches on `code`).
+#[derive(Debug, thiserror::Error)]
+#[error("{call}: {name} ({code}) '{text}'")]
+pub struct RuntimeError {
+    /// The call, e.g. `cudaMalloc`, or `the runtime's last error`.
+    pub call: String,
+    /// `cudaError_t`/`hipError_t` value.
+    pub code: i32,
+    /// Its name, e.g. `hipErrorIllegalState`.
+    pub name: String,
+    /// `GetErrorString` text.
+    pub text: String,
+}
+
+/// A failed NCCL call (leaf error; the diagnosis branches on `result`).
+#[derive(Debug, thiserror::Error)]
+#[error("{call} failed: {name} ({result}) '{text}'{}", last.as_deref().map(|l| format!("; last error: {l}")).unwrap_or_default())]
+pub struct NcclError {
+    /// The call, e.g. `ncclAllReduce`.
+    pub call: String,
+    /// `ncclResult_t` value.
+    pub result: i32,
+    /// Its name.
+    pub name: String,
+    /// `ncclGetErrorString` text.
+    pub text: String,
+    /// `ncclGetLastError` text, when non-empty.
+    pub last: Option<String>,
+}
+
+/// The NCCL C API functions `verify` calls, resolved from one library.
+pub struct Nccl {
+    /// Path given to `dlopen`.
+    pub path: PathBuf,
+    /// `ncclResult_t ncclGetVersion(int* version)`.
+    pub get_version: unsafe extern "C" fn(*mut c_int) -> c_int,
+    /// `ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId)`.
+    pub get_unique_id: unsafe extern "C" fn(*mut NcclUniqueId) -> c_int,
+    /// `ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank)`.
+    pub comm_init_rank: unsafe extern "C" fn(*mut NcclComm, c_int, NcclUniqueId, c_int) -> c_int,
+    /// `ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist)`.
+    pub comm_init_all: unsafe extern "C" fn(*mut NcclComm, c_int, *const c_int) -> c_int,
+    /// `ncclResult_t ncclCommDestroy(ncclComm_t comm)`.
+    pub comm_destroy: unsafe extern "C" fn(NcclComm) -> c_int,
+    /// `ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+    /// ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)`.
+    pub all_reduce: unsafe extern "C" fn(
+        *const c_void,
+        *mut c_void,
+        usize,
+        c_int,
+        c_int,
+        NcclComm,
+        Stream,
+    ) -> c_int,
+    /// `ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+    /// ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)`.
+    pub all_gather:
+        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, NcclComm, Stream) -> c_int,
+    /// `ncclResult_t ncclGroupStart(void)`.
+    pub group_start: unsafe extern "C" fn() -> c_int,
+    /// `ncclResult_t ncclGroupEnd(void)`.
+    pub group_end: unsafe extern "C" fn() -> c_int,
+    /// `const char* ncclGetErrorString(ncclResult_t result)`.
+    pub get_error_string: unsafe extern "C" fn(c_int) -> *const c_char,
+    /// `const char* ncclGetLastError(ncclComm_t comm)` (NCCL ≥ 2.13; absent in older RCCL).
+    pub get_last_error: Option<unsafe extern "C" fn(NcclComm) -> *const c_char>,
+    _lib: Library,
+}
+
+/// Resolve `name` in `lib` as a function pointer of type `T`.
+///
+/// Safety: `T` must be the function's true C signature.
+unsafe fn sym<T: Copy>(lib: &Library, path: &Path, name: &str) -> anyhow::Result<T> {
+    let s = lib
+        .get::<T>(name.as_bytes())
+        .with_context(|| format!("{} does not export {name}", path.display()))?;
+    Ok(*s)
+}
+
+fn cstr(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: the library returns a NUL-terminated static string.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+// The pointer arguments below are device addresses and runtime/NCCL handles that host code never
+// dereferences; they go straight to the C API, which validates them and returns an error code.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+impl Nccl {
+    /// `dlopen` the library (`RTLD_NOW | RTLD_LOCAL`) and resolve every function.
+    ///
+    /// Errors: the file cannot be loaded (the `dlerror` text names a missing dependency), or a
+    /// required symbol is missing (not an NCCL-API library).
+    pub fn load(path: &Path) -> anyhow::Result<Nccl> {
+        // SAFETY: loading runs the library's constructors; that is the point of verify, and it
+        // happens in the child process so a crash there cannot take rcclfix down.
+        let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
+            .with_context(|| format!("cannot load {}", path.display()))?;
+        // SAFETY: the signatures above follow the NCCL API documentation.
+        unsafe {
+            Ok(Nccl {
+                path: path.to_owned(),
+                get_version: sym(&lib, path, "ncclGetVersion")?,
+                get_unique_id: sym(&lib, path, "ncclGetUniqueId")?,
+                comm_init_rank: sym(&lib, path, "ncclCommInitRank")?,
+                comm_init_all: sym(&lib, path, "ncclCommInitAll")?,
+                comm_destroy: sym(&lib, path, "ncclCommDestroy")?,
+                all_reduce: sym(&lib, path, "ncclAllReduce")?,
+                all_gather: sym(&lib, path, "ncclAllGather")?,
+                group_start: sym(&lib, path, "ncclGroupStart")?,
+                group_end: sym(&lib, path, "ncclGroupEnd")?,
+                get_error_string: sym(&lib, path, "ncclGetErrorString")?,
+                get_last_error: sym(&lib, path, "ncclGetLastError").ok(),
+                _lib: lib,
+            })
+        }
+    }
+
+    /// Turn an `ncclResult_t` into `Ok` or an [`NcclError`] naming `call`.
+    pub fn check(&self, call: &str, r: c_int, comm: NcclComm) -> Result<(), NcclError> {
+        if r == nccl_result::SUCCESS {
+            return Ok(());
+        }
+        // SAFETY: both functions take plain values and return static strings.
+        let text = cstr(unsafe { (self.get_error_string)(r) });
+        let last = self
+            .get_last_error
+            .map(|f| cstr(unsafe { f(comm) }))
+            .filter(|s| !s.is_empty());
+        Err(NcclError {
+            call: call.to_owned(),
+            result: r,
+            name: nccl_result_name(r).to_owned(),
+            text,
+            last,
+        })
+    }
+
+    /// `ncclGetVersion`: the version code, MAJOR·10000 + MINOR·100 + PATCH (≥ 2.9).
+    pub fn version(&self) -> Result<i32, NcclError> {
+        let mut v: c_int = 0;
+        // SAFETY: writes one int.
+        let r = unsafe { (self.get_version)(&mut v) };
+        self.check("ncclGetVersion", r, std::ptr::null_mut())?;
+        Ok(v)
+    }
+
+    /// Address of `ncclGetVersion` in this process, to find the mapped file it came from.
+    pub fn symbol_address(&self) -> usize {
+        self.get_version as usize
+    }
+}
+
+/// Format an NCCL version code: 22803 → `2.28.3` (codes below 10000 are the old `MAJOR·1000 +
+/// MINOR·100 + PATCH` form).
+pub fn format_nccl_version(code: i32) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
+    }
+}
+
+/// The GPU runtime functions `verify` calls.
+pub struct Runtime {
+    /// CUDA or HIP.
+    pub kind: RuntimeKind,
+    /// Path given to `dlopen`.
+    pub path: PathBuf,
+    set_device: unsafe extern "C" fn(c_int) -> c_int,
+    get_device_count: unsafe extern "C" fn(*mut c_int) -> c_int,
+    malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int,
+    free: unsafe extern "C" fn(*mut c_void) -> c_int,
+    memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int,
+    memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int,
+    stream_create: unsafe extern "C" fn(*mut Stream) -> c_int,
+    stream_query: unsafe extern "C" fn(Stream) -> c_int,
+    stream_synchronize: unsafe extern "C" fn(Stream) -> c_int,
+    event_create: unsafe extern "C" fn(*mut Event) -> c_int,
+    event_record: unsafe extern "C" fn(Event, Stream) -> c_int,
+    event_elapsed_time: unsafe extern "C" fn(*mut c_float, Event, Event) -> c_int,
+    get_error_string: unsafe extern "C" fn(c_int) -> *const c_char,
+    get_last_error: unsafe extern "C" fn() -> c_int,
+    device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int,
+    _lib: Library,
+}
+
+// The pointer arguments below are device addresses and runtime/NCCL handles that host code never
+// dereferences; they go straight to the C API, which validates them and returns an error code.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+impl Runtime {
+    /// `dlopen` the runtime (`RTLD_NOW | RTLD_LOCAL`) and resolve every function with the
+    /// `cuda`/`hip` prefix. Errors like [`Nccl::load`].
+    pub fn load(kind: RuntimeKind, path: &Path) -> anyhow::Result<Runtime> {
+        // SAFETY: see Nccl::load.
+        let lib = unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
+            .with_context(|| format!("cannot load {}", path.display()))?;
+        let p = kind.prefix();
+        let n = |s: &str| format!("{p}{s}");
+        // SAFETY: the signatures follow the CUDA/HIP runtime API references.
+        unsafe {
+            let set_device = sym(&lib, path, &n("SetDevice"))?;
+            let event_elapsed_time = match sym(&lib, path, &n("EventElapsedTime")) {
+                Ok(f) => f,
+                Err(_) => sym(&lib, path, &n("EventElapsedTime_v2"))?,
+            };
+            Ok(Runtime {
+                kind,
+                path: path.to_owned(),
+                set_device,
+                get_device_count: sym(&lib, path, &n("GetDeviceCount"))?,
+                malloc: sym(&lib, path, &n("Malloc"))?,
+                free: sym(&lib, path, &n("Free"))?,
+                memcpy: sym(&lib, path, &n("Memcpy"))?,
+                memset: sym(&lib, path, &n("Memset"))?,
+                stream_create: sym(&lib, path, &n("StreamCreate"))?,
+                stream_query: sym(&lib, path, &n("StreamQuery"))?,
+                stream_synchronize: sym(&lib, path, &n("StreamSynchronize"))?,
+                event_create: sym(&lib, path, &n("EventCreate"))?,
+                event_record: sym(&lib, path, &n("EventRecord"))?,
+                event_elapsed_time,
+                get_error_string: sym(&lib, path, &n("GetErrorString"))?,
+                get_last_error: sym(&lib, path, &n("GetLastError"))?,
+                device_get_attribute: sym(&lib, path, &n("DeviceGetAttribute"))?,
+                _lib: lib,
+            })
+        }
+    }
+
+    /// Address of `SetDevice` in this process, to find the mapped file it came from.
+    pub fn symbol_address(&self) -> usize {
+        self.set_device as usize
+    }
+
+    /// Turn a runtime return code into `Ok` or a [`RuntimeError`] naming `call` (without prefix).
+    pub fn check(&self, call: &str, code: c_int) -> Result<(), RuntimeError> {
+        if code == 0 {
+            return Ok(());
+        }
+        Err(self.error(format!("{}{call}", self.kind.prefix()), code))
+    }
+
+    /// A [`RuntimeError`] for `code`, with the runtime's own text for it.
+    pub fn error(&self, call: String, code: c_int) -> RuntimeError {
+        // SAFETY: returns a static string for any code.
+        let text = cstr(unsafe { (self.get_error_string)(code) });
+        RuntimeError {
+            call,
+            code,
+            name: runtime_error_name(self.kind, code),
+            text,
+        }
+    }
+
+    /// `GetLastError`: the last error any runtime call returned in this thread (and reset it).
+    pub fn last_error(&self) -> i32 {
+        // SAFETY: no arguments.
+        unsafe { (self.get_last_error)() }
+    }
+
+    /// `GetDeviceCount`.
+    pub fn device_count(&self) -> Result<i32, RuntimeError> {
+        let mut n: c_int = 0;
+        // SAFETY: writes one int.
+        self.check("GetDeviceCount", unsafe { (self.get_device_count)(&mut n) })?;
+        Ok(n)
+    }
+
+    /// `SetDevice`.
+    pub fn set_device(&self, dev: i32) -> Result<(), RuntimeError> {
+        // SAFETY: plain value.
+        self.check("SetDevice", unsafe { (self.set_device)(dev) })
+    }
+
+    /// Whether the link between `dev` and the host supports native atomics
+    /// (`hostNativeAtomicSupported`); `None` when the runtime cannot say.
+    pub fn host_native_atomics(&self, dev: i32) -> Option<bool> {
+        let attr = match self.kind {
+            RuntimeKind::Hip => HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED,
+            RuntimeKind::Cuda => CUDA_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED,
+        };
+        let mut v: c_int = -1;
+        // SAFETY: writes one int.
+        let r = unsafe { (self.device_get_attribute)(&mut v, attr, dev) };
+        if r != 0 {
+            self.last_error();
+            return None;
+        }
+        Some(v != 0)
+    }
+
+    /// `Malloc` `bytes` on the current device.
+    pub fn malloc(&self, bytes: usize) -> Result<*mut c_void, RuntimeError> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: writes one pointer.
+        self.check("Malloc", unsafe { (self.malloc)(&mut p, bytes.max(1)) })?;
+        Ok(p)
+    }
+
+    /// `Free`.
+    pub fn free(&self, p: *mut c_void) -> Result<(), RuntimeError> {
+        // SAFETY: `p` came from `malloc`.
+        self.check("Free", unsafe { (self.free)(p) })
+    }
+
+    /// Synchronous `Memcpy` host → device. `dst` must hold `src.len()` bytes.
+    pub fn upload(&self, dst: *mut c_void, src: &[u8]) -> Result<(), RuntimeError> {
+        // SAFETY: `dst` is a device allocation at least `src.len()` long (callers size it so).
+        self.check("Memcpy", unsafe {
+            (self.memcpy)(dst, src.as_ptr().cast(), src.len(), MEMCPY_HOST_TO_DEVICE)
+        })
+    }
+
+    /// `Memset` `bytes` bytes at `dst` to `value` (ordered on the default stream, like `Memcpy`).
+    pub fn memset(&self, dst: *mut c_void, value: u8, bytes: usize) -> Result<(), RuntimeError> {
+        // SAFETY: `dst` is a device allocation at least `bytes` long.
+        self.check("Memset", unsafe {
+            (self.memset)(dst, value as c_int, bytes)
+        })
+    }
+
+    /// Synchronous `Memcpy` device → host of `dst.len()` bytes.
+    pub fn download(&self, dst: &mut [u8], src: *const c_void) -> Result<(), RuntimeError> {
+        // SAFETY: `src` is a device allocation at least `dst.len()` long.
+        self.check("Memcpy", unsafe {
+            (self.memcpy)(
+                dst.as_mut_ptr().cast(),
+                src,
+                dst.len(),
+                MEMCPY_DEVICE_TO_HOST,
+            )
+        })
+    }
+
+    /// `StreamCreate` on the current device.
+    pub fn stream_create(&self) -> Result<Stream, RuntimeError> {
+        let mut s: Stream = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        self.check("StreamCreate", unsafe { (self.stream_create)(&mut s) })?;
+        Ok(s)
+    }
+
+    /// `StreamQuery`: `Ok(true)` when all work is done, `Ok(false)` while pending.
+    pub fn stream_done(&self, s: Stream) -> Result<bool, RuntimeError> {
+        // SAFETY: `s` came from `stream_create`.
+        let r = unsafe { (self.stream_query)(s) };
+        if r == ERROR_NOT_READY {
+            return Ok(false);
+        }
+        self.check("StreamQuery", r)?;
+        Ok(true)
+    }
+
+    /// `StreamSynchronize` (blocks; only used where the stream is known to be done or nearly).
+    pub fn stream_synchronize(&self, s: Stream) -> Result<(), RuntimeError> {
+        // SAFETY: `s` came from `stream_create`.
+        self.check("StreamSynchronize", unsafe { (self.stream_synchronize)(s) })
+    }
+
+    /// `EventCreate` on the current device.
+    pub fn event_create(&self) -> Result<Event, RuntimeError> {
+        let mut e: Event = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        self.check("EventCreate", unsafe { (self.event_create)(&mut e) })?;
+        Ok(e)
+    }
+
+    /// `EventRecord`.
+    pub fn event_record(&self, e: Event, s: Stream) -> Result<(), RuntimeError> {
+        // SAFETY: handles from this runtime.
+        self.check("EventRecord", unsafe { (self.event_record)(e, s) })
+    }
+
+    /// `EventElapsedTime` in milliseconds between two completed events.
+    pub fn elapsed_ms(&self, start: Event, stop: Event) -> Result<f32, RuntimeError> {
+        let mut ms: c_float = 0.0;
+        // SAFETY: handles from this runtime; writes one float.
+        self.check("EventElapsedTime", unsafe {
+            (self.event_elapsed_time)(&mut ms, start, stop)
+        })?;
+        Ok(ms)
+    }
+}
+
+/// Runtime library names tried, in order, when `--runtime-lib` is not given.
+pub fn runtime_names(kind: RuntimeKind) -> &'static [&'static str] {
+    match kind {
+        RuntimeKind::Hip => &[
+            "libamdhip64.so",
+            "libamdhip64.so.7",
+            "libamdhip64.so.6",
+            "libamdhip64.so.5",
+        ],
+        RuntimeKind::Cuda => &[
+            "libcudart.so",
+            "libcudart.so.13",
+            "libcudart.so.12",
+            "libcudart.so.11.0",
+        ],
+    }
+}
+
+/// Folders searched for the runtime before the loader's own search: the library's folder, the
+/// pip-wheel siblings of an NCCL wheel (`nvidia/nccl/lib` → `nvidia/cu13/lib`,
+/// `nvidia/cuda_runtime/lib`), and the usual install prefixes.
+pub fn runtime_dirs(kind: RuntimeKind, lib: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = lib.parent() {
+        dirs.push(d.to_owned());
+        if let Some(nvidia) = d.parent().and_then(|p| p.parent()) {
+            if kind == RuntimeKind::Cuda {
+                dirs.push(nvidia.join("cu13/lib"));
+                dirs.push(nvidia.join("cuda_runtime/lib"));
+            }
+        }
+    }
+    match kind {
+        RuntimeKind::Hip => {
+            if let Ok(p) = std::env::var("ROCM_PATH") {
+                dirs.push(PathBuf::from(p).join("lib"));
+            }
+            dirs.push("/opt/rocm/lib".into());
+        }
+        RuntimeKind::Cuda => {
+            if let Ok(p) = std::env::var("CUDA_HOME") {
+                dirs.push(PathBuf::from(p).join("lib64"));
+            }
+            dirs.push("/usr/local/cuda/lib64".into());
+            dirs.push("/usr/local/cuda/targets/x86_64-linux/lib".into());
+        }
+    }
+    dirs
+}
+
+/// Pick the runtime library: the first [`runtime_names`] entry that exists in a [`runtime_dirs`]
+/// folder, else the bare name for the loader to search (`LD_LIBRARY_PATH`, ld.so.cache).
+pub fn find_runtime(kind: RuntimeKind, lib: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in runtime_dirs(kind, lib) {
+        for n in runtime_names(kind) {
+            let p = d.join(n);
+            if p.exists() {
+                out.push(p);
+            }
+        }
+    }
+    out.extend(runtime_names(kind).iter().map(PathBuf::from));
+    out
+}
+
+/// The runtime a library needs, from its file name: `librccl*` → HIP, otherwise CUDA.
+pub fn guess_runtime(lib: &Path) -> RuntimeKind {
+    let name = lib
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if name.contains("rccl") {
+        RuntimeKind::Hip
+    } else {
+        RuntimeKind::Cuda
+    }
+}
+
+/// The file mapped at `addr` in this process, from `/proc/self/maps`: which library actually
+/// provided a symbol, whatever the loader search found.
+pub fn mapped_file_at(addr: usize) -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    parse_maps_for(&maps, addr)
+}
+
+/// Pure part of [`mapped_file_at`]: find the path of the mapping that contains `addr` in the text of
+/// a `/proc/<pid>/maps` file (`start-end perms offset dev inode path`).
+pub fn parse_maps_for(maps: &str, addr: usize) -> Option<String> {
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let range = f.next()?;
+        let (a, b) = range.split_once('-')?;
+        let (a, b) = (
+            usize::from_str_radix(a, 16).ok()?,
+            usize::from_str_radix(b, 16).ok()?,
+        );
+        if (a..b).contains(&addr) {
+            let path: Vec<&str> = f.skip(4).collect();
+            return (!path.is_empty()).then(|| path.join(" "));
+        }
+    }
+    None
+}
+
+/// Every mapped file in this process whose name looks like an NCCL/RCCL or GPU runtime library
+/// (a second copy of NCCL loaded by something else shows up here).
+pub fn mapped_collective_libs() -> Vec<String> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return vec![];
+    };
+    let mut out: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5).map(str::to_owned))
+        .filter(|p| {
+            let n = p.rsplit('/').next().unwrap_or("");
+            [
+                "libnccl",
+                "librccl",
+                "libcudart",
+                "libamdhip64",
+                "libcuda.so",
+            ]
+            .iter()
+            .any(|k| n.starts_with(k))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}

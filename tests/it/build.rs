@@ -1,0 +1,509 @@
+//! `rcclfix build` end to end, `rcclfix recipe pin`, and recipe/source errors.
+//!
+//! Fast tests (always on) cover recipe and source errors, which fail before any toolchain work.
+//! Slow tests (`RCCLFIX_SLOW_TESTS=1`) build `tests/data/minihip` — a miniature HIP library WE wrote,
+//! shaped like RCCL ≤ 2.27 — turned into a local git repository with a tag, through the real `build`
+//! path: pinned clone, NDEBUG injection, the debian-trixie toolchain (built by `cargo xtask test` with
+//! `rcclfix toolchain build debian-trixie`) under a real engine (podman, else bubblewrap), scan gate.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rcclfix");
+
+fn slow() -> bool {
+    std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// The real toolchains folder (where `rcclfix toolchain build` put the rootfs).
+fn real_toolchains() -> PathBuf {
+    rcclfix::container::toolchain::toolchains_dir()
+}
+
+/// A scratch `RCCLFIX_HOME` whose `toolchains` points at the real one.
+fn scratch_home(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::symlink(real_toolchains(), home.join("toolchains")).unwrap();
+    home
+}
+
+fn rcclfix(home: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("RCCLFIX_HOME", home)
+        .env_remove("RCCLFIX_GIT_MIRROR")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args([
+            "-c",
+            "user.name=rcclfix-test",
+            "-c",
+            "user.email=test@rcclfix.invalid",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.unwrap();
+        let dst = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+/// `tests/data/minihip` as a git repository with tag `v0.1.0`; returns (repo, commit).
+fn minihip_repo(dir: &Path) -> (PathBuf, String) {
+    let repo = dir.join("minihip.git-src");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minihip"),
+        &repo,
+    );
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "minihip"]);
+    git(&repo, &["tag", "-a", "v0.1.0", "-m", "v0.1.0"]);
+    let commit = git(&repo, &["rev-parse", "HEAD"]);
+    (repo, commit)
+}
+
+fn recipe(repo: &Path, commit: Option<&str>, ndebug: &str, extra: &str) -> String {
+    let commit = commit
+        .map(|c| format!("commit = \"{c}\"\n"))
+        .unwrap_or_default();
+    format!(
+        r#"rccl_version = "0.1.0"
+name = "minihip"
+rocm_release = "0.0.0"
+status = "expected"
+{extra}
+[source]
+git = "{}"
+tag = "v0.1.0"
+{commit}
+[toolchain]
+name = "debian-trixie"
+cxx = "/usr/bin/hipcc"
+rocm_path = "/usr"
+
+[build]
+targets = ["gfx1100"]
+ndebug = "{ndebug}"
+link_ram_gib = 0.5
+"#,
+        repo.display()
+    )
+}
+
+fn write_recipe(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The first line of stderr is `error: …` and carries every needle.
+fn assert_one_line_error(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(o));
+    let err = stderr(o);
+    let first = err
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no error line in {err}"));
+    for n in needles {
+        assert!(
+            first.contains(n),
+            "{n:?} not in the error line {first:?}\nfull stderr:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn cli_definition_is_consistent() {
+    use clap::CommandFactory;
+    rcclfix::cli::Cli::command().debug_assert();
+}
+
+#[test]
+fn build_list_shows_the_recipes() {
+    let t = tempfile::tempdir().unwrap();
+    let o = rcclfix(t.path(), &["build", "--list"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    for r in rcclfix::recipe::embedded().unwrap().keys() {
+        assert!(out.contains(r.as_str()), "{r} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn recipe_unknown_field_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "bad.toml",
+        &recipe(&repo, Some(&commit), "none", "colour = \"blue\""),
+    );
+    let o = rcclfix(t.path(), &["build", "--recipe", f.to_str().unwrap()]);
+    assert_one_line_error(&o, &["bad.toml", "unknown field `colour`"]);
+}
+
+#[test]
+fn recipe_missing_field_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let (repo, commit) = minihip_repo(t.path());
+    let text = recipe(&repo, Some(&commit), "none", "").replace("tag = \"v0.1.0\"\n", "");
+    let f = write_recipe(t.path(), "notag.toml", &text);
+    let o = rcclfix(t.path(), &["build", "--recipe", f.to_str().unwrap()]);
+    assert_one_line_error(&o, &["notag.toml", "missing field `tag`"]);
+}
+
+#[test]
+fn recipe_missing_commit_with_locked_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let (repo, _) = minihip_repo(t.path());
+    let f = write_recipe(t.path(), "unpinned.toml", &recipe(&repo, None, "none", ""));
+    let o = rcclfix(
+        t.path(),
+        &["build", "--locked", "--recipe", f.to_str().unwrap()],
+    );
+    assert_one_line_error(&o, &["minihip", "does not pin tag v0.1.0", "--locked"]);
+}
+
+#[test]
+fn unknown_recipe_tag_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let o = rcclfix(t.path(), &["build", "--tag", "9.9.9"]);
+    assert_one_line_error(&o, &["unknown tag \"9.9.9\"", "2.13.4"]);
+}
+
+#[test]
+fn git_tag_missing_from_the_repository_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let (repo, commit) = minihip_repo(t.path());
+    let text = recipe(&repo, Some(&commit), "none", "").replace("tag = \"v0.1.0\"", "tag = \"v9\"");
+    let f = write_recipe(t.path(), "notthere.toml", &text);
+    let o = rcclfix(t.path(), &["build", "--recipe", f.to_str().unwrap()]);
+    assert_one_line_error(&o, &["tag \"v9\" not found in"]);
+}
+
+/// A recipe for tests that stop right after the source step: toolchain `host`, which the engine
+/// `podman` refuses once the source is fetched and checked (nothing is built or imported).
+fn source_only(recipe_text: &str) -> String {
+    recipe_text.replace("name = \"debian-trixie\"", "name = \"host\"")
+}
+
+fn build_until_engine(home: &Path, t: &Path, f: &Path, extra: &[&str]) -> Output {
+    let out = t.join("out");
+    let mut args = vec![
+        "build",
+        "--recipe",
+        f.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    args.extend(["--engine", "podman"]);
+    rcclfix(home, &args)
+}
+
+fn stopped_at_engine(o: &Output) -> bool {
+    let e = stderr(o);
+    e.contains("the host toolchain runs without a container")
+        || e.contains("`podman` is not installed")
+}
+
+#[test]
+fn moved_tag_is_refused_naming_both_commits() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, pinned) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &source_only(&recipe(&repo, Some(&pinned), "none", "")),
+    );
+    // Warm the source cache at the pinned tag.
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    std::fs::write(repo.join("README"), "moved\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(&repo, &["commit", "-q", "-m", "move the tag"]);
+    git(&repo, &["tag", "-f", "-a", "v0.1.0", "-m", "moved"]);
+    let moved = git(&repo, &["rev-parse", "HEAD"]);
+    assert_ne!(moved, pinned);
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert_one_line_error(&o, &["v0.1.0", &moved, &pinned]);
+    assert!(!t.path().join("out").exists());
+}
+
+#[test]
+fn recipe_pin_writes_the_lockfile_and_build_then_checks_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "unpinned.toml",
+        &source_only(&recipe(&repo, None, "none", "")),
+    );
+    let o = rcclfix(&home, &["recipe", "pin", "--recipe", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&commit) && out.contains("pinned"), "{out}");
+    let lock = rcclfix::recipe::Lockfile::load(&home.join("rcclfix.lock")).unwrap();
+    assert_eq!(lock.get("minihip", "v0.1.0"), Some(commit.as_str()));
+    // Now pinned: --locked accepts it and gets past the source step to the engine check.
+    let o = build_until_engine(&home, t.path(), &f, &["--locked"]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+}
+
+#[test]
+fn first_fetch_of_an_unpinned_tag_pins_it() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "unpinned.toml",
+        &source_only(&recipe(&repo, None, "none", "")),
+    );
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Pinned"), "{}", stderr(&o));
+    let lock = rcclfix::recipe::Lockfile::load(&home.join("rcclfix.lock")).unwrap();
+    assert_eq!(lock.get("minihip", "v0.1.0"), Some(commit.as_str()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slow: real toolchain, real engine, real compiler.
+
+fn require_toolchain() {
+    let stamp = real_toolchains().join("debian-trixie/stamp.json");
+    assert!(
+        stamp.exists(),
+        "RCCLFIX_SLOW_TESTS=1 but the debian-trixie toolchain is not built ({} missing)\nhelp: run `cargo xtask test`, or `rcclfix toolchain build debian-trixie` as root",
+        stamp.display()
+    );
+}
+
+/// podman when installed, else bubblewrap (the issue's rule); `None` fails the test.
+fn test_engine() -> &'static str {
+    if which::which("podman").is_ok() {
+        "podman"
+    } else if which::which("bwrap").is_ok() {
+        "bubblewrap"
+    } else {
+        panic!("RCCLFIX_SLOW_TESTS=1 but neither podman nor bwrap is installed\nhelp: apt-get install podman runc bubblewrap (see .ci/apt.d/)")
+    }
+}
+
+fn build_minihip(t: &Path, home: &Path, recipe_file: &Path, engine: &str) -> Output {
+    rcclfix(
+        home,
+        &[
+            "build",
+            "--recipe",
+            recipe_file.to_str().unwrap(),
+            "--out-dir",
+            t.join("out").to_str().unwrap(),
+            "--engine",
+            engine,
+        ],
+    )
+}
+
+fn out_entries(t: &Path) -> Vec<String> {
+    match std::fs::read_dir(t.join("out")) {
+        Ok(rd) => rd
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => vec![],
+    }
+}
+
+#[test]
+fn minihip_without_injection_fails_the_gate_and_writes_nothing() {
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "none.toml",
+        &recipe(&repo, Some(&commit), "none", ""),
+    );
+    let o = build_minihip(t.path(), &home, &f, test_engine());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("scan gate failed"), "{err}");
+    let gate_line = err
+        .lines()
+        .find(|l| l.starts_with("gfx1100:"))
+        .unwrap_or_else(|| panic!("no gfx1100 line:\n{err}"));
+    assert!(gate_line.contains("mh_assert"), "{gate_line}");
+    assert!(!gate_line.contains("mh_plain"), "{gate_line}");
+    assert!(
+        out_entries(t.path()).is_empty(),
+        "output left behind: {:?}",
+        out_entries(t.path())
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn minihip_release_build_type_is_refused_before_the_build() {
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    let (repo, commit) = minihip_repo(t.path());
+    // minihip's toolchain file shadows CMake's Release flags, like RCCL 2.27's: Release alone does
+    // not put -DNDEBUG on the device compile, and the build.ninja check must say so.
+    let f = write_recipe(
+        t.path(),
+        "rbt.toml",
+        &recipe(&repo, Some(&commit), "release-build-type", ""),
+    );
+    let o = build_minihip(t.path(), &home, &f, test_engine());
+    assert_one_line_error(
+        &o,
+        &["release-build-type", "-DNDEBUG", "1 of 1 device compile"],
+    );
+    let log = std::fs::read_to_string(home.join("work/minihip-gfx1100/build.log")).unwrap();
+    assert!(log.contains("Compiling for gfx1100"), "configure ran");
+    assert!(!log.contains("[1/"), "ninja must not have started:\n{log}");
+    assert!(out_entries(t.path()).is_empty());
+}
+
+fn check_complete_output(t: &Path, commit: &str, engine: &str) {
+    let dir = t.join("out/rccl-0.1.0-gfx1100");
+    let lib = dir.join("librccl.so.1.0");
+    assert!(lib.is_file());
+    assert_eq!(
+        std::fs::read_link(dir.join("librccl.so.1")).unwrap(),
+        Path::new("librccl.so.1.0")
+    );
+    assert_eq!(
+        std::fs::read_link(dir.join("librccl.so")).unwrap(),
+        Path::new("librccl.so.1")
+    );
+    let m = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+    assert_eq!(m.commit, commit);
+    assert_eq!(m.tag, "v0.1.0");
+    assert_eq!(m.recipe, "minihip");
+    assert_eq!(m.engine, engine);
+    assert_eq!(m.toolchain, "debian-trixie");
+    assert!(m.toolchain_id.starts_with("sha256:"), "{}", m.toolchain_id);
+    assert_eq!(m.targets, vec!["gfx1100"]);
+    assert_eq!(m.ndebug_strategy, "compile-definition");
+    assert!(m.ndebug_on_device_compile);
+    assert_eq!(m.library.file, "librccl.so.1.0");
+    assert_eq!(m.library.soname, "librccl.so.1");
+    assert_eq!(
+        m.library.sha256,
+        rcclfix::fsutil::sha256_file(&lib).unwrap()
+    );
+    assert_eq!(m.library.size, std::fs::metadata(&lib).unwrap().len());
+    assert_eq!(m.gate.get("gfx1100").map(String::as_str), Some("clean"));
+    assert!(m.cmake_args.iter().any(|a| a == "-DGPU_TARGETS=gfx1100"));
+    assert!(m.cmake_args.iter().any(|a| a == "-DAMDGPU_TARGETS=gfx1100"));
+    assert!(m.build_seconds > 0.0);
+    let scan: rcclfix::scan::ScanReport =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("scan.json")).unwrap()).unwrap();
+    let kernels: Vec<&str> = scan
+        .files
+        .iter()
+        .flat_map(|f| &f.images)
+        .filter(|i| i.processor == "gfx1100")
+        .flat_map(|i| &i.kernels)
+        .map(|k| k.name.as_str())
+        .collect();
+    assert!(
+        kernels.contains(&"mh_assert") && kernels.contains(&"mh_plain"),
+        "{kernels:?}"
+    );
+    let log = std::fs::read_to_string(dir.join("build.log")).unwrap();
+    assert!(
+        log.contains("device compile lines, -DNDEBUG on 1; offload targets in build.ninja: gfx1100; `Compiling for` line: gfx1100"),
+        "{log}"
+    );
+    assert!(
+        log.contains("Linking CXX shared library librccl.so.1.0"),
+        "{log}"
+    );
+    let mut entries = out_entries(t);
+    entries.sort();
+    assert_eq!(
+        entries,
+        vec!["rccl-0.1.0-gfx1100"],
+        "only the committed folder, no partial left over"
+    );
+}
+
+#[test]
+fn minihip_with_injection_passes_the_gate_and_writes_a_complete_folder() {
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "cd.toml",
+        &recipe(&repo, Some(&commit), "compile-definition", ""),
+    );
+    let engine = test_engine();
+    let o = build_minihip(t.path(), &home, &f, engine);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        t.path()
+            .join("out/rccl-0.1.0-gfx1100")
+            .display()
+            .to_string()
+    );
+    check_complete_output(t.path(), &commit, engine);
+
+    // A second build reuses the source cache (no "Cloning") and replaces the folder atomically;
+    // under bubblewrap too when podman was the first engine.
+    let second = if engine == "podman" && which::which("bwrap").is_ok() {
+        "bubblewrap"
+    } else {
+        engine
+    };
+    let o = build_minihip(t.path(), &home, &f, second);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Cloning"), "{}", stderr(&o));
+    check_complete_output(t.path(), &commit, second);
+}

@@ -1,0 +1,1498 @@
+//! `rcclfix doctor` on sysfs/procfs/kernel-log snapshots that the tests build themselves from the
+//! documented register layout (Linux `pci_regs.h`, shared/reference/platform.md §2), one per case in
+//! shared/cases/ plus the platform shapes doctor must tell apart. No root and no GPU needed: the
+//! binary runs with `--sysfs/--proc/--dmesg` pointing into a temporary tree.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+// ---- the snapshot builder ------------------------------------------------------------------------
+
+/// Register values written by the builder (pci_regs.h), independent of the crate's own constants.
+const ROUTE: u32 = 0x40;
+const COMP32: u32 = 0x80;
+const COMP64: u32 = 0x100;
+const COMP128: u32 = 0x200;
+const REQ_EN: u16 = 0x40;
+const EGRESS_BLOCK: u16 = 0x80;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Endpoint,
+    RootPort,
+    SwitchUp,
+    SwitchDown,
+}
+
+#[derive(Clone)]
+struct Dev {
+    bdf: &'static str,
+    vendor: u16,
+    device: u16,
+    class: u32,
+    kind: Kind,
+    devcap2: u32,
+    devctl2: u16,
+    multifunction: bool,
+}
+
+fn dev(
+    bdf: &'static str,
+    vendor: u16,
+    device: u16,
+    class: u32,
+    kind: Kind,
+    devcap2: u32,
+    devctl2: u16,
+) -> Dev {
+    Dev {
+        bdf,
+        vendor,
+        device,
+        class,
+        kind,
+        devcap2,
+        devctl2,
+        multifunction: false,
+    }
+}
+/// A root port with the given DevCap2 AtomicOp bits.
+fn root_port(bdf: &'static str, vendor: u16, device: u16, devcap2: u32) -> Dev {
+    dev(bdf, vendor, device, 0x060400, Kind::RootPort, devcap2, 0)
+}
+fn switch_up(bdf: &'static str, devcap2: u32, devctl2: u16) -> Dev {
+    dev(
+        bdf,
+        0x1002,
+        0x1478,
+        0x060400,
+        Kind::SwitchUp,
+        devcap2,
+        devctl2,
+    )
+}
+fn switch_down(bdf: &'static str, devcap2: u32) -> Dev {
+    dev(bdf, 0x1002, 0x1479, 0x060400, Kind::SwitchDown, devcap2, 0)
+}
+/// A Navi31 GPU function (AtomicOpsCap 32bit+ 64bit+).
+fn gpu(bdf: &'static str, req_en: bool) -> Dev {
+    dev(
+        bdf,
+        0x1002,
+        0x744c,
+        0x030000,
+        Kind::Endpoint,
+        COMP32 | COMP64,
+        if req_en { REQ_EN } else { 0 },
+    )
+}
+/// The card's HDMI/DP audio function.
+fn audio(bdf: &'static str) -> Dev {
+    dev(bdf, 0x1002, 0xab30, 0x040300, Kind::Endpoint, 0, 0)
+}
+
+/// Config space bytes: type 0/1 header, a capability list PM (0x50) → MSI (0x60) → PCIe v2 (0x70),
+/// DevCap2 at 0x70+0x24, DevCtl2 at 0x70+0x28; cut to `len` bytes (64 = an unprivileged read).
+fn config_bytes(d: &Dev, len: usize) -> Vec<u8> {
+    let mut c = vec![0u8; 256];
+    c[0..2].copy_from_slice(&d.vendor.to_le_bytes());
+    c[2..4].copy_from_slice(&d.device.to_le_bytes());
+    c[6..8].copy_from_slice(&0x0010u16.to_le_bytes()); // Status: capability list
+    c[9] = (d.class & 0xff) as u8;
+    c[10] = ((d.class >> 8) & 0xff) as u8;
+    c[11] = ((d.class >> 16) & 0xff) as u8;
+    let bridge = !matches!(d.kind, Kind::Endpoint);
+    c[0x0e] = u8::from(bridge) | if d.multifunction { 0x80 } else { 0 };
+    c[0x34] = 0x50;
+    c[0x50] = 0x01; // PM
+    c[0x51] = 0x60;
+    c[0x60] = 0x05; // MSI
+    c[0x61] = 0x70;
+    c[0x70] = 0x10; // PCI Express
+    c[0x71] = 0x00;
+    let ty: u16 = match d.kind {
+        Kind::Endpoint => 0x0,
+        Kind::RootPort => 0x4,
+        Kind::SwitchUp => 0x5,
+        Kind::SwitchDown => 0x6,
+    };
+    c[0x72..0x74].copy_from_slice(&(0x2 | (ty << 4)).to_le_bytes());
+    c[0x94..0x98].copy_from_slice(&d.devcap2.to_le_bytes());
+    c[0x98..0x9a].copy_from_slice(&d.devctl2.to_le_bytes());
+    c.truncate(len);
+    c
+}
+
+struct Tree {
+    tmp: tempfile::TempDir,
+    config_len: usize,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        let t = Tree {
+            tmp: tempfile::tempdir().unwrap(),
+            config_len: 256,
+        };
+        std::fs::create_dir_all(t.sys().join("bus/pci/devices")).unwrap();
+        std::fs::create_dir_all(t.proc()).unwrap();
+        std::fs::write(
+            t.proc().join("cpuinfo"),
+            "processor\t: 0\nmodel name\t: AMD Ryzen 7 7800X3D\nflags\t\t: fpu vme sse2\n",
+        )
+        .unwrap();
+        t
+    }
+    fn sys(&self) -> PathBuf {
+        self.tmp.path().join("sys")
+    }
+    fn proc(&self) -> PathBuf {
+        self.tmp.path().join("proc")
+    }
+    fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// Add a chain of devices, top (root port, on `pci0000:00`) first; each is the child of the one
+    /// before. Devices already present (same BDF) are reused. Returns the GPU's sysfs directory.
+    fn chain(&self, devs: &[Dev]) -> PathBuf {
+        let mut dir = self.sys().join("devices/pci0000:00");
+        for d in devs {
+            dir = dir.join(format!("0000:{}", d.bdf));
+            self.write_dev(&dir, d);
+        }
+        dir
+    }
+    /// Add a function next to `sibling_of` (same parent directory), e.g. the audio function.
+    fn sibling(&self, gpu_dir: &Path, d: &Dev) {
+        let dir = gpu_dir.parent().unwrap().join(format!("0000:{}", d.bdf));
+        self.write_dev(&dir, d);
+    }
+    fn write_dev(&self, dir: &Path, d: &Dev) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("vendor"), format!("0x{:04x}\n", d.vendor)).unwrap();
+        std::fs::write(dir.join("device"), format!("0x{:04x}\n", d.device)).unwrap();
+        std::fs::write(dir.join("class"), format!("0x{:06x}\n", d.class)).unwrap();
+        std::fs::write(dir.join("config"), config_bytes(d, self.config_len)).unwrap();
+        let rel = dir.strip_prefix(self.sys()).unwrap();
+        let link = self
+            .sys()
+            .join("bus/pci/devices")
+            .join(dir.file_name().unwrap());
+        if !link.exists() {
+            std::os::unix::fs::symlink(Path::new("../../..").join(rel), link).unwrap();
+        }
+    }
+    fn dmi(&self, vendor: &str, product: &str, version: &str) {
+        let d = self.sys().join("class/dmi/id");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("sys_vendor"), format!("{vendor}\n")).unwrap();
+        std::fs::write(d.join("product_name"), format!("{product}\n")).unwrap();
+        std::fs::write(d.join("product_version"), format!("{version}\n")).unwrap();
+        // Things a capture must never carry.
+        std::fs::write(d.join("product_serial"), "SER-1234-SECRET\n").unwrap();
+        std::fs::write(
+            d.join("product_uuid"),
+            "0badc0de-1111-2222-3333-444455556666\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("board_serial"), "BOARD-SECRET\n").unwrap();
+    }
+    fn hypervisor_flag(&self) {
+        std::fs::write(
+            self.proc().join("cpuinfo"),
+            "processor\t: 0\nmodel name\t: QEMU Virtual CPU\nflags\t\t: fpu vme sse2 hypervisor\n",
+        )
+        .unwrap();
+    }
+    /// KFD: node 0 is the CPU; each GPU is (bdf, gfx_target_version, io_link flags, cpu cores).
+    fn kfd(&self, gpus: &[(&str, u32, u32, u32)]) {
+        let nodes = self.sys().join("class/kfd/kfd/topology/nodes");
+        let n0 = nodes.join("0");
+        std::fs::create_dir_all(&n0).unwrap();
+        std::fs::write(n0.join("properties"), "cpu_cores_count 16\nsimd_count 0\nmem_banks_count 1\ngfx_target_version 0\nlocation_id 0\ndomain 0\n").unwrap();
+        for (i, (bdf, gfx, flags, cores)) in gpus.iter().enumerate() {
+            let n = nodes.join((i + 1).to_string());
+            std::fs::create_dir_all(n.join("io_links/0")).unwrap();
+            let (bus, rest) = bdf.split_once(':').unwrap();
+            let (devn, func) = rest.split_once('.').unwrap();
+            let loc = (u32::from_str_radix(bus, 16).unwrap() << 8)
+                | (u32::from_str_radix(devn, 16).unwrap() << 3)
+                | func.parse::<u32>().unwrap();
+            std::fs::write(
+                n.join("properties"),
+                format!("cpu_cores_count {cores}\nsimd_count 192\ngfx_target_version {gfx}\nvendor_id 4098\ndevice_id 29772\nlocation_id {loc}\ndomain 0\nunique_id 1234567890123456789\n"),
+            )
+            .unwrap();
+            std::fs::write(n.join("name"), "ip discovery\n").unwrap();
+            std::fs::write(
+                n.join("io_links/0/properties"),
+                format!("type 2\nversion_major 0\nversion_minor 0\nnode_from {}\nnode_to 0\nweight 20\nflags {flags}\n", i + 1),
+            )
+            .unwrap();
+        }
+    }
+    fn dmesg(&self, text: &str) -> PathBuf {
+        let p = self.path().join("dmesg.txt");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// Snapshot the text report (stored under tests/data/doctor/snapshots/).
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({snapshot_path => "../data/doctor/snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/doctor")
+        .join(rel)
+}
+
+struct Out {
+    code: i32,
+    json: Value,
+    text: String,
+}
+
+/// Run `rcclfix doctor` on the tree twice (JSON and text) with extra arguments.
+fn doctor(t: &Tree, dmesg: Option<&Path>, extra: &[&str]) -> Out {
+    let mut base: Vec<String> = vec![
+        "doctor".into(),
+        "--sysfs".into(),
+        t.sys().display().to_string(),
+        "--proc".into(),
+        t.proc().display().to_string(),
+    ];
+    if let Some(d) = dmesg {
+        base.push("--dmesg".into());
+        base.push(d.display().to_string());
+    }
+    base.extend(extra.iter().map(|s| s.to_string()));
+    run_doctor(&base)
+}
+
+fn run_doctor(args: &[String]) -> Out {
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let j = Command::new(bin).args(args).arg("--json").output().unwrap();
+    let text = Command::new(bin).args(args).output().unwrap();
+    assert_eq!(
+        j.status.code(),
+        text.status.code(),
+        "json and text runs disagree"
+    );
+    let stdout = String::from_utf8_lossy(&j.stdout);
+    let json: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "doctor --json printed no JSON ({e}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&j.stderr)
+        )
+    });
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    if std::env::var_os("RCCLFIX_TEST_SHOW").is_some() {
+        eprintln!("$ rcclfix {}\n{text}", args.join(" "));
+    }
+    Out {
+        code: j.status.code().unwrap(),
+        json,
+        text,
+    }
+}
+
+impl Out {
+    fn verdict(&self) -> &str {
+        self.json["verdict"].as_str().unwrap()
+    }
+    fn gpu(&self, bdf: &str) -> &Value {
+        self.json["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["bdf"] == bdf)
+            .unwrap_or_else(|| panic!("no GPU {bdf} in {}", self.json))
+    }
+    /// The hop where the kernel rule breaks for `bdf`, and why.
+    fn breaks(&self, bdf: &str) -> (String, String) {
+        let r = &self.gpu(bdf)["path_result"];
+        assert_eq!(r["result"], "breaks", "{bdf}: {r}");
+        (
+            r["hop"].as_str().unwrap().to_owned(),
+            r["problem"].as_str().unwrap().to_owned(),
+        )
+    }
+    fn actions(&self) -> String {
+        self.json["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+    fn notes(&self) -> String {
+        self.json["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+const HEALTHY_ROOT: u32 = COMP32 | COMP64; // consumer root port: Routing- 32bit+ 64bit+
+const AMDGPU_SILENT: &str =
+    "[    4.1] amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n";
+
+fn qemu_guest(t: &Tree) {
+    t.dmi("QEMU", "Standard PC (Q35 + ICH9, 2009)", "pc-q35-11.0");
+    t.hypervisor_flag();
+}
+
+// ---- bare metal ----------------------------------------------------------------------------------
+
+#[test]
+fn bare_metal_healthy() {
+    let t = Tree::new();
+    t.dmi("Micro-Star International Co., Ltd.", "MS-7E12", "1.0");
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x14db, HEALTHY_ROOT),
+        switch_up("01:00.0", ROUTE, 0),
+        switch_down("02:00.0", ROUTE),
+        gpu("03:00.0", true),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 1, 0)]);
+    let d = t.dmesg(AMDGPU_SILENT);
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.verdict(), "not-affected");
+    let g = o.gpu("0000:03:00.0");
+    assert_eq!(g["path_result"]["result"], "passes");
+    assert_eq!(g["gfx"], "gfx1100");
+    assert_eq!(g["req_en"], true);
+    assert_eq!(g["kfd_atomics"], true);
+    // lspci-style text per device type; the root port's Routing- does not matter.
+    assert!(
+        o.text.contains(
+            "AtomicOpsCap: Routing- 32bit+ 64bit+ 128bitCAS-, AtomicOpsCtl: ReqEn- EgressBlck-"
+        ),
+        "{}",
+        o.text
+    );
+    assert!(
+        o.text
+            .contains("AtomicOpsCap: Routing+, AtomicOpsCtl: EgressBlck-"),
+        "{}",
+        o.text
+    );
+    assert!(
+        o.text
+            .contains("AtomicOpsCap: 32bit+ 64bit+ 128bitCAS-, AtomicOpsCtl: ReqEn+"),
+        "{}",
+        o.text
+    );
+    assert!(o.text.contains("Verdict: not affected"), "{}", o.text);
+}
+
+#[test]
+fn consumer_board_chipset_switch_mixed() {
+    // AMD X570-like: one card on a CPU root port, one behind the chipset switch whose downstream
+    // port has Routing-. Each GPU gets its own verdict.
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT | COMP128),
+        gpu("03:00.0", true),
+    ]);
+    t.chain(&[
+        root_port("00:01.2", 0x1022, 0x1483, HEALTHY_ROOT | COMP128),
+        dev(
+            "04:00.0",
+            0x1022,
+            0x57ad,
+            0x060400,
+            Kind::SwitchUp,
+            ROUTE,
+            0,
+        ),
+        dev("05:08.0", 0x1022, 0x57a3, 0x060400, Kind::SwitchDown, 0, 0),
+        gpu("07:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 1, 0), ("07:00.0", 110000, 13, 0)]);
+    let d = t.dmesg(&format!(
+        "{AMDGPU_SILENT}[    5.2] amdgpu 0000:07:00.0: PCIe atomic ops are not supported\n"
+    ));
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "rebuild");
+    assert_eq!(o.gpu("0000:03:00.0")["verdict"], "not-affected");
+    assert_eq!(o.gpu("0000:03:00.0")["kernel_log_usable"], true);
+    assert_eq!(o.gpu("0000:07:00.0")["verdict"], "rebuild");
+    assert_eq!(
+        o.breaks("0000:07:00.0"),
+        ("0000:05:08.0".into(), "switch-no-routing".into())
+    );
+    // The newer dmesg wording is mapped to the right GPU by address.
+    assert!(o.gpu("0000:07:00.0")["kernel_message"]
+        .as_str()
+        .unwrap()
+        .contains("are not supported"));
+    assert!(o.gpu("0000:03:00.0")["kernel_message"].is_null());
+    assert!(o.actions().contains("CPU-attached slot"), "{}", o.actions());
+    snapshot("consumer_board_chipset_switch_mixed", &o.text);
+    assert!(
+        o.text
+            .contains("BREAKS: switch port does not route AtomicOps (Routing-)"),
+        "{}",
+        o.text
+    );
+}
+
+#[test]
+fn switch_upstream_without_routing() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        dev("01:00.0", 0x10b5, 0x8747, 0x060400, Kind::SwitchUp, 0, 0),
+        dev(
+            "02:08.0",
+            0x10b5,
+            0x8747,
+            0x060400,
+            Kind::SwitchDown,
+            ROUTE,
+            0,
+        ),
+        gpu("03:00.0", false),
+    ]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    assert_eq!(
+        o.breaks("0000:03:00.0"),
+        ("0000:01:00.0".into(), "switch-no-routing".into())
+    );
+}
+
+#[test]
+fn switch_upstream_egress_blocking() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        switch_up("01:00.0", ROUTE, EGRESS_BLOCK),
+        switch_down("02:00.0", ROUTE),
+        gpu("03:00.0", false),
+    ]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    assert_eq!(
+        o.breaks("0000:03:00.0"),
+        ("0000:01:00.0".into(), "upstream-egress-blocked".into())
+    );
+    assert!(o.text.contains("EgressBlck+"), "{}", o.text);
+}
+
+#[test]
+fn root_port_with_only_32bit_completer_breaks() {
+    // amdgpu asks for COMP32|COMP64: one of them is not enough.
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, ROUTE | COMP32),
+        gpu("03:00.0", false),
+    ]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(
+        o.breaks("0000:03:00.0"),
+        ("0000:00:01.1".into(), "root-port-no-completer".into())
+    );
+}
+
+#[test]
+fn unprivileged_read_is_inconclusive() {
+    let mut t = Tree::new();
+    t.config_len = 64;
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let d = t.dmesg(""); // kernel.dmesg_restrict=1: empty
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    assert_eq!(o.verdict(), "inconclusive");
+    assert_eq!(o.gpu("0000:03:00.0")["path_result"]["result"], "unreadable");
+    assert!(o.json["headline"]
+        .as_str()
+        .unwrap()
+        .contains("run this as root: sudo rcclfix doctor"));
+    assert!(
+        o.text.contains("only 64 bytes of config space"),
+        "{}",
+        o.text
+    );
+}
+
+#[test]
+fn unprivileged_read_with_kfd_saying_no_atomics() {
+    // The chain cannot be read, but KFD's own result is readable without root: affected, and the
+    // report still asks for root to name the breaking hop.
+    let mut t = Tree::new();
+    t.config_len = 64;
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, 0),
+        gpu("03:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 13, 0)]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    assert_eq!(o.gpu("0000:03:00.0")["kfd_atomics"], false);
+    assert!(
+        o.text.contains("run as root: sudo rcclfix doctor"),
+        "{}",
+        o.text
+    );
+}
+
+#[test]
+fn no_amd_gpu_at_all() {
+    let t = Tree::new();
+    t.chain(&[dev(
+        "02:00.0",
+        0x8086,
+        0x56a0,
+        0x030000,
+        Kind::Endpoint,
+        0,
+        0,
+    )]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.verdict(), "not-affected");
+    assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
+    assert!(o.text.contains("No AMD GPU"), "{}", o.text);
+}
+
+#[test]
+fn empty_kernel_log_with_readable_path() {
+    // An empty kernel log is never read as "silent": the readable path decides, and the report says
+    // the log held nothing.
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let d = t.dmesg("");
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+    assert!(
+        o.notes().contains("kernel log has no amdgpu lines"),
+        "{}",
+        o.notes()
+    );
+}
+
+#[test]
+fn igpu_is_pointed_out() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x14db, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    t.chain(&[
+        root_port("00:08.1", 0x1022, 0x14dd, HEALTHY_ROOT),
+        dev(
+            "0c:00.0",
+            0x1002,
+            0x164e,
+            0x030000,
+            Kind::Endpoint,
+            0,
+            REQ_EN,
+        ),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 1, 0), ("0c:00.0", 100306, 1, 16)]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+    assert_eq!(o.gpu("0000:0c:00.0")["gfx"], "gfx1036");
+    assert_eq!(o.gpu("0000:0c:00.0")["integrated"], true);
+    assert!(o.notes().contains("HIP_VISIBLE_DEVICES"), "{}", o.notes());
+    assert!(o.notes().contains("0000:0c:00.0 gfx1036"), "{}", o.notes());
+}
+
+#[test]
+fn kfd_rejecting_the_gpu_is_not_this_bug() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x8086, 0x0c01, 0),
+        dev("01:00.0", 0x1002, 0x6939, 0x030000, Kind::Endpoint, 0, 0),
+    ]);
+    let d =
+        t.dmesg("[    3.0] kfd kfd: amdgpu: skipped device 1002:6939, PCI rejects atomics 730<0\n");
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+    let reasons = o.gpu("0000:01:00.0")["reasons"].to_string();
+    assert!(reasons.contains("KFD rejected this GPU"), "{reasons}");
+}
+
+// ---- cases ---------------------------------------------------------------------------------------
+
+/// C01 machine 1: QEMU 11 guest, GPUs passed as single functions, emulated root ports without the
+/// completer (so the host path or vfio is the problem, not the multifunction rule): rebuild, with the
+/// VM configuration hint.
+#[test]
+fn c01_machine1_guest_root_port_without_completer() {
+    let t = Tree::new();
+    qemu_guest(&t);
+    t.chain(&[
+        root_port("00:1c.0", 0x1b36, 0x000c, 0),
+        gpu("01:00.0", false),
+    ]);
+    t.chain(&[
+        root_port("00:1c.1", 0x1b36, 0x000c, 0),
+        gpu("02:00.0", false),
+    ]);
+    t.kfd(&[("01:00.0", 110000, 13, 0), ("02:00.0", 110000, 13, 0)]);
+    let dmesg = data("c01/dmesg-guest.txt");
+    let log = data("logs/c01_machine1_rank0.log");
+    let o = doctor(&t, Some(&dmesg), &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "rebuild");
+    assert_eq!(
+        o.breaks("0000:01:00.0"),
+        ("0000:00:1c.0".into(), "root-port-no-completer".into())
+    );
+    assert_eq!(
+        o.breaks("0000:02:00.0"),
+        ("0000:00:1c.1".into(), "root-port-no-completer".into())
+    );
+    assert!(
+        o.text
+            .contains("AtomicOpsCap: Routing- 32bit- 64bit- 128bitCAS-"),
+        "{}",
+        o.text
+    );
+    assert!(o.text.contains("[QEMU pcie-root-port]"), "{}", o.text);
+    assert_eq!(o.json["logs"][0]["class"], "confirmed-refusal");
+    assert_eq!(
+        o.json["logs"][0]["refused_kernels"][0],
+        "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
+    );
+    assert_eq!(
+        o.json["logs"][0]["rccl_enqueue_lines"][0],
+        "enqueue.cc:2118"
+    );
+    assert!(
+        o.actions().contains("rcclfix build --tag 2.27.7"),
+        "{}",
+        o.actions()
+    );
+    assert!(
+        o.actions().contains("check the VM configuration first"),
+        "{}",
+        o.actions()
+    );
+    assert!(o.notes().contains("QEMU >= 11.0"), "{}", o.notes());
+}
+
+/// C01 machine 2: bare-metal Z390 seen from an LXC container; the chipset (PCH) root port lacks the
+/// completer, the CPU root port has it: only the chipset-attached GPU is affected.
+#[test]
+fn c01_machine2_chipset_slot_mixed() {
+    let t = Tree::new();
+    t.dmi(
+        "Gigabyte Technology Co., Ltd.",
+        "Z390 AORUS PRO",
+        "Default string",
+    );
+    t.chain(&[
+        root_port("00:01.0", 0x8086, 0x1901, HEALTHY_ROOT | COMP128),
+        switch_up("01:00.0", ROUTE, 0),
+        switch_down("02:00.0", ROUTE),
+        gpu("03:00.0", true),
+    ]);
+    t.chain(&[
+        root_port("00:1b.4", 0x8086, 0xa32c, 0),
+        switch_up("05:00.0", ROUTE, 0),
+        switch_down("06:00.0", ROUTE),
+        gpu("07:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 120001, 1, 0), ("07:00.0", 120001, 13, 0)]);
+    let dmesg = data("c01/dmesg-machine2.txt");
+    let log = data("logs/c01_machine2.log");
+    let o = doctor(&t, Some(&dmesg), &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    assert_eq!(o.gpu("0000:03:00.0")["verdict"], "not-affected");
+    assert_eq!(o.gpu("0000:07:00.0")["verdict"], "rebuild");
+    assert_eq!(o.gpu("0000:07:00.0")["gfx"], "gfx1201");
+    // The excerpt has no amdgpu line for 03:00.0: silence there is unknown, not "no message".
+    assert_eq!(o.gpu("0000:03:00.0")["kernel_log_usable"], false);
+    assert_eq!(o.gpu("0000:07:00.0")["kernel_log_usable"], true);
+    assert_eq!(
+        o.breaks("0000:07:00.0"),
+        ("0000:00:1b.4".into(), "root-port-no-completer".into())
+    );
+    // RCCL 2.30.4: NDEBUG alone is not enough on the device-linker pipeline.
+    assert!(
+        o.actions().contains("rcclfix build --tag 2.27.7"),
+        "{}",
+        o.actions()
+    );
+    assert!(
+        o.actions().contains("3 declaring kernels"),
+        "{}",
+        o.actions()
+    );
+    assert!(o.actions().contains("CPU-attached slot"), "{}", o.actions());
+}
+
+/// C02: only a log, no platform data: consistent with the refusal → rebuild 2.27.7, platform
+/// inconclusive until lspci/dmesg are supplied.
+#[test]
+fn c02_bare_metal_log_only() {
+    let t = Tree::new();
+    let log = data("logs/c02_bare_metal.log");
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "rebuild");
+    assert_eq!(o.json["logs"][0]["class"], "consistent-with-refusal");
+    assert_eq!(
+        o.json["logs"][0]["rccl_enqueue_lines"][0],
+        "enqueue.cc:2061"
+    );
+    assert_eq!(o.json["rebuild"]["tag"], "2.27.7");
+    assert!(o.notes().contains("platform not checked"), "{}", o.notes());
+    // The cuMem warning is recognised as noise, not evidence.
+    let noise = o.json["logs"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["signature"] == "rccl-cumem-warning" && f["meaning"] == "noise");
+    assert!(noise);
+    assert_eq!(o.json["logs"][0]["versions"]["gfx"][0], "gfx1100");
+}
+
+/// C02, later comment: the RCCL banner names 2.30.4 / ROCm 7.14 and a Proxmox host kernel.
+#[test]
+fn c02_pve_container_banner() {
+    let t = Tree::new();
+    let log = data("logs/c02_pve_container.log");
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    let v = &o.json["logs"][0]["versions"];
+    assert_eq!(v["rccl"], "2.30.4");
+    assert_eq!(v["rccl_commit"], "2b22ab0");
+    assert_eq!(v["rocm"], "7.14.0.0-9999-2b22ab01");
+    assert_eq!(v["librccl_path"], "/opt/rocm-therock/lib/librccl.so.1.0");
+    assert_eq!(o.json["logs"][0]["rocm"]["release"], "7.14.0");
+    assert!(o.notes().contains("Proxmox host kernel"), "{}", o.notes());
+    assert!(o.actions().contains("device linker"), "{}", o.actions());
+}
+
+/// C03: gfx1201, ROCm 7.2 image, no error text in the body: rebuild 2.27.7 for gfx1201.
+#[test]
+fn c03_vllm_gfx1201() {
+    let t = Tree::new();
+    let log = data("logs/c03_vllm_gfx1201.log");
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    assert_eq!(o.json["logs"][0]["rocm"]["release"], "7.2");
+    assert_eq!(o.json["logs"][0]["rocm"]["source"], "container image tag");
+    assert_eq!(o.json["rebuild"]["tag"], "2.27.7");
+    assert!(o.actions().contains("gfx1201"), "{}", o.actions());
+}
+
+/// C04: collect_env only; `roc-7.2.1` in the clang string pins the point release.
+#[test]
+fn c04_collect_env() {
+    let t = Tree::new();
+    let log = data("logs/c04_collect_env.txt");
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    let l = &o.json["logs"][0];
+    assert_eq!(l["versions"]["torch_rocm"], "7.2.53211-…");
+    assert_eq!(l["versions"]["clang_roc"], "7.2.1");
+    assert_eq!(l["rocm"]["release"], "7.2.1");
+    assert_eq!(l["rocm"]["exact"], true);
+    assert_eq!(l["rccl"], "2.27.7");
+    assert_eq!(o.json["rebuild"]["tag"], "2.27.7");
+}
+
+fn c05_guest(t: &Tree, fixed: bool) {
+    t.dmi("QEMU", "Standard PC (Q35 + ICH9, 2009)", "pc-q35-9.0+pve0");
+    t.hypervisor_flag();
+    let rp_bits = if fixed { COMP32 | COMP64 } else { 0 };
+    for (rp, g, a) in [
+        ("00:1c.0", "01:00.0", "01:00.1"),
+        ("00:1c.1", "02:00.0", "02:00.1"),
+    ] {
+        let mut gd = gpu(g, fixed);
+        gd.multifunction = !fixed;
+        let dir = t.chain(&[root_port(rp, 0x1b36, 0x000c, rp_bits), gd]);
+        if !fixed {
+            let mut ad = audio(a);
+            ad.multifunction = true;
+            t.sibling(&dir, &ad);
+        }
+    }
+    let flags = if fixed { 1 } else { 13 };
+    t.kfd(&[("01:00.0", 110000, flags, 0), ("02:00.0", 110000, flags, 0)]);
+}
+
+/// C05 before: Proxmox passed each card with all functions → multifunction → fix the VM config.
+#[test]
+fn c05_proxmox_multifunction() {
+    let t = Tree::new();
+    c05_guest(&t, false);
+    let d = t.dmesg(
+        "[    4.9] amdgpu 0000:01:00.0: PCIE atomic ops is not supported\n[    5.1] amdgpu 0000:02:00.0: PCIE atomic ops is not supported\n",
+    );
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "fix-vm-config");
+    for (g, rp) in [
+        ("0000:01:00.0", "0000:00:1c.0"),
+        ("0000:02:00.0", "0000:00:1c.1"),
+    ] {
+        assert_eq!(o.breaks(g), (rp.into(), "root-port-no-completer".into()));
+        assert_eq!(o.gpu(g)["guest"]["multifunction"], true);
+        assert_eq!(
+            o.gpu(g)["guest"]["emulated_root_port"],
+            "QEMU pcie-root-port"
+        );
+    }
+    let a = o.actions();
+    assert!(a.contains("hostpciN: <host-bus>:<dev>.0,pcie=1"), "{a}");
+    assert!(a.contains("without `multifunction=on`"), "{a}");
+    assert!(a.contains("audio"), "{a}");
+    assert!(!a.contains("rcclfix build"), "no rebuild for a VM fix: {a}");
+    snapshot("c05_proxmox_multifunction", &o.text);
+}
+
+/// C05 after: function .0 only → completer bits on the guest root port, ReqEn+, silent amdgpu.
+#[test]
+fn c05_proxmox_single_function_after_fix() {
+    let t = Tree::new();
+    c05_guest(&t, true);
+    let d = t.dmesg("[    4.9] amdgpu 0000:01:00.0: amdgpu: SMU is initialized successfully!\n[    5.1] amdgpu 0000:02:00.0: amdgpu: SMU is initialized successfully!\n");
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.verdict(), "not-affected");
+    assert_eq!(o.gpu("0000:01:00.0")["guest"]["multifunction"], false);
+    assert_eq!(o.gpu("0000:01:00.0")["req_en"], true);
+}
+
+/// C05 on the Proxmox host: the host path passes (root port Routing- is not checked) and the VM
+/// config names the whole slot → the exact replacement line.
+#[test]
+fn c05_proxmox_host_vm_config() {
+    let t = Tree::new();
+    t.dmi(
+        "ASUSTeK COMPUTER INC.",
+        "Pro WS WRX80E-SAGE SE WIFI",
+        "Rev 1.xx",
+    );
+    let dir = t.chain(&[
+        root_port("00:03.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        switch_up("09:00.0", ROUTE, 0),
+        switch_down("0a:00.0", ROUTE),
+        gpu("0b:00.0", true),
+    ]);
+    t.sibling(&dir, &audio("0b:00.1"));
+    let cfg = data("c05/vm-multifunction.conf");
+    let o = doctor(&t, None, &["--vm-config", cfg.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "fix-vm-config");
+    assert_eq!(o.gpu("0000:0b:00.0")["path_result"]["result"], "passes");
+    assert!(
+        o.actions()
+            .contains("replace `hostpci0: 0000:0b:00,pcie=1` with `hostpci0: 0000:0b:00.0,pcie=1`"),
+        "{}",
+        o.actions()
+    );
+
+    let good = data("c05/vm-single-function.conf");
+    let o = doctor(&t, None, &["--vm-config", good.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+}
+
+/// C06–C09: look-alikes doctor must not call the hostcall refusal.
+#[test]
+fn c06_to_c09_are_not_this_bug() {
+    let t = Tree::new();
+    for (file, sig) in [
+        ("logs/c06_configure.log", "rccl-target-list-ignored"),
+        ("logs/c07_ndebug_hang.log", "rccl-waitpeer-hang"),
+        ("logs/c08_undefined_symbol.log", "abi-undefined-nccl-symbol"),
+        ("logs/c09_rocm_smi.log", "wheel-missing-rocm-smi"),
+        (
+            "logs/hostcall_buffer_missing.log",
+            "clr-hostcall-buffer-missing",
+        ),
+        ("logs/torch_watchdog_hang.log", "torch-collective-timeout"),
+    ] {
+        let p = data(file);
+        let o = doctor(&t, None, &["--log", p.to_str().unwrap()]);
+        assert_eq!(o.code, 0, "{file}: {}", o.text);
+        assert_eq!(o.verdict(), "not-affected", "{file}");
+        assert_eq!(o.json["logs"][0]["class"], "different-problem", "{file}");
+        assert!(
+            o.json["headline"].as_str().unwrap().contains(sig),
+            "{file}: {}",
+            o.json["headline"]
+        );
+    }
+}
+
+/// A log confirming the refusal on a machine whose platform has atomics: not silently "OK".
+#[test]
+fn refusal_log_on_healthy_platform_is_inconclusive() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let log = data("logs/c01_machine1_rank0.log");
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "inconclusive", "{}", o.text);
+    assert!(o.notes().contains("another machine"), "{}", o.notes());
+}
+
+// ---- capture -------------------------------------------------------------------------------------
+
+#[test]
+fn capture_round_trip_without_serials_or_host_names() {
+    let t = Tree::new();
+    t.dmi(
+        "Gigabyte Technology Co., Ltd.",
+        "Z390 AORUS PRO",
+        "Default string",
+    );
+    std::fs::create_dir_all(t.proc().join("sys/kernel")).unwrap();
+    std::fs::write(t.proc().join("sys/kernel/hostname"), "gpubox-lab7\n").unwrap();
+    t.chain(&[
+        root_port("00:01.0", 0x8086, 0x1901, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let dir = t.chain(&[
+        root_port("00:1b.4", 0x8086, 0xa32c, 0),
+        gpu("07:00.0", false),
+    ]);
+    t.sibling(&dir, &audio("07:00.1"));
+    // A 4 KiB config space with a serial-number-like tail that must not travel.
+    let mut cfg = std::fs::read(dir.join("config")).unwrap();
+    cfg.resize(4096, 0xab);
+    std::fs::write(dir.join("config"), &cfg).unwrap();
+    t.kfd(&[("03:00.0", 120001, 1, 0), ("07:00.0", 120001, 13, 0)]);
+    let d = t.dmesg(
+        "Nov 30 10:00:01 gpubox-lab7 kernel: amdgpu 0000:07:00.0: PCIE atomic ops is not supported\n\
+         Nov 30 10:00:01 gpubox-lab7 kernel: amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n\
+         Nov 30 10:00:02 gpubox-lab7 kernel: usb 1-1: SerialNumber: 123456\n",
+    );
+    let before = doctor(&t, Some(&d), &[]);
+    assert_eq!(before.verdict(), "rebuild", "{}", before.text);
+
+    let tar_path = t.path().join("snap.tar");
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let st = Command::new(bin)
+        .args(["doctor", "--sysfs"])
+        .arg(t.sys())
+        .arg("--proc")
+        .arg(t.proc())
+        .arg("--dmesg")
+        .arg(&d)
+        .arg("--capture")
+        .arg(&tar_path)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+
+    let mut names = vec![];
+    let mut all_text = Vec::new();
+    let mut ar = tar::Archive::new(std::fs::File::open(&tar_path).unwrap());
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let p = e.path().unwrap().display().to_string();
+        if p.ends_with("/config") {
+            assert!(
+                e.header().size().unwrap() <= 256,
+                "{p} keeps extended config space"
+            );
+        }
+        std::io::Read::read_to_end(&mut e, &mut all_text).unwrap();
+        names.push(p);
+    }
+    let text = String::from_utf8_lossy(&all_text);
+    for secret in [
+        "SER-1234-SECRET",
+        "0badc0de",
+        "BOARD-SECRET",
+        "gpubox-lab7",
+        "1234567890123456789",
+        "SerialNumber",
+    ] {
+        assert!(!text.contains(secret), "capture leaks {secret}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("serial") || n.contains("uuid")),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n == "sys/bus/pci/devices/0000:07:00.1"),
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n == "dmesg.txt"));
+
+    let after = run_doctor(&[
+        "doctor".into(),
+        "--snapshot".into(),
+        tar_path.display().to_string(),
+    ]);
+    assert_eq!(after.verdict(), "rebuild", "{}", after.text);
+    assert_eq!(after.breaks("0000:07:00.0"), before.breaks("0000:07:00.0"));
+    assert_eq!(after.gpu("0000:03:00.0")["verdict"], "not-affected");
+    assert_eq!(
+        after.gpu("0000:07:00.0")["kernel_message"],
+        "kernel: amdgpu 0000:07:00.0: PCIE atomic ops is not supported"
+    );
+}
+
+// ---- parsers and bad input -----------------------------------------------------------------------
+
+#[test]
+fn config_space_decoding() {
+    use rcclfix::doctor::pci::{decode_config, ConfigView, PortType};
+    let d = root_port("00:01.1", 0x1022, 0x1483, ROUTE | COMP32 | COMP64 | COMP128);
+    match decode_config(&config_bytes(&d, 256)) {
+        ConfigView::Express { cap } => {
+            assert_eq!(cap.offset, 0x70);
+            assert_eq!(cap.port_type, PortType::RootPort);
+            assert_eq!(
+                cap.lspci_text(),
+                "AtomicOpsCap: Routing+ 32bit+ 64bit+ 128bitCAS+, AtomicOpsCtl: ReqEn- EgressBlck-"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        decode_config(&config_bytes(&d, 64)),
+        ConfigView::Truncated { len: 64 }
+    );
+    // A capability list that loops is malformed, not "no PCIe capability".
+    let mut c = config_bytes(&d, 256);
+    c[0x61] = 0x50;
+    assert!(matches!(decode_config(&c), ConfigView::Malformed { .. }));
+}
+
+#[test]
+fn pci_addresses() {
+    use rcclfix::doctor::pci::Bdf;
+    assert_eq!(
+        Bdf::parse("0000:03:00.0").unwrap().to_string(),
+        "0000:03:00.0"
+    );
+    assert_eq!(Bdf::parse("0b:00.1").unwrap().to_string(), "0000:0b:00.1");
+    // Intel VMD puts NVMe/PCIe ports in domains 10000 and up.
+    assert_eq!(Bdf::parse("10000:e0:1d.0").unwrap().domain, 0x10000);
+    for bad in [
+        "0000:03:00",
+        "0000:03:20.0",
+        "0000:03:00.8",
+        "pci0000:00",
+        "03:00.0.1",
+    ] {
+        assert!(Bdf::parse(bad).is_none(), "{bad}");
+    }
+    assert_eq!(Bdf::from_location(0, 0x0300).to_string(), "0000:03:00.0");
+    assert_eq!(
+        Bdf::from_location(1, (0x0b << 8) | 1).to_string(),
+        "0001:0b:00.1"
+    );
+}
+
+#[test]
+fn both_dmesg_wordings_map_by_address() {
+    use rcclfix::doctor::kmsg::{parse, LogOrigin};
+    let log = parse(
+        "[1.0] amdgpu 0000:01:00.0: PCIE atomic ops is not supported\n\
+         [1.1] amdgpu 0000:02:00.0: PCIe atomic ops are not supported\n\
+         [1.2] some other driver: atomic ops is not something we support\n",
+        LogOrigin::File { path: "x".into() },
+    );
+    let keys: Vec<String> = log
+        .atomics_not_supported
+        .keys()
+        .map(|b| b.to_string())
+        .collect();
+    assert_eq!(keys, ["0000:01:00.0", "0000:02:00.0"]);
+}
+
+#[test]
+fn proxmox_hostpci_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("101.conf");
+    std::fs::write(
+        &p,
+        "machine: pc-q35-8.1\nhostpci0: 0b:00.0;0b:00.1,pcie=1\nhostpci1: 0000:0c:00.0,pcie=1,x-vga=1\nhostpci2: 0000:0d:00.0\nhostpci3: mapping=gpu3,pcie=1\n[snap1]\nhostpci0: 0000:0b:00\n",
+    )
+    .unwrap();
+    let c = rcclfix::doctor::vm::parse_proxmox(&p).unwrap();
+    assert!(c.q35);
+    assert_eq!(
+        c.hostpci.len(),
+        4,
+        "the [snapshot] section is not the current config"
+    );
+    assert!(c.hostpci[0]
+        .problems
+        .iter()
+        .any(|x| x.contains("several functions")));
+    assert_eq!(
+        c.hostpci[0].fixed.as_deref(),
+        Some("hostpci0: 0b:00.0,pcie=1")
+    );
+    assert!(
+        c.hostpci[1].problems.is_empty(),
+        "{:?}",
+        c.hostpci[1].problems
+    );
+    assert!(c.hostpci[2]
+        .problems
+        .iter()
+        .any(|x| x.contains("pcie=1 missing")));
+    assert!(c.hostpci[3]
+        .problems
+        .iter()
+        .any(|x| x.contains("resource mapping")));
+}
+
+#[test]
+fn bad_input_is_one_clear_line() {
+    let t = Tree::new();
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let o = Command::new(bin)
+        .args(["doctor", "--log", "/nonexistent/run.log", "--sysfs"])
+        .arg(t.sys())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/nonexistent/run.log"), "{err}");
+    assert!(o.stdout.is_empty());
+    let bad = t.path().join("empty.conf");
+    std::fs::write(&bad, "memory: 4096\n").unwrap();
+    let o = Command::new(bin)
+        .args(["doctor", "--vm-config"])
+        .arg(&bad)
+        .arg("--sysfs")
+        .arg(t.sys())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no hostpciN line"));
+    let snap = t.path().join("not-a-snapshot");
+    std::fs::create_dir_all(&snap).unwrap();
+    let o = Command::new(bin)
+        .args(["doctor", "--snapshot"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not an rcclfix doctor snapshot"));
+}
+
+// ---- oracle: lspci on the real /sys --------------------------------------------------------------
+
+/// `Name±` flags from the text after `key` on an lspci line, e.g. `AtomicOpsCap: Routing- 32bit+`.
+fn lspci_flags(line: &str, key: &str) -> Vec<(String, bool)> {
+    let Some((_, rest)) = line.split_once(key) else {
+        return vec![];
+    };
+    rest.split([' ', ','])
+        .filter_map(|t| {
+            let t = t.trim();
+            let (name, sign) = t.split_at(t.len().checked_sub(1)?);
+            match sign {
+                "+" => Some((name.to_owned(), true)),
+                "-" => Some((name.to_owned(), false)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Every PCIe function of this machine, decoded by doctor, against `lspci -vvv` (pciutils) as an
+/// outside oracle: device/port type and each AtomicOps flag. Needs root for more than 64 bytes of
+/// config space; unprivileged runs compare "unreadable" with lspci's `<access denied>`.
+#[test]
+fn decoder_agrees_with_lspci_on_this_machine() {
+    use rcclfix::doctor::pci::{list_devices, ConfigView, PortType};
+    let slow = std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1");
+    let Ok(lspci) = which::which("lspci") else {
+        assert!(
+            !slow,
+            "RCCLFIX_SLOW_TESTS=1 but lspci is missing: install pciutils (.ci/apt.d/doctor.txt)"
+        );
+        eprintln!("skipped: no lspci (set RCCLFIX_SLOW_TESTS=1 to require it)");
+        return;
+    };
+    let devs = list_devices(Path::new("/sys"));
+    let mut compared = 0;
+    for d in &devs {
+        let out = Command::new(&lspci)
+            .args(["-vvv", "-s"])
+            .arg(d.bdf.to_string())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        match &d.config {
+            ConfigView::Truncated { .. } => {
+                assert!(
+                    text.contains("access denied") || !text.contains("Capabilities:"),
+                    "{}: doctor read a truncated config but lspci saw capabilities:\n{text}",
+                    d.bdf
+                );
+            }
+            ConfigView::NotExpress => {
+                assert!(
+                    !text.contains("Capabilities: [") || !text.contains("] Express ("),
+                    "{}: lspci sees a PCIe capability:\n{text}",
+                    d.bdf
+                );
+            }
+            ConfigView::Malformed { reason } => panic!(
+                "{}: malformed config space on a real device: {reason}",
+                d.bdf
+            ),
+            ConfigView::Express { cap } => {
+                let exp_line = text
+                    .lines()
+                    .find(|l| l.contains("] Express ("))
+                    .unwrap_or_else(|| {
+                        panic!("{}: lspci shows no Express capability:\n{text}", d.bdf)
+                    });
+                let want = match cap.port_type {
+                    PortType::Endpoint => "Endpoint",
+                    PortType::LegacyEndpoint => "Legacy Endpoint",
+                    PortType::RootPort => "Root Port",
+                    PortType::SwitchUpstream => "Upstream Port",
+                    PortType::SwitchDownstream => "Downstream Port",
+                    PortType::PcieToPciBridge => "PCI-Express to PCI/PCI-X Bridge",
+                    PortType::PciToPcieBridge => "PCI/PCI-X to PCI-Express Bridge",
+                    PortType::RcEndpoint => "Root Complex Integrated Endpoint",
+                    PortType::RcEventCollector => "Root Complex Event Collector",
+                    PortType::Other(_) => "",
+                };
+                assert!(
+                    exp_line.contains(want),
+                    "{}: doctor says {want:?}, lspci: {exp_line}",
+                    d.bdf
+                );
+                let ours = cap.lspci_text();
+                let (our_cap, our_ctl) = ours.split_once(", AtomicOpsCtl:").unwrap();
+                let our_cap = lspci_flags(our_cap, "AtomicOpsCap:");
+                let our_ctl = lspci_flags(&format!("AtomicOpsCtl:{our_ctl}"), "AtomicOpsCtl:");
+                for (key, ours) in [("AtomicOpsCap:", our_cap), ("AtomicOpsCtl:", our_ctl)] {
+                    let Some(line) = text.lines().find(|l| l.contains(key)) else {
+                        // lspci prints these only for capability version 2.
+                        assert!(
+                            cap.version < 2,
+                            "{}: lspci has no {key} line for a v2 capability:\n{text}",
+                            d.bdf
+                        );
+                        continue;
+                    };
+                    for (name, val) in lspci_flags(line, key) {
+                        if let Some((_, v)) = ours.iter().find(|(n, _)| *n == name) {
+                            assert_eq!(
+                                *v, val,
+                                "{}: {key} {name}: doctor {v}, lspci {val} ({line})",
+                                d.bdf
+                            );
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "compared {compared} AtomicOps flags on {} PCI functions against lspci",
+        devs.len()
+    );
+}
+
+// ---- library view (the real scanner on the scan fixtures) ----------------------------------------
+
+/// An affected GPU plus the library that would load: the scanner's per-target gate names the
+/// declaring kernels for this GPU's gfx; a library without code for the gfx stays unknown, never clean.
+#[test]
+fn library_view_names_declaring_kernels_for_this_gpu() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, 0),
+        gpu("03:00.0", false),
+    ]);
+    t.chain(&[
+        root_port("00:01.2", 0x1022, 0x1483, 0),
+        gpu("07:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 13, 0), ("07:00.0", 120001, 13, 0)]);
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trixie/kernels.so");
+    assert!(
+        lib.exists(),
+        "missing scanner fixture {}; run `cargo xtask fixtures`",
+        lib.display()
+    );
+    let o = doctor(&t, None, &["--library", lib.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    let states = &o.gpu("0000:03:00.0")["library_states"][0][1];
+    assert_eq!(states["state"], "declares", "{states}");
+    assert_eq!(states["kernels"].as_array().unwrap().len(), 2, "{states}");
+    assert!(o.gpu("0000:03:00.0")["reasons"]
+        .to_string()
+        .contains("2 kernels declare hidden_hostcall_buffer for gfx1100"));
+    let other = &o.gpu("0000:07:00.0")["library_states"][0][1];
+    assert_eq!(
+        other["state"], "unknown",
+        "gfx1201 has no image in this library: {other}"
+    );
+    assert!(
+        o.text
+            .contains("declares hidden_hostcall_buffer (2 kernels)"),
+        "{}",
+        o.text
+    );
+}
+
+/// `--internal-hip-probe` loads libamdhip64 at run time; on a machine without a HIP runtime it says
+/// so cleanly instead of failing.
+#[test]
+fn hip_probe_without_runtime_is_absent() {
+    if [
+        "/opt/rocm/lib/libamdhip64.so",
+        "/usr/lib/x86_64-linux-gnu/libamdhip64.so",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+    {
+        eprintln!("skipped: a HIP runtime is installed here");
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+        .args(["doctor", "--internal-hip-probe"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["state"], "absent", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("libamdhip64.so"),
+        "{v}"
+    );
+}
+
+/// A GPU on a VM's root bus (QEMU `pcie.0`, no root port): the kernel's walk finds no bridge and
+/// enables ReqEn without checking anything (seen on a real cloud VM: H200s at 00:06.0 show ReqEn+).
+#[test]
+fn gpu_on_vm_root_bus_passes_without_root_port() {
+    let t = Tree::new();
+    qemu_guest(&t);
+    t.chain(&[gpu("00:06.0", true)]);
+    let o = doctor(&t, None, &[]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+    let g = o.gpu("0000:00:06.0");
+    assert_eq!(g["path_result"]["result"], "passes");
+    assert_eq!(g["path_result"]["no_root_port"], true);
+    assert_eq!(g["guest"]["behind_root_port"], false);
+    assert!(
+        g["reasons"]
+            .to_string()
+            .contains("without checking anything"),
+        "{g}"
+    );
+}
+
+/// An SR-IOV virtual function: the kernel refuses before walking (`is_virtfn`); the PF decides.
+#[test]
+fn sriov_virtual_function_is_refused() {
+    let t = Tree::new();
+    let pf = t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let vf = pf.parent().unwrap().join("0000:03:02.0");
+    t.sibling(
+        &pf,
+        &dev("03:02.0", 0x1002, 0x73ae, 0x038000, Kind::Endpoint, 0, 0),
+    );
+    std::os::unix::fs::symlink("../0000:03:00.0", vf.join("physfn")).unwrap();
+    let o = doctor(&t, None, &[]);
+    assert_eq!(
+        o.gpu("0000:03:00.0")["verdict"],
+        "not-affected",
+        "{}",
+        o.text
+    );
+    let v = o.gpu("0000:03:02.0");
+    assert_eq!(v["path_result"]["result"], "device-refused", "{v}");
+    assert!(v["path_result"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("virtual function"));
+}
+
+/// Decision table: no AtomicOps, but the library that loads scans clean for this GPU's gfx →
+/// not this bug. With a second, declaring library also in play, the GPU stays affected.
+#[test]
+fn no_atomics_but_clean_library_is_not_this_bug() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, 0),
+        gpu("03:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 13, 0)]);
+    let clean = data("plain-gfx1100.so");
+    assert!(
+        clean.exists(),
+        "missing {}; run `cargo xtask doctor-fixtures`",
+        clean.display()
+    );
+    let o = doctor(&t, None, &["--library", clean.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.verdict(), "not-affected");
+    let g = o.gpu("0000:03:00.0");
+    assert_eq!(g["library_states"][0][1]["state"], "clean", "{g}");
+    assert!(
+        g["reasons"]
+            .to_string()
+            .contains("every librccl found scans clean for gfx1100"),
+        "{g}"
+    );
+    assert!(o.json["headline"]
+        .as_str()
+        .unwrap()
+        .contains("not this bug"));
+
+    let declaring = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trixie/kernels.so");
+    let o = doctor(
+        &t,
+        None,
+        &[
+            "--library",
+            clean.to_str().unwrap(),
+            "--library",
+            declaring.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+}

@@ -1,0 +1,1233 @@
+//! `rcclfix package`: the export gate, the .deb and .whl bytes, and (with `RCCLFIX_SLOW_TESTS=1`)
+//! real installs: dpkg in a debootstrapped Debian root, pip in a fresh venv, lintian, shellcheck,
+//! check-wheel-contents.
+//!
+//! Fixture libraries are compiled here with gcc from `tests/data/package/*.c*`: a stand-in
+//! `librccl.so.1` (C stubs of the NCCL API plus the C++-mangled `ncclCommDump`), an "old" variant
+//! lacking `ncclCommShrink` and with another `ncclCommDump` signature, and a consumer linked
+//! against `librccl.so.1` that stands in for `libtorch_hip.so`. No GPU code is involved.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use rcclfix::manifest::{LibraryRecord, Manifest};
+
+/// `ncclGetVersion` of the library rcclfix packages ("ours").
+const OURS: i32 = 21304;
+/// `ncclGetVersion` of the stand-in stock library.
+const STOCK: i32 = 11111;
+const DEB_LIB: &str = "usr/lib/x86_64-linux-gnu/librccl.so.1.0";
+
+fn slow() -> bool {
+    std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// Gate for tests that need real tools: false (and a line on stderr) unless RCCLFIX_SLOW_TESTS=1.
+fn slow_gate(name: &str) -> bool {
+    if !slow() {
+        eprintln!("{name}: skipped; set RCCLFIX_SLOW_TESTS=1 (cargo xtask test does)");
+    }
+    slow()
+}
+
+/// A tool the test needs; panics with the package to install when missing.
+fn tool(name: &str, package: &str) -> PathBuf {
+    which::which(name).unwrap_or_else(|_| {
+        panic!("{name} not found; install the Debian package {package} (listed in .ci/apt.d/package.txt)")
+    })
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    out
+}
+
+fn ok(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/package")
+        .join(name)
+}
+
+fn sha256(p: &Path) -> String {
+    rcclfix::fsutil::sha256_file(p).unwrap()
+}
+
+struct Fixtures {
+    _dir: tempfile::TempDir,
+    /// The library to package: full API, ncclGetVersion = OURS.
+    ours: PathBuf,
+    /// The stand-in stock library: full API, ncclGetVersion = STOCK; with librccl.so.1 and
+    /// librccl.so symlinks beside it (its folder goes on LD_LIBRARY_PATH).
+    stock: PathBuf,
+    /// No ncclCommShrink, another ncclCommDump signature.
+    old: PathBuf,
+    /// SONAME librccl.so.2.
+    bad_soname: PathBuf,
+    /// Like `ours`, plus NEEDED librocm_smi64.so.1 (a stub).
+    with_smi: PathBuf,
+    /// Linked against librccl.so.1; `consumer_rccl_version()`.
+    consumer: PathBuf,
+    /// Like `ours`, plus a `.hip_fatbin` section holding the offload bundle of the scanner's
+    /// committed fixture `tests/fixtures/trixie/kernels-ndebug.so` (gfx1100, 3 kernels, one of
+    /// which declares hostcall through printf), so `rcclfix scan` has device code to find.
+    with_device: PathBuf,
+}
+
+fn fixtures() -> &'static Fixtures {
+    static F: OnceLock<Fixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("package-fixtures-{}-", std::process::id()))
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        remove_stale_fixture_dirs();
+        let d = dir.path();
+        tool("gcc", "gcc");
+        tool("g++", "g++");
+        let lib = |name: &str, soname: &str, defs: &[&str], extra: &[&str]| -> PathBuf {
+            let sub = d.join(name);
+            std::fs::create_dir_all(&sub).unwrap();
+            let c = sub.join("rccl.o");
+            let cc = sub.join("dump.o");
+            ok(Command::new("gcc")
+                .args(["-c", "-fPIC", "-O2"])
+                .args(defs)
+                .arg(data("rccl.c"))
+                .arg("-o")
+                .arg(&c));
+            ok(Command::new("g++")
+                .args(["-c", "-fPIC", "-O2"])
+                .args(defs)
+                .arg(data("dump.cc"))
+                .arg("-o")
+                .arg(&cc));
+            let out = sub.join("librccl.so.1.0");
+            ok(Command::new("g++")
+                .args(["-shared", "-s", "-Wl,-z,relro,-z,now"])
+                .arg(format!("-Wl,-soname,{soname}"))
+                .arg(&c)
+                .arg(&cc)
+                .args(extra)
+                .arg("-o")
+                .arg(&out));
+            std::os::unix::fs::symlink("librccl.so.1.0", sub.join("librccl.so.1")).unwrap();
+            std::os::unix::fs::symlink("librccl.so.1", sub.join("librccl.so")).unwrap();
+            out
+        };
+        let ours = lib(
+            "ours",
+            "librccl.so.1",
+            &[&format!("-DFIXTURE_VERSION={OURS}")],
+            &[],
+        );
+        let stock = lib(
+            "stock",
+            "librccl.so.1",
+            &[&format!("-DFIXTURE_VERSION={STOCK}")],
+            &[],
+        );
+        let old = lib("old", "librccl.so.1", &["-DFIXTURE_OLD"], &[]);
+        let bad_soname = lib("bad-soname", "librccl.so.2", &[], &[]);
+        // A stub librocm_smi64.so.1, so a candidate can carry the NEEDED entry of rccl.md §10.
+        let smi_dir = d.join("smi");
+        std::fs::create_dir_all(&smi_dir).unwrap();
+        let smi_c = smi_dir.join("smi.c");
+        std::fs::write(
+            &smi_c,
+            "int rsmi_init(unsigned long flags) { (void)flags; return 1; }\n",
+        )
+        .unwrap();
+        ok(Command::new("gcc")
+            .args(["-shared", "-fPIC", "-Wl,-soname,librocm_smi64.so.1"])
+            .arg(&smi_c)
+            .arg("-o")
+            .arg(smi_dir.join("librocm_smi64.so.1")));
+        let with_smi = lib(
+            "with-smi",
+            "librccl.so.1",
+            &[],
+            &[
+                "-Wl,--no-as-needed",
+                &format!("{}", smi_dir.join("librocm_smi64.so.1").display()),
+                "-Wl,--as-needed",
+            ],
+        );
+        let consumer = d.join("libconsumer.so");
+        ok(Command::new("g++")
+            .args(["-shared", "-fPIC", "-Wl,--no-as-needed"])
+            .arg(data("consumer.cc"))
+            .arg(format!("-L{}", stock.parent().unwrap().display()))
+            .arg("-lrccl")
+            .arg("-o")
+            .arg(&consumer));
+        let fatbin = d.join("fatbin.bin");
+        tool("objcopy", "binutils");
+        ok(Command::new("objcopy")
+            .args(["-O", "binary", "--only-section=.hip_fatbin"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trixie/kernels-ndebug.so"))
+            .arg(&fatbin));
+        assert!(std::fs::metadata(&fatbin).unwrap().len() > 0, "the scanner fixture has no .hip_fatbin");
+        let dev_c = d.join("device.c");
+        std::fs::write(
+            &dev_c,
+            format!(
+                "__asm__(\".section .hip_fatbin,\\\"a\\\",@progbits\\n.p2align 12\\n.incbin \\\"{}\\\"\\n.previous\\n\");\n",
+                fatbin.display()
+            ),
+        )
+        .unwrap();
+        let dev_o = d.join("device.o");
+        ok(Command::new("gcc").args(["-c", "-fPIC"]).arg(&dev_c).arg("-o").arg(&dev_o));
+        let with_device = lib("with-device", "librccl.so.1", &[], &[dev_o.to_str().unwrap()]);
+        Fixtures {
+            _dir: dir,
+            with_device,
+            ours,
+            stock,
+            old,
+            bad_soname,
+            with_smi,
+            consumer,
+        }
+    })
+}
+
+/// Statics are never dropped, so the fixture folder outlives the test process: remove the ones
+/// whose process (the pid in the name) is gone.
+fn remove_stale_fixture_dirs() {
+    for e in std::fs::read_dir(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("package-fixtures-") else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or("");
+        if !pid.is_empty()
+            && pid.chars().all(|c| c.is_ascii_digit())
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A build folder `out/rccl-2.13.4-gfx1100/` as `rcclfix build` writes it, around `lib`.
+fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("package-build-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let dir = tmp.path().join("out/rccl-2.13.4-gfx1100");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(lib, dir.join("librccl.so.1.0")).unwrap();
+    std::os::unix::fs::symlink("librccl.so.1.0", dir.join("librccl.so.1")).unwrap();
+    let m = Manifest {
+        schema_version: rcclfix::manifest::MANIFEST_SCHEMA_VERSION,
+        rcclfix_version: env!("CARGO_PKG_VERSION").into(),
+        recipe: "rccl-2.13.4-rocm-5.4.3".into(),
+        rccl_version: "2.13.4".into(),
+        rocm_release: "5.4.3".into(),
+        git: "https://example.invalid/rccl.git".into(),
+        tag: "rocm-5.4.3".into(),
+        commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        patches: vec![],
+        toolchain: "debian-trixie".into(),
+        toolchain_id: "sha256:00".into(),
+        engine: "bubblewrap".into(),
+        targets: vec!["gfx1100".into()],
+        ndebug_strategy: "cmake-build-type".into(),
+        ndebug_on_device_compile: true,
+        cmake_args: vec!["-DCMAKE_BUILD_TYPE=Release".into()],
+        library: LibraryRecord {
+            file: "librccl.so.1.0".into(),
+            soname: "librccl.so.1".into(),
+            sha256: sha256(lib),
+            size: std::fs::metadata(lib).unwrap().len(),
+        },
+        build_seconds: 480.0,
+        gate: BTreeMap::from([("gfx1100".to_owned(), "clean".to_owned())]),
+        verify: None,
+        patched: None,
+    };
+    m.save(&dir.join("manifest.json")).unwrap();
+    let scan = rcclfix::scan::model::ScanReport {
+        schema_version: rcclfix::scan::model::SCHEMA_VERSION,
+        rcclfix_version: env!("CARGO_PKG_VERSION").into(),
+        files: vec![],
+    };
+    std::fs::write(
+        dir.join("scan.json"),
+        serde_json::to_vec_pretty(&scan).unwrap(),
+    )
+    .unwrap();
+    (tmp, dir)
+}
+
+fn rcclfix(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rcclfix"));
+    c.args(args)
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .env_remove("DEBEMAIL");
+    c
+}
+
+/// `rcclfix package --from DIR --out-dir OUT …`, expecting success; returns the paths printed.
+fn package(dir: &Path, out: &Path, extra: &[&str]) -> Vec<PathBuf> {
+    let stdout = ok(rcclfix(&["package", "--from"])
+        .arg(dir)
+        .arg("--out-dir")
+        .arg(out)
+        .args(extra));
+    stdout.lines().map(PathBuf::from).collect()
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    if !dir.exists() {
+        return vec![];
+    }
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Export gate.
+
+/// Run the gate with `args` on a build folder around `lib`; expect exit 1, nothing written, and
+/// every string of `expect` on stderr. Returns stderr.
+fn check_gate_fails(lib: &Path, args: &[&str], expect: &[&str]) -> String {
+    let (_t, dir) = build_folder(lib);
+    let out_dir = dir.parent().unwrap().join("pkgs");
+    let before = files_in(&dir);
+    let o = run(rcclfix(&["package", "--from"])
+        .arg(&dir)
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .args(args));
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "expected exit 1 (check failed); stderr:\n{stderr}"
+    );
+    assert!(o.stdout.is_empty(), "stdout must stay empty on failure");
+    for e in expect {
+        assert!(stderr.contains(e), "stderr lacks {e:?}:\n{stderr}");
+    }
+    assert_eq!(
+        files_in(&out_dir),
+        Vec::<String>::new(),
+        "a failed gate wrote something"
+    );
+    assert_eq!(files_in(&dir), before);
+    stderr
+}
+
+#[test]
+fn gate_fails_naming_symbols_a_consumer_imports() {
+    let f = fixtures();
+    let consumer = f.consumer.to_str().unwrap();
+    let stderr = check_gate_fails(
+        &f.old,
+        &["--consumer", consumer],
+        &[
+            "missing export ncclCommShrink, needed by consumer",
+            // The C++-mangled import, named raw and demangled, and the near miss explained.
+            "missing export _Z12ncclCommDumpP8ncclCommRSt13unordered_map",
+            "(ncclCommDump(ncclComm*, std::unordered_map<",
+            "ours exports ncclCommDump with another signature: ncclCommDump(ncclComm*)",
+        ],
+    );
+    // Exactly those two are missing.
+    assert_eq!(stderr.matches("missing export").count(), 2, "{stderr}");
+}
+
+#[test]
+fn gate_fails_naming_symbols_the_stock_library_exports() {
+    let f = fixtures();
+    let stderr = check_gate_fails(
+        &f.old,
+        &["--stock", f.stock.to_str().unwrap()],
+        &[
+            "missing export ncclCommShrink, needed by stock",
+            "missing export pncclCommShrink, needed by stock",
+        ],
+    );
+    assert!(
+        !stderr.contains("rcclfix_fixture_internal_helper"),
+        "non-API symbols are not gated:\n{stderr}"
+    );
+}
+
+#[test]
+fn gate_builtin_torch_list_matches_by_base_name() {
+    let f = fixtures();
+    let stderr = check_gate_fails(
+        &f.old,
+        &["--consumer-symbols", "torch-2.11"],
+        &["missing export ncclCommShrink, needed by torch-2.11"],
+    );
+    // The list holds base names: the old fixture's ncclCommDump (other signature) satisfies it.
+    assert_eq!(stderr.matches("missing export").count(), 1, "{stderr}");
+}
+
+#[test]
+fn gate_fails_on_wrong_soname() {
+    let f = fixtures();
+    check_gate_fails(
+        &f.bad_soname,
+        &[],
+        &["SONAME is librccl.so.2, expected librccl.so.1"],
+    );
+}
+
+#[test]
+fn gate_reports_needed_differences_and_the_rocm_smi_trap() {
+    let f = fixtures();
+    let (_t, dir) = build_folder(&f.with_smi);
+    let out = dir.parent().unwrap().join("pkgs");
+    let o = run(rcclfix(&["package", "--format", "whl", "--from"])
+        .arg(&dir)
+        .arg("--out-dir")
+        .arg(&out)
+        .arg("--stock")
+        .arg(&f.stock));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "DT_NEEDED differs from the stock library: added [librocm_smi64.so.1], removed []"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("NEEDED librocm_smi64.so.1, which the stock library does not need"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("rccl.md §10"), "{stderr}");
+}
+
+#[test]
+fn bad_build_folders_are_one_clear_error() {
+    let f = fixtures();
+    let (_t, dir) = build_folder(&f.ours);
+    let out = dir.parent().unwrap().join("pkgs");
+    // The library changed after the build.
+    std::fs::write(dir.join("librccl.so.1.0"), b"not the built library").unwrap();
+    let o = run(rcclfix(&["package", "--from"])
+        .arg(&dir)
+        .arg("--out-dir")
+        .arg(&out));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("librccl.so.1.0: sha256") && stderr.contains("differs from"),
+        "{stderr}"
+    );
+    // A broken manifest.
+    std::fs::write(dir.join("manifest.json"), b"{").unwrap();
+    let o = run(rcclfix(&["package", "--from"])
+        .arg(&dir)
+        .arg("--out-dir")
+        .arg(&out));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("manifest.json: not a valid rcclfix manifest"),
+        "{stderr}"
+    );
+    // Not a build folder at all.
+    let o = run(rcclfix(&["package", "--from"])
+        .arg(dir.join("nope"))
+        .arg("--out-dir")
+        .arg(&out));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nope: not a folder"));
+    assert_eq!(files_in(&out), Vec::<String>::new());
+}
+
+#[test]
+fn declaring_build_is_refused() {
+    let f = fixtures();
+    let (_t, dir) = build_folder(&f.ours);
+    let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
+    m.gate.insert("gfx1100".into(), "declares".into());
+    m.save(&dir.join("manifest.json")).unwrap();
+    let o = run(rcclfix(&["package", "--from"]).arg(&dir));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the scan gate says declares for gfx1100"),
+        "{stderr}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// .deb bytes (checked with dpkg-deb as the outside oracle).
+
+fn deb_once(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let out = t.path().join("pkgs");
+    let mut args = vec![
+        "--format",
+        "deb",
+        "--stock",
+        f.stock.to_str().unwrap(),
+        "--consumer",
+        f.consumer.to_str().unwrap(),
+    ];
+    if !extra.contains(&"--maintainer") {
+        args.extend(["--maintainer", "rcclfix tests <rcclfix-tests@example.org>"]);
+    }
+    args.extend_from_slice(extra);
+    let paths = package(&dir, &out, &args);
+    assert_eq!(paths.len(), 1);
+    let deb = paths[0].clone();
+    (t, deb)
+}
+
+#[test]
+fn deb_is_reproducible_and_well_formed() {
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (_t1, deb1) = deb_once(&[]);
+    let (_t2, deb2) = deb_once(&[]);
+    assert_eq!(
+        deb1.file_name().unwrap(),
+        "rcclfix-rccl-gfx1100_2.13.4+rcclfix1_amd64.deb"
+    );
+    let b1 = std::fs::read(&deb1).unwrap();
+    assert_eq!(b1, std::fs::read(&deb2).unwrap(), "two builds differ");
+
+    // ar members: debian-binary first, uid/gid 0, mode 100644, mtime = SOURCE_DATE_EPOCH.
+    let mut ar = ar::Archive::new(&b1[..]);
+    let mut names = vec![];
+    while let Some(e) = ar.next_entry() {
+        let mut e = e.unwrap();
+        let h = e.header().clone();
+        assert_eq!(
+            (h.uid(), h.gid(), h.mode(), h.mtime()),
+            (0, 0, 0o100644, 1_700_000_000)
+        );
+        let name = String::from_utf8(h.identifier().to_vec()).unwrap();
+        if name == "debian-binary" {
+            let mut s = String::new();
+            e.read_to_string(&mut s).unwrap();
+            assert_eq!(s, "2.0\n");
+        }
+        names.push(name);
+    }
+    assert_eq!(names, ["debian-binary", "control.tar.xz", "data.tar.xz"]);
+
+    let info = ok(Command::new("dpkg-deb").arg("--info").arg(&deb1));
+    for want in [
+        "Package: rcclfix-rccl-gfx1100",
+        "Version: 2.13.4+rcclfix1",
+        "Architecture: amd64",
+        "Maintainer: rcclfix tests <rcclfix-tests@example.org>",
+        "Depends: libc6 (>= 2.14), librccl1 (>= 5.4.3~), librccl1 (<< 5.4.4~)",
+        "Conflicts: rcclfix-rccl-overlay",
+        "Description: RCCL 2.13.4 without hidden_hostcall_buffer (gfx1100)",
+    ] {
+        assert!(
+            info.contains(want),
+            "dpkg-deb --info lacks {want:?}:\n{info}"
+        );
+    }
+    assert!(
+        !info.contains("patched"),
+        "not patched, so the description must not say so"
+    );
+
+    // Every entry root/root with the expected mode, sorted, directories first.
+    let contents = ok(Command::new("dpkg-deb").arg("--contents").arg(&deb1));
+    let entries: Vec<(String, String, String)> = contents
+        .lines()
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w[0].to_owned(), w[1].to_owned(), w[5].to_owned())
+        })
+        .collect();
+    for (mode, owner, path) in &entries {
+        assert_eq!(owner, "root/root", "{path}");
+        let want = if path.ends_with('/') {
+            "drwxr-xr-x"
+        } else {
+            "-rw-r--r--"
+        };
+        assert_eq!(mode, want, "{path}");
+    }
+    let paths: Vec<&str> = entries.iter().map(|e| e.2.as_str()).collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(paths, sorted);
+    for want in [
+        "./usr/lib/x86_64-linux-gnu/librccl.so.1.0",
+        "./usr/share/doc/rcclfix-rccl-gfx1100/manifest.json",
+        "./usr/share/doc/rcclfix-rccl-gfx1100/scan.json",
+        "./usr/share/doc/rcclfix-rccl-gfx1100/copyright",
+        "./usr/share/doc/rcclfix-rccl-gfx1100/changelog.gz",
+    ] {
+        assert!(paths.contains(&want), "{want} missing from\n{contents}");
+    }
+
+    // md5sums lists every file with its real digest; scripts are 0755.
+    let x = tempfile::tempdir().unwrap();
+    ok(Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb1)
+        .arg(x.path().join("data")));
+    ok(Command::new("dpkg-deb")
+        .arg("-e")
+        .arg(&deb1)
+        .arg(x.path().join("DEBIAN")));
+    let md5sums = std::fs::read_to_string(x.path().join("DEBIAN/md5sums")).unwrap();
+    let files: Vec<&&str> = paths.iter().filter(|p| !p.ends_with('/')).collect();
+    assert_eq!(md5sums.lines().count(), files.len());
+    for line in md5sums.lines() {
+        let (sum, path) = line.split_once("  ").unwrap();
+        let bytes = std::fs::read(x.path().join("data").join(path)).unwrap();
+        use md5::Digest;
+        assert_eq!(hex::encode(md5::Md5::digest(&bytes)), sum, "{path}");
+    }
+    assert_eq!(
+        sha256(&x.path().join("data").join(DEB_LIB)),
+        sha256(&f.ours)
+    );
+    use std::os::unix::fs::PermissionsExt;
+    for s in ["preinst", "postrm"] {
+        let mode = std::fs::metadata(x.path().join("DEBIAN").join(s))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755, "{s}");
+    }
+    let manifest = std::fs::read(
+        x.path()
+            .join("data/usr/share/doc/rcclfix-rccl-gfx1100/manifest.json"),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Manifest>(&manifest)
+            .unwrap()
+            .library
+            .sha256,
+        sha256(&f.ours)
+    );
+}
+
+#[test]
+fn deb_flavor_and_overrides_follow_the_options() {
+    tool("dpkg-deb", "dpkg");
+    let (_t, deb) = deb_once(&[
+        "--flavor",
+        "rocm",
+        "--revision",
+        "3",
+        "--maintainer",
+        "Jane <jane@example.org>",
+    ]);
+    assert_eq!(
+        deb.file_name().unwrap(),
+        "rcclfix-rccl-gfx1100_2.13.4+rcclfix3_amd64.deb"
+    );
+    let info = ok(Command::new("dpkg-deb").arg("--info").arg(&deb));
+    assert!(
+        info.contains("Depends: libc6 (>= 2.14), rccl (>= 2.13.4.50403), rccl (<< 2.13.4.50404)"),
+        "{info}"
+    );
+    assert!(
+        info.contains("Maintainer: Jane <jane@example.org>"),
+        "{info}"
+    );
+    let contents = ok(Command::new("dpkg-deb").arg("--contents").arg(&deb));
+    assert!(
+        contents.contains("./opt/rocm-5.4.3/lib/librccl.so.1.0.50403"),
+        "{contents}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// .whl bytes.
+
+#[test]
+fn whl_is_reproducible_and_its_record_is_right() {
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let a = package(&dir, &t.path().join("a"), &["--format", "whl"]);
+    let b = package(&dir, &t.path().join("b"), &["--format", "whl"]);
+    let whl = &a[0];
+    assert_eq!(
+        whl.file_name().unwrap(),
+        "rcclfix_rccl_gfx1100-2.13.4+rcclfix1-py3-none-manylinux_2_28_x86_64.whl"
+    );
+    assert_eq!(
+        std::fs::read(whl).unwrap(),
+        std::fs::read(&b[0]).unwrap(),
+        "two builds differ"
+    );
+
+    let mut z = zip::ZipArchive::new(std::fs::File::open(whl).unwrap()).unwrap();
+    let names: Vec<String> = (0..z.len())
+        .map(|i| z.by_index(i).unwrap().name().to_owned())
+        .collect();
+    let di = "rcclfix_rccl_gfx1100-2.13.4+rcclfix1.dist-info";
+    assert_eq!(
+        names.last().unwrap(),
+        &format!("{di}/RECORD"),
+        "RECORD comes last"
+    );
+    for want in [
+        "rcclfix_rccl.pth",
+        "rcclfix_rccl/__init__.py",
+        "rcclfix_rccl/lib/librccl.so.1",
+        "rcclfix_rccl/manifest.json",
+        "rcclfix_rccl/scan.json",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    let read = |z: &mut zip::ZipArchive<std::fs::File>, n: &str| {
+        let mut v = vec![];
+        z.by_name(n).unwrap().read_to_end(&mut v).unwrap();
+        v
+    };
+    let wheel = String::from_utf8(read(&mut z, &format!("{di}/WHEEL"))).unwrap();
+    assert!(
+        wheel.contains("Root-Is-Purelib: false\nTag: py3-none-manylinux_2_28_x86_64\n"),
+        "{wheel}"
+    );
+    assert_eq!(
+        String::from_utf8(read(&mut z, "rcclfix_rccl.pth")).unwrap(),
+        "import rcclfix_rccl\n"
+    );
+    assert_eq!(
+        read(&mut z, "rcclfix_rccl/lib/librccl.so.1"),
+        std::fs::read(&f.ours).unwrap()
+    );
+
+    // RECORD: every other entry once, with urlsafe-b64-nopad sha256 and size; RECORD,, last.
+    let record = String::from_utf8(read(&mut z, &format!("{di}/RECORD"))).unwrap();
+    let lines: Vec<&str> = record.lines().collect();
+    assert_eq!(lines.last().unwrap(), &format!("{di}/RECORD,,"));
+    assert_eq!(lines.len(), names.len());
+    for line in &lines[..lines.len() - 1] {
+        let parts: Vec<&str> = line.split(',').collect();
+        let bytes = read(&mut z, parts[0]);
+        use base64::Engine;
+        use sha2::Digest;
+        let h =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&bytes));
+        assert_eq!(parts[1], format!("sha256={h}"), "{line}");
+        assert_eq!(parts[2], bytes.len().to_string(), "{line}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real dpkg in a debootstrapped Debian root.
+
+/// A minbase bookworm root, made once per target folder and copied per test (the copy is what
+/// dpkg changes). The mirror is the host's (reference/toolchain.md §2).
+fn debian_root() -> (tempfile::TempDir, PathBuf) {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-debroot");
+    let root = cache.join("bookworm");
+    let done = cache.join("bookworm.done");
+    if !done.exists() {
+        tool("debootstrap", "debootstrap");
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&cache).unwrap();
+        let mirror = host_mirror();
+        ok(Command::new("debootstrap")
+            .args(["--variant=minbase", "bookworm"])
+            .arg(&root)
+            .arg(&mirror));
+        std::fs::write(&done, "").unwrap();
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("package-root-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let copy = tmp.path().join("root");
+    ok(Command::new("cp").arg("-a").arg(&root).arg(&copy));
+    (tmp, copy)
+}
+
+/// The first `URIs:` of the host's deb822 sources, or the first `deb` URL of sources.list.
+fn host_mirror() -> String {
+    if let Ok(s) = std::fs::read_to_string("/etc/apt/sources.list.d/debian.sources") {
+        if let Some(l) = s.lines().find(|l| l.starts_with("URIs:")) {
+            return l["URIs:".len()..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_owned();
+        }
+    }
+    let s = std::fs::read_to_string("/etc/apt/sources.list")
+        .expect("no apt sources on this host to take the mirror from");
+    let l = s
+        .lines()
+        .find(|l| l.starts_with("deb "))
+        .expect("no deb line in /etc/apt/sources.list");
+    l.split_whitespace()
+        .find(|w| w.contains("://"))
+        .unwrap()
+        .to_owned()
+}
+
+/// Run argv inside `root` (own mount and pid namespace, fresh /proc).
+fn in_root(root: &Path, argv: &[&str]) -> Output {
+    run(Command::new("unshare")
+        .args(["--mount", "--pid", "--fork", "--mount-proc"])
+        .arg(format!("--root={}", root.display()))
+        .args(argv)
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn in_root_ok(root: &Path, argv: &[&str]) -> String {
+    let o = in_root(root, argv);
+    assert!(
+        o.status.success(),
+        "{argv:?} in the Debian root failed ({}):\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The stand-in stock package: Debian's librccl1 layout (file + SONAME symlink), built with the
+/// real dpkg-deb so it is an independent oracle.
+fn stock_deb(dir: &Path) -> PathBuf {
+    let f = fixtures();
+    let st = dir.join("stock-staging");
+    let libdir = st.join("usr/lib/x86_64-linux-gnu");
+    std::fs::create_dir_all(&libdir).unwrap();
+    std::fs::create_dir_all(st.join("DEBIAN")).unwrap();
+    std::fs::copy(&f.stock, libdir.join("librccl.so.1.0")).unwrap();
+    std::os::unix::fs::symlink("librccl.so.1.0", libdir.join("librccl.so.1")).unwrap();
+    std::fs::write(
+        st.join("DEBIAN/control"),
+        "Package: librccl1\nVersion: 5.4.3-3+b1\nArchitecture: amd64\nMaintainer: Test <test@example.org>\n\
+         Section: libs\nPriority: optional\nDescription: stand-in for the stock RCCL library\n fixture built by the rcclfix tests\n",
+    )
+    .unwrap();
+    let deb = dir.join("librccl1_5.4.3-3+b1_amd64.deb");
+    ok(Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(&st)
+        .arg(&deb));
+    deb
+}
+
+/// A program that dlopens librccl.so.1 by SONAME and prints ncclGetVersion (run inside the root).
+fn version_probe(dir: &Path) -> PathBuf {
+    let c = dir.join("probe.c");
+    std::fs::write(
+        &c,
+        "#include <dlfcn.h>\n#include <stdio.h>\nint main(void){void*h=dlopen(\"librccl.so.1\",RTLD_NOW);\
+         if(!h){fprintf(stderr,\"%s\\n\",dlerror());return 1;}int(*f)(int*)=(int(*)(int*))dlsym(h,\"ncclGetVersion\");\
+         int v=0;f(&v);printf(\"%d\\n\",v);return 0;}\n",
+    )
+    .unwrap();
+    let exe = dir.join("probe");
+    ok(Command::new("gcc").arg(&c).arg("-o").arg(&exe).arg("-ldl"));
+    exe
+}
+
+#[test]
+fn deb_takes_over_the_stock_library_with_real_dpkg() {
+    if !slow_gate("deb_takes_over_the_stock_library_with_real_dpkg") {
+        return;
+    }
+    tool("unshare", "util-linux");
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (_t, overlay) = deb_once(&[]);
+    let (_r, root) = debian_root();
+    let work = root.join("tmp/rcclfix");
+    std::fs::create_dir_all(&work).unwrap();
+    stock_deb(&work);
+    std::fs::copy(&overlay, work.join("overlay.deb")).unwrap();
+    version_probe(&work);
+    let lib = root.join(DEB_LIB);
+    let aside = root.join("usr/lib/x86_64-linux-gnu/rcclfix-stock/librccl.so.1.0");
+
+    // Without the stock package the overlay cannot be configured (Depends), and removing the
+    // half-installed overlay leaves no diversion behind (postrm remove).
+    let o = in_root(&root, &["dpkg", "-i", "/tmp/rcclfix/overlay.deb"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("depends on librccl1"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    in_root_ok(&root, &["dpkg", "-r", "rcclfix-rccl-gfx1100"]);
+    assert_eq!(
+        in_root_ok(&root, &["dpkg-divert", "--list", "*librccl*"]),
+        ""
+    );
+    assert!(!lib.exists());
+
+    in_root_ok(
+        &root,
+        &["dpkg", "-i", "/tmp/rcclfix/librccl1_5.4.3-3+b1_amd64.deb"],
+    );
+    assert_eq!(sha256(&lib), sha256(&f.stock));
+    assert_eq!(
+        in_root_ok(&root, &["/tmp/rcclfix/probe"]).trim(),
+        STOCK.to_string()
+    );
+
+    in_root_ok(&root, &["dpkg", "-i", "/tmp/rcclfix/overlay.deb"]);
+    assert_eq!(
+        sha256(&lib),
+        sha256(&f.ours),
+        "the stock path must hold our bytes"
+    );
+    assert_eq!(
+        sha256(&aside),
+        sha256(&f.stock),
+        "the stock file is kept aside"
+    );
+    let div = in_root_ok(&root, &["dpkg-divert", "--list", "*librccl*"]);
+    assert!(div.contains("diversion of /usr/lib/x86_64-linux-gnu/librccl.so.1.0 to /usr/lib/x86_64-linux-gnu/rcclfix-stock/librccl.so.1.0 by rcclfix-rccl-gfx1100"), "{div}");
+    assert_eq!(
+        in_root_ok(&root, &["/tmp/rcclfix/probe"]).trim(),
+        OURS.to_string(),
+        "dlopen(librccl.so.1) must load ours"
+    );
+    let status = in_root_ok(
+        &root,
+        &["dpkg-query", "-W", "-f=${Status}", "rcclfix-rccl-gfx1100"],
+    );
+    assert_eq!(status, "install ok installed");
+
+    // Reinstalling (preinst upgrade, same diversion) is idempotent.
+    in_root_ok(&root, &["dpkg", "-i", "/tmp/rcclfix/overlay.deb"]);
+    assert_eq!(sha256(&lib), sha256(&f.ours));
+    assert_eq!(sha256(&aside), sha256(&f.stock));
+
+    // Removal gives the stock file back.
+    in_root_ok(&root, &["dpkg", "--purge", "rcclfix-rccl-gfx1100"]);
+    assert_eq!(
+        sha256(&lib),
+        sha256(&f.stock),
+        "the stock file's sha256 must be back"
+    );
+    assert!(
+        !aside.parent().unwrap().exists(),
+        "the rcclfix-stock folder must be gone"
+    );
+    assert_eq!(
+        in_root_ok(&root, &["dpkg-divert", "--list", "*librccl*"]),
+        ""
+    );
+    assert_eq!(
+        in_root_ok(&root, &["/tmp/rcclfix/probe"]).trim(),
+        STOCK.to_string()
+    );
+    // dpkg still knows the stock file as librccl1's.
+    let owner = in_root_ok(
+        &root,
+        &["dpkg", "-S", "/usr/lib/x86_64-linux-gnu/librccl.so.1.0"],
+    );
+    assert!(owner.starts_with("librccl1:"), "{owner}");
+}
+
+#[test]
+fn deb_passes_lintian_and_shellcheck() {
+    if !slow_gate("deb_passes_lintian_and_shellcheck") {
+        return;
+    }
+    let lintian = tool("lintian", "lintian");
+    let shellcheck = tool("shellcheck", "shellcheck");
+    let (t, deb) = deb_once(&[]);
+    // Errors fail; warnings are printed for the record. Overrides ship in the package, each with
+    // its reason (src/package/deb.rs, lintian_overrides).
+    let o = run(Command::new(&lintian)
+        .args(["--fail-on", "error", "--display-info"])
+        .arg(&deb));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!("lintian:\n{text}");
+    assert!(o.status.success(), "lintian reports errors:\n{text}");
+    assert!(!text.lines().any(|l| l.starts_with("E: ")), "{text}");
+
+    let ctl = t.path().join("DEBIAN");
+    ok(Command::new("dpkg-deb").arg("-e").arg(&deb).arg(&ctl));
+    ok(Command::new(&shellcheck)
+        .arg(ctl.join("preinst"))
+        .arg(ctl.join("postrm")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real pip in a fresh venv.
+
+fn tree(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+const PROBE_PY: &str = r#"
+import ctypes, json, os, sys
+c = ctypes.CDLL(sys.argv[1])
+maps = sorted({l.split()[-1] for l in open("/proc/self/maps") if "librccl" in l})
+print(json.dumps({"version": c.consumer_rccl_version(), "maps": maps, "vllm": os.environ.get("VLLM_NCCL_SO_PATH")}))
+"#;
+
+#[test]
+fn whl_preloads_our_library_with_real_pip() {
+    if !slow_gate("whl_preloads_our_library_with_real_pip") {
+        return;
+    }
+    let python = tool("python3", "python3-venv");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let whl = package(&dir, &t.path().join("pkgs"), &["--format", "whl"]).remove(0);
+    let venv = t.path().join("venv");
+    ok(Command::new(&python).args(["-m", "venv"]).arg(&venv));
+    let py = venv.join("bin/python");
+    let site = PathBuf::from(
+        ok(Command::new(&py).args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+        ]))
+        .trim(),
+    );
+    let before = tree(&site);
+    ok(Command::new(&py)
+        .args(["-m", "pip", "install", "--no-index", "--no-deps", "-q"])
+        .arg(&whl));
+    let ours_path = site.join("rcclfix_rccl/lib/librccl.so.1");
+    assert_eq!(sha256(&ours_path), sha256(&f.ours));
+
+    let stock_dir = f.stock.parent().unwrap();
+    let probe = |env: &[(&str, &str)]| -> serde_json::Value {
+        let mut c = Command::new(&py);
+        c.arg("-c")
+            .arg(PROBE_PY)
+            .arg(&f.consumer)
+            .env("LD_LIBRARY_PATH", stock_dir)
+            .env_remove("VLLM_NCCL_SO_PATH");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        serde_json::from_str(ok(&mut c).trim()).unwrap()
+    };
+    // With the hook: the consumer's librccl.so.1 is ours, although the stock one is on
+    // LD_LIBRARY_PATH; only our copy is mapped; vLLM is pointed at it.
+    let v = probe(&[]);
+    assert_eq!(v["version"], OURS, "{v}");
+    assert_eq!(
+        v["maps"],
+        serde_json::json!([ours_path.display().to_string()]),
+        "{v}"
+    );
+    assert_eq!(v["vllm"], ours_path.display().to_string(), "{v}");
+    // A user's own VLLM_NCCL_SO_PATH is kept.
+    let v = probe(&[("VLLM_NCCL_SO_PATH", "/mine/librccl.so.1")]);
+    assert_eq!(v["vllm"], "/mine/librccl.so.1", "{v}");
+    assert_eq!(v["version"], OURS, "{v}");
+    // RCCLFIX_DISABLE=1 turns the hook off: the stock library wins again (this also shows the
+    // probe can tell the two apart).
+    let v = probe(&[("RCCLFIX_DISABLE", "1")]);
+    assert_eq!(v["version"], STOCK, "{v}");
+    assert_eq!(
+        v["maps"],
+        serde_json::json!([f.stock.display().to_string()]),
+        "{v}"
+    );
+    assert_eq!(v["vllm"], serde_json::Value::Null, "{v}");
+
+    // A wheel checker from PyPI.
+    ok(Command::new(&py).args(["-m", "pip", "install", "-q", "check-wheel-contents"]));
+    let before_checker = tree(&site);
+    let cwc = ok(Command::new(venv.join("bin/check-wheel-contents")).arg(&whl));
+    eprintln!("check-wheel-contents: {cwc}");
+    assert!(cwc.contains("OK"), "{cwc}");
+
+    // Uninstall leaves nothing behind (the checker's own files aside).
+    ok(Command::new(&py).args(["-m", "pip", "uninstall", "-y", "-q", "rcclfix_rccl_gfx1100"]));
+    let after = tree(&site);
+    let leftover: Vec<&String> = after.iter().filter(|p| p.contains("rcclfix")).collect();
+    assert!(leftover.is_empty(), "pip uninstall left {leftover:?}");
+    let expected: Vec<String> = before_checker
+        .into_iter()
+        .filter(|p| !p.contains("rcclfix"))
+        .collect();
+    assert_eq!(after, expected);
+    assert!(before.iter().all(|p| after.contains(p)));
+}
+
+#[test]
+fn patched_builds_say_so_and_build_package_entry_point_works() {
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
+    m.patched = Some(serde_json::json!({"kernels": 3}));
+    m.save(&dir.join("manifest.json")).unwrap();
+    // The entry point `build --package deb,whl` calls.
+    let out = t.path().join("pkgs");
+    let formats = ["deb".to_owned(), "whl".to_owned()];
+    let paths = rcclfix::package::package_build_dir(&dir, &formats, &out).unwrap();
+    assert_eq!(paths.len(), 2);
+    let info = ok(Command::new("dpkg-deb").arg("--info").arg(&paths[0]));
+    let words = info.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("Overlay for the stock librccl1 package: RCCL 2.13.4 (ROCm 5.4.3) rebuilt and patched by rcclfix"), "{info}");
+    let mut z = zip::ZipArchive::new(std::fs::File::open(&paths[1]).unwrap()).unwrap();
+    let mut meta = String::new();
+    z.by_name("rcclfix_rccl_gfx1100-2.13.4+rcclfix1.dist-info/METADATA")
+        .unwrap()
+        .read_to_string(&mut meta)
+        .unwrap();
+    assert!(meta.contains("(patched after the link)"), "{meta}");
+    // Unknown formats are refused before anything is written.
+    let err = rcclfix::package::package_build_dir(&dir, &["rpm".to_owned()], &t.path().join("x"))
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("unknown package format \"rpm\""),
+        "{err:#}"
+    );
+    assert!(!t.path().join("x").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scanner reads the packages.
+
+/// `rcclfix scan` on the .deb and the .whl finds the library inside, with the same device images,
+/// kernels and verdicts as a scan of the library itself.
+#[test]
+fn scan_finds_the_library_inside_the_packages() {
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.with_device);
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb,whl"]);
+    let opts = rcclfix::scan::ScanOptions::default();
+    let direct = rcclfix::scan::scan_path(&f.with_device, &opts).unwrap();
+    assert_eq!(direct.files.len(), 1);
+    let want = &direct.files[0];
+    assert_eq!(want.images.len(), 1, "{want:?}");
+    let strip = |f: &rcclfix::scan::FileReport| {
+        f.images
+            .iter()
+            .map(|i| (i.entry_id.clone(), i.processor.clone(), i.kernels.clone()))
+            .collect::<Vec<_>>()
+    };
+    for (pkg, member) in paths.iter().zip([
+        "usr/lib/x86_64-linux-gnu/librccl.so.1.0",
+        "rcclfix_rccl/lib/librccl.so.1",
+    ]) {
+        let r = rcclfix::scan::scan_path(pkg, &opts).unwrap();
+        let with_images: Vec<&rcclfix::scan::FileReport> =
+            r.files.iter().filter(|f| !f.images.is_empty()).collect();
+        assert_eq!(
+            with_images.len(),
+            1,
+            "{}: {:?}",
+            pkg.display(),
+            r.files.iter().map(|f| &f.path).collect::<Vec<_>>()
+        );
+        let got = with_images[0];
+        assert_eq!(
+            got.path,
+            format!(
+                "{}!{}{member}",
+                pkg.display(),
+                if member.starts_with("usr") {
+                    "data.tar.xz!"
+                } else {
+                    ""
+                }
+            )
+        );
+        assert!(got.unreadable.is_empty(), "{:?}", got.unreadable);
+        assert_eq!(strip(got), strip(want), "{}", pkg.display());
+        // Same verdict per target (kernel names carry the file path, so compare the last part).
+        let verdict = |r: &rcclfix::scan::ScanReport| {
+            use rcclfix::scan::TargetState;
+            r.target_states(&["gfx1100".into()])
+                .into_iter()
+                .map(|(t, s)| match s {
+                    TargetState::Declares { kernels } => {
+                        let k: Vec<&str> = kernels
+                            .iter()
+                            .map(|k| k.rsplit(": ").next().unwrap())
+                            .collect();
+                        format!("{t}: declares {}", k.join(" "))
+                    }
+                    TargetState::Clean { kernels } => format!("{t}: clean {kernels}"),
+                    TargetState::Unknown { reason } => format!("{t}: unknown ({reason})"),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(verdict(&r), verdict(&direct));
+        // The command line: the printf kernel declares (exit 1), named with the member path.
+        let o = run(Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+            .args(["scan", "--json"])
+            .arg(pkg));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.contains(member) && stdout.contains("k_printf"),
+            "{stdout}"
+        );
+    }
+}
+
+/// Nothing but the library is reported when scanning the packages. Fails today: the scanner
+/// reads the .deb's `usr/share/doc/<pkg>/changelog.gz` (a gzipped text file, required by Debian
+/// Policy §12.7) as a tar.gz and reports it unreadable ("tar stream: failed to read entire
+/// block"), which would turn a clean library's verdict into unknown. Owned by `src/scan/`.
+#[test]
+#[ignore = "scanner: a gzip member that is not a tar is reported unreadable (src/scan/input.rs)"]
+fn scan_of_the_deb_reports_only_the_library() {
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.with_device);
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb"]);
+    let r = rcclfix::scan::scan_path(&paths[0], &rcclfix::scan::ScanOptions::default()).unwrap();
+    let names: Vec<&String> = r.files.iter().map(|f| &f.path).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
