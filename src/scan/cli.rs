@@ -166,8 +166,8 @@ pub fn render_table(
     if !states.is_empty() {
         let _ = writeln!(
             s,
-            "{:<16} {:<9} {:>7} {:>8}  {}",
-            "TARGET", "STATE", "KERNELS", "HOSTCALL", "IMAGES / REASON"
+            "{:<16} {:<9} {:>7} {:>8}  IMAGES / REASON",
+            "TARGET", "STATE", "KERNELS", "HOSTCALL"
         );
     }
     for (t, st) in states {

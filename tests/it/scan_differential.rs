@@ -78,13 +78,16 @@ impl Tools {
     }
 }
 
+/// A kernel being parsed: its `.name` (once seen) and its args `(value_kind, offset)`.
+type Parsed = (Option<String>, Vec<(String, Option<u64>)>);
+
 /// Parse `llvm-readelf --notes` YAML: every `amdhsa.kernels` list of every AMDGPU metadata note,
 /// decoded per kernel map (its `.args` come before its `.name`, so no line grep).
 fn parse_readelf_notes(text: &str) -> BTreeMap<String, Vec<(String, u64)>> {
     let mut out = BTreeMap::new();
     let mut in_kernels = false;
-    let mut cur: Option<(Option<String>, Vec<(String, Option<u64>)>)> = None;
-    let mut flush = |cur: &mut Option<(Option<String>, Vec<(String, Option<u64>)>)>| {
+    let mut cur: Option<Parsed> = None;
+    let mut flush = |cur: &mut Option<Parsed>| {
         if let Some((Some(name), args)) = cur.take() {
             let hidden: Vec<(String, u64)> = args
                 .into_iter()
@@ -261,9 +264,9 @@ fn oracle(tools: &Tools, file: &Path) -> (Truth, Vec<String>) {
             );
             assert!(ok, "unbundle {id} from {}: {msg}", file.display());
             let processor = id
-                .splitn(2, '-')
-                .nth(1)
+                .split_once('-')
                 .unwrap()
+                .1
                 .splitn(5, '-')
                 .nth(4)
                 .unwrap()

@@ -268,7 +268,7 @@ fn ccob_v1_and_zlib_assembled_from_real_payload() {
         // A second copy 4096-aligned after the first: the v1 walk must find its end by itself.
         let first = bytes.len();
         bytes.resize(first.div_ceil(4096) * 4096, 0);
-        bytes.extend_from_slice(&bytes[..first].to_vec());
+        bytes.extend_from_within(..first);
         let (_d, p) = tmp(name, &bytes);
         let r = scan::scan_path(&p, &ScanOptions::default()).unwrap();
         assert_eq!(
