@@ -20,7 +20,9 @@ fn slow() -> bool {
     std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1")
 }
 
-/// The toolchain rootfs for a Debian suite, as `cargo xtask fixtures` resolves it.
+/// The toolchain rootfs for a Debian suite, as `cargo xtask fixtures` resolves it:
+/// `$RCCLFIX_TOOLCHAIN_ROOT_<SUITE>`, `$RCCLFIX_TOOLCHAIN_ROOT/<suite>`, else the toolchain that
+/// `rcclfix toolchain build debian-<suite>` writes under `recipe::home()`.
 pub(crate) fn toolchain_root(suite: &str) -> PathBuf {
     if let Ok(p) = std::env::var(format!("RCCLFIX_TOOLCHAIN_ROOT_{}", suite.to_uppercase())) {
         return PathBuf::from(p);
@@ -28,9 +30,7 @@ pub(crate) fn toolchain_root(suite: &str) -> PathBuf {
     if let Ok(p) = std::env::var("RCCLFIX_TOOLCHAIN_ROOT") {
         return PathBuf::from(p).join(suite);
     }
-    let home = std::env::var("RCCLFIX_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/rcclfix"));
+    let home = rcclfix::recipe::home();
     home.join(format!("toolchains/debian-{suite}/rootfs"))
 }
 

@@ -8,7 +8,7 @@
 //!
 //! The toolchain rootfs is `$RCCLFIX_TOOLCHAIN_ROOT_<SUITE>` or `$RCCLFIX_TOOLCHAIN_ROOT/<suite>`
 //! if set, else `$RCCLFIX_HOME/toolchains/debian-<suite>/rootfs` (`RCCLFIX_HOME` defaults to
-//! `~/.cache/rcclfix`). Commands run read-only inside the rootfs under bubblewrap, with the work
+//! `$XDG_CACHE_HOME/rcclfix` or `~/.cache/rcclfix`). Commands run read-only inside the rootfs under bubblewrap, with the work
 //! folder (`target/fixtures-work/<suite>`) bound at `/mnt`. Host parts are stripped (`llvm-strip --strip-all`), which keeps every
 //! section the scanner reads. `tests/fixtures/README.md` lists every command.
 //!
@@ -101,9 +101,14 @@ pub fn toolchain_root(suite: &str) -> anyhow::Result<PathBuf> {
     if let Ok(p) = std::env::var("RCCLFIX_TOOLCHAIN_ROOT") {
         return Ok(PathBuf::from(p).join(suite));
     }
-    let home = match std::env::var("RCCLFIX_HOME") {
-        Ok(h) => PathBuf::from(h),
-        Err(_) => {
+    // rcclfix's data folder: $RCCLFIX_HOME, else $XDG_CACHE_HOME/rcclfix, else ~/.cache/rcclfix.
+    let home = match (
+        std::env::var_os("RCCLFIX_HOME"),
+        std::env::var_os("XDG_CACHE_HOME"),
+    ) {
+        (Some(h), _) => PathBuf::from(h),
+        (None, Some(x)) => PathBuf::from(x).join("rcclfix"),
+        (None, None) => {
             PathBuf::from(std::env::var("HOME").context("HOME is not set")?).join(".cache/rcclfix")
         }
     };
