@@ -170,7 +170,9 @@ pub fn render_table(
             "TARGET", "STATE", "KERNELS", "HOSTCALL"
         );
     }
-    for (t, st) in states {
+    let mut ordered: Vec<_> = states.iter().collect();
+    ordered.sort_by_key(|(t, _)| target_order(t));
+    for (t, st) in ordered {
         let imgs: Vec<_> = report
             .files
             .iter()
@@ -264,6 +266,26 @@ pub fn render_table(
         }
     }
     s
+}
+
+/// Sort key that puts targets in hardware order: gfx803 < gfx90a < gfx1030 < gfx11-generic < gfx1100.
+fn target_order(t: &str) -> (u32, String) {
+    let tok = t
+        .strip_prefix("gfx")
+        .unwrap_or(t)
+        .split([':', '-'])
+        .next()
+        .unwrap_or("");
+    let split = if t.ends_with("-generic") || tok.len() > 3 {
+        tok.len().min(2)
+    } else {
+        1
+    };
+    let major = tok
+        .get(..split)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(u32::MAX);
+    (major, format!("{}{t}", tok.get(split..).unwrap_or("")))
 }
 
 fn short(p: &str) -> &str {
