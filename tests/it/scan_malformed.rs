@@ -529,3 +529,54 @@ fn archives_tar_zstd_and_zip() {
     assert_eq!(r.files.len(), 2);
     assert_eq!(r.files[0].images, r.files[1].images);
 }
+
+/// Legacy code object v2: the real trixie code object rewritten in place to carry a YAML
+/// `NT_AMD_HSA_METADATA` note (owner `AMD`, type 10) and `EI_ABIVERSION` 0. The note keeps its
+/// size: the shorter owner name gives its 4 bytes to the descriptor, which is padded with spaces.
+#[test]
+fn code_object_v2_yaml_note() {
+    let yaml = "---\nVersion: [ 1, 0 ]\nKernels:\n  - Name:            k_v2\n    SymbolName:      'k_v2@kd'\n    Args:\n      - Size:            8\n        Align:           8\n        ValueKind:       GlobalBuffer\n      - Size:            8\n        Align:           8\n        ValueKind:       HiddenGlobalOffsetX\n      - Size:            8\n        Align:           8\n        ValueKind:       HiddenHostcallBuffer\n    CodeProps:\n      KernargSegmentSize: 24\n  - Name:            k_v2_plain\n    SymbolName:      'k_v2_plain@kd'\n    Args:\n      - Size:            8\n        Align:           8\n        ValueKind:       HiddenNone\n...\n";
+    let data = edit_code_object(|co| {
+        co[8] = 0; // EI_ABIVERSION 0: code object v2
+        let name = find(co, b"AMDGPU\0");
+        let hdr = name - 12;
+        let descsz = u32::from_le_bytes(co[hdr + 4..hdr + 8].try_into().unwrap()) as usize;
+        let padded = descsz.div_ceil(4) * 4;
+        let room = padded + 4;
+        assert!(yaml.len() <= room);
+        co[hdr..hdr + 4].copy_from_slice(&4u32.to_le_bytes());
+        co[hdr + 4..hdr + 8].copy_from_slice(&(room as u32).to_le_bytes());
+        co[hdr + 8..hdr + 12].copy_from_slice(&10u32.to_le_bytes());
+        co[name..name + 4].copy_from_slice(b"AMD\0");
+        let desc = &mut co[name + 4..name + 4 + room];
+        desc.fill(b' ');
+        desc[..yaml.len()].copy_from_slice(yaml.as_bytes());
+    });
+    let (_d, p) = tmp("v2.so", &data);
+    let r = scan::scan_path(&p, &ScanOptions::default()).unwrap();
+    assert!(
+        r.files[0].unreadable.is_empty(),
+        "{:?}",
+        r.files[0].unreadable
+    );
+    let img = &r.files[0].images[0];
+    assert_eq!(
+        (img.code_object_version, img.metadata_version.as_slice()),
+        (2, &[1u64, 0][..])
+    );
+    assert_eq!(verdicts(&r), "gfx1100: declares k_v2");
+    let k = &img.kernels[0];
+    let kinds: Vec<_> = k
+        .hidden_args
+        .iter()
+        .map(|a| (a.value_kind.as_str(), a.offset))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("hidden_global_offset_x", 8),
+            ("hidden_hostcall_buffer", 16)
+        ]
+    );
+    assert!(!img.kernels[1].declares_hostcall);
+}
