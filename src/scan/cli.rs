@@ -157,11 +157,7 @@ pub fn render_table(
         .filter(|f| !f.images.is_empty() || !f.unreadable.is_empty())
         .collect();
     if with_code.is_empty() {
-        let _ = writeln!(
-            s,
-            "no device code found in {} file(s)",
-            report.files.len().max(1)
-        );
+        let _ = writeln!(s, "no device code found");
     }
     if !states.is_empty() {
         let _ = writeln!(

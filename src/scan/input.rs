@@ -147,8 +147,24 @@ pub fn scan_top(path: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> an
     Ok(())
 }
 
+/// Whether a file name looks like something that can carry device code (a library, object, code
+/// object, bundle, kpack or archive). Used only for entries whose bytes cannot be read at all.
+pub fn may_carry_device_code(path: &Path) -> bool {
+    let n = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    const EXT: &[&str] = &[
+        ".o", ".a", ".co", ".hsaco", ".fatbin", ".bundle", ".ccob", ".kpack", ".deb", ".whl",
+        ".zip", ".tar", ".tgz", ".gz", ".xz", ".zst", ".bz2",
+    ];
+    n.ends_with(".so") || n.contains(".so.") || EXT.iter().any(|e| n.ends_with(e))
+}
+
 /// Walk a directory in name order; report every file that carries device code, and every entry
-/// that could not be read (dangling symlinks, FIFOs and other non-regular files, I/O errors).
+/// that could not be read: I/O errors on regular files always, dangling symlinks and FIFOs or
+/// other non-regular files when their name looks like a library, object or archive
+/// ([`may_carry_device_code`]; a dangling `sitecustomize.py` link in a rootfs is not one).
 fn walk_dir(root: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> anyhow::Result<()> {
     for entry in walkdir::WalkDir::new(root)
         .follow_links(false)
@@ -173,8 +189,8 @@ fn walk_dir(root: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> anyhow
         }
         if ft.is_symlink() {
             // Links to files are scanned where the file lives (SONAME links would double-count);
-            // a dangling link is reported, since what it named cannot be read.
-            if fs::metadata(p).is_err() {
+            // a dangling link to what may be a library is reported, since it cannot be read.
+            if fs::metadata(p).is_err() && may_carry_device_code(p) {
                 let to = fs::read_link(p)
                     .map(|t| t.display().to_string())
                     .unwrap_or_default();
@@ -187,6 +203,9 @@ fn walk_dir(root: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> anyhow
             continue;
         }
         if !ft.is_file() {
+            if !may_carry_device_code(p) {
+                continue;
+            }
             files.push(io_unreadable(
                 &name,
                 "not-regular",

@@ -452,13 +452,20 @@ fn directory_with_unreadable_entries() {
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(fixture("sid/kernels-ccob.so"), d.path().join("libk.so")).unwrap();
     std::os::unix::fs::symlink("/nonexistent/libgone.so", d.path().join("libgone.so")).unwrap();
-    let fifo = d.path().join("pipe");
+    let fifo = d.path().join("libpipe.so.1");
     let st = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
         .unwrap();
     assert!(st.success());
     std::fs::write(d.path().join("README"), "text").unwrap();
+    // Unreadable entries that cannot be device code by their name are not reported.
+    std::os::unix::fs::symlink("/nonexistent/site.py", d.path().join("site.py")).unwrap();
+    let st = std::process::Command::new("mkfifo")
+        .arg(d.path().join("control"))
+        .status()
+        .unwrap();
+    assert!(st.success());
     let r = scan::scan_path(d.path(), &ScanOptions::default()).unwrap();
     let paths: Vec<_> = r
         .files
@@ -475,7 +482,7 @@ fn directory_with_unreadable_entries() {
         [
             ("libgone.so".to_string(), "unreadable".to_string()),
             ("libk.so".into(), "host-elf".into()),
-            ("pipe".into(), "unreadable".into())
+            ("libpipe.so.1".into(), "unreadable".into())
         ]
     );
     assert!(r.files[0].unreadable[0].reason.contains("dangling symlink"));
