@@ -159,27 +159,121 @@ pub fn md5_low64(data: &[u8]) -> u64 {
     u64::from_le_bytes(d[..8].try_into().unwrap())
 }
 
-/// A decoded CCOB: the header, the plain bundle bytes, and how many input bytes it occupied.
+/// The decompressed bundle: a heap buffer, or for large bundles an anonymous mapping advised to
+/// use huge pages (fewer page faults when a 300 MB bundle is written once).
+pub enum Bytes {
+    /// Small bundles.
+    Heap(Vec<u8>),
+    /// Bundles of [`HUGE_BUFFER`] bytes or more.
+    Map(memmap2::MmapMut),
+}
+
+/// Bundles at least this large are decompressed into a huge-page mapping (4 MiB).
+pub const HUGE_BUFFER: usize = 4 << 20;
+
+impl Bytes {
+    fn zeroed(len: usize, huge: bool) -> Result<Bytes, Problem> {
+        if huge && len >= HUGE_BUFFER {
+            let m = memmap2::MmapMut::map_anon(len).map_err(|e| {
+                Problem::new(
+                    0,
+                    "bomb",
+                    format!("cannot reserve {len} bytes for the decompressed bundle: {e}"),
+                )
+            })?;
+            #[cfg(target_os = "linux")]
+            let _ = m.advise(memmap2::Advice::HugePage);
+            Ok(Bytes::Map(m))
+        } else {
+            Ok(Bytes::Heap(vec![0; len]))
+        }
+    }
+
+    fn as_mut(&mut self) -> &mut [u8] {
+        match self {
+            Bytes::Heap(v) => v,
+            Bytes::Map(m) => m,
+        }
+    }
+
+    fn truncate(&mut self, n: usize) {
+        if let Bytes::Heap(v) = self {
+            v.truncate(n)
+        }
+    }
+
+    /// The bytes as a `Vec` (moved when on the heap, copied from a mapping).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Bytes::Heap(v) => v,
+            Bytes::Map(m) => m.to_vec(),
+        }
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Heap(v) => v,
+            Bytes::Map(m) => m,
+        }
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bytes({} bytes)", self.len())
+    }
+}
+
+/// A decoded CCOB: the header, the plain bundle bytes (a `Vec`, or [`Bytes`] from
+/// [`decode_mapped`]), and how many input bytes it occupied.
 #[derive(Debug)]
-pub struct Decoded {
+pub struct Decoded<B = Vec<u8>> {
     /// The header.
     pub header: Header,
-    /// The uncompressed plain bundle.
-    pub bundle: Vec<u8>,
+    /// The uncompressed plain bundle (exactly `header.uncompressed_size` bytes).
+    pub bundle: B,
     /// Bytes of `buf` consumed (header + payload).
     pub consumed: usize,
 }
 
 /// Decode the CCOB at `buf[0]`: header, bounded decompression, size and hash checks.
 ///
-/// Memory: at most `uncompressed_size` bytes are allocated, and only when that size is within
-/// [`MAX_RATIO`] × payload and [`MAX_UNCOMPRESSED`]. Errors (offsets relative to `buf`): see
-/// [`parse_header`]; `bomb`, `decompress` (corrupt stream, or output longer or shorter than the
-/// stored size), `hash-mismatch`.
+/// Memory: exactly `uncompressed_size` bytes are allocated, and only when that size is within
+/// [`MAX_RATIO`] × payload and [`MAX_UNCOMPRESSED`]; output beyond it is an error, never written.
+/// The MD5 runs on a second thread over each decoded 8 MiB step while the next is decoded.
+/// Errors (offsets relative to `buf`): see [`parse_header`]; `bomb`, `decompress` (corrupt or
+/// truncated stream, or output longer or shorter than the stored size), `hash-mismatch`.
 pub fn decode(buf: &[u8]) -> Result<Decoded, Problem> {
+    decode_with(buf, true)
+}
+
+/// Output step: decoded bytes are handed to the hasher in pieces of this size.
+const STEP: usize = 8 << 20;
+
+/// [`decode`], with the hash check optional (`verify_hash: false` skips only the MD5; the sizes
+/// and the stream itself are still checked).
+pub fn decode_with(buf: &[u8], verify_hash: bool) -> Result<Decoded, Problem> {
+    let d = decode_inner(buf, verify_hash, false)?;
+    Ok(Decoded {
+        header: d.header,
+        bundle: d.bundle.into_vec(),
+        consumed: d.consumed,
+    })
+}
+
+/// [`decode_with`] for the scanner: a bundle of [`HUGE_BUFFER`] bytes or more is decoded into an
+/// anonymous mapping advised to use huge pages instead of the heap (fewer page faults).
+pub fn decode_mapped(buf: &[u8], verify_hash: bool) -> Result<Decoded<Bytes>, Problem> {
+    decode_inner(buf, verify_hash, true)
+}
+
+fn decode_inner(buf: &[u8], verify_hash: bool, huge: bool) -> Result<Decoded<Bytes>, Problem> {
     let header = parse_header(buf)?;
     let h = header.header_len;
-    let payload = match header.total_size {
+    let mut payload = match header.total_size {
         Some(t) => &buf[h..t as usize],
         None => &buf[h..],
     };
@@ -188,9 +282,14 @@ pub fn decode(buf: &[u8]) -> Result<Decoded, Problem> {
         .saturating_mul(MAX_RATIO)
         .saturating_add(64 << 10)
         .min(MAX_UNCOMPRESSED);
+    let (uoff, hoff) = match header.version {
+        1 => (8, 12),
+        2 => (12, 16),
+        _ => (16, 24),
+    };
     if claimed > cap {
         return Err(Problem::new(
-            if header.version == 1 { 8 } else if header.version == 2 { 12 } else { 16 },
+            uoff,
             "bomb",
             format!(
                 "CCOB claims {claimed} uncompressed bytes from a {}-byte payload (limit {cap}); refusing to decompress",
@@ -198,33 +297,58 @@ pub fn decode(buf: &[u8]) -> Result<Decoded, Problem> {
             ),
         ));
     }
-    let mut out: Vec<u8> = Vec::with_capacity(claimed as usize);
-    let used = match header.method {
-        Method::Zstd => decode_zstd(payload, &mut out, claimed, header.total_size.is_none())?,
-        Method::Zlib => decode_zlib(payload, &mut out, claimed)?,
-    };
-    let (uoff, hoff) = match header.version {
-        1 => (8, 12),
-        2 => (12, 16),
-        _ => (16, 24),
-    };
-    if out.len() as u64 != claimed {
+    if header.version == 1 && header.method == Method::Zstd {
+        // v1 stores no total size: the payload ends with its zstd frame.
+        match zstd::zstd_safe::find_frame_compressed_size(payload) {
+            Ok(n) if n <= payload.len() => payload = &payload[..n],
+            _ => {
+                return Err(Problem::new(
+                    h as u64,
+                    "decompress",
+                    "CCOB v1 zstd payload: no complete zstd frame",
+                ))
+            }
+        }
+    }
+    let mut out = Bytes::zeroed(claimed as usize, huge)?;
+    let (result, digest) = std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<&[u8]>(8);
+        let hasher = verify_hash.then(|| {
+            s.spawn(move || {
+                let mut m = Md5::new();
+                for piece in rx {
+                    m.update(piece);
+                }
+                u64::from_le_bytes(m.finalize()[..8].try_into().unwrap())
+            })
+        });
+        let r = match header.method {
+            Method::Zstd => stream_zstd(payload, out.as_mut(), &tx),
+            Method::Zlib => stream_zlib(payload, out.as_mut(), &tx),
+        };
+        drop(tx);
+        (r, hasher.map(|t| t.join().expect("md5 thread")))
+    });
+    let (written, used) = result.map_err(|mut p| {
+        p.offset += h as u64;
+        p
+    })?;
+    if written as u64 != claimed {
         return Err(Problem::new(
             uoff,
             "decompress",
-            format!(
-                "CCOB payload decompressed to {} bytes but the header says {claimed}",
-                out.len()
-            ),
+            format!("CCOB payload decompressed to {written} bytes but the header says {claimed}"),
         ));
     }
-    let got = md5_low64(&out);
-    if got != header.hash {
-        return Err(Problem::new(
-            hoff,
-            "hash-mismatch",
-            format!("CCOB hash mismatch: stored {:016x}, MD5-low-64 of the decompressed bundle is {got:016x}", header.hash),
-        ));
+    out.truncate(written);
+    if let Some(got) = digest {
+        if got != header.hash {
+            return Err(Problem::new(
+                hoff,
+                "hash-mismatch",
+                format!("CCOB hash mismatch: stored {:016x}, MD5-low-64 of the decompressed bundle is {got:016x}", header.hash),
+            ));
+        }
     }
     let consumed = match header.total_size {
         Some(t) => t as usize,
@@ -237,62 +361,147 @@ pub fn decode(buf: &[u8]) -> Result<Decoded, Problem> {
     })
 }
 
-/// Decode zstd frames into `out` (capacity `claimed`). For v1 (`single_frame_bound`) the payload
-/// has no stored length, so decode exactly the first frame(s) that produce `claimed` bytes and
-/// return how many input bytes they used.
-fn decode_zstd(
-    payload: &[u8],
-    out: &mut Vec<u8>,
-    claimed: u64,
-    single_frame_bound: bool,
-) -> Result<usize, Problem> {
-    let input = if single_frame_bound {
-        match zstd::zstd_safe::find_frame_compressed_size(payload) {
-            Ok(n) => &payload[..n.min(payload.len())],
-            Err(_) => {
-                return Err(Problem::new(
-                    20,
-                    "decompress",
-                    "CCOB v1 zstd payload: no complete zstd frame",
-                ))
+fn too_long(claimed: usize) -> Problem {
+    Problem::new(
+        0,
+        "decompress",
+        format!("CCOB payload decompresses to more than the stored size {claimed}"),
+    )
+}
+
+/// Stream-decode zstd frames into `out` in [`STEP`] pieces, sending each finished piece to `tx`.
+/// Returns (bytes written, input bytes used). Offsets in errors are relative to the payload.
+fn stream_zstd<'a>(
+    input: &[u8],
+    out: &'a mut [u8],
+    tx: &std::sync::mpsc::SyncSender<&'a [u8]>,
+) -> Result<(usize, usize), Problem> {
+    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
+    let claimed = out.len();
+    let mut dctx = DCtx::create();
+    let mut inb = InBuffer::around(input);
+    let mut rest: &'a mut [u8] = out;
+    let mut written = 0usize;
+    let mut last = 1usize;
+    let zerr = |code, at: usize| {
+        Problem::new(
+            at as u64,
+            "decompress",
+            format!(
+                "CCOB payload: zstd: {}",
+                zstd::zstd_safe::get_error_name(code)
+            ),
+        )
+    };
+    loop {
+        let n = STEP.min(rest.len());
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        let filled = {
+            let mut ob = OutBuffer::around(&mut *head);
+            while ob.pos() < n && (inb.pos() < input.len() || last != 0) {
+                let (ip, op) = (inb.pos(), ob.pos());
+                last = dctx
+                    .decompress_stream(&mut ob, &mut inb)
+                    .map_err(|c| zerr(c, inb.pos()))?;
+                if inb.pos() == ip && ob.pos() == op {
+                    break;
+                }
+            }
+            ob.pos()
+        };
+        let head: &'a [u8] = head;
+        let _ = tx.send(&head[..filled]);
+        written += filled;
+        if filled < n || tail.is_empty() {
+            break;
+        }
+        rest = tail;
+    }
+    // The buffer is full (or the input ended): any further output means the header lied.
+    if inb.pos() < input.len() || last != 0 {
+        let mut scratch = [0u8; 1];
+        let mut ob = OutBuffer::around(&mut scratch[..]);
+        loop {
+            let ip = inb.pos();
+            last = dctx
+                .decompress_stream(&mut ob, &mut inb)
+                .map_err(|c| zerr(c, inb.pos()))?;
+            if ob.pos() > 0 {
+                return Err(too_long(claimed));
+            }
+            if (last == 0 && inb.pos() == input.len()) || inb.pos() == ip {
+                break;
             }
         }
-    } else {
-        payload
-    };
-    let mut dctx = zstd::zstd_safe::DCtx::create();
-    // One extra byte of room lets us tell "exactly claimed" from "more than claimed".
-    out.reserve_exact(1);
-    match dctx.decompress(out, input) {
-        Ok(_) => {}
-        Err(code) => {
-            let name = zstd::zstd_safe::get_error_name(code);
-            let hint = if name.contains("too small") {
-                format!("payload decompresses to more than the stored size {claimed}")
-            } else {
-                format!("zstd: {name}")
-            };
+        if last != 0 {
             return Err(Problem::new(
-                0,
+                input.len() as u64,
                 "decompress",
-                format!("CCOB payload: {hint}"),
+                "CCOB payload: zstd frame is truncated",
             ));
         }
     }
-    Ok(input.len())
+    Ok((written, inb.pos()))
 }
 
-/// Decode a zlib stream into `out`, never growing it beyond `claimed` + 1 bytes.
-fn decode_zlib(payload: &[u8], out: &mut Vec<u8>, claimed: u64) -> Result<usize, Problem> {
+/// Stream-decode a zlib stream into `out` in [`STEP`] pieces, sending each piece to `tx`.
+fn stream_zlib<'a>(
+    input: &[u8],
+    out: &'a mut [u8],
+    tx: &std::sync::mpsc::SyncSender<&'a [u8]>,
+) -> Result<(usize, usize), Problem> {
+    let claimed = out.len();
     let mut z = flate2::Decompress::new(true);
-    out.reserve_exact(1);
+    let mut rest: &'a mut [u8] = out;
+    let mut written = 0usize;
+    let mut ended = false;
     loop {
-        let before_in = z.total_in();
-        let before_out = z.total_out();
-        let status = z
-            .decompress_vec(
-                &payload[z.total_in() as usize..],
-                out,
+        let n = STEP.min(rest.len());
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        let mut filled = 0usize;
+        while filled < n && !ended {
+            let (i0, o0) = (z.total_in(), z.total_out());
+            let st = z
+                .decompress(
+                    &input[z.total_in() as usize..],
+                    &mut head[filled..],
+                    flate2::FlushDecompress::None,
+                )
+                .map_err(|e| {
+                    Problem::new(
+                        z.total_in(),
+                        "decompress",
+                        format!("CCOB zlib payload: {e}"),
+                    )
+                })?;
+            filled += (z.total_out() - o0) as usize;
+            if st == flate2::Status::StreamEnd {
+                ended = true;
+            } else if z.total_in() == i0 && z.total_out() == o0 {
+                if z.total_in() as usize >= input.len() {
+                    return Err(Problem::new(
+                        input.len() as u64,
+                        "decompress",
+                        "CCOB zlib payload ends before the stream does",
+                    ));
+                }
+                break;
+            }
+        }
+        let head: &'a [u8] = head;
+        let _ = tx.send(&head[..filled]);
+        written += filled;
+        if ended || filled < n || tail.is_empty() {
+            break;
+        }
+        rest = tail;
+    }
+    if !ended {
+        let mut scratch = [0u8; 1];
+        let st = z
+            .decompress(
+                &input[z.total_in() as usize..],
+                &mut scratch,
                 flate2::FlushDecompress::Finish,
             )
             .map_err(|e| {
@@ -302,30 +511,16 @@ fn decode_zlib(payload: &[u8], out: &mut Vec<u8>, claimed: u64) -> Result<usize,
                     format!("CCOB zlib payload: {e}"),
                 )
             })?;
-        if status == flate2::Status::StreamEnd {
-            break;
+        if z.total_out() as usize > written {
+            return Err(too_long(claimed));
         }
-        if out.len() as u64 > claimed {
+        if st != flate2::Status::StreamEnd {
             return Err(Problem::new(
-                0,
+                input.len() as u64,
                 "decompress",
-                format!("CCOB payload decompresses to more than the stored size {claimed}"),
-            ));
-        }
-        if z.total_in() == before_in && z.total_out() == before_out {
-            if z.total_in() as usize >= payload.len() {
-                return Err(Problem::new(
-                    payload.len() as u64,
-                    "decompress",
-                    "CCOB zlib payload ends before the stream does",
-                ));
-            }
-            return Err(Problem::new(
-                z.total_in(),
-                "decompress",
-                "CCOB payload decompresses to more than the stored size",
+                "CCOB zlib payload ends before the stream does",
             ));
         }
     }
-    Ok(z.total_in() as usize)
+    Ok((written, z.total_in() as usize))
 }

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::model::{ScanReport, TargetState, SCHEMA_VERSION};
-use super::{scan_path, ScanOptions};
+use super::{scan_path_with, ScanOptions, Settings};
 
 const AFTER_HELP: &str = "\
 Exit codes:
@@ -37,6 +37,9 @@ pub struct ScanArgs {
     /// Print JSON (schema version in the output) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Skip the CCOB MD5 check (sizes are still checked): faster on large compressed images.
+    #[arg(long)]
+    pub no_hash_check: bool,
     /// List every kernel per target (also enabled by the global -v).
     #[arg(short = 'k', long)]
     pub kernels: bool,
@@ -88,13 +91,16 @@ impl ScanArgs {
         let opts = ScanOptions {
             targets: self.target.clone(),
         };
+        let settings = Settings {
+            verify_hash: !self.no_hash_check,
+        };
         let mut report = ScanReport {
             schema_version: SCHEMA_VERSION,
             rcclfix_version: env!("CARGO_PKG_VERSION").into(),
             files: Vec::new(),
         };
         for p in &self.paths {
-            let r = scan_path(p, &opts)?;
+            let r = scan_path_with(p, &opts, &settings)?;
             report.files.extend(r.files);
         }
         let requested = if self.target.is_empty() {
@@ -151,20 +157,18 @@ pub fn render_table(
         .filter(|f| !f.images.is_empty() || !f.unreadable.is_empty())
         .collect();
     if with_code.is_empty() {
-        let _ = writeln!(
-            s,
-            "no device code found in {} file(s)",
-            report.files.len().max(1)
-        );
+        let _ = writeln!(s, "no device code found");
     }
     if !states.is_empty() {
         let _ = writeln!(
             s,
-            "{:<16} {:<9} {:>7} {:>8}  {}",
-            "TARGET", "STATE", "KERNELS", "HOSTCALL", "IMAGES / REASON"
+            "{:<16} {:<9} {:>7} {:>8}  IMAGES / REASON",
+            "TARGET", "STATE", "KERNELS", "HOSTCALL"
         );
     }
-    for (t, st) in states {
+    let mut ordered: Vec<_> = states.iter().collect();
+    ordered.sort_by_key(|(t, _)| target_order(t));
+    for (t, st) in ordered {
         let imgs: Vec<_> = report
             .files
             .iter()
@@ -258,6 +262,26 @@ pub fn render_table(
         }
     }
     s
+}
+
+/// Sort key that puts targets in hardware order: gfx803 < gfx90a < gfx1030 < gfx11-generic < gfx1100.
+fn target_order(t: &str) -> (u32, String) {
+    let tok = t
+        .strip_prefix("gfx")
+        .unwrap_or(t)
+        .split([':', '-'])
+        .next()
+        .unwrap_or("");
+    let split = if t.ends_with("-generic") || tok.len() > 3 {
+        tok.len().min(2)
+    } else {
+        1
+    };
+    let major = tok
+        .get(..split)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(u32::MAX);
+    (major, format!("{}{t}", tok.get(split..).unwrap_or("")))
 }
 
 fn short(p: &str) -> &str {

@@ -14,11 +14,15 @@ use anyhow::Context;
 use super::bundle::{BUNDLE_MAGIC, CCOB_MAGIC};
 use super::model::{FileReport, Unreadable};
 use super::walk;
+use super::Settings;
 
 /// Deepest archive nesting followed (a .deb holds a data.tar.xz holding files: depth 2).
 pub const MAX_DEPTH: u32 = 4;
-/// Largest archive member read into memory (16 GiB).
-pub const MAX_MEMBER: u64 = 16 << 30;
+/// Largest archive member read into memory (4 GiB; the largest ROCm libraries are about 1.2 GB).
+pub const MAX_MEMBER: u64 = 4 << 30;
+/// Memory reserved up front for a member, whatever size its header claims; the buffer grows only
+/// as real bytes arrive, so a lying header cannot make the scanner reserve more (256 MiB).
+pub const MAX_RESERVE: u64 = 256 << 20;
 
 /// What the first bytes of a buffer say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,11 +116,11 @@ fn io_unreadable(name: &str, class: &str, reason: String) -> FileReport {
 ///
 /// Errors: the path does not exist or cannot be read, is not a regular file or directory, or is a
 /// file that is empty or of no known format.
-pub fn scan_top(path: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
+pub fn scan_top(path: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> anyhow::Result<()> {
     let md = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     let name = path.display().to_string();
     if md.is_dir() {
-        return walk_dir(path, files);
+        return walk_dir(path, files, opts);
     }
     if !md.is_file() {
         anyhow::bail!("{name}: not a regular file or directory");
@@ -128,7 +132,7 @@ pub fn scan_top(path: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> 
     // SAFETY: the map is read-only; a file truncated by another process while we read it would
     // fault, which is the usual caveat of mmap-based readers (ripgrep, object's examples).
     let map = unsafe { memmap2::Mmap::map(&f) }.with_context(|| format!("cannot map {name}"))?;
-    let known = scan_buffer(&name, &map, true, 0, files)?;
+    let known = scan_buffer(&name, &map, true, 0, files, opts)?;
     if !known {
         let head: String = map
             .iter()
@@ -143,9 +147,25 @@ pub fn scan_top(path: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Whether a file name looks like something that can carry device code (a library, object, code
+/// object, bundle, kpack or archive). Used only for entries whose bytes cannot be read at all.
+pub fn may_carry_device_code(path: &Path) -> bool {
+    let n = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    const EXT: &[&str] = &[
+        ".o", ".a", ".co", ".hsaco", ".fatbin", ".bundle", ".ccob", ".kpack", ".deb", ".whl",
+        ".zip", ".tar", ".tgz", ".gz", ".xz", ".zst", ".bz2",
+    ];
+    n.ends_with(".so") || n.contains(".so.") || EXT.iter().any(|e| n.ends_with(e))
+}
+
 /// Walk a directory in name order; report every file that carries device code, and every entry
-/// that could not be read (dangling symlinks, FIFOs and other non-regular files, I/O errors).
-fn walk_dir(root: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
+/// that could not be read: I/O errors on regular files always, dangling symlinks and FIFOs or
+/// other non-regular files when their name looks like a library, object or archive
+/// ([`may_carry_device_code`]; a dangling `sitecustomize.py` link in a rootfs is not one).
+fn walk_dir(root: &Path, files: &mut Vec<FileReport>, opts: &Settings) -> anyhow::Result<()> {
     for entry in walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -169,8 +189,8 @@ fn walk_dir(root: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
         }
         if ft.is_symlink() {
             // Links to files are scanned where the file lives (SONAME links would double-count);
-            // a dangling link is reported, since what it named cannot be read.
-            if fs::metadata(p).is_err() {
+            // a dangling link to what may be a library is reported, since it cannot be read.
+            if fs::metadata(p).is_err() && may_carry_device_code(p) {
                 let to = fs::read_link(p)
                     .map(|t| t.display().to_string())
                     .unwrap_or_default();
@@ -183,6 +203,9 @@ fn walk_dir(root: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
             continue;
         }
         if !ft.is_file() {
+            if !may_carry_device_code(p) {
+                continue;
+            }
             files.push(io_unreadable(
                 &name,
                 "not-regular",
@@ -209,7 +232,7 @@ fn walk_dir(root: &Path, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
                 continue;
             }
         };
-        if let Err(e) = scan_buffer(&name, &map, false, 0, files) {
+        if let Err(e) = scan_buffer(&name, &map, false, 0, files, opts) {
             files.push(io_unreadable(&name, "io", format!("{e:#}")));
         }
     }
@@ -227,6 +250,7 @@ pub fn scan_buffer(
     explicit: bool,
     depth: u32,
     files: &mut Vec<FileReport>,
+    opts: &Settings,
 ) -> anyhow::Result<bool> {
     let Some(fmt) = sniff(data) else {
         return Ok(false);
@@ -239,7 +263,7 @@ pub fn scan_buffer(
         }
         Format::HostElf => {
             let mut f = new_file(name, "host-elf");
-            if walk::scan_host_elf(data, &mut f) || explicit {
+            if walk::scan_host_elf(data, &mut f, opts) || explicit {
                 files.push(f);
             }
         }
@@ -252,7 +276,7 @@ pub fn scan_buffer(
                     "ccob"
                 },
             );
-            walk::scan_fatbin(data, 0, &mut f);
+            walk::scan_fatbin(data, 0, &mut f, opts);
             files.push(f);
         }
         Format::Kpack => {
@@ -277,20 +301,29 @@ pub fn scan_buffer(
             });
             files.push(f);
         }
-        Format::Ar => scan_ar(name, data, depth, files)?,
-        Format::Zip => scan_zip(name, data, depth, files)?,
-        Format::Tar => scan_tar(name, data, depth, files)?,
-        Format::Gzip => scan_tar(name, flate2::read::MultiGzDecoder::new(data), depth, files)?,
-        Format::Xz => scan_tar(
+        Format::Ar => scan_ar(name, data, depth, files, opts)?,
+        Format::Zip => scan_zip(name, data, depth, files, opts)?,
+        Format::Tar => scan_tar(name, data, depth, files, opts)?,
+        Format::Gzip => scan_compressed_tar(
             name,
-            xz2::read::XzDecoder::new_multi_decoder(data),
+            flate2::read::MultiGzDecoder::new(data),
+            explicit,
             depth,
             files,
+            opts,
+        )?,
+        Format::Xz => scan_compressed_tar(
+            name,
+            xz2::read::XzDecoder::new_multi_decoder(data),
+            explicit,
+            depth,
+            files,
+            opts,
         )?,
         Format::Zstd => {
             let dec = zstd::stream::read::Decoder::with_buffer(data)
                 .with_context(|| format!("{name}: zstd stream"))?;
-            scan_tar(name, dec, depth, files)?
+            scan_compressed_tar(name, dec, explicit, depth, files, opts)?
         }
     }
     Ok(true)
@@ -302,7 +335,13 @@ fn member_name(archive: &str, member: &str) -> String {
 
 /// `ar` archives (.deb, .a), parsed in place. GNU (`//` long-name table, `/N`) and BSD (`#1/N`)
 /// long names are understood.
-fn scan_ar(name: &str, data: &[u8], depth: u32, files: &mut Vec<FileReport>) -> anyhow::Result<()> {
+fn scan_ar(
+    name: &str,
+    data: &[u8],
+    depth: u32,
+    files: &mut Vec<FileReport>,
+    opts: &Settings,
+) -> anyhow::Result<()> {
     let mut pos = 8usize;
     let mut long_names: &[u8] = &[];
     while pos + 60 <= data.len() {
@@ -371,8 +410,15 @@ fn scan_ar(name: &str, data: &[u8], depth: u32, files: &mut Vec<FileReport>) -> 
                     body = &body[n..];
                 }
             }
-            scan_buffer(&member_name(name, &mname), body, false, depth + 1, files)
-                .with_context(|| format!("{name}: ar member {mname}"))?;
+            scan_buffer(
+                &member_name(name, &mname),
+                body,
+                false,
+                depth + 1,
+                files,
+                opts,
+            )
+            .with_context(|| format!("{name}: ar member {mname}"))?;
         }
         pos = end + (end & 1);
     }
@@ -385,6 +431,7 @@ fn scan_zip(
     data: &[u8],
     depth: u32,
     files: &mut Vec<FileReport>,
+    opts: &Settings,
 ) -> anyhow::Result<()> {
     let mut z = match zip::ZipArchive::new(std::io::Cursor::new(data)) {
         Ok(z) => z,
@@ -417,7 +464,7 @@ fn scan_zip(
             let start = m.data_start() as usize;
             if let Some(body) = data.get(start..start.saturating_add(m.compressed_size() as usize))
             {
-                scan_buffer(&mname, body, false, depth + 1, files)?;
+                scan_buffer(&mname, body, false, depth + 1, files, opts)?;
                 continue;
             }
         }
@@ -426,8 +473,19 @@ fn scan_zip(
         if sniff(&head[..n]).is_none() {
             continue;
         }
-        let mut body = Vec::with_capacity(m.size().min(MAX_MEMBER) as usize);
+        let mut body = Vec::with_capacity(m.size().min(MAX_RESERVE) as usize);
         body.extend_from_slice(&head[..n]);
+        if m.size() > MAX_MEMBER {
+            files.push(io_unreadable(
+                &mname,
+                "unsupported",
+                format!(
+                    "member of {} bytes is larger than the {MAX_MEMBER}-byte limit",
+                    m.size()
+                ),
+            ));
+            continue;
+        }
         if let Err(e) = (&mut m).take(MAX_MEMBER).read_to_end(&mut body) {
             files.push(io_unreadable(
                 &mname,
@@ -436,7 +494,7 @@ fn scan_zip(
             ));
             continue;
         }
-        scan_buffer(&mname, &body, false, depth + 1, files)?;
+        scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
     }
     Ok(())
 }
@@ -452,6 +510,34 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
+/// A compressed stream: scanned as a tar archive when its first 512 decompressed bytes are a tar
+/// header; otherwise skipped (a compressed changelog in a .deb), or an error when named directly.
+fn scan_compressed_tar(
+    name: &str,
+    mut r: impl Read,
+    explicit: bool,
+    depth: u32,
+    files: &mut Vec<FileReport>,
+    opts: &Settings,
+) -> anyhow::Result<()> {
+    let mut head = vec![0u8; 512];
+    let n = read_up_to(&mut r, &mut head).with_context(|| format!("{name}: cannot decompress"))?;
+    head.truncate(n);
+    if head.get(257..262) != Some(b"ustar") {
+        if explicit {
+            anyhow::bail!("{name}: compressed stream at offset 0 is not a tar archive");
+        }
+        return Ok(());
+    }
+    scan_tar(
+        name,
+        std::io::Cursor::new(head).chain(r),
+        depth,
+        files,
+        opts,
+    )
+}
+
 /// tar archives, streamed: each regular member's first bytes are sniffed, and only members of a
 /// known format are read into memory.
 fn scan_tar(
@@ -459,6 +545,7 @@ fn scan_tar(
     r: impl Read,
     depth: u32,
     files: &mut Vec<FileReport>,
+    opts: &Settings,
 ) -> anyhow::Result<()> {
     let mut ar = tar::Archive::new(r);
     let entries = match ar.entries() {
@@ -514,7 +601,7 @@ fn scan_tar(
             ));
             continue;
         }
-        let mut body = Vec::with_capacity(size as usize);
+        let mut body = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
         body.extend_from_slice(&head[..n]);
         if let Err(e) = entry.read_to_end(&mut body) {
             files.push(io_unreadable(
@@ -524,7 +611,7 @@ fn scan_tar(
             ));
             return Ok(());
         }
-        scan_buffer(&mname, &body, false, depth + 1, files)?;
+        scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
     }
     Ok(())
 }

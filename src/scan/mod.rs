@@ -32,6 +32,21 @@ pub struct ScanOptions {
     pub targets: Vec<String>,
 }
 
+/// How device code is read (the parts of a scan that do not change its result on good input).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// Check the CCOB MD5-low-64 hash (default). MD5 runs at roughly a quarter of zstd's decode
+    /// speed, so turning it off trades the integrity check for speed on large compressed images;
+    /// sizes and the stream itself are still checked.
+    pub verify_hash: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { verify_hash: true }
+    }
+}
+
 /// A problem found while parsing device code: a byte offset (relative to the buffer the parser was
 /// given; callers add their base), a short class (see [`Unreadable::class`]) and a reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,8 +94,17 @@ impl Problem {
 /// Unreadable device code inside a readable file is *not* an error: it is reported as an
 /// [`Unreadable`] record with the offset and reason, and makes the target `Unknown`.
 pub fn scan_path(path: &Path, opts: &ScanOptions) -> anyhow::Result<ScanReport> {
+    scan_path_with(path, opts, &Settings::default())
+}
+
+/// [`scan_path`] with explicit [`Settings`] (e.g. `verify_hash: false` for `--no-hash-check`).
+pub fn scan_path_with(
+    path: &Path,
+    opts: &ScanOptions,
+    settings: &Settings,
+) -> anyhow::Result<ScanReport> {
     let mut files = Vec::new();
-    input::scan_top(path, &mut files)?;
+    input::scan_top(path, &mut files, settings)?;
     let mut report = ScanReport {
         schema_version: SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -96,7 +120,7 @@ pub fn scan_path(path: &Path, opts: &ScanOptions) -> anyhow::Result<ScanReport> 
 /// displayed as `name`. Same formats and errors as [`scan_path`] for a single file.
 pub fn scan_bytes(name: &str, data: &[u8], opts: &ScanOptions) -> anyhow::Result<ScanReport> {
     let mut files = Vec::new();
-    input::scan_buffer(name, data, true, 0, &mut files)?;
+    input::scan_buffer(name, data, true, 0, &mut files, &Settings::default())?;
     let mut report = ScanReport {
         schema_version: SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -92,7 +92,7 @@ pub fn explain(image: &mut ImageReport) {
                 kinds.push("device printf");
             }
             if has(&|u| u.contains("assert")) {
-                kinds.push("device assert (build with -DNDEBUG)");
+                kinds.push("device assert: build with -DNDEBUG");
             }
             if has(&|u| u.contains("malloc") || u.contains("free") || u.starts_with("__ockl_d")) {
                 kinds.push("device malloc/free");
@@ -101,7 +101,7 @@ pub fn explain(image: &mut ImageReport) {
                 kinds.push("a sanitizer");
             }
             parts.push(format!(
-                "hostcall users in this image: {} ({})",
+                "this image contains hostcall users: {} ({}) (image-wide: calls are not traced per kernel)",
                 users.join(", "),
                 kinds.join(", ")
             ));

@@ -7,7 +7,7 @@
 
 use super::bundle::{self, EntryId, Item};
 use super::model::{FileReport, HiddenArg, ImageReport, KernelReport, Unreadable};
-use super::{ccob, codeobj, elf, verdict, Problem};
+use super::{ccob, codeobj, elf, verdict, Problem, Settings};
 
 /// Bitcode magics: raw `BC C0 DE` and the bitcode wrapper `DE C0 17 0B`.
 pub fn is_bitcode(b: &[u8]) -> bool {
@@ -16,7 +16,7 @@ pub fn is_bitcode(b: &[u8]) -> bool {
 
 /// Walk a buffer holding bundles back to back (a `.hip_fatbin`, a raw bundle or CCOB file).
 /// `base` is the buffer's offset in the file.
-pub fn scan_fatbin(data: &[u8], base: u64, file: &mut FileReport) {
+pub fn scan_fatbin(data: &[u8], base: u64, file: &mut FileReport, opts: &Settings) {
     let mut pos = 0usize;
     while let Some(item) = bundle::next_item(data, pos) {
         match item {
@@ -31,7 +31,7 @@ pub fn scan_fatbin(data: &[u8], base: u64, file: &mut FileReport) {
                     pos = bundle::resync(data, offset + 1);
                 }
             },
-            Item::Ccob { offset } => match ccob::decode(&data[offset..]) {
+            Item::Ccob { offset } => match ccob::decode_mapped(&data[offset..], opts.verify_hash) {
                 Ok(d) => {
                     let label = d.header.label();
                     match bundle::parse_bundle(&d.bundle) {
@@ -230,7 +230,7 @@ pub fn scan_code_object_file(data: &[u8], file: &mut FileReport) {
 }
 
 /// Scan a host ELF's device code into `file`. Returns `false` when the ELF carries none.
-pub fn scan_host_elf(data: &[u8], file: &mut FileReport) -> bool {
+pub fn scan_host_elf(data: &[u8], file: &mut FileReport, opts: &Settings) -> bool {
     let h = match elf::inspect(data) {
         Ok(h) => h,
         Err(p) => {
@@ -266,7 +266,7 @@ pub fn scan_host_elf(data: &[u8], file: &mut FileReport) -> bool {
     }
     if let Some((off, bytes)) = h.fatbin {
         file.kind = "host-elf".into();
-        scan_fatbin(bytes, off, file);
+        scan_fatbin(bytes, off, file, opts);
     }
     if !h.rdc.is_empty() {
         if h.fatbin.is_none() {

@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 
 use rcclfix::scan::{self, ScanOptions, ScanReport, TargetState};
 
+#[path = "scan_differential.rs"]
+mod differential;
+#[path = "scan_malformed.rs"]
+mod malformed;
+
 pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -111,6 +116,27 @@ fn trixie_multi_target() {
         .map(|i| i.target_id.as_str())
         .collect();
     assert!(ids.contains(&"gfx90a:xnack-"), "{ids:?}");
+}
+
+/// Code object v4 puts `hidden_none` in the hostcall slot (hidden block + 24) when the kernel uses
+/// implicit arguments but not hostcall: that is not a declaration.
+#[test]
+fn trixie_implicit_hidden_none_is_not_a_declaration() {
+    check("trixie/implicit.so", "gfx1100: clean 1");
+    let r = scan(&fixture("trixie/implicit.so"));
+    let k = &r.files[0].images[0].kernels[0];
+    let base = k.hidden_args.iter().map(|a| a.offset).min().unwrap();
+    let slot = k
+        .hidden_args
+        .iter()
+        .find(|a| a.offset == base + 24)
+        .unwrap();
+    assert_eq!(slot.value_kind, "hidden_none");
+    assert!(!k.declares_hostcall);
+}
+#[test]
+fn sid_implicit() {
+    check("sid/implicit.so", "gfx1100: clean 1");
 }
 
 // sid: clang-21, code object v5, plain and CCOB.

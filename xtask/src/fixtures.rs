@@ -8,11 +8,11 @@
 //!
 //! The toolchain rootfs is `$RCCLFIX_TOOLCHAIN_ROOT_<SUITE>` or `$RCCLFIX_TOOLCHAIN_ROOT/<suite>`
 //! if set, else `$RCCLFIX_HOME/toolchains/debian-<suite>/rootfs` (`RCCLFIX_HOME` defaults to
-//! `~/.cache/rcclfix`). Commands run read-only inside the rootfs under bubblewrap, with the work
+//! `$XDG_CACHE_HOME/rcclfix` or `~/.cache/rcclfix`). Commands run read-only inside the rootfs under bubblewrap, with the work
 //! folder (`target/fixtures-work/<suite>`) bound at `/mnt`. Host parts are stripped (`llvm-strip --strip-all`), which keeps every
 //! section the scanner reads. `tests/fixtures/README.md` lists every command.
 //!
-//! Usage: `cargo xtask fixtures [trixie|sid]…` (default: both).
+//! Usage: `cargo xtask fixtures [trixie|sid]… [OUTPUT-NAME]…` (default: both suites, every fixture).
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +46,8 @@ fn fixtures(suite: &str) -> Vec<Fixture> {
         fx("indirect.so", &format!("{base} -O3 indirect.hip -o indirect.so")),
         fx("indirect-ndebug.so", &format!("{base} -O3 -DNDEBUG indirect.hip -o indirect-ndebug.so")),
         // Two translation units without -fgpu-rdc: two bundles back to back in .hip_fatbin.
+        // Implicit arguments without hostcall: v4 puts hidden_none in the hostcall slot.
+        fx("implicit.so", &format!("{base} -O3 implicit.hip -o implicit.so")),
         fx("two-tu.so", &format!("{base} -O3 -DNDEBUG kernels.hip indirect.hip -o two-tu.so")),
         // -fgpu-rdc: an unlinked object (bitcode sections) and the linked library.
         Fixture { strip: false, ..fx("rdc_b.o", "hipcc -fPIC -fgpu-rdc -c --offload-arch=gfx1100 -O3 rdc_b.hip -o rdc_b.o") },
@@ -99,9 +101,14 @@ pub fn toolchain_root(suite: &str) -> anyhow::Result<PathBuf> {
     if let Ok(p) = std::env::var("RCCLFIX_TOOLCHAIN_ROOT") {
         return Ok(PathBuf::from(p).join(suite));
     }
-    let home = match std::env::var("RCCLFIX_HOME") {
-        Ok(h) => PathBuf::from(h),
-        Err(_) => {
+    // rcclfix's data folder: $RCCLFIX_HOME, else $XDG_CACHE_HOME/rcclfix, else ~/.cache/rcclfix.
+    let home = match (
+        std::env::var_os("RCCLFIX_HOME"),
+        std::env::var_os("XDG_CACHE_HOME"),
+    ) {
+        (Some(h), _) => PathBuf::from(h),
+        (None, Some(x)) => PathBuf::from(x).join("rcclfix"),
+        (None, None) => {
             PathBuf::from(std::env::var("HOME").context("HOME is not set")?).join(".cache/rcclfix")
         }
     };
@@ -139,11 +146,13 @@ pub fn in_rootfs(root: &Path, work: &Path) -> Vec<String> {
 }
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
-    let suites: Vec<String> = if rest.is_empty() {
-        vec!["trixie".into(), "sid".into()]
-    } else {
-        rest.to_vec()
-    };
+    let (mut suites, only): (Vec<String>, Vec<String>) = rest
+        .iter()
+        .cloned()
+        .partition(|a| a == "trixie" || a == "sid");
+    if suites.is_empty() {
+        suites = vec!["trixie".into(), "sid".into()];
+    }
     let src = crate::project_root().join("tests/fixtures/src");
     for suite in &suites {
         let root = toolchain_root(suite)?;
@@ -167,7 +176,10 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         std::fs::create_dir_all(&out_dir)?;
         let prefix = in_rootfs(&root, &work);
         let strip = format!("llvm-strip-{}", if suite == "trixie" { "17" } else { "21" });
-        for f in fixtures(suite) {
+        for f in fixtures(suite)
+            .into_iter()
+            .filter(|f| only.is_empty() || only.iter().any(|o| o == f.out))
+        {
             let mut argv = prefix.clone();
             for (k, v) in &f.env {
                 argv.extend(["--setenv".to_string(), k.to_string(), v.to_string()]);

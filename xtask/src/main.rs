@@ -6,14 +6,17 @@
 //!   calls it.
 //! - `toolchain [NAME]`: build the toolchain rootfs the slow tests use (`rcclfix toolchain build`).
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
+//! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 
+mod bench_scan;
 mod bench_verify;
 mod doctor_fixtures;
 mod fixtures;
 mod fixtures_patch;
+mod inputs;
 mod lint_ci;
 mod test;
 mod toolchain;
@@ -28,11 +31,12 @@ fn main() -> anyhow::Result<()> {
         "test" => test::run(&sh, &rest),
         "toolchain" => toolchain::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
+        "bench-scan" => bench_scan::run(&sh, &rest),
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
         "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
         "bench-verify" => bench_verify::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, fixtures-patch, doctor-fixtures, ci-tools, bench-verify"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, bench-scan, fixtures-patch, doctor-fixtures, ci-tools, bench-verify"),
     }
 }
 
