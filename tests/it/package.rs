@@ -1222,7 +1222,6 @@ fn scan_finds_the_library_inside_the_packages() {
 /// Policy §12.7) as a tar.gz and reports it unreadable ("tar stream: failed to read entire
 /// block"), which would turn a clean library's verdict into unknown. Owned by `src/scan/`.
 #[test]
-#[ignore = "scanner: a gzip member that is not a tar is reported unreadable (src/scan/input.rs)"]
 fn scan_of_the_deb_reports_only_the_library() {
     let f = fixtures();
     let (t, dir) = build_folder(&f.with_device);
