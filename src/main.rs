@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    rcclfix::ui::exit_quietly_on_broken_stdout();
     let cli = rcclfix::cli::Cli::parse();
     rcclfix::ui::init_logging(cli.verbose, cli.quiet);
     match rcclfix::cli::run(cli) {

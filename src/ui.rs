@@ -18,6 +18,7 @@ pub fn init_logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(stderr_is_tty())
         .with_target(false)
         .compact()
         .try_init();
@@ -59,5 +60,26 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
     })
+}
+
+/// Make a closed stdout (`rcclfix matrix | head -1`) end the process quietly with exit 0, as
+/// the exit-code contract says, instead of `println!`'s "failed printing to stdout" panic.
+/// Every other panic still goes to the default hook.
+pub fn exit_quietly_on_broken_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
