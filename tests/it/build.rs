@@ -260,6 +260,102 @@ fn moved_tag_is_refused_naming_both_commits() {
     assert!(!t.path().join("out").exists());
 }
 
+/// The bare source cache under a scratch `RCCLFIX_HOME` (exactly one).
+fn source_cache(home: &Path) -> PathBuf {
+    let caches: Vec<PathBuf> = std::fs::read_dir(home.join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "git"))
+        .collect();
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    caches[0].clone()
+}
+
+/// Every ref of the source cache, as `git for-each-ref` prints it.
+fn cache_refs(cache: &Path) -> String {
+    git(
+        cache,
+        &["for-each-ref", "--format=%(refname) %(objectname)"],
+    )
+}
+
+/// A clone of `repo` (as a mirror) whose tag `v0.1.0` was moved to a new commit; returns (mirror,
+/// moved commit).
+fn moved_tag_mirror(t: &Path, repo: &Path) -> (PathBuf, String) {
+    let bad = t.join("bad-mirror");
+    git(
+        t,
+        &["clone", "-q", repo.to_str().unwrap(), bad.to_str().unwrap()],
+    );
+    std::fs::write(bad.join("README"), "moved\n").unwrap();
+    git(&bad, &["add", "README"]);
+    git(&bad, &["commit", "-q", "-m", "move the tag"]);
+    git(&bad, &["tag", "-f", "-a", "v0.1.0", "-m", "moved"]);
+    let moved = git(&bad, &["rev-parse", "HEAD"]);
+    (bad, moved)
+}
+
+#[test]
+fn refused_mirror_fetch_leaves_the_source_cache_unchanged() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, pinned) = minihip_repo(t.path());
+    let (bad, moved) = moved_tag_mirror(t.path(), &repo);
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &source_only(&recipe(&repo, Some(&pinned), "none", "")),
+    );
+    // Cold cache: the first fetch comes from the bad mirror and is refused; the new cache holds
+    // no tag at all (no clone of every ref before the check).
+    let bad_arg = bad.to_str().unwrap();
+    let o = build_until_engine(&home, t.path(), &f, &["--git-mirror", bad_arg]);
+    let bad_canon = bad.canonicalize().unwrap();
+    assert_one_line_error(
+        &o,
+        &["v0.1.0", &moved, &pinned, bad_canon.to_str().unwrap()],
+    );
+    let cache = source_cache(&home);
+    assert_eq!(cache_refs(&cache), "", "refused fetch wrote refs");
+    // Warm the cache from the good repository, then refuse the bad mirror again.
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    let before = cache_refs(&cache);
+    assert_eq!(
+        git(&cache, &["rev-parse", "refs/tags/v0.1.0^{commit}"]),
+        pinned
+    );
+    let o = build_until_engine(&home, t.path(), &f, &["--git-mirror", bad_arg]);
+    assert_one_line_error(&o, &[&moved, &pinned, bad_canon.to_str().unwrap()]);
+    assert_eq!(
+        cache_refs(&cache),
+        before,
+        "refused fetch changed the cache"
+    );
+    // A later run from a different (good) mirror passes the source step and names no bad path.
+    let good = t.path().join("good-mirror");
+    git(
+        t.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            good.to_str().unwrap(),
+        ],
+    );
+    let o = build_until_engine(
+        &home,
+        t.path(),
+        &f,
+        &["--git-mirror", good.to_str().unwrap()],
+    );
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("bad-mirror"), "{}", stderr(&o));
+    assert_eq!(cache_refs(&cache), before);
+    assert!(!t.path().join("out").exists());
+}
+
 #[test]
 fn recipe_pin_writes_the_lockfile_and_build_then_checks_it() {
     let t = tempfile::tempdir().unwrap();
