@@ -312,7 +312,8 @@ fn first_line(e: &anyhow::Error) -> String {
 }
 
 /// Check out `fetched.commit` into `dest` (which must not exist): a local clone of the cache
-/// (objects hard-linked where possible, no alternates, so git still works inside a container).
+/// (objects hard-linked where possible, no alternates, so git still works inside a container),
+/// then [`verify_checkout`].
 pub fn checkout(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
     git()
         .args(["clone", "--quiet", "--no-checkout"])
@@ -333,6 +334,46 @@ pub fn checkout(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
         .arg(&fetched.commit)
         .read()
         .with_context(|| format!("cannot check out {}", fetched.commit))?;
+    verify_checkout(dest, &fetched.commit)
+}
+
+/// Check that the git work tree `tree` is at `commit` (`HEAD`, 40 hex) and clean: no modified,
+/// untracked or ignored files.
+///
+/// Errors: `HEAD` is another commit, or `git status` lists anything (first entries named).
+pub fn verify_checkout(tree: &Path, commit: &str) -> anyhow::Result<()> {
+    let head = git()
+        .arg("-C")
+        .arg(tree)
+        .args(["rev-parse", "--verify", "HEAD^{commit}"])
+        .read()
+        .with_context(|| format!("{} has no HEAD commit", tree.display()))?;
+    if head.trim() != commit {
+        bail!(
+            "{} is at commit {}, not the pinned {commit}",
+            tree.display(),
+            head.trim()
+        );
+    }
+    let status = git()
+        .arg("-C")
+        .arg(tree)
+        .args([
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--untracked-files=all",
+        ])
+        .read()
+        .with_context(|| format!("cannot read the status of {}", tree.display()))?;
+    if !status.trim().is_empty() {
+        let first: Vec<&str> = status.lines().take(3).collect();
+        bail!(
+            "{} is not a clean checkout of {commit} ({})",
+            tree.display(),
+            first.join(", ")
+        );
+    }
     Ok(())
 }
 

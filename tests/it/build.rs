@@ -357,6 +357,60 @@ fn refused_mirror_fetch_leaves_the_source_cache_unchanged() {
 }
 
 #[test]
+fn tampered_work_folder_is_replaced_by_a_fresh_verified_checkout() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, pinned) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &source_only(&recipe(&repo, Some(&pinned), "none", "")),
+    );
+    // What an interrupted or refused run could leave: `src` at another commit, with a modified
+    // tracked file, an untracked file, and stale build output.
+    let work = home.join("work/minihip-gfx1100");
+    let src = work.join("src");
+    git(
+        t.path(),
+        &["clone", "-q", repo.to_str().unwrap(), src.to_str().unwrap()],
+    );
+    std::fs::write(src.join("README"), "other\n").unwrap();
+    git(&src, &["add", "README"]);
+    git(&src, &["commit", "-q", "-m", "another commit"]);
+    let other = git(&src, &["rev-parse", "HEAD"]);
+    assert_ne!(other, pinned);
+    std::fs::write(src.join("CMakeLists.txt"), "# tampered\n").unwrap();
+    std::fs::write(src.join("stray.cpp"), "int x;\n").unwrap();
+    std::fs::create_dir_all(work.join("build")).unwrap();
+    std::fs::write(work.join("build/build.ninja"), "stale\n").unwrap();
+    let err = rcclfix::source::verify_checkout(&src, &pinned).unwrap_err();
+    assert!(err.to_string().contains(&other), "{err}");
+    git(&src, &["checkout", "-q", &pinned]);
+    let err = rcclfix::source::verify_checkout(&src, &pinned).unwrap_err();
+    assert!(err.to_string().contains("not a clean checkout"), "{err}");
+    git(&src, &["checkout", "-q", &other]);
+
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert_eq!(git(&src, &["rev-parse", "HEAD"]), pinned);
+    assert_eq!(
+        git(
+            &src,
+            &[
+                "status",
+                "--porcelain",
+                "--ignored",
+                "--untracked-files=all"
+            ]
+        ),
+        ""
+    );
+    assert!(!src.join("stray.cpp").exists());
+    assert!(!work.join("build/build.ninja").exists());
+    rcclfix::source::verify_checkout(&src, &pinned).unwrap();
+}
+
+#[test]
 fn recipe_pin_writes_the_lockfile_and_build_then_checks_it() {
     let t = tempfile::tempdir().unwrap();
     let home = t.path().join("home");
