@@ -141,19 +141,14 @@ pub fn available_ram_gib() -> Option<f64> {
     Some(kb / (1024.0 * 1024.0))
 }
 
+/// Check the requested targets before any fetch or toolchain work: at least one, each a known
+/// explicit gfx target ([`crate::recipe::check_target`]).
 fn check_targets(targets: &[String]) -> anyhow::Result<()> {
     if targets.is_empty() {
         bail!("no gfx targets given");
     }
     for t in targets {
-        let proc = t.split(':').next().unwrap_or("");
-        if !proc.starts_with("gfx")
-            || proc.contains("generic")
-            || proc.len() < 5
-            || !proc[3..].chars().all(|c| c.is_ascii_alphanumeric())
-        {
-            bail!("--targets: {t:?} is not an explicit gfx target such as gfx1100 (generic targets are rejected by RCCL's linker)");
-        }
+        crate::recipe::check_target("--targets", t)?;
     }
     Ok(())
 }

@@ -159,6 +159,108 @@ fn build_list_shows_the_recipes() {
 }
 
 #[test]
+fn unknown_gfx_target_fails_before_any_fetch() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &recipe(&repo, Some(&commit), "none", ""),
+    );
+    let out = t.path().join("out");
+    for (targets, needles) in [
+        (
+            "gfx9999",
+            vec!["--targets", "\"gfx9999\"", "gfx1100", "gfx90a"],
+        ),
+        ("gfx1100,gfx9999", vec!["\"gfx9999\""]),
+        ("", vec!["--targets", "empty gfx target"]),
+        ("gfx1100,,gfx1101", vec!["empty gfx target"]),
+        ("gfx11-generic", vec!["\"gfx11-generic\"", "generic"]),
+        ("gfx90a:xnack", vec!["unknown target feature \"xnack\""]),
+    ] {
+        for src in [
+            vec!["--tag", "2.13.4"],
+            vec!["--recipe", f.to_str().unwrap()],
+        ] {
+            let mut args = vec!["build", "--targets", targets, "--out-dir"];
+            args.push(out.to_str().unwrap());
+            args.extend(src);
+            let o = rcclfix(&home, &args);
+            assert_one_line_error(&o, &needles);
+            assert!(!home.join("src").exists(), "fetched for {targets:?}");
+            assert!(!home.join("work").exists());
+        }
+    }
+    assert!(!out.exists());
+    // Target features of known processors pass.
+    for ok in [
+        "gfx1100",
+        "gfx90a:xnack-",
+        "gfx942:sramecc+:xnack-",
+        "gfx1201",
+    ] {
+        rcclfix::recipe::check_target("--targets", ok).unwrap();
+    }
+}
+
+#[test]
+fn recipe_with_an_unknown_target_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, commit) = minihip_repo(t.path());
+    for (bad, needle) in [
+        (
+            "gfx9999",
+            "\"gfx9999\" is not an explicit gfx target rcclfix knows",
+        ),
+        ("", "empty gfx target"),
+    ] {
+        let text = recipe(&repo, Some(&commit), "none", "")
+            .replace("targets = [\"gfx1100\"]", &format!("targets = [\"{bad}\"]"));
+        let f = write_recipe(t.path(), "bad-target.toml", &text);
+        let o = rcclfix(&home, &["build", "--recipe", f.to_str().unwrap()]);
+        // `load_file` names the file first; the reason is the next line of the chain.
+        assert_one_line_error(&o, &["bad-target.toml", "invalid recipe"]);
+        let err = stderr(&o);
+        assert!(err.contains(&format!("build.targets: {needle}")), "{err}");
+        assert!(!home.join("src").exists());
+    }
+}
+
+#[test]
+fn matrix_and_scan_reject_unknown_or_empty_targets() {
+    let t = tempfile::tempdir().unwrap();
+    for (args, needles) in [
+        (
+            vec!["matrix", "--json", "--targets", "gfx9999"],
+            vec!["--targets", "\"gfx9999\"", "gfx1100"],
+        ),
+        (
+            vec!["matrix", "--json", "--targets", ""],
+            vec!["empty gfx target"],
+        ),
+        (
+            vec!["matrix", "--json", "--targets", "gfx1100,"],
+            vec!["empty gfx target"],
+        ),
+        (
+            vec!["scan", "--target", "", "/bin/true"],
+            vec!["--target", "empty gfx target"],
+        ),
+        (
+            vec!["scan", "--target", "gfx1100,", "/bin/true"],
+            vec!["empty gfx target"],
+        ),
+    ] {
+        let o = rcclfix(t.path(), &args);
+        assert_one_line_error(&o, &needles);
+        assert!(o.stdout.is_empty(), "{args:?} printed a result");
+    }
+}
+
+#[test]
 fn recipe_unknown_field_is_one_line() {
     let t = tempfile::tempdir().unwrap();
     let (repo, commit) = minihip_repo(t.path());
