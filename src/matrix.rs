@@ -195,8 +195,8 @@ fn release_key(r: &Recipe) -> (Vec<u32>, String) {
 /// own entry (builds run in parallel, each fits a runner's time limit, and each artifact and scan
 /// gate is per target), with `joined` true one entry carries them all (one library for all targets).
 ///
-/// Errors: a target that is not an explicit gfx name (generic targets are rejected by RCCL's
-/// linker), or no recipe selected (GitHub Actions refuses an empty matrix).
+/// Errors: a target that is empty, unknown or generic ([`crate::recipe::check_target`]; generic
+/// targets are rejected by RCCL's linker), or no recipe selected (GitHub Actions refuses an empty matrix).
 pub fn entries(
     all: &BTreeMap<String, Recipe>,
     filter: &StatusFilter,
@@ -205,7 +205,7 @@ pub fn entries(
 ) -> anyhow::Result<Vec<MatrixEntry>> {
     if let Some(ts) = targets {
         for t in ts {
-            check_target(t).context("--targets")?;
+            crate::recipe::check_target("--targets", t)?;
         }
     }
     let mut recipes: Vec<&Recipe> = all.values().filter(|r| filter.accepts(r.status)).collect();
@@ -239,17 +239,6 @@ fn dedup_keep_order(ts: &[String]) -> Vec<String> {
         }
     }
     out
-}
-
-fn check_target(t: &str) -> anyhow::Result<()> {
-    let ok = t.len() > 3
-        && t.starts_with("gfx")
-        && !t.contains("generic")
-        && t[3..].bytes().all(|b| b.is_ascii_alphanumeric());
-    if !ok {
-        bail!("{t:?} is not an explicit gfx target such as gfx1100 (generic targets are rejected by RCCL's linker)");
-    }
-    Ok(())
 }
 
 fn kebab<T: Serialize>(v: T) -> String {

@@ -240,9 +240,7 @@ impl Recipe {
             bail!("build.targets is empty");
         }
         for t in &self.build.targets {
-            if !t.starts_with("gfx") || t.contains("generic") {
-                bail!("build.targets: {t:?} is not an explicit gfx target (generic targets are rejected by RCCL's linker)");
-            }
+            check_target("build.targets", t)?;
         }
         if matches!(
             self.status,
@@ -264,6 +262,44 @@ impl Recipe {
             .as_deref()
             .or_else(|| lock.get(self.id(), &self.source.tag))
     }
+}
+
+/// The explicit gfx processors rcclfix knows: every `EF_AMDGPU_MACH` name of
+/// [`crate::scan::codeobj::mach_name`] (reference/formats.md §9), generic targets excluded, in
+/// table order.
+pub fn known_processors() -> Vec<&'static str> {
+    (0..=0xffu32)
+        .filter_map(crate::scan::codeobj::mach_name)
+        .filter(|n| !n.contains("generic"))
+        .collect()
+}
+
+/// Check one gfx target ID (`gfx1100`, `gfx90a:xnack-`) for building: the processor is a known
+/// explicit one ([`known_processors`]) and each feature is `sramecc±` or `xnack±`. `what` names
+/// where the target came from (`--targets`, `build.targets`) and starts the message.
+///
+/// Errors (one line): the target is empty, generic (RCCL's linker rejects generic targets), an
+/// unknown processor (a few valid ones listed), or has an unknown feature.
+pub fn check_target(what: &str, t: &str) -> anyhow::Result<()> {
+    if t.trim().is_empty() {
+        bail!("{what}: empty gfx target (e.g. gfx1100)");
+    }
+    let mut parts = t.split(':');
+    let proc = parts.next().unwrap_or_default();
+    if proc.contains("generic") {
+        bail!("{what}: {t:?} is not an explicit gfx target: generic targets are rejected by RCCL's linker (give e.g. gfx1100)");
+    }
+    if !known_processors().contains(&proc) {
+        bail!(
+            "{what}: {t:?} is not an explicit gfx target rcclfix knows (valid: gfx1100, gfx1101, gfx1102, gfx1030, gfx90a, gfx942, gfx1201, …)"
+        );
+    }
+    for f in parts {
+        if !matches!(f, "sramecc+" | "sramecc-" | "xnack+" | "xnack-") {
+            bail!("{what}: {t:?} has an unknown target feature {f:?} (valid: sramecc+, sramecc-, xnack+, xnack-)");
+        }
+    }
+    Ok(())
 }
 
 /// Whether `s` is a full 40-hex git commit id.

@@ -5,8 +5,13 @@
 //! shared by every recipe and mirror of that URL, so a second build does not clone again. Each fetch
 //! asks the origin (`git ls-remote`) what the tag points to now, so a tag that moved upstream is
 //! noticed even when the cache still holds the old one; offline, the cached tag is used with a
-//! warning. The commit is then checked against the pin (`source.commit`, else the lockfile); an
-//! unpinned tag is pinned in the user's lockfile on first fetch, like `Cargo.lock`.
+//! warning. A tag is fetched into a temporary ref (`refs/rcclfix-incoming/tags/<tag>`), its commit
+//! checked against the pin (`source.commit`, else the lockfile), and only then written to the
+//! cache's `refs/tags/<tag>`; an unpinned tag is pinned in the user's lockfile on first fetch, like
+//! `Cargo.lock`.
+//!
+//! **Invariant:** the cache's `refs/tags/<tag>` only ever holds a commit that passed the pin check
+//! (or was pinned by that fetch): a refused fetch leaves the cache's tags as they were.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -141,9 +146,11 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
     };
     let cache = cache_dir(url);
     if !cache.exists() {
+        // An empty bare repository: tags only ever enter it through the checked fetch below, so a
+        // mirror whose tag moved cannot leave the moved tag in the shared cache.
         crate::ui::status(
-            "Cloning",
-            format_args!("{origin} (once; cached in {})", cache.display()),
+            "Creating",
+            format_args!("the source cache {}", cache.display()),
         );
         let parent = cache.parent().expect("cache has a parent");
         fs_err::create_dir_all(parent)?;
@@ -152,32 +159,26 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
             .tempdir_in(parent)?;
         let dst = tmp.path().join("repo.git");
         git()
-            .args(["clone", "--bare", "--quiet"])
-            .arg(&origin)
+            .args(["init", "--bare", "--quiet"])
             .arg(&dst)
-            .env("GIT_TERMINAL_PROMPT", "0")
             .read()
-            .with_context(|| format!("cannot clone {origin}"))?;
+            .with_context(|| format!("cannot create the source cache {}", cache.display()))?;
         if let Err(e) = fs_err::rename(&dst, &cache) {
             if !cache.exists() {
                 return Err(e.into());
             }
         }
     }
+    let lock = Lockfile::load(&user_lockfile())?;
+    let pin = recipe.pinned_commit(&lock).map(str::to_owned);
     let commit = match remote_tag_commit(&origin, tag) {
         Ok(Some(remote)) => {
-            if cached_tag_commit(&cache, tag).as_deref() != Some(remote.as_str()) {
+            if cached_tag_commit(&cache, tag).as_deref() == Some(remote.as_str()) {
+                remote
+            } else {
                 crate::ui::status("Fetching", format_args!("tag {tag} from {origin}"));
-                git()
-                    .arg(format!("--git-dir={}", cache.display()))
-                    .args(["fetch", "--quiet", "--force"])
-                    .arg(&origin)
-                    .arg(format!("+refs/tags/{tag}:refs/tags/{tag}"))
-                    .env("GIT_TERMINAL_PROMPT", "0")
-                    .read()
-                    .with_context(|| format!("cannot fetch tag {tag} from {origin}"))?;
+                fetch_tag_checked(&cache, &origin, tag, pin.as_deref(), recipe)?
             }
-            cached_tag_commit(&cache, tag).with_context(|| format!("tag {tag} missing in {} after fetch", cache.display()))?
         }
         Ok(None) => bail!(
             "tag {tag:?} not found in {origin} (recipe {})\nhelp: check source.tag, or use a mirror that has it (--git-mirror)",
@@ -195,9 +196,9 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
             }
         },
     };
-    let mut lock = Lockfile::load(&user_lockfile())?;
+    let mut lock = lock;
     let mut newly_pinned = false;
-    match recipe.pinned_commit(&lock) {
+    match pin {
         Some(pin) if pin == commit => {}
         Some(pin) => bail!(
             "tag {tag} of {origin} resolves to commit {commit}, but recipe {} pins {pin}\nhelp: the tag moved or the mirror differs; check which commit is right, then fix source.commit (or the lockfile entry in {})",
@@ -224,12 +225,95 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
     })
 }
 
+/// Where [`fetch`] puts a fetched tag before it is checked: `refs/rcclfix-incoming/tags/<tag>`.
+pub const INCOMING_PREFIX: &str = "refs/rcclfix-incoming/tags/";
+
+/// Deletes a temporary ref when dropped (also on an error path).
+struct IncomingRef<'a> {
+    cache: &'a Path,
+    name: String,
+}
+
+impl Drop for IncomingRef<'_> {
+    fn drop(&mut self) {
+        let _ = git()
+            .arg(format!("--git-dir={}", self.cache.display()))
+            .args(["update-ref", "-d"])
+            .arg(&self.name)
+            .read();
+    }
+}
+
+/// Fetch `tag` from `origin` into [`INCOMING_PREFIX`]`<tag>` of the cache, check its commit against
+/// `pin` (when there is one), and only then point the cache's `refs/tags/<tag>` at it. On a refusal
+/// or any error the cache's tags are untouched and the temporary ref is deleted. Returns the commit.
+///
+/// Errors: git fails; the fetched tag resolves to a commit other than `pin` (both SHAs and `origin`
+/// named).
+fn fetch_tag_checked(
+    cache: &Path,
+    origin: &str,
+    tag: &str,
+    pin: Option<&str>,
+    recipe: &Recipe,
+) -> anyhow::Result<String> {
+    let incoming = IncomingRef {
+        cache,
+        name: format!("{INCOMING_PREFIX}{tag}"),
+    };
+    let git_dir = format!("--git-dir={}", cache.display());
+    git()
+        .arg(&git_dir)
+        .args([
+            "fetch",
+            "--quiet",
+            "--force",
+            "--no-tags",
+            "--no-write-fetch-head",
+        ])
+        .arg(origin)
+        .arg(format!("+refs/tags/{tag}:{}", incoming.name))
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .read()
+        .with_context(|| format!("cannot fetch tag {tag} from {origin}"))?;
+    let rev = |spec: String| -> anyhow::Result<String> {
+        Ok(git()
+            .arg(&git_dir)
+            .args(["rev-parse", "--verify", "-q"])
+            .arg(&spec)
+            .read()
+            .with_context(|| format!("tag {tag} missing in {} after fetch", cache.display()))?
+            .trim()
+            .to_owned())
+    };
+    let object = rev(incoming.name.clone())?;
+    let commit = rev(format!("{}^{{commit}}", incoming.name))?;
+    if let Some(pin) = pin {
+        if pin != commit {
+            bail!(
+                "tag {tag} of {origin} resolves to commit {commit}, but recipe {} pins {pin}\nhelp: the tag moved or the mirror differs; check which commit is right, then fix source.commit (or the lockfile entry in {}); the source cache was left unchanged",
+                recipe.id(),
+                user_lockfile().display()
+            );
+        }
+    }
+    git()
+        .arg(&git_dir)
+        .arg("update-ref")
+        .arg(format!("refs/tags/{tag}"))
+        .arg(&object)
+        .read()
+        .with_context(|| format!("cannot update tag {tag} in {}", cache.display()))?;
+    Ok(commit)
+}
+
 fn first_line(e: &anyhow::Error) -> String {
     e.to_string().lines().next().unwrap_or_default().to_owned()
 }
 
 /// Check out `fetched.commit` into `dest` (which must not exist): a local clone of the cache
-/// (objects hard-linked where possible, no alternates, so git still works inside a container).
+/// (objects hard-linked where possible, no alternates, so git still works inside a container),
+/// then [`verify_checkout`].
 pub fn checkout(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
     git()
         .args(["clone", "--quiet", "--no-checkout"])
@@ -250,6 +334,46 @@ pub fn checkout(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
         .arg(&fetched.commit)
         .read()
         .with_context(|| format!("cannot check out {}", fetched.commit))?;
+    verify_checkout(dest, &fetched.commit)
+}
+
+/// Check that the git work tree `tree` is at `commit` (`HEAD`, 40 hex) and clean: no modified,
+/// untracked or ignored files.
+///
+/// Errors: `HEAD` is another commit, or `git status` lists anything (first entries named).
+pub fn verify_checkout(tree: &Path, commit: &str) -> anyhow::Result<()> {
+    let head = git()
+        .arg("-C")
+        .arg(tree)
+        .args(["rev-parse", "--verify", "HEAD^{commit}"])
+        .read()
+        .with_context(|| format!("{} has no HEAD commit", tree.display()))?;
+    if head.trim() != commit {
+        bail!(
+            "{} is at commit {}, not the pinned {commit}",
+            tree.display(),
+            head.trim()
+        );
+    }
+    let status = git()
+        .arg("-C")
+        .arg(tree)
+        .args([
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--untracked-files=all",
+        ])
+        .read()
+        .with_context(|| format!("cannot read the status of {}", tree.display()))?;
+    if !status.trim().is_empty() {
+        let first: Vec<&str> = status.lines().take(3).collect();
+        bail!(
+            "{} is not a clean checkout of {commit} ({})",
+            tree.display(),
+            first.join(", ")
+        );
+    }
     Ok(())
 }
 

@@ -3,10 +3,12 @@
 //!
 //! The steps, in order (each fails fast with one clear error):
 //! 1. resolve the recipe (`--tag`, `--recipe FILE`) and the target list (`--targets`);
-//! 2. open the toolchain and choose the engine (`container::open`); warn when free RAM is below the
-//!    recipe's `link_ram_gib`;
-//! 3. fetch the source at the pinned commit (`source::fetch`), check it out into a fresh work folder
-//!    `$RCCLFIX_HOME/work/<recipe>-<targets>/`, apply patches and extra files;
+//! 2. warn when free RAM is below the recipe's `link_ram_gib`; fetch the source at the pinned commit
+//!    (`source::fetch`), check it out into a freshly emptied work folder
+//!    `$RCCLFIX_HOME/work/<recipe>-<targets>/src` ([`fresh_work_folder`]: `HEAD` is the pinned
+//!    commit and the tree is clean, whatever an earlier run left there), apply patches and extra
+//!    files;
+//! 3. open the toolchain and choose the engine (`container::open`);
 //! 4. inject NDEBUG per strategy ([`ndebug`]), configure with CMake in the toolchain (network off),
 //!    then check `build.ninja` (NDEBUG on every device compile, offload targets = requested) and the
 //!    `Compiling for` line;
@@ -139,21 +141,33 @@ pub fn available_ram_gib() -> Option<f64> {
     Some(kb / (1024.0 * 1024.0))
 }
 
+/// Check the requested targets before any fetch or toolchain work: at least one, each a known
+/// explicit gfx target ([`crate::recipe::check_target`]).
 fn check_targets(targets: &[String]) -> anyhow::Result<()> {
     if targets.is_empty() {
         bail!("no gfx targets given");
     }
     for t in targets {
-        let proc = t.split(':').next().unwrap_or("");
-        if !proc.starts_with("gfx")
-            || proc.contains("generic")
-            || proc.len() < 5
-            || !proc[3..].chars().all(|c| c.is_ascii_alphanumeric())
-        {
-            bail!("--targets: {t:?} is not an explicit gfx target such as gfx1100 (generic targets are rejected by RCCL's linker)");
-        }
+        crate::recipe::check_target("--targets", t)?;
     }
     Ok(())
+}
+
+/// Empty the work folder `work` (whatever an interrupted or refused run left there), create
+/// `build/` and `tmp/` in it, and check out `fetched.commit` into `work/src`, verified to be at that
+/// commit and clean ([`crate::source::verify_checkout`]). Returns `work/src`.
+///
+/// Errors: the folder cannot be cleared or created; the checkout fails or does not verify.
+pub fn fresh_work_folder(work: &Path, fetched: &crate::source::Fetched) -> anyhow::Result<PathBuf> {
+    if fs_err::symlink_metadata(work).is_ok() {
+        fs_err::remove_dir_all(work)
+            .with_context(|| format!("cannot clear the work folder {}", work.display()))?;
+    }
+    fs_err::create_dir_all(work.join("build"))?;
+    fs_err::create_dir_all(work.join("tmp"))?;
+    let tree = work.join("src");
+    crate::source::checkout(fetched, &tree)?;
+    Ok(tree)
 }
 
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
@@ -210,6 +224,21 @@ pub fn build(
         },
     )?;
 
+    // A fresh work folder holding exactly the verified commit, patched.
+    let work =
+        crate::recipe::home()
+            .join("work")
+            .join(format!("{}-{}", recipe.id(), targets.join("+")));
+    let tree = fresh_work_folder(&work, &fetched)?;
+    let build_dir = work.join("build");
+    let tmp_dir = work.join("tmp");
+    let src_dir = if recipe.source.subdir.is_empty() {
+        tree.clone()
+    } else {
+        tree.join(&recipe.source.subdir)
+    };
+    let patches = crate::source::apply_patches_and_files(recipe, &tree, &src_dir, recipe_root)?;
+
     // Toolchain and engine.
     let tc_desc = &recipe.toolchain;
     if let Some(n) = &tc_desc.name {
@@ -222,27 +251,6 @@ pub fn build(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
     );
-    let work =
-        crate::recipe::home()
-            .join("work")
-            .join(format!("{}-{}", recipe.id(), targets.join("+")));
-    if work.exists() {
-        fs_err::remove_dir_all(&work)
-            .with_context(|| format!("cannot clear the work folder {}", work.display()))?;
-    }
-    fs_err::create_dir_all(&work)?;
-    let tree = work.join("src");
-    let build_dir = work.join("build");
-    let tmp_dir = work.join("tmp");
-    fs_err::create_dir_all(&build_dir)?;
-    fs_err::create_dir_all(&tmp_dir)?;
-    crate::source::checkout(&fetched, &tree)?;
-    let src_dir = if recipe.source.subdir.is_empty() {
-        tree.clone()
-    } else {
-        tree.join(&recipe.source.subdir)
-    };
-    let patches = crate::source::apply_patches_and_files(recipe, &tree, &src_dir, recipe_root)?;
 
     // NDEBUG injection.
     let strategy = recipe.build.ndebug;

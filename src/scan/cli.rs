@@ -86,8 +86,12 @@ impl ScanArgs {
 
     /// Run the scan; `verbose` is the global `-v` count.
     ///
-    /// Errors: a path cannot be read or is not a recognised input (exit 2 via `main`).
+    /// Errors: an empty `--target` string; a path cannot be read or is not a recognised input (exit 2
+    /// via `main`).
     pub fn run_with_verbosity(self, verbose: u8) -> anyhow::Result<ExitCode> {
+        if self.target.iter().any(|t| t.trim().is_empty()) {
+            anyhow::bail!("--target: empty gfx target (e.g. --target gfx1100)");
+        }
         let opts = ScanOptions {
             targets: self.target.clone(),
         };

@@ -159,6 +159,108 @@ fn build_list_shows_the_recipes() {
 }
 
 #[test]
+fn unknown_gfx_target_fails_before_any_fetch() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, commit) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &recipe(&repo, Some(&commit), "none", ""),
+    );
+    let out = t.path().join("out");
+    for (targets, needles) in [
+        (
+            "gfx9999",
+            vec!["--targets", "\"gfx9999\"", "gfx1100", "gfx90a"],
+        ),
+        ("gfx1100,gfx9999", vec!["\"gfx9999\""]),
+        ("", vec!["--targets", "empty gfx target"]),
+        ("gfx1100,,gfx1101", vec!["empty gfx target"]),
+        ("gfx11-generic", vec!["\"gfx11-generic\"", "generic"]),
+        ("gfx90a:xnack", vec!["unknown target feature \"xnack\""]),
+    ] {
+        for src in [
+            vec!["--tag", "2.13.4"],
+            vec!["--recipe", f.to_str().unwrap()],
+        ] {
+            let mut args = vec!["build", "--targets", targets, "--out-dir"];
+            args.push(out.to_str().unwrap());
+            args.extend(src);
+            let o = rcclfix(&home, &args);
+            assert_one_line_error(&o, &needles);
+            assert!(!home.join("src").exists(), "fetched for {targets:?}");
+            assert!(!home.join("work").exists());
+        }
+    }
+    assert!(!out.exists());
+    // Target features of known processors pass.
+    for ok in [
+        "gfx1100",
+        "gfx90a:xnack-",
+        "gfx942:sramecc+:xnack-",
+        "gfx1201",
+    ] {
+        rcclfix::recipe::check_target("--targets", ok).unwrap();
+    }
+}
+
+#[test]
+fn recipe_with_an_unknown_target_is_one_line() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, commit) = minihip_repo(t.path());
+    for (bad, needle) in [
+        (
+            "gfx9999",
+            "\"gfx9999\" is not an explicit gfx target rcclfix knows",
+        ),
+        ("", "empty gfx target"),
+    ] {
+        let text = recipe(&repo, Some(&commit), "none", "")
+            .replace("targets = [\"gfx1100\"]", &format!("targets = [\"{bad}\"]"));
+        let f = write_recipe(t.path(), "bad-target.toml", &text);
+        let o = rcclfix(&home, &["build", "--recipe", f.to_str().unwrap()]);
+        // `load_file` names the file first; the reason is the next line of the chain.
+        assert_one_line_error(&o, &["bad-target.toml", "invalid recipe"]);
+        let err = stderr(&o);
+        assert!(err.contains(&format!("build.targets: {needle}")), "{err}");
+        assert!(!home.join("src").exists());
+    }
+}
+
+#[test]
+fn matrix_and_scan_reject_unknown_or_empty_targets() {
+    let t = tempfile::tempdir().unwrap();
+    for (args, needles) in [
+        (
+            vec!["matrix", "--json", "--targets", "gfx9999"],
+            vec!["--targets", "\"gfx9999\"", "gfx1100"],
+        ),
+        (
+            vec!["matrix", "--json", "--targets", ""],
+            vec!["empty gfx target"],
+        ),
+        (
+            vec!["matrix", "--json", "--targets", "gfx1100,"],
+            vec!["empty gfx target"],
+        ),
+        (
+            vec!["scan", "--target", "", "/bin/true"],
+            vec!["--target", "empty gfx target"],
+        ),
+        (
+            vec!["scan", "--target", "gfx1100,", "/bin/true"],
+            vec!["empty gfx target"],
+        ),
+    ] {
+        let o = rcclfix(t.path(), &args);
+        assert_one_line_error(&o, &needles);
+        assert!(o.stdout.is_empty(), "{args:?} printed a result");
+    }
+}
+
+#[test]
 fn recipe_unknown_field_is_one_line() {
     let t = tempfile::tempdir().unwrap();
     let (repo, commit) = minihip_repo(t.path());
@@ -258,6 +360,156 @@ fn moved_tag_is_refused_naming_both_commits() {
     let o = build_until_engine(&home, t.path(), &f, &[]);
     assert_one_line_error(&o, &["v0.1.0", &moved, &pinned]);
     assert!(!t.path().join("out").exists());
+}
+
+/// The bare source cache under a scratch `RCCLFIX_HOME` (exactly one).
+fn source_cache(home: &Path) -> PathBuf {
+    let caches: Vec<PathBuf> = std::fs::read_dir(home.join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "git"))
+        .collect();
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    caches[0].clone()
+}
+
+/// Every ref of the source cache, as `git for-each-ref` prints it.
+fn cache_refs(cache: &Path) -> String {
+    git(
+        cache,
+        &["for-each-ref", "--format=%(refname) %(objectname)"],
+    )
+}
+
+/// A clone of `repo` (as a mirror) whose tag `v0.1.0` was moved to a new commit; returns (mirror,
+/// moved commit).
+fn moved_tag_mirror(t: &Path, repo: &Path) -> (PathBuf, String) {
+    let bad = t.join("bad-mirror");
+    git(
+        t,
+        &["clone", "-q", repo.to_str().unwrap(), bad.to_str().unwrap()],
+    );
+    std::fs::write(bad.join("README"), "moved\n").unwrap();
+    git(&bad, &["add", "README"]);
+    git(&bad, &["commit", "-q", "-m", "move the tag"]);
+    git(&bad, &["tag", "-f", "-a", "v0.1.0", "-m", "moved"]);
+    let moved = git(&bad, &["rev-parse", "HEAD"]);
+    (bad, moved)
+}
+
+#[test]
+fn refused_mirror_fetch_leaves_the_source_cache_unchanged() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, pinned) = minihip_repo(t.path());
+    let (bad, moved) = moved_tag_mirror(t.path(), &repo);
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &source_only(&recipe(&repo, Some(&pinned), "none", "")),
+    );
+    // Cold cache: the first fetch comes from the bad mirror and is refused; the new cache holds
+    // no tag at all (no clone of every ref before the check).
+    let bad_arg = bad.to_str().unwrap();
+    let o = build_until_engine(&home, t.path(), &f, &["--git-mirror", bad_arg]);
+    let bad_canon = bad.canonicalize().unwrap();
+    assert_one_line_error(
+        &o,
+        &["v0.1.0", &moved, &pinned, bad_canon.to_str().unwrap()],
+    );
+    let cache = source_cache(&home);
+    assert_eq!(cache_refs(&cache), "", "refused fetch wrote refs");
+    // Warm the cache from the good repository, then refuse the bad mirror again.
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    let before = cache_refs(&cache);
+    assert_eq!(
+        git(&cache, &["rev-parse", "refs/tags/v0.1.0^{commit}"]),
+        pinned
+    );
+    let o = build_until_engine(&home, t.path(), &f, &["--git-mirror", bad_arg]);
+    assert_one_line_error(&o, &[&moved, &pinned, bad_canon.to_str().unwrap()]);
+    assert_eq!(
+        cache_refs(&cache),
+        before,
+        "refused fetch changed the cache"
+    );
+    // A later run from a different (good) mirror passes the source step and names no bad path.
+    let good = t.path().join("good-mirror");
+    git(
+        t.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            good.to_str().unwrap(),
+        ],
+    );
+    let o = build_until_engine(
+        &home,
+        t.path(),
+        &f,
+        &["--git-mirror", good.to_str().unwrap()],
+    );
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("bad-mirror"), "{}", stderr(&o));
+    assert_eq!(cache_refs(&cache), before);
+    assert!(!t.path().join("out").exists());
+}
+
+#[test]
+fn tampered_work_folder_is_replaced_by_a_fresh_verified_checkout() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, pinned) = minihip_repo(t.path());
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &source_only(&recipe(&repo, Some(&pinned), "none", "")),
+    );
+    // What an interrupted or refused run could leave: `src` at another commit, with a modified
+    // tracked file, an untracked file, and stale build output.
+    let work = home.join("work/minihip-gfx1100");
+    let src = work.join("src");
+    git(
+        t.path(),
+        &["clone", "-q", repo.to_str().unwrap(), src.to_str().unwrap()],
+    );
+    std::fs::write(src.join("README"), "other\n").unwrap();
+    git(&src, &["add", "README"]);
+    git(&src, &["commit", "-q", "-m", "another commit"]);
+    let other = git(&src, &["rev-parse", "HEAD"]);
+    assert_ne!(other, pinned);
+    std::fs::write(src.join("CMakeLists.txt"), "# tampered\n").unwrap();
+    std::fs::write(src.join("stray.cpp"), "int x;\n").unwrap();
+    std::fs::create_dir_all(work.join("build")).unwrap();
+    std::fs::write(work.join("build/build.ninja"), "stale\n").unwrap();
+    let err = rcclfix::source::verify_checkout(&src, &pinned).unwrap_err();
+    assert!(err.to_string().contains(&other), "{err}");
+    git(&src, &["checkout", "-q", &pinned]);
+    let err = rcclfix::source::verify_checkout(&src, &pinned).unwrap_err();
+    assert!(err.to_string().contains("not a clean checkout"), "{err}");
+    git(&src, &["checkout", "-q", &other]);
+
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert_eq!(git(&src, &["rev-parse", "HEAD"]), pinned);
+    assert_eq!(
+        git(
+            &src,
+            &[
+                "status",
+                "--porcelain",
+                "--ignored",
+                "--untracked-files=all"
+            ]
+        ),
+        ""
+    );
+    assert!(!src.join("stray.cpp").exists());
+    assert!(!work.join("build/build.ninja").exists());
+    rcclfix::source::verify_checkout(&src, &pinned).unwrap();
 }
 
 #[test]
