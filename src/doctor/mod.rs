@@ -12,6 +12,7 @@
 
 pub mod capture;
 pub mod hip;
+pub mod input;
 pub mod kfd;
 pub mod kmsg;
 pub mod library;
@@ -274,6 +275,9 @@ pub struct KernelLogSummary {
     pub has_amdgpu_lines: bool,
     /// The relevant lines (at most 50).
     pub relevant: Vec<String>,
+    /// Set when only the end of a `--dmesg` file was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 impl DoctorArgs {
@@ -310,7 +314,10 @@ impl DoctorArgs {
         };
         let live = self.snapshot.is_none() && sysfs == Path::new("/sys");
         let kernel_log = match self.dmesg.as_ref().or(snapshot_dmesg.as_ref()) {
-            Some(f) => kmsg::from_file(f).with_context(|| format!("--dmesg {}", f.display()))?,
+            // One line: `--dmesg FILE: not a regular file (a FIFO); …`.
+            Some(f) => {
+                kmsg::from_file(f).map_err(|e| anyhow::anyhow!("--dmesg {}: {e:#}", f.display()))?
+            }
             None if live => kmsg::from_system(),
             None => kmsg::parse(
                 "",
@@ -442,7 +449,9 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
     let logs: Vec<LogTriage> = src
         .logs
         .iter()
-        .map(|p| triage::triage_file(p).with_context(|| format!("--log {}", p.display())))
+        .map(|p| {
+            triage::triage_file(p).map_err(|e| anyhow::anyhow!("--log {}: {e:#}", p.display()))
+        })
         .collect::<anyhow::Result<_>>()?;
     let vm_configs: Vec<ProxmoxConfig> = src
         .vm_configs
@@ -1016,6 +1025,8 @@ fn decide_overall(
             );
         }
     }
+    notes.extend(src.kernel_log.cut.iter().cloned());
+    notes.extend(logs.iter().filter_map(|l| l.cut.clone()));
     if let HipProbe::Failed { reason } = &src.hip {
         notes.push(format!("HIP runtime probe failed: {reason}"));
     }
@@ -1043,6 +1054,7 @@ fn decide_overall(
                 .take(50)
                 .cloned()
                 .collect(),
+            cut: src.kernel_log.cut.clone(),
         },
         kfd_present,
         hip: src.hip.clone(),

@@ -1496,3 +1496,115 @@ fn no_atomics_but_clean_library_is_not_this_bug() {
     );
     assert_eq!(o.verdict(), "rebuild", "{}", o.text);
 }
+
+// ---- input limits (adversarial inputs) ------------------------------------------------------------
+
+/// Run `rcclfix doctor` with `args`, killing it after 30 s (a hang is the defect under test).
+fn run_bounded(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("rcclfix {args:?} still running after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), out, err)
+}
+
+#[test]
+fn dmesg_and_log_refuse_fifos_and_devices() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let fifo = t.path().join("klog.fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success(), "mkfifo failed");
+    let (sys, proc) = (t.sys(), t.proc());
+    for (flag, file) in [
+        ("--dmesg", fifo.as_path()),
+        ("--log", fifo.as_path()),
+        ("--dmesg", Path::new("/dev/zero")),
+        ("--log", Path::new("/dev/zero")),
+        ("--dmesg", t.path()),
+    ] {
+        let (code, out, err) = run_bounded(&[
+            "doctor".as_ref(),
+            "--sysfs".as_ref(),
+            sys.as_os_str(),
+            "--proc".as_ref(),
+            proc.as_os_str(),
+            flag.as_ref(),
+            file.as_os_str(),
+        ]);
+        assert_eq!(code, Some(2), "{flag} {}: {err}", file.display());
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&file.display().to_string()), "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}
+
+#[test]
+fn huge_logs_are_read_from_the_end_only() {
+    // A sparse 200 MiB kernel log: an atomics message in the first line (beyond the 64 MiB window,
+    // so it must be ignored), zeros, then amdgpu's normal lines at the end.
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let big = t.path().join("big-dmesg.txt");
+    {
+        use std::io::{Seek, Write};
+        let mut f = std::fs::File::create(&big).unwrap();
+        f.write_all(b"[    1.0] amdgpu 0000:03:00.0: amdgpu: PCIE atomic ops is not supported\n")
+            .unwrap();
+        f.seek(std::io::SeekFrom::Start(200 << 20)).unwrap();
+        f.write_all(b"\n").unwrap();
+        f.write_all(AMDGPU_SILENT.as_bytes()).unwrap();
+    }
+    let o = doctor(&t, Some(&big), &["--log", big.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+    let g = o.gpu("0000:03:00.0");
+    assert!(g["kernel_message"].is_null(), "{g}");
+    assert_eq!(g["kernel_log_usable"], true, "{g}");
+    let notes = o.notes();
+    let cut = format!(
+        "{}: read only the last 64.0 MiB of 200.0 MiB",
+        big.display()
+    );
+    assert_eq!(notes.matches(&cut).count(), 2, "{notes}");
+    assert!(o.text.contains(&cut), "{}", o.text);
+    assert!(o.json["kernel_log"]["cut"]
+        .as_str()
+        .unwrap()
+        .contains("64.0 MiB"));
+}
