@@ -405,6 +405,9 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
         (ConfigView::Truncated { len }, _) => {
             format!("unreadable: only {len} bytes of config space (run as root)")
         }
+        (_, PathResult::Malformed { at, reason }) if *at == d.bdf => {
+            format!("unreadable: malformed config space: {reason}")
+        }
         (_, PathResult::Breaks { hop, problem }) if *hop == d.bdf => {
             format!("BREAKS: {}", problem.describe())
         }
@@ -422,7 +425,9 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
             }
         }
         (ConfigView::NotExpress, _) => "not checked by the kernel".into(),
-        (ConfigView::Malformed { reason }, _) => format!("malformed config space: {reason}"),
+        (ConfigView::Malformed { reason }, _) => {
+            format!("unreadable: malformed config space: {reason}")
+        }
     };
     Hop {
         bdf: d.bdf,

@@ -1608,3 +1608,123 @@ fn huge_logs_are_read_from_the_end_only() {
         .unwrap()
         .contains("64.0 MiB"));
 }
+
+/// Deterministic pseudo-random bytes (xorshift64*), for garbage config spaces.
+fn garbage(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn garbage_config_space_is_inconclusive_not_rebuild() {
+    // One AMD GPU on the root bus whose 4 KiB `config` is random bytes, and an empty kernel log:
+    // nothing here supports a verdict.
+    for seed in [1u64, 2, 3, 42, 1234] {
+        let t = Tree::new();
+        let dir = t.chain(&[gpu("03:00.0", false)]);
+        std::fs::write(dir.join("config"), garbage(seed, 4096)).unwrap();
+        let d = t.dmesg("");
+        let o = doctor(&t, Some(&d), &[]);
+        assert_eq!(o.code, 2, "seed {seed}: {}", o.text);
+        assert_eq!(o.verdict(), "inconclusive", "seed {seed}: {}", o.text);
+        let g = o.gpu("0000:03:00.0");
+        assert_eq!(g["path_result"]["result"], "malformed", "seed {seed}: {g}");
+        let hop = g["path"].as_array().unwrap().last().unwrap();
+        assert!(
+            hop["status"].as_str().unwrap().starts_with("unreadable"),
+            "seed {seed}: {hop}"
+        );
+    }
+}
+
+#[test]
+fn gpu_without_pcie_capability_below_a_root_port_is_unreadable() {
+    // The capability list bit cleared on a GPU below a PCIe root port: impossible for a real AMD
+    // GPU, so the hop is unreadable and the verdict inconclusive (not "the kernel refuses it").
+    let t = Tree::new();
+    let dir = t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", false),
+    ]);
+    let mut cfg = std::fs::read(dir.join("config")).unwrap();
+    cfg[6] = 0; // Status: no capability list
+    std::fs::write(dir.join("config"), &cfg).unwrap();
+    let d = t.dmesg("");
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    assert_eq!(o.verdict(), "inconclusive", "{}", o.text);
+    let g = o.gpu("0000:03:00.0");
+    assert_eq!(g["path_result"]["result"], "malformed", "{g}");
+    assert_eq!(g["path_result"]["at"], "0000:03:00.0", "{g}");
+    assert!(
+        o.text.contains("unreadable: malformed config space"),
+        "{}",
+        o.text
+    );
+}
+
+#[test]
+fn malformed_capability_lists_are_never_decoded() {
+    use rcclfix::doctor::pci::{decode_config, ConfigView};
+    let good = config_bytes(&gpu("03:00.0", true), 256);
+    let bad = |what: &str, edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut c = good.clone();
+        edit(&mut c);
+        match decode_config(&c) {
+            ConfigView::Malformed { reason } => reason,
+            other => panic!("{what}: decoded as {other:?}"),
+        }
+    };
+    assert!(bad("pointer into header", &|c| c[0x34] = 0x20).contains("into the header"));
+    assert!(bad("loop", &|c| c[0x61] = 0x50).contains("loops"));
+    assert!(bad("reserved ID", &|c| c[0x60] = 0x7e).contains("reserved capability ID"));
+    assert!(bad("version 0", &|c| c[0x72] &= 0xf0).contains("version 0"));
+    assert!(bad("version 7", &|c| c[0x72] = (c[0x72] & 0xf0) | 7).contains("version 7"));
+    assert!(bad("reserved type", &|c| c[0x72] = (c[0x72] & 0x0f) | 0xb0).contains("reserved"));
+    assert!(bad("header type", &|c| c[0x0e] = 0x7f).contains("header type"));
+    let past = bad("past 256", &|c| {
+        c[0x61] = 0xf0;
+        c[0xf0] = 0x10;
+        c[0xf2] = 0x02;
+    });
+    assert!(past.contains("past the 256-byte"), "{past}");
+    // The unchanged bytes still decode.
+    assert!(matches!(decode_config(&good), ConfigView::Express { .. }));
+}
+
+#[test]
+fn random_gpu_config_never_yields_a_refusal() {
+    // Thousands of random config spaces on an AMD GPU: the kernel rule may say "malformed",
+    // "unreadable" or (for a well-formed endpoint by chance) "passes", never a refusal or a break
+    // that a verdict could rest on; and decoding never panics.
+    use rcclfix::doctor::pci::{atomic_ops_to_root, decode_config, Bdf, PathResult, PciDevice};
+    for seed in 0..5000u64 {
+        let bytes = garbage(seed, if seed % 2 == 0 { 4096 } else { 256 });
+        let d = PciDevice {
+            bdf: Bdf::parse("0000:03:00.0").unwrap(),
+            vendor: 0x1002,
+            device: 0x744c,
+            class: 0x030000,
+            multifunction_header: false,
+            is_virtfn: false,
+            config_len: bytes.len(),
+            config: decode_config(&bytes),
+            dir: PathBuf::new(),
+        };
+        let r = atomic_ops_to_root(&d, &[]);
+        assert!(
+            !matches!(
+                r,
+                PathResult::DeviceRefused { .. } | PathResult::Breaks { .. }
+            ),
+            "seed {seed}: {r:?}"
+        );
+    }
+}
