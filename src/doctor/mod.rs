@@ -310,7 +310,12 @@ impl DoctorArgs {
                 let d = dir.join("dmesg.txt");
                 (dir.join("sys"), dir.join("proc"), d.is_file().then_some(d))
             }
-            None => (self.sysfs.clone(), self.proc.clone(), None),
+            None => {
+                // A mistyped root must not read as "no AMD GPU found".
+                require_dir("--sysfs", &self.sysfs)?;
+                require_dir("--proc", &self.proc)?;
+                (self.sysfs.clone(), self.proc.clone(), None)
+            }
         };
         let live = self.snapshot.is_none() && sysfs == Path::new("/sys");
         let kernel_log = match self.dmesg.as_ref().or(snapshot_dmesg.as_ref()) {
@@ -386,6 +391,15 @@ impl DoctorArgs {
             print!("{}", render::text(&report));
         }
         Ok(ExitCode::from(report.exit_code))
+    }
+}
+
+/// Fail with one line naming `path` unless it is a folder (`--sysfs`, `--proc`).
+fn require_dir(flag: &str, path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => anyhow::bail!("{flag} {}: not a folder", path.display()),
+        Err(e) => anyhow::bail!("{flag} {}: cannot open: {e}", path.display()),
     }
 }
 

@@ -1728,3 +1728,38 @@ fn random_gpu_config_never_yields_a_refusal() {
         );
     }
 }
+
+#[test]
+fn missing_sysfs_or_proc_is_an_error_not_no_gpu() {
+    let t = Tree::new();
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let missing = t.path().join("no-such-sys");
+    let file = t.dmesg("");
+    for (sys, proc, flag, p) in [
+        (missing.clone(), t.proc(), "--sysfs", missing.as_path()),
+        (t.sys(), missing.clone(), "--proc", missing.as_path()),
+        (file.clone(), t.proc(), "--sysfs", file.as_path()),
+    ] {
+        let mut c = Command::new(bin);
+        c.args(["doctor", "--no-hip", "--no-library", "--dmesg"])
+            .arg(&file)
+            .arg("--sysfs")
+            .arg(&sys)
+            .arg("--proc")
+            .arg(&proc);
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {}: {err}", p.display());
+        assert!(
+            o.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("{flag} {}", p.display())), "{err}");
+    }
+    // An existing root without AMD GPUs still says so cleanly.
+    let o = doctor(&t, Some(&file), &[]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
+}
