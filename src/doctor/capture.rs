@@ -4,7 +4,9 @@
 //! Layout (paths inside the tar): `sys/…` mirrors sysfs (each GPU's path and slot siblings under
 //! `sys/devices/…`, `sys/bus/pci/devices/<bdf>` as relative symlinks like the real ones, the KFD
 //! topology, DMI `sys_vendor`/`product_name`/`product_version`), `proc/cpuinfo` (model name and
-//! flags of CPU 0 only), `dmesg.txt` (amdgpu/kfd lines only), `rcclfix-snapshot.json`.
+//! flags of CPU 0 only), `dmesg.txt` (amdgpu/kfd lines only), `rcclfix-snapshot.json`. The `sys/`
+//! and `proc/` folder entries are always written, so a capture of a machine without an AMD GPU
+//! reads back (as "no AMD GPU").
 //!
 //! **Privacy:** files are whitelisted, never globbed: no DMI serial/UUID/asset files, KFD
 //! `unique_id` lines dropped, config space cut to the first 256 bytes (the extended space holds the
@@ -36,6 +38,7 @@ pub const DMI_FILES: &[&str] = &["sys_vendor", "product_name", "product_version"
 enum Entry {
     File(Vec<u8>),
     Link(PathBuf),
+    Dir,
 }
 
 fn rel(root: &Path, p: &Path) -> Option<PathBuf> {
@@ -162,7 +165,13 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
         Entry::File(serde_json::to_vec_pretty(&manifest)?),
     );
 
-    let count = entries.len();
+    // Always present, even with no AMD GPU (nothing else under sys/): the reader requires it.
+    entries.insert(PathBuf::from("sys"), Entry::Dir);
+    entries.insert(PathBuf::from("proc"), Entry::Dir);
+    let count = entries
+        .values()
+        .filter(|e| !matches!(e, Entry::Dir))
+        .count();
     let mut tar = tar::Builder::new(Vec::new());
     for (path, e) in &entries {
         let mut h = tar::Header::new_gnu();
@@ -175,6 +184,12 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
                 h.set_mode(0o644);
                 h.set_size(b.len() as u64);
                 tar.append_data(&mut h, path, b.as_slice())?;
+            }
+            Entry::Dir => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_mode(0o755);
+                h.set_size(0);
+                tar.append_data(&mut h, path, std::io::empty())?;
             }
             Entry::Link(target) => {
                 h.set_entry_type(tar::EntryType::Symlink);

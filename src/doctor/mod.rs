@@ -301,7 +301,8 @@ impl DoctorArgs {
                     _tmp = t;
                     p
                 };
-                if !dir.join("sys").is_dir() {
+                // Older captures of a machine without an AMD GPU have a manifest but no sys/.
+                if !dir.join("sys").is_dir() && !dir.join("rcclfix-snapshot.json").is_file() {
                     anyhow::bail!(
                         "{}: not an rcclfix doctor snapshot (no sys/ folder)",
                         s.display()

@@ -1763,3 +1763,69 @@ fn missing_sysfs_or_proc_is_an_error_not_no_gpu() {
     assert_eq!(o.code, 0, "{}", o.text);
     assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
 }
+
+#[test]
+fn capture_without_amd_gpu_reads_back() {
+    // A machine with only an Intel GPU: the capture holds no PCI device, yet reads back.
+    let t = Tree::new();
+    t.chain(&[dev(
+        "02:00.0",
+        0x8086,
+        0x56a0,
+        0x030000,
+        Kind::Endpoint,
+        0,
+        0,
+    )]);
+    let d = t.dmesg("[    1.0] i915 0000:02:00.0: [drm] GuC firmware loaded\n");
+    let tar_path = t.path().join("snap.tar");
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let st = Command::new(bin)
+        .args(["doctor", "--sysfs"])
+        .arg(t.sys())
+        .arg("--proc")
+        .arg(t.proc())
+        .arg("--dmesg")
+        .arg(&d)
+        .arg("--capture")
+        .arg(&tar_path)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let mut ar = tar::Archive::new(std::fs::File::open(&tar_path).unwrap());
+    let names: Vec<String> = ar
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.trim_end_matches('/') == "sys"),
+        "{names:?}"
+    );
+    let o = run_doctor(&[
+        "doctor".into(),
+        "--snapshot".into(),
+        tar_path.display().to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
+    // An older capture without the sys/ entry (only the manifest) is accepted too.
+    let old = t.path().join("old-snap");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(
+        old.join("rcclfix-snapshot.json"),
+        r#"{"kind":"rcclfix-doctor-snapshot"}"#,
+    )
+    .unwrap();
+    let o = run_doctor(&[
+        "doctor".into(),
+        "--snapshot".into(),
+        old.display().to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
+}
