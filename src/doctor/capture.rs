@@ -206,10 +206,60 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
 
 /// Extract a snapshot tar into `dest`.
 ///
-/// Errors: not a readable tar (one line naming the file).
+/// Errors (one line naming the file, printable ASCII only, at most [`ERROR_DETAIL_MAX`] characters
+/// of detail): it cannot be opened, it is not a tar archive (no `ustar` magic at offset 257 of the
+/// first 512-byte header; POSIX.1-2001 `ustar`, which GNU headers share), or an entry cannot be
+/// unpacked.
 pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut f = fs_err::File::open(tar_path)?;
+    let mut head = Vec::with_capacity(512);
+    (&mut f)
+        .take(512)
+        .read_to_end(&mut head)
+        .with_context(|| format!("{}: cannot read", tar_path.display()))?;
+    if head.len() < 512 || &head[257..262] != b"ustar" {
+        anyhow::bail!(
+            "{}: not an rcclfix doctor snapshot (not a tar archive; {} bytes, starts with {})",
+            tar_path.display(),
+            fs_err::metadata(tar_path).map(|m| m.len()).unwrap_or(0),
+            head.iter()
+                .take(8)
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     let f = fs_err::File::open(tar_path)?;
-    tar::Archive::new(f)
-        .unpack(dest)
-        .with_context(|| format!("{}: not a readable snapshot tar", tar_path.display()))
+    tar::Archive::new(f).unpack(dest).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not a readable snapshot tar: {}",
+            tar_path.display(),
+            printable(&format!("{:#}", anyhow::Error::from(e)))
+        )
+    })
+}
+
+/// The most characters of an underlying error kept in [`extract`]'s message.
+pub const ERROR_DETAIL_MAX: usize = 160;
+
+/// `s` with control and non-ASCII characters escaped (`\x01`, `\u{fffd}`), cut to
+/// [`ERROR_DETAIL_MAX`] characters (`...` marks the cut): archive errors quote raw header bytes.
+pub fn printable(s: &str) -> String {
+    let esc: String = s
+        .chars()
+        .flat_map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                vec![c]
+            } else {
+                c.escape_default().collect()
+            }
+        })
+        .collect();
+    if esc.chars().count() > ERROR_DETAIL_MAX {
+        let cut: String = esc.chars().take(ERROR_DETAIL_MAX).collect();
+        format!("{cut}...")
+    } else {
+        esc
+    }
 }

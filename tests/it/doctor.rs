@@ -1829,3 +1829,37 @@ fn capture_without_amd_gpu_reads_back() {
     assert_eq!(o.code, 0, "{}", o.text);
     assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
 }
+
+#[test]
+fn garbage_snapshot_error_is_short_and_printable() {
+    let t = Tree::new();
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let random = t.path().join("random.bin");
+    std::fs::write(&random, garbage(7, 3000)).unwrap();
+    // A tar-looking header (ustar magic) over random bytes: the archive reader's own error quotes
+    // raw header bytes.
+    let fake = t.path().join("fake.tar");
+    let mut b = garbage(8, 2048);
+    b[257..263].copy_from_slice(b"ustar\0");
+    std::fs::write(&fake, &b).unwrap();
+    for f in [&random, &fake] {
+        let o = Command::new(bin)
+            .args(["doctor", "--snapshot"])
+            .arg(f)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", f.display());
+        assert!(o.stdout.is_empty());
+        let err = &o.stderr;
+        assert!(
+            err.iter().all(|&c| c == b'\n' || (0x20..0x7f).contains(&c)),
+            "{}: non-printable bytes in the error: {:?}",
+            f.display(),
+            String::from_utf8_lossy(err)
+        );
+        let err = String::from_utf8_lossy(err);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.len() < 400, "{err}");
+        assert!(err.contains(&f.display().to_string()), "{err}");
+    }
+}
