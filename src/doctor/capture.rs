@@ -4,7 +4,9 @@
 //! Layout (paths inside the tar): `sys/…` mirrors sysfs (each GPU's path and slot siblings under
 //! `sys/devices/…`, `sys/bus/pci/devices/<bdf>` as relative symlinks like the real ones, the KFD
 //! topology, DMI `sys_vendor`/`product_name`/`product_version`), `proc/cpuinfo` (model name and
-//! flags of CPU 0 only), `dmesg.txt` (amdgpu/kfd lines only), `rcclfix-snapshot.json`.
+//! flags of CPU 0 only), `dmesg.txt` (amdgpu/kfd lines only), `rcclfix-snapshot.json`. The `sys/`
+//! and `proc/` folder entries are always written, so a capture of a machine without an AMD GPU
+//! reads back (as "no AMD GPU").
 //!
 //! **Privacy:** files are whitelisted, never globbed: no DMI serial/UUID/asset files, KFD
 //! `unique_id` lines dropped, config space cut to the first 256 bytes (the extended space holds the
@@ -36,6 +38,7 @@ pub const DMI_FILES: &[&str] = &["sys_vendor", "product_name", "product_version"
 enum Entry {
     File(Vec<u8>),
     Link(PathBuf),
+    Dir,
 }
 
 fn rel(root: &Path, p: &Path) -> Option<PathBuf> {
@@ -162,7 +165,13 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
         Entry::File(serde_json::to_vec_pretty(&manifest)?),
     );
 
-    let count = entries.len();
+    // Always present, even with no AMD GPU (nothing else under sys/): the reader requires it.
+    entries.insert(PathBuf::from("sys"), Entry::Dir);
+    entries.insert(PathBuf::from("proc"), Entry::Dir);
+    let count = entries
+        .values()
+        .filter(|e| !matches!(e, Entry::Dir))
+        .count();
     let mut tar = tar::Builder::new(Vec::new());
     for (path, e) in &entries {
         let mut h = tar::Header::new_gnu();
@@ -175,6 +184,12 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
                 h.set_mode(0o644);
                 h.set_size(b.len() as u64);
                 tar.append_data(&mut h, path, b.as_slice())?;
+            }
+            Entry::Dir => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_mode(0o755);
+                h.set_size(0);
+                tar.append_data(&mut h, path, std::io::empty())?;
             }
             Entry::Link(target) => {
                 h.set_entry_type(tar::EntryType::Symlink);
@@ -191,10 +206,60 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
 
 /// Extract a snapshot tar into `dest`.
 ///
-/// Errors: not a readable tar (one line naming the file).
+/// Errors (one line naming the file, printable ASCII only, at most [`ERROR_DETAIL_MAX`] characters
+/// of detail): it cannot be opened, it is not a tar archive (no `ustar` magic at offset 257 of the
+/// first 512-byte header; POSIX.1-2001 `ustar`, which GNU headers share), or an entry cannot be
+/// unpacked.
 pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut f = fs_err::File::open(tar_path)?;
+    let mut head = Vec::with_capacity(512);
+    (&mut f)
+        .take(512)
+        .read_to_end(&mut head)
+        .with_context(|| format!("{}: cannot read", tar_path.display()))?;
+    if head.len() < 512 || &head[257..262] != b"ustar" {
+        anyhow::bail!(
+            "{}: not an rcclfix doctor snapshot (not a tar archive; {} bytes, starts with {})",
+            tar_path.display(),
+            fs_err::metadata(tar_path).map(|m| m.len()).unwrap_or(0),
+            head.iter()
+                .take(8)
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     let f = fs_err::File::open(tar_path)?;
-    tar::Archive::new(f)
-        .unpack(dest)
-        .with_context(|| format!("{}: not a readable snapshot tar", tar_path.display()))
+    tar::Archive::new(f).unpack(dest).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not a readable snapshot tar: {}",
+            tar_path.display(),
+            printable(&format!("{:#}", anyhow::Error::from(e)))
+        )
+    })
+}
+
+/// The most characters of an underlying error kept in [`extract`]'s message.
+pub const ERROR_DETAIL_MAX: usize = 160;
+
+/// `s` with control and non-ASCII characters escaped (`\x01`, `\u{fffd}`), cut to
+/// [`ERROR_DETAIL_MAX`] characters (`...` marks the cut): archive errors quote raw header bytes.
+pub fn printable(s: &str) -> String {
+    let esc: String = s
+        .chars()
+        .flat_map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                vec![c]
+            } else {
+                c.escape_default().collect()
+            }
+        })
+        .collect();
+    if esc.chars().count() > ERROR_DETAIL_MAX {
+        let cut: String = esc.chars().take(ERROR_DETAIL_MAX).collect();
+        format!("{cut}...")
+    } else {
+        esc
+    }
 }

@@ -60,6 +60,9 @@ pub struct KernelLog {
     pub kfd_rejects: BTreeMap<String, String>,
     /// The matching lines, verbatim (for the report and for `--capture`).
     pub relevant: Vec<String>,
+    /// Set when only the end of a `--dmesg` file was read ([`super::input::MAX_INPUT_BYTES`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 impl KernelLog {
@@ -98,6 +101,7 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
         atomics_not_supported: BTreeMap::new(),
         kfd_rejects: BTreeMap::new(),
         relevant: vec![],
+        cut: None,
     };
     for line in text.lines() {
         log.lines += 1;
@@ -136,17 +140,21 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
     log
 }
 
-/// Read a kernel log file (`--dmesg FILE`).
+/// Read a kernel log file (`--dmesg FILE`): its last [`super::input::MAX_INPUT_BYTES`] only.
 ///
-/// Errors: the file cannot be read.
+/// Errors: the file cannot be read, or is not a regular file (a FIFO or `/dev/zero` would hang or
+/// never end).
 pub fn from_file(path: &Path) -> anyhow::Result<KernelLog> {
-    let bytes = fs_err::read(path).context("cannot read the kernel log")?;
-    Ok(parse(
-        &String::from_utf8_lossy(&bytes),
+    let tail = super::input::read_tail(path, super::input::MAX_INPUT_BYTES)
+        .context("cannot read the kernel log")?;
+    let mut log = parse(
+        &tail.text,
         LogOrigin::File {
             path: path.display().to_string(),
         },
-    ))
+    );
+    log.cut = tail.cut_note(path);
+    Ok(log)
 }
 
 /// Read the live kernel log: `dmesg`, then `journalctl -k -b -o cat` if `dmesg` fails or prints

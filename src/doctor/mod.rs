@@ -12,6 +12,7 @@
 
 pub mod capture;
 pub mod hip;
+pub mod input;
 pub mod kfd;
 pub mod kmsg;
 pub mod library;
@@ -274,6 +275,9 @@ pub struct KernelLogSummary {
     pub has_amdgpu_lines: bool,
     /// The relevant lines (at most 50).
     pub relevant: Vec<String>,
+    /// Set when only the end of a `--dmesg` file was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 impl DoctorArgs {
@@ -297,7 +301,8 @@ impl DoctorArgs {
                     _tmp = t;
                     p
                 };
-                if !dir.join("sys").is_dir() {
+                // Older captures of a machine without an AMD GPU have a manifest but no sys/.
+                if !dir.join("sys").is_dir() && !dir.join("rcclfix-snapshot.json").is_file() {
                     anyhow::bail!(
                         "{}: not an rcclfix doctor snapshot (no sys/ folder)",
                         s.display()
@@ -306,11 +311,19 @@ impl DoctorArgs {
                 let d = dir.join("dmesg.txt");
                 (dir.join("sys"), dir.join("proc"), d.is_file().then_some(d))
             }
-            None => (self.sysfs.clone(), self.proc.clone(), None),
+            None => {
+                // A mistyped root must not read as "no AMD GPU found".
+                require_dir("--sysfs", &self.sysfs)?;
+                require_dir("--proc", &self.proc)?;
+                (self.sysfs.clone(), self.proc.clone(), None)
+            }
         };
         let live = self.snapshot.is_none() && sysfs == Path::new("/sys");
         let kernel_log = match self.dmesg.as_ref().or(snapshot_dmesg.as_ref()) {
-            Some(f) => kmsg::from_file(f).with_context(|| format!("--dmesg {}", f.display()))?,
+            // One line: `--dmesg FILE: not a regular file (a FIFO); …`.
+            Some(f) => {
+                kmsg::from_file(f).map_err(|e| anyhow::anyhow!("--dmesg {}: {e:#}", f.display()))?
+            }
             None if live => kmsg::from_system(),
             None => kmsg::parse(
                 "",
@@ -382,6 +395,15 @@ impl DoctorArgs {
     }
 }
 
+/// Fail with one line naming `path` unless it is a folder (`--sysfs`, `--proc`).
+fn require_dir(flag: &str, path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => anyhow::bail!("{flag} {}: not a folder", path.display()),
+        Err(e) => anyhow::bail!("{flag} {}: cannot open: {e}", path.display()),
+    }
+}
+
 fn id_of(d: &PciDevice) -> String {
     format!("{:04x}:{:04x}", d.vendor, d.device)
 }
@@ -397,6 +419,9 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
     let status = match (&d.config, result) {
         (ConfigView::Truncated { len }, _) => {
             format!("unreadable: only {len} bytes of config space (run as root)")
+        }
+        (_, PathResult::Malformed { at, reason }) if *at == d.bdf => {
+            format!("unreadable: malformed config space: {reason}")
         }
         (_, PathResult::Breaks { hop, problem }) if *hop == d.bdf => {
             format!("BREAKS: {}", problem.describe())
@@ -415,7 +440,9 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
             }
         }
         (ConfigView::NotExpress, _) => "not checked by the kernel".into(),
-        (ConfigView::Malformed { reason }, _) => format!("malformed config space: {reason}"),
+        (ConfigView::Malformed { reason }, _) => {
+            format!("unreadable: malformed config space: {reason}")
+        }
     };
     Hop {
         bdf: d.bdf,
@@ -442,7 +469,9 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
     let logs: Vec<LogTriage> = src
         .logs
         .iter()
-        .map(|p| triage::triage_file(p).with_context(|| format!("--log {}", p.display())))
+        .map(|p| {
+            triage::triage_file(p).map_err(|e| anyhow::anyhow!("--log {}: {e:#}", p.display()))
+        })
         .collect::<anyhow::Result<_>>()?;
     let vm_configs: Vec<ProxmoxConfig> = src
         .vm_configs
@@ -1016,6 +1045,8 @@ fn decide_overall(
             );
         }
     }
+    notes.extend(src.kernel_log.cut.iter().cloned());
+    notes.extend(logs.iter().filter_map(|l| l.cut.clone()));
     if let HipProbe::Failed { reason } = &src.hip {
         notes.push(format!("HIP runtime probe failed: {reason}"));
     }
@@ -1043,6 +1074,7 @@ fn decide_overall(
                 .take(50)
                 .cloned()
                 .collect(),
+            cut: src.kernel_log.cut.clone(),
         },
         kfd_present,
         hip: src.hip.clone(),

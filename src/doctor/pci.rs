@@ -196,14 +196,40 @@ fn rd32(b: &[u8], o: usize) -> Option<u32> {
     ]))
 }
 
+/// The highest capability ID `pci_regs.h` defines (`PCI_CAP_ID_MAX`, Enhanced Allocation).
+pub const PCI_CAP_ID_MAX: u8 = 0x15;
+/// Size of the standard (non-extended) config space, where the capability list lives.
+pub const STANDARD_CONFIG_LEN: usize = 256;
+/// Bytes of a version 2 PCI Express capability that doctor reads (through DevCtl2).
+const EXP_CAP_V2_READ: usize = PCI_EXP_DEVCTL2 + 2;
+
+fn malformed(reason: String) -> ConfigView {
+    ConfigView::Malformed { reason }
+}
+
 /// Decode a config-space dump (little-endian, as sysfs `config` returns it).
 ///
 /// Walks the capability list from 0x34 (at most 48 entries, like the kernel's `PCI_FIND_CAP_TTL`)
 /// to cap ID 0x10. A file shorter than what the walk needs is [`ConfigView::Truncated`] — never
-/// treated as "no capability".
+/// treated as "no capability". Anything a real device cannot hold is [`ConfigView::Malformed`], so
+/// garbage never turns into a verdict: a header type other than 0 (endpoint), 1 (bridge) or 2
+/// (CardBus bridge, read as conventional PCI), a list
+/// that loops or points into the header, a reserved capability ID (> `PCI_CAP_ID_MAX`), and a PCI
+/// Express capability with a version other than 1/2, a reserved Device/Port Type, or registers past
+/// the 256-byte standard space (pci_regs.h; shared/reference/platform.md §2).
 pub fn decode_config(bytes: &[u8]) -> ConfigView {
     if bytes.len() < UNPRIVILEGED_CONFIG_LEN {
         return ConfigView::Truncated { len: bytes.len() };
+    }
+    let header_type = rd8(bytes, PCI_HEADER_TYPE).unwrap_or(0) & 0x7f;
+    if header_type > 2 {
+        return malformed(format!(
+            "header type {header_type} (expected 0, 1 or 2) at 0x{PCI_HEADER_TYPE:02x}"
+        ));
+    }
+    if header_type == 2 {
+        // A CardBus bridge: conventional PCI, its capability pointer is elsewhere (0x14).
+        return ConfigView::NotExpress;
     }
     let status = rd16(bytes, PCI_STATUS).unwrap_or(0);
     if status & PCI_STATUS_CAP_LIST == 0 {
@@ -219,14 +245,32 @@ pub fn decode_config(bytes: &[u8]) -> ConfigView {
         if id == 0xff {
             break;
         }
+        if id > PCI_CAP_ID_MAX {
+            return malformed(format!("reserved capability ID 0x{id:02x} at 0x{ptr:02x}"));
+        }
         if id == PCI_CAP_ID_EXP {
             let Some(flags) = rd16(bytes, ptr + PCI_EXP_FLAGS) else {
                 return ConfigView::Truncated { len: bytes.len() };
             };
             let version = (flags & 0xf) as u8;
             let port_type = PortType::from_flags(flags);
+            if !(1..=2).contains(&version) {
+                return malformed(format!(
+                    "PCI Express capability at 0x{ptr:02x} has version {version} (expected 1 or 2)"
+                ));
+            }
+            if let PortType::Other(v) = port_type {
+                return malformed(format!(
+                    "PCI Express capability at 0x{ptr:02x} has reserved device/port type 0x{v:x}"
+                ));
+            }
             // Version 1 capabilities end before DevCap2; the kernel reads 0 there.
             let (devcap2, devctl2) = if version >= 2 {
+                if ptr + EXP_CAP_V2_READ > STANDARD_CONFIG_LEN {
+                    return malformed(format!(
+                        "PCI Express capability at 0x{ptr:02x} runs past the 256-byte config space"
+                    ));
+                }
                 match (
                     rd32(bytes, ptr + PCI_EXP_DEVCAP2),
                     rd16(bytes, ptr + PCI_EXP_DEVCTL2),
@@ -250,14 +294,12 @@ pub fn decode_config(bytes: &[u8]) -> ConfigView {
         ptr = next as usize & !3;
     }
     if ttl == 0 {
-        return ConfigView::Malformed {
-            reason: "capability list loops".into(),
-        };
+        return malformed("capability list loops".into());
     }
     if ptr != 0 && ptr < 0x40 {
-        return ConfigView::Malformed {
-            reason: format!("capability pointer 0x{ptr:02x} points into the header"),
-        };
+        return malformed(format!(
+            "capability pointer 0x{ptr:02x} points into the header"
+        ));
     }
     ConfigView::NotExpress
 }
@@ -498,14 +540,16 @@ pub enum PathResult {
         /// Why.
         problem: HopProblem,
     },
-    /// The GPU itself is refused before the walk (not PCIe, not an endpoint, or an SR-IOV VF).
+    /// The GPU itself is refused before the walk (an SR-IOV VF, or a GPU behind a conventional PCI
+    /// bridge that hides its PCI Express capability).
     DeviceRefused {
         /// Why.
         reason: String,
     },
-    /// A bridge's config space is malformed (e.g. a looping capability list): cannot judge.
+    /// A config space on the path (the GPU's or a bridge's) is malformed (e.g. a looping capability
+    /// list, or an AMD GPU without a PCI Express capability below a PCIe port): cannot judge.
     Malformed {
-        /// The bridge.
+        /// The device.
         at: Bdf,
         /// Why.
         reason: String,
@@ -533,6 +577,12 @@ impl PathResult {
 /// root port needs `COMP32|COMP64` (its own Routing bit is **not** checked); every switch upstream
 /// port needs `ATOMIC_EGRESS_BLOCK` clear. Bridges of other types (and conventional PCI bridges,
 /// whose type reads as 0) are not checked. The endpoint's own completer bits are not checked.
+///
+/// `gpu` is an AMD GPU, which is always a PCI Express endpoint: a config space that says otherwise
+/// (no PCI Express capability although its parent is a PCIe port or it sits on a root bus, or a
+/// non-endpoint type) is [`PathResult::Malformed`], never a refusal. Only behind a conventional PCI
+/// bridge (where a hypervisor hides the capability) does a missing capability mean the kernel
+/// refuses it.
 pub fn atomic_ops_to_root(gpu: &PciDevice, bridges: &[PciDevice]) -> PathResult {
     if gpu.is_virtfn {
         return PathResult::DeviceRefused {
@@ -547,18 +597,31 @@ pub fn atomic_ops_to_root(gpu: &PciDevice, bridges: &[PciDevice]) -> PathResult 
             }
         }
         ConfigView::Malformed { reason } => {
-            return PathResult::DeviceRefused {
-                reason: format!("config space malformed: {reason}"),
+            return PathResult::Malformed {
+                at: gpu.bdf,
+                reason: reason.clone(),
             }
         }
         ConfigView::NotExpress => {
-            return PathResult::DeviceRefused {
-                reason: "not a PCI Express device".into(),
-            }
+            let parent = bridges.first().map(|b| &b.config);
+            return if matches!(parent, Some(ConfigView::NotExpress)) {
+                PathResult::DeviceRefused {
+                    reason: "not a PCI Express device (behind a conventional PCI bridge)".into(),
+                }
+            } else {
+                PathResult::Malformed {
+                    at: gpu.bdf,
+                    reason: "no PCI Express capability on a GPU that must have one".into(),
+                }
+            };
         }
         ConfigView::Express { cap } if !cap.port_type.is_endpoint() => {
-            return PathResult::DeviceRefused {
-                reason: format!("device type is {}, not an endpoint", cap.port_type.name()),
+            return PathResult::Malformed {
+                at: gpu.bdf,
+                reason: format!(
+                    "the GPU's PCI Express capability says {}, not an endpoint",
+                    cap.port_type.name()
+                ),
             }
         }
         ConfigView::Express { .. } => {}

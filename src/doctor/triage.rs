@@ -172,6 +172,9 @@ pub struct LogTriage {
     pub different_causes: Vec<&'static str>,
     /// `enqueue.cc:<line>` locations of RCCL's HIP-failure warnings (2061, 2118, 2119 observed).
     pub rccl_enqueue_lines: Vec<String>,
+    /// Set when only the end of the file was read ([`super::input::MAX_INPUT_BYTES`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 /// The value after `key` and optional spaces/colon, up to the next whitespace.
@@ -401,6 +404,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         class,
         different_causes: different,
         rccl_enqueue_lines: enqueue,
+        cut: None,
     }
 }
 
@@ -437,15 +441,15 @@ pub fn resolve_rocm(v: &Versions) -> Option<RocmRelease> {
     None
 }
 
-/// Read and triage a log file.
+/// Read and triage a log file: its last [`super::input::MAX_INPUT_BYTES`] only.
 ///
-/// Errors: the file cannot be read.
+/// Errors: the file cannot be read, or is not a regular file.
 pub fn triage_file(path: &Path) -> anyhow::Result<LogTriage> {
-    let bytes = fs_err::read(path).context("cannot read the log")?;
-    Ok(triage(
-        &String::from_utf8_lossy(&bytes),
-        &path.display().to_string(),
-    ))
+    let tail = super::input::read_tail(path, super::input::MAX_INPUT_BYTES)
+        .context("cannot read the log")?;
+    let mut t = triage(&tail.text, &path.display().to_string());
+    t.cut = tail.cut_note(path);
+    Ok(t)
 }
 
 /// The rebuild advice for a ROCm release / RCCL version: the recipe to pass to `rcclfix build --tag`.

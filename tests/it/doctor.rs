@@ -1496,3 +1496,370 @@ fn no_atomics_but_clean_library_is_not_this_bug() {
     );
     assert_eq!(o.verdict(), "rebuild", "{}", o.text);
 }
+
+// ---- input limits (adversarial inputs) ------------------------------------------------------------
+
+/// Run `rcclfix doctor` with `args`, killing it after 30 s (a hang is the defect under test).
+fn run_bounded(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("rcclfix {args:?} still running after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), out, err)
+}
+
+#[test]
+fn dmesg_and_log_refuse_fifos_and_devices() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let fifo = t.path().join("klog.fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success(), "mkfifo failed");
+    let (sys, proc) = (t.sys(), t.proc());
+    for (flag, file) in [
+        ("--dmesg", fifo.as_path()),
+        ("--log", fifo.as_path()),
+        ("--dmesg", Path::new("/dev/zero")),
+        ("--log", Path::new("/dev/zero")),
+        ("--dmesg", t.path()),
+    ] {
+        let (code, out, err) = run_bounded(&[
+            "doctor".as_ref(),
+            "--sysfs".as_ref(),
+            sys.as_os_str(),
+            "--proc".as_ref(),
+            proc.as_os_str(),
+            flag.as_ref(),
+            file.as_os_str(),
+        ]);
+        assert_eq!(code, Some(2), "{flag} {}: {err}", file.display());
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&file.display().to_string()), "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}
+
+#[test]
+fn huge_logs_are_read_from_the_end_only() {
+    // A sparse 200 MiB kernel log: an atomics message in the first line (beyond the 64 MiB window,
+    // so it must be ignored), zeros, then amdgpu's normal lines at the end.
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let big = t.path().join("big-dmesg.txt");
+    {
+        use std::io::{Seek, Write};
+        let mut f = std::fs::File::create(&big).unwrap();
+        f.write_all(b"[    1.0] amdgpu 0000:03:00.0: amdgpu: PCIE atomic ops is not supported\n")
+            .unwrap();
+        f.seek(std::io::SeekFrom::Start(200 << 20)).unwrap();
+        f.write_all(b"\n").unwrap();
+        f.write_all(AMDGPU_SILENT.as_bytes()).unwrap();
+    }
+    let o = doctor(&t, Some(&big), &["--log", big.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "not-affected", "{}", o.text);
+    let g = o.gpu("0000:03:00.0");
+    assert!(g["kernel_message"].is_null(), "{g}");
+    assert_eq!(g["kernel_log_usable"], true, "{g}");
+    let notes = o.notes();
+    let cut = format!(
+        "{}: read only the last 64.0 MiB of 200.0 MiB",
+        big.display()
+    );
+    assert_eq!(notes.matches(&cut).count(), 2, "{notes}");
+    assert!(o.text.contains(&cut), "{}", o.text);
+    assert!(o.json["kernel_log"]["cut"]
+        .as_str()
+        .unwrap()
+        .contains("64.0 MiB"));
+}
+
+/// Deterministic pseudo-random bytes (xorshift64*), for garbage config spaces.
+fn garbage(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn garbage_config_space_is_inconclusive_not_rebuild() {
+    // One AMD GPU on the root bus whose 4 KiB `config` is random bytes, and an empty kernel log:
+    // nothing here supports a verdict.
+    for seed in [1u64, 2, 3, 42, 1234] {
+        let t = Tree::new();
+        let dir = t.chain(&[gpu("03:00.0", false)]);
+        std::fs::write(dir.join("config"), garbage(seed, 4096)).unwrap();
+        let d = t.dmesg("");
+        let o = doctor(&t, Some(&d), &[]);
+        assert_eq!(o.code, 2, "seed {seed}: {}", o.text);
+        assert_eq!(o.verdict(), "inconclusive", "seed {seed}: {}", o.text);
+        let g = o.gpu("0000:03:00.0");
+        assert_eq!(g["path_result"]["result"], "malformed", "seed {seed}: {g}");
+        let hop = g["path"].as_array().unwrap().last().unwrap();
+        assert!(
+            hop["status"].as_str().unwrap().starts_with("unreadable"),
+            "seed {seed}: {hop}"
+        );
+    }
+}
+
+#[test]
+fn gpu_without_pcie_capability_below_a_root_port_is_unreadable() {
+    // The capability list bit cleared on a GPU below a PCIe root port: impossible for a real AMD
+    // GPU, so the hop is unreadable and the verdict inconclusive (not "the kernel refuses it").
+    let t = Tree::new();
+    let dir = t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", false),
+    ]);
+    let mut cfg = std::fs::read(dir.join("config")).unwrap();
+    cfg[6] = 0; // Status: no capability list
+    std::fs::write(dir.join("config"), &cfg).unwrap();
+    let d = t.dmesg("");
+    let o = doctor(&t, Some(&d), &[]);
+    assert_eq!(o.code, 2, "{}", o.text);
+    assert_eq!(o.verdict(), "inconclusive", "{}", o.text);
+    let g = o.gpu("0000:03:00.0");
+    assert_eq!(g["path_result"]["result"], "malformed", "{g}");
+    assert_eq!(g["path_result"]["at"], "0000:03:00.0", "{g}");
+    assert!(
+        o.text.contains("unreadable: malformed config space"),
+        "{}",
+        o.text
+    );
+}
+
+#[test]
+fn malformed_capability_lists_are_never_decoded() {
+    use rcclfix::doctor::pci::{decode_config, ConfigView};
+    let good = config_bytes(&gpu("03:00.0", true), 256);
+    let bad = |what: &str, edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut c = good.clone();
+        edit(&mut c);
+        match decode_config(&c) {
+            ConfigView::Malformed { reason } => reason,
+            other => panic!("{what}: decoded as {other:?}"),
+        }
+    };
+    assert!(bad("pointer into header", &|c| c[0x34] = 0x20).contains("into the header"));
+    assert!(bad("loop", &|c| c[0x61] = 0x50).contains("loops"));
+    assert!(bad("reserved ID", &|c| c[0x60] = 0x7e).contains("reserved capability ID"));
+    assert!(bad("version 0", &|c| c[0x72] &= 0xf0).contains("version 0"));
+    assert!(bad("version 7", &|c| c[0x72] = (c[0x72] & 0xf0) | 7).contains("version 7"));
+    assert!(bad("reserved type", &|c| c[0x72] = (c[0x72] & 0x0f) | 0xb0).contains("reserved"));
+    assert!(bad("header type", &|c| c[0x0e] = 0x7f).contains("header type"));
+    let past = bad("past 256", &|c| {
+        c[0x61] = 0xf0;
+        c[0xf0] = 0x10;
+        c[0xf2] = 0x02;
+    });
+    assert!(past.contains("past the 256-byte"), "{past}");
+    // The unchanged bytes still decode.
+    assert!(matches!(decode_config(&good), ConfigView::Express { .. }));
+}
+
+#[test]
+fn random_gpu_config_never_yields_a_refusal() {
+    // Thousands of random config spaces on an AMD GPU: the kernel rule may say "malformed",
+    // "unreadable" or (for a well-formed endpoint by chance) "passes", never a refusal or a break
+    // that a verdict could rest on; and decoding never panics.
+    use rcclfix::doctor::pci::{atomic_ops_to_root, decode_config, Bdf, PathResult, PciDevice};
+    for seed in 0..5000u64 {
+        let bytes = garbage(seed, if seed % 2 == 0 { 4096 } else { 256 });
+        let d = PciDevice {
+            bdf: Bdf::parse("0000:03:00.0").unwrap(),
+            vendor: 0x1002,
+            device: 0x744c,
+            class: 0x030000,
+            multifunction_header: false,
+            is_virtfn: false,
+            config_len: bytes.len(),
+            config: decode_config(&bytes),
+            dir: PathBuf::new(),
+        };
+        let r = atomic_ops_to_root(&d, &[]);
+        assert!(
+            !matches!(
+                r,
+                PathResult::DeviceRefused { .. } | PathResult::Breaks { .. }
+            ),
+            "seed {seed}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn missing_sysfs_or_proc_is_an_error_not_no_gpu() {
+    let t = Tree::new();
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let missing = t.path().join("no-such-sys");
+    let file = t.dmesg("");
+    for (sys, proc, flag, p) in [
+        (missing.clone(), t.proc(), "--sysfs", missing.as_path()),
+        (t.sys(), missing.clone(), "--proc", missing.as_path()),
+        (file.clone(), t.proc(), "--sysfs", file.as_path()),
+    ] {
+        let mut c = Command::new(bin);
+        c.args(["doctor", "--no-hip", "--no-library", "--dmesg"])
+            .arg(&file)
+            .arg("--sysfs")
+            .arg(&sys)
+            .arg("--proc")
+            .arg(&proc);
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {}: {err}", p.display());
+        assert!(
+            o.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("{flag} {}", p.display())), "{err}");
+    }
+    // An existing root without AMD GPUs still says so cleanly.
+    let o = doctor(&t, Some(&file), &[]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
+}
+
+#[test]
+fn capture_without_amd_gpu_reads_back() {
+    // A machine with only an Intel GPU: the capture holds no PCI device, yet reads back.
+    let t = Tree::new();
+    t.chain(&[dev(
+        "02:00.0",
+        0x8086,
+        0x56a0,
+        0x030000,
+        Kind::Endpoint,
+        0,
+        0,
+    )]);
+    let d = t.dmesg("[    1.0] i915 0000:02:00.0: [drm] GuC firmware loaded\n");
+    let tar_path = t.path().join("snap.tar");
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let st = Command::new(bin)
+        .args(["doctor", "--sysfs"])
+        .arg(t.sys())
+        .arg("--proc")
+        .arg(t.proc())
+        .arg("--dmesg")
+        .arg(&d)
+        .arg("--capture")
+        .arg(&tar_path)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let mut ar = tar::Archive::new(std::fs::File::open(&tar_path).unwrap());
+    let names: Vec<String> = ar
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.trim_end_matches('/') == "sys"),
+        "{names:?}"
+    );
+    let o = run_doctor(&[
+        "doctor".into(),
+        "--snapshot".into(),
+        tar_path.display().to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
+    // An older capture without the sys/ entry (only the manifest) is accepted too.
+    let old = t.path().join("old-snap");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(
+        old.join("rcclfix-snapshot.json"),
+        r#"{"kind":"rcclfix-doctor-snapshot"}"#,
+    )
+    .unwrap();
+    let o = run_doctor(&[
+        "doctor".into(),
+        "--snapshot".into(),
+        old.display().to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.text);
+    assert_eq!(o.json["headline"], "not affected: no AMD GPU found");
+}
+
+#[test]
+fn garbage_snapshot_error_is_short_and_printable() {
+    let t = Tree::new();
+    let bin = env!("CARGO_BIN_EXE_rcclfix");
+    let random = t.path().join("random.bin");
+    std::fs::write(&random, garbage(7, 3000)).unwrap();
+    // A tar-looking header (ustar magic) over random bytes: the archive reader's own error quotes
+    // raw header bytes.
+    let fake = t.path().join("fake.tar");
+    let mut b = garbage(8, 2048);
+    b[257..263].copy_from_slice(b"ustar\0");
+    std::fs::write(&fake, &b).unwrap();
+    for f in [&random, &fake] {
+        let o = Command::new(bin)
+            .args(["doctor", "--snapshot"])
+            .arg(f)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", f.display());
+        assert!(o.stdout.is_empty());
+        let err = &o.stderr;
+        assert!(
+            err.iter().all(|&c| c == b'\n' || (0x20..0x7f).contains(&c)),
+            "{}: non-printable bytes in the error: {:?}",
+            f.display(),
+            String::from_utf8_lossy(err)
+        );
+        let err = String::from_utf8_lossy(err);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.len() < 400, "{err}");
+        assert!(err.contains(&f.display().to_string()), "{err}");
+    }
+}
