@@ -316,19 +316,11 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     );
 
     let mtime = source_date_epoch()?;
-    fs_err::create_dir_all(&opts.out_dir)?;
-    let mut staged: Vec<(tempfile::NamedTempFile, PathBuf)> = Vec::new();
+    // A folder created here is removed again when the run fails or is interrupted before writing.
+    let out_dir = crate::fsutil::OutDir::create(&opts.out_dir)?;
+    let mut staged: Vec<(crate::fsutil::TempFile, PathBuf)> = Vec::new();
     for f in formats {
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".rcclfix-")
-            .suffix(".tmp")
-            .tempfile_in(&opts.out_dir)
-            .with_context(|| {
-                format!(
-                    "cannot create a temporary file in {}",
-                    opts.out_dir.display()
-                )
-            })?;
+        let mut tmp = crate::fsutil::TempFile::new_in(out_dir.path())?;
         let name = match f {
             Format::Deb => {
                 let spec = deb_spec(&build, &info, opts, mtime)?;
@@ -347,18 +339,14 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
                 spec.file_name()
             }
         };
-        tmp.as_file().sync_all().ok();
         staged.push((tmp, opts.out_dir.join(name)));
     }
     let mut written = Vec::new();
     for (tmp, dest) in staged {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))?;
-        tmp.persist(&dest)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot rename into {}", dest.display()))?;
+        tmp.persist(&dest, 0o644)?;
         written.push(dest);
     }
+    drop(out_dir);
     Ok(written)
 }
 

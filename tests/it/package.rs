@@ -469,6 +469,28 @@ fn bad_build_folders_are_one_clear_error() {
 }
 
 #[test]
+fn interrupted_package_leaves_no_temp_file_and_no_new_folder() {
+    let f = fixtures();
+    let (_t, dir) = build_folder(&f.ours);
+    let top = dir.parent().unwrap().join("pkgs");
+    let out = top.join("new");
+    let st = crate::fsutil::interrupt_when_temp_appears(
+        rcclfix(&["package", "--from"])
+            .arg(&dir)
+            .arg("--out-dir")
+            .arg(&out)
+            .args(["--format", "deb"]),
+        &out,
+        "INT",
+    );
+    assert_eq!(st.code(), Some(130));
+    assert!(
+        !top.exists(),
+        "the output folders this run created are removed"
+    );
+}
+
+#[test]
 fn declaring_build_is_refused() {
     let f = fixtures();
     let (_t, dir) = build_folder(&f.ours);
