@@ -150,6 +150,36 @@ impl TempFile {
     }
 }
 
+/// A scratch folder (not an output), registered for interrupt cleanup and deleted with its
+/// contents on drop. For clone caches, image-import tarballs and extracted snapshots.
+#[derive(Debug)]
+pub struct TempDir {
+    inner: tempfile::TempDir,
+    _reg: Registration,
+}
+
+impl TempDir {
+    /// Create `<dir>/<prefix>XXXXXX`. Errors: `dir` does not exist or is not writable.
+    pub fn new_in(dir: &Path, prefix: &str) -> anyhow::Result<Self> {
+        let inner = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(dir)
+            .with_context(|| format!("cannot create a temporary folder in {}", dir.display()))?;
+        let reg = Registration::new(Kind::Dir, inner.path());
+        Ok(TempDir { inner, _reg: reg })
+    }
+
+    /// Create `<system temp dir>/<prefix>XXXXXX` (`$TMPDIR`, else `/tmp`).
+    pub fn new(prefix: &str) -> anyhow::Result<Self> {
+        Self::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        self.inner.path()
+    }
+}
+
 /// An output folder, created with its missing parents; the folders this created are registered
 /// for interrupt cleanup and removed on drop when they are still empty (a failed run that wrote
 /// nothing leaves no new empty folder). Folders that already existed are never touched.

@@ -122,3 +122,13 @@ fn interrupted_patch_leaves_nothing() {
         assert!(left.is_empty(), "SIG{signal} left {left:?}");
     }
 }
+
+#[test]
+fn scratch_temp_dir_is_removed_on_drop() {
+    let d = tempfile::tempdir().unwrap();
+    let t = rcclfix::fsutil::TempDir::new_in(d.path(), ".rcclfix-clone-").unwrap();
+    std::fs::write(t.path().join("repo.git"), b"x").unwrap();
+    assert!(t.path().starts_with(d.path()));
+    drop(t);
+    assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+}
