@@ -1,11 +1,238 @@
 //! Atomic output: every file rcclfix writes is written to a temporary sibling and renamed into place,
 //! and every output folder is assembled in a temporary sibling folder and renamed at the end, so an
 //! interrupted or failed run leaves nothing half-written.
+//!
+//! Interrupts: every temporary file ([`TempFile`]), temporary folder ([`AtomicDir`]) and output
+//! folder a run created itself ([`OutDir`]) is entered in one process-wide registry while it is in
+//! flight and leaves it on persist, commit or drop. [`install_interrupt_handler`] (called once by
+//! `main`) removes every registered path on SIGINT, SIGTERM or SIGHUP and exits with 130.
+//!
+//! **Invariant:** no code outside this module creates a temporary file or folder in an output
+//! location with `tempfile` directly.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use anyhow::Context;
+
+/// Exit status after an interrupt (128 + SIGINT), as shells report it.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// What the interrupt handler does with a registered path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// A temporary file: removed.
+    File,
+    /// A temporary folder: removed with its contents.
+    Dir,
+    /// An output folder this run created: removed only when empty.
+    EmptyDir,
+}
+
+static IN_FLIGHT: Mutex<BTreeMap<u64, (Kind, PathBuf)>> = Mutex::new(BTreeMap::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A registry entry; unregisters itself on drop.
+#[derive(Debug)]
+struct Registration(u64);
+
+impl Registration {
+    fn new(kind: Kind, path: &Path) -> Self {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let mut m = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(id, (kind, path.to_owned()));
+        Registration(id)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut m = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+        m.remove(&self.0);
+    }
+}
+
+/// Remove every in-flight temporary path: files first, then temporary folders, then output folders
+/// this run created that are still empty (newest first, so nested ones go before their parents).
+/// Returns how many paths were removed. Called by the interrupt handler; safe to call any time.
+pub fn remove_in_flight() -> usize {
+    let m = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut entries: Vec<(Kind, u64, &PathBuf)> =
+        m.iter().map(|(id, (k, p))| (*k, *id, p)).collect();
+    // Kind order File < Dir < EmptyDir; within EmptyDir the newest (deepest) first.
+    entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut n = 0;
+    for (kind, _, p) in entries {
+        let ok = match kind {
+            Kind::File => std::fs::remove_file(p).is_ok(),
+            Kind::Dir => std::fs::remove_dir_all(p).is_ok(),
+            Kind::EmptyDir => std::fs::remove_dir(p).is_ok(),
+        };
+        n += ok as usize;
+    }
+    n
+}
+
+/// Install the SIGINT/SIGTERM/SIGHUP handler: remove every in-flight path
+/// ([`remove_in_flight`]) and exit with [`EXIT_INTERRUPTED`]. Call once, from `main`.
+///
+/// Errors: a handler is already installed.
+pub fn install_interrupt_handler() -> anyhow::Result<()> {
+    ctrlc::set_handler(|| {
+        remove_in_flight();
+        eprintln!("rcclfix: interrupted; removed partial output");
+        std::process::exit(EXIT_INTERRUPTED);
+    })
+    .context("cannot install the interrupt handler")
+}
+
+/// Test hook: `RCCLFIX_TEST_PAUSE_MS=<n>` sleeps n ms after a temporary file has been written,
+/// before it is renamed into place, so tests can interrupt a run at that point.
+fn test_pause() {
+    if let Some(ms) = std::env::var("RCCLFIX_TEST_PAUSE_MS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// A temporary file next to its destination (hidden name `.rcclfix-*.tmp`, registered for
+/// interrupt cleanup). [`TempFile::persist`] renames it into place; dropping it deletes it.
+#[derive(Debug)]
+pub struct TempFile {
+    inner: tempfile::NamedTempFile,
+    _reg: Registration,
+}
+
+impl TempFile {
+    /// Create a temporary file in `dir`. Errors: `dir` does not exist or is not writable.
+    pub fn new_in(dir: &Path) -> anyhow::Result<Self> {
+        let inner = tempfile::Builder::new()
+            .prefix(".rcclfix-")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        let reg = Registration::new(Kind::File, inner.path());
+        Ok(TempFile { inner, _reg: reg })
+    }
+
+    /// The temporary path.
+    pub fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    /// The open file.
+    pub fn as_file(&self) -> &std::fs::File {
+        self.inner.as_file()
+    }
+
+    /// The open file, writable.
+    pub fn as_file_mut(&mut self) -> &mut std::fs::File {
+        self.inner.as_file_mut()
+    }
+
+    /// fsync, set `mode`, and rename into `dest` (same filesystem). Errors: the rename fails.
+    pub fn persist(self, dest: &Path, mode: u32) -> anyhow::Result<()> {
+        test_pause();
+        fs_err::set_permissions(self.inner.path(), std::fs::Permissions::from_mode(mode))?;
+        self.inner.as_file().sync_all().ok();
+        let TempFile { inner, _reg } = self;
+        inner
+            .persist(dest)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot rename into {}", dest.display()))?;
+        drop(_reg);
+        Ok(())
+    }
+}
+
+/// A scratch folder (not an output), registered for interrupt cleanup and deleted with its
+/// contents on drop. For clone caches, image-import tarballs and extracted snapshots.
+#[derive(Debug)]
+pub struct TempDir {
+    inner: tempfile::TempDir,
+    _reg: Registration,
+}
+
+impl TempDir {
+    /// Create `<dir>/<prefix>XXXXXX`. Errors: `dir` does not exist or is not writable.
+    pub fn new_in(dir: &Path, prefix: &str) -> anyhow::Result<Self> {
+        let inner = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(dir)
+            .with_context(|| format!("cannot create a temporary folder in {}", dir.display()))?;
+        let reg = Registration::new(Kind::Dir, inner.path());
+        Ok(TempDir { inner, _reg: reg })
+    }
+
+    /// Create `<system temp dir>/<prefix>XXXXXX` (`$TMPDIR`, else `/tmp`).
+    pub fn new(prefix: &str) -> anyhow::Result<Self> {
+        Self::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        self.inner.path()
+    }
+}
+
+/// An output folder, created with its missing parents; the folders this created are registered
+/// for interrupt cleanup and removed on drop when they are still empty (a failed run that wrote
+/// nothing leaves no new empty folder). Folders that already existed are never touched.
+#[derive(Debug)]
+pub struct OutDir {
+    path: PathBuf,
+    created: Vec<(PathBuf, Registration)>,
+}
+
+impl OutDir {
+    /// Create `dir` and its missing parents. Errors: a component cannot be created.
+    pub fn create(dir: &Path) -> anyhow::Result<Self> {
+        let mut missing = Vec::new();
+        let mut cur = Some(dir);
+        while let Some(d) = cur {
+            if d.as_os_str().is_empty() || d.exists() {
+                break;
+            }
+            missing.push(d.to_owned());
+            cur = d.parent();
+        }
+        let mut created = Vec::new();
+        for d in missing.into_iter().rev() {
+            match std::fs::create_dir(&d) {
+                Ok(()) => {
+                    let reg = Registration::new(Kind::EmptyDir, &d);
+                    created.push((d, reg));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", d.display()));
+                }
+            }
+        }
+        Ok(OutDir {
+            path: dir.to_owned(),
+            created,
+        })
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        for (d, _) in self.created.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
 
 /// Write `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
 ///
@@ -13,24 +240,16 @@ use anyhow::Context;
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     let dir = parent_dir(path);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".rcclfix-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
+    let mut tmp = TempFile::new_in(dir)?;
+    tmp.as_file_mut()
+        .write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
     // tempfile creates 0600; outputs are ordinary files (0644), unless the file already exists,
     // whose mode is kept.
     let mode = fs_err::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644);
-    fs_err::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
-    tmp.as_file().sync_all().ok();
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot rename into {}", path.display()))?;
-    Ok(())
+    tmp.persist(path, mode)
 }
 
 /// A folder being assembled next to its final path; [`AtomicDir::commit`] renames it into place,
@@ -39,21 +258,30 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 pub struct AtomicDir {
     tmp: Option<tempfile::TempDir>,
     dest: PathBuf,
+    reg: Option<Registration>,
+    _parent: OutDir,
 }
 
 impl AtomicDir {
     /// Start assembling `dest`. The parent folder is created if needed; `dest` itself must not be
     /// written to until commit.
     pub fn new(dest: &Path) -> anyhow::Result<Self> {
-        let parent = parent_dir(dest);
-        fs_err::create_dir_all(parent)?;
+        let parent = OutDir::create(parent_dir(dest))?;
         let tmp = tempfile::Builder::new()
             .prefix(".rcclfix-partial-")
-            .tempdir_in(parent)
-            .with_context(|| format!("cannot create a temporary folder in {}", parent.display()))?;
+            .tempdir_in(parent.path())
+            .with_context(|| {
+                format!(
+                    "cannot create a temporary folder in {}",
+                    parent.path().display()
+                )
+            })?;
+        let reg = Registration::new(Kind::Dir, tmp.path());
         Ok(AtomicDir {
             tmp: Some(tmp),
             dest: dest.to_owned(),
+            reg: Some(reg),
+            _parent: parent,
         })
     }
 
@@ -70,6 +298,7 @@ impl AtomicDir {
     /// Rename the folder into place, replacing an older folder at `dest` (moved aside first, then
     /// deleted). Returns the final path.
     pub fn commit(mut self) -> anyhow::Result<PathBuf> {
+        test_pause();
         let tmp = self.tmp.take().expect("not committed").keep();
         // tempfile creates 0700; an output folder is an ordinary folder (0755).
         fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
@@ -83,6 +312,7 @@ impl AtomicDir {
         } else {
             fs_err::rename(&tmp, &self.dest)?;
         }
+        self.reg.take();
         Ok(self.dest.clone())
     }
 }

@@ -11,6 +11,11 @@ fn main() -> ExitCode {
     rcclfix::ui::exit_quietly_on_broken_stdout();
     let cli = rcclfix::cli::Cli::parse();
     rcclfix::ui::init_logging(cli.verbose, cli.quiet);
+    // An interrupt removes every in-flight temporary file and folder, then exits 130.
+    if let Err(err) = rcclfix::fsutil::install_interrupt_handler() {
+        rcclfix::ui::print_error(&err);
+        return ExitCode::from(rcclfix::EXIT_ERROR);
+    }
     match rcclfix::cli::run(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -206,14 +206,17 @@ impl BuildFolder {
             anyhow::bail!("{}: not a folder\nhelp: --from takes a build folder, e.g. out/rccl-2.13.4-gfx1100/", dir.display());
         }
         let mpath = dir.join("manifest.json");
+        if mpath.is_dir() {
+            anyhow::bail!("{}: is a directory, not a manifest file", mpath.display());
+        }
         if !mpath.is_file() {
             anyhow::bail!(
                 "{}: missing\nhelp: --from takes the folder `rcclfix build` wrote",
                 mpath.display()
             );
         }
-        let manifest = Manifest::load(&mpath)?;
         let manifest_json = fs_err::read(&mpath)?;
+        let manifest = read_manifest(&mpath, &manifest_json)?;
         let spath = dir.join("scan.json");
         let scan_json =
             fs_err::read(&spath).context("the build folder needs the scanner's report")?;
@@ -316,19 +319,11 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     );
 
     let mtime = source_date_epoch()?;
-    fs_err::create_dir_all(&opts.out_dir)?;
-    let mut staged: Vec<(tempfile::NamedTempFile, PathBuf)> = Vec::new();
+    // A folder created here is removed again when the run fails or is interrupted before writing.
+    let out_dir = crate::fsutil::OutDir::create(&opts.out_dir)?;
+    let mut staged: Vec<(crate::fsutil::TempFile, PathBuf)> = Vec::new();
     for f in formats {
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".rcclfix-")
-            .suffix(".tmp")
-            .tempfile_in(&opts.out_dir)
-            .with_context(|| {
-                format!(
-                    "cannot create a temporary file in {}",
-                    opts.out_dir.display()
-                )
-            })?;
+        let mut tmp = crate::fsutil::TempFile::new_in(out_dir.path())?;
         let name = match f {
             Format::Deb => {
                 let spec = deb_spec(&build, &info, opts, mtime)?;
@@ -347,19 +342,74 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
                 spec.file_name()
             }
         };
-        tmp.as_file().sync_all().ok();
         staged.push((tmp, opts.out_dir.join(name)));
     }
     let mut written = Vec::new();
     for (tmp, dest) in staged {
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))?;
-        tmp.persist(&dest)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot rename into {}", dest.display()))?;
+        tmp.persist(&dest, 0o644)?;
         written.push(dest);
     }
+    drop(out_dir);
     Ok(written)
+}
+
+/// Parse `manifest.json` (bytes `json`, read from `path`): its `schema_version` must be
+/// [`crate::manifest::MANIFEST_SCHEMA_VERSION`] (checked before the typed parse, so a newer
+/// manifest is named as such rather than as malformed). Fields this rcclfix does not know are
+/// accepted with one warning naming them (a newer rcclfix of the same schema version may add
+/// optional fields); they are still embedded verbatim in the packages.
+///
+/// Errors: not JSON, an unsupported `schema_version`, or a shape that does not parse as
+/// [`Manifest`]; each names the file.
+pub fn read_manifest(path: &Path, json: &[u8]) -> anyhow::Result<Manifest> {
+    let invalid = || format!("{}: not a valid rcclfix manifest", path.display());
+    let v: serde_json::Value = serde_json::from_slice(json).with_context(invalid)?;
+    let want = crate::manifest::MANIFEST_SCHEMA_VERSION;
+    match v.get("schema_version").and_then(serde_json::Value::as_u64) {
+        Some(n) if n == u64::from(want) => {}
+        Some(n) => anyhow::bail!(
+            "{}: manifest schema version {n} is not supported (this rcclfix reads {want})",
+            path.display()
+        ),
+        None => anyhow::bail!(
+            "{}: no schema_version (this rcclfix reads manifest schema version {want})",
+            path.display()
+        ),
+    }
+    let m: Manifest = serde_json::from_value(v.clone()).with_context(invalid)?;
+    let known = serde_json::to_value(&m)?;
+    let mut unknown = Vec::new();
+    unknown_fields(&v, &known, "", &mut unknown);
+    if !unknown.is_empty() {
+        crate::ui::warn(format!(
+            "{}: ignoring field(s) this rcclfix does not know: {}",
+            path.display(),
+            unknown.join(", ")
+        ));
+    }
+    Ok(m)
+}
+
+/// Keys of `got` (recursively through objects) that `known` lacks, as dotted paths.
+fn unknown_fields(
+    got: &serde_json::Value,
+    known: &serde_json::Value,
+    at: &str,
+    out: &mut Vec<String>,
+) {
+    if let (Some(g), Some(k)) = (got.as_object(), known.as_object()) {
+        for (key, gv) in g {
+            let path = if at.is_empty() {
+                key.clone()
+            } else {
+                format!("{at}.{key}")
+            };
+            match k.get(key) {
+                Some(kv) => unknown_fields(gv, kv, &path, out),
+                None => out.push(path),
+            }
+        }
+    }
 }
 
 /// `SOURCE_DATE_EPOCH` (reproducible-builds.org), else a fixed date (2024-01-01T00:00:00Z), so

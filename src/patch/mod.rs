@@ -60,8 +60,11 @@ pub struct PatchRecord {
     pub output: String,
     /// sha256 of the input, lowercase hex.
     pub input_sha256: String,
-    /// sha256 of the output, lowercase hex.
+    /// sha256 of the output, lowercase hex (empty when nothing was written).
     pub output_sha256: String,
+    /// Whether a file was written: false when no requested code object declares
+    /// `hidden_hostcall_buffer` (then `patch` writes no copy; in place, the file is left as it was).
+    pub written: bool,
     /// Size of both files in bytes (the patch never changes it).
     pub size: u64,
     /// How the input was read: `host-elf`, `code-object`, `bundle`, `ccob`.
@@ -90,6 +93,39 @@ pub struct PatchRefused {
     pub location: String,
     /// What and why.
     pub refusal: Refusal,
+}
+
+/// `--target` names no code object in the input. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[error("no code object for {} in {file} (targets present: {})", requested.join(","), if present.is_empty() { "none".to_string() } else { present.join(", ") })]
+pub struct NoCodeObject {
+    /// The input file.
+    pub file: String,
+    /// The targets asked for.
+    pub requested: Vec<String>,
+    /// The gfx targets the input holds (from the skipped entries).
+    pub present: Vec<String>,
+}
+
+/// The gfx processor names (`gfx1100`, `gfx11-generic`, with a `:xnack-` feature suffix cut off)
+/// found in bundle entry IDs and skipped-entry descriptions, sorted and deduplicated.
+fn gfx_names(items: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in items {
+        let mut rest = s.as_str();
+        while let Some(i) = rest.find("gfx") {
+            let tail = &rest[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .unwrap_or(tail.len());
+            let name = tail[..end].trim_end_matches('-');
+            out.push(name.to_string());
+            rest = &tail[end..];
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn fmt_kernels(k: &[String]) -> String {
@@ -130,6 +166,7 @@ pub fn patch_bytes(
         output: String::new(),
         input_sha256: String::new(),
         output_sha256: String::new(),
+        written: false,
         size: data.len() as u64,
         kind: w.kind,
         targets: opts.targets.clone(),
@@ -143,10 +180,13 @@ pub fn patch_bytes(
 }
 
 /// Patch the library at `input` and write the result to `output` atomically (temp + rename),
-/// with the input's permission bits. Nothing is written when the patch is refused or fails.
+/// with the input's permission bits. Nothing is written when the patch is refused or fails, and
+/// nothing when no requested code object declares `hidden_hostcall_buffer` (the record says
+/// `written: false`; no byte-identical copy is made).
 /// `output` may not be `input` (see [`patch_in_place`]).
 ///
-/// Errors: the input cannot be read, the output cannot be written, or [`PatchRefused`] (find it
+/// Errors: the input cannot be read ("cannot read FILE: <os error>"), the output cannot be
+/// written, [`NoCodeObject`] (`--target` matches no code object), or [`PatchRefused`] (find it
 /// with `err.downcast_ref::<PatchRefused>()`).
 pub fn patch_file(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Result<PatchRecord> {
     let parent = match output.parent() {
@@ -172,9 +212,33 @@ pub fn patch_in_place(path: &Path, opts: &PatchOptions) -> anyhow::Result<PatchR
 }
 
 fn write_patched(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Result<PatchRecord> {
-    let perms = fs_err::metadata(input)?.permissions();
-    let data = fs_err::read(input)?;
+    let cannot_read = |e: std::io::Error| anyhow::anyhow!("cannot read {}: {e}", input.display());
+    let meta = std::fs::metadata(input).map_err(cannot_read)?;
+    if meta.is_dir() {
+        anyhow::bail!("cannot read {}: is a directory", input.display());
+    }
+    let perms = meta.permissions();
+    let data = std::fs::read(input).map_err(cannot_read)?;
     let (bytes, mut rec) = patch_bytes(&input.display().to_string(), &data, opts)?;
+    if !opts.targets.is_empty() && rec.images.is_empty() && rec.clean.is_empty() {
+        return Err(NoCodeObject {
+            file: input.display().to_string(),
+            requested: opts.targets.clone(),
+            present: gfx_names(&rec.skipped),
+        }
+        .into());
+    }
+    use sha2::Digest;
+    rec.input = input.display().to_string();
+    rec.output = output.display().to_string();
+    rec.input_sha256 = hex::encode(sha2::Sha256::digest(&data));
+    if rec.images.is_empty() {
+        // Nothing to rewrite: no copy is written; in place, the file is the (unchanged) output.
+        if input == output {
+            rec.output_sha256 = rec.input_sha256.clone();
+        }
+        return Ok(rec);
+    }
     // Re-check a changed result before writing it: the patched images must now read as clean.
     if !rec.images.is_empty() {
         let (_, again) = patch_bytes(&output.display().to_string(), &bytes, opts)
@@ -186,11 +250,8 @@ fn write_patched(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Re
     crate::fsutil::atomic_write(output, &bytes)
         .with_context(|| format!("writing {}", output.display()))?;
     fs_err::set_permissions(output, perms)?;
-    use sha2::Digest;
-    rec.input = input.display().to_string();
-    rec.output = output.display().to_string();
-    rec.input_sha256 = hex::encode(sha2::Sha256::digest(&data));
     rec.output_sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+    rec.written = true;
     Ok(rec)
 }
 
@@ -235,7 +296,7 @@ pub fn explain(rec: &PatchRecord) -> String {
     if rec.images.is_empty() {
         let _ = writeln!(
             s,
-            "no requested code object declares hidden_hostcall_buffer; the output is a copy"
+            "no requested code object declares hidden_hostcall_buffer; nothing was written"
         );
     }
     let _ = writeln!(s, "unverified: {}", rec.unverified);
@@ -262,8 +323,10 @@ pub struct PatchArgs {
 }
 
 impl PatchArgs {
-    /// Run the patch. Exit codes: 0 patched (or nothing to patch), 1 refused because hostcall code
-    /// is present, 2 refused because the proof is incomplete, or any other error.
+    /// Run the patch. Exit codes: 0 patched, or nothing to patch (then nothing is written and
+    /// stderr says "nothing to patch"), 1 refused because hostcall code is present, 2 refused
+    /// because the proof is incomplete, `--target` names no code object in the input, or any other
+    /// error.
     pub fn run(self) -> anyhow::Result<ExitCode> {
         let opts = PatchOptions {
             targets: self.target.clone(),
@@ -276,6 +339,7 @@ impl PatchArgs {
                         crate::EXIT_CHECK_FAILED
                     }
                     Some(_) => crate::EXIT_ERROR,
+                    None if err.downcast_ref::<NoCodeObject>().is_some() => crate::EXIT_ERROR,
                     None => return Err(err),
                 };
                 crate::ui::print_error(&err);
@@ -284,6 +348,22 @@ impl PatchArgs {
             }
         };
         let n: usize = rec.images.iter().map(|i| i.kernels.len()).sum();
+        if !rec.written {
+            let mut targets: Vec<String> = rec.clean.iter().map(|c| c.processor.clone()).collect();
+            targets.sort();
+            targets.dedup();
+            eprintln!(
+                "nothing to patch: no kernel of {} declares hidden_hostcall_buffer; {} was not written",
+                if targets.is_empty() { "the input".to_string() } else { targets.join(", ") },
+                self.out.display()
+            );
+            if self.json {
+                println!("{}", serde_json::to_string_pretty(&rec)?);
+            } else if self.explain {
+                print!("{}", explain(&rec));
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         crate::ui::status(
             "Patched",
             format!(

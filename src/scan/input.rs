@@ -18,7 +18,10 @@ use super::Settings;
 
 /// Deepest archive nesting followed (a .deb holds a data.tar.xz holding files: depth 2).
 pub const MAX_DEPTH: u32 = 4;
-/// Largest archive member read into memory (4 GiB; the largest ROCm libraries are about 1.2 GB).
+/// Largest archive member read into memory (4 GiB; the largest real device-code library, a ROCm
+/// library, is about 1.3 GB). A member whose header claims more is reported as unknown, naming
+/// the member and its header offset; memory is never reserved by a header's claim
+/// ([`MAX_RESERVE`]), and a member whose real bytes differ from its claimed size is unknown too.
 pub const MAX_MEMBER: u64 = 4 << 30;
 /// Memory reserved up front for a member, whatever size its header claims; the buffer grows only
 /// as real bytes arrive, so a lying header cannot make the scanner reserve more (256 MiB).
@@ -473,24 +476,43 @@ fn scan_zip(
         if sniff(&head[..n]).is_none() {
             continue;
         }
-        let mut body = Vec::with_capacity(m.size().min(MAX_RESERVE) as usize);
-        body.extend_from_slice(&head[..n]);
-        if m.size() > MAX_MEMBER {
+        let at = m.header_start();
+        let claimed = m.size();
+        if claimed > MAX_MEMBER {
             files.push(io_unreadable(
                 &mname,
                 "unsupported",
                 format!(
-                    "member of {} bytes is larger than the {MAX_MEMBER}-byte limit",
-                    m.size()
+                    "zip member at byte {at} claims {claimed} bytes, more than the {MAX_MEMBER}-byte limit"
                 ),
             ));
             continue;
         }
-        if let Err(e) = (&mut m).take(MAX_MEMBER).read_to_end(&mut body) {
+        let mut body = Vec::with_capacity(claimed.min(MAX_RESERVE) as usize);
+        body.extend_from_slice(&head[..n]);
+        // One byte past the claim, so a member longer than its header says is seen.
+        let rest = claimed.saturating_sub(n as u64) + 1;
+        if let Err(e) = (&mut m).take(rest).read_to_end(&mut body) {
             files.push(io_unreadable(
                 &mname,
                 "decompress",
-                format!("cannot inflate: {e}"),
+                format!("zip member at byte {at}: cannot inflate: {e}"),
+            ));
+            continue;
+        }
+        if body.len() as u64 != claimed {
+            files.push(io_unreadable(
+                &mname,
+                "truncated",
+                format!(
+                    "zip member at byte {at} claims {claimed} bytes but holds {}{}",
+                    if body.len() as u64 > claimed {
+                        "more than "
+                    } else {
+                        ""
+                    },
+                    body.len().min(claimed as usize)
+                ),
             ));
             continue;
         }
@@ -597,7 +619,10 @@ fn scan_tar(
             files.push(io_unreadable(
                 &mname,
                 "unsupported",
-                format!("member of {size} bytes is larger than the {MAX_MEMBER}-byte limit"),
+                format!(
+                    "tar member at byte {} claims {size} bytes, more than the {MAX_MEMBER}-byte limit",
+                    entry.raw_header_position()
+                ),
             ));
             continue;
         }

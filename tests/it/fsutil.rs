@@ -40,10 +40,9 @@ fn atomic_dir_appears_only_on_commit_and_vanishes_when_dropped() {
         assert!(!dest.exists());
     }
     assert!(!dest.exists());
-    assert_eq!(
-        std::fs::read_dir(d.path().join("out")).unwrap().count(),
-        0,
-        "dropped folder removed"
+    assert!(
+        !d.path().join("out").exists(),
+        "dropped folder removed, and the parent it created while still empty"
     );
     let dir = AtomicDir::new(&dest).unwrap();
     std::fs::write(dir.path().join("build.log"), "whole").unwrap();
@@ -54,4 +53,82 @@ fn atomic_dir_appears_only_on_commit_and_vanishes_when_dropped() {
         "whole"
     );
     assert_eq!(mode(&dest), 0o755);
+}
+
+/// Start `cmd` paused (test hook `RCCLFIX_TEST_PAUSE_MS`) after its temporary output exists, wait
+/// until a `.rcclfix-*` entry appears under `watch`, send `signal`, and return the exit status.
+pub fn interrupt_when_temp_appears(
+    cmd: &mut std::process::Command,
+    watch: &std::path::Path,
+    signal: &str,
+) -> std::process::ExitStatus {
+    let mut child = cmd
+        .env("RCCLFIX_TEST_PAUSE_MS", "60000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let has_temp = || {
+        std::fs::read_dir(watch).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(".rcclfix-"))
+        })
+    };
+    let start = std::time::Instant::now();
+    while !has_temp() {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("exited before writing a temporary file: {st}: {err}");
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no temporary file appeared in {}",
+            watch.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let k = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let st = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("interrupted; removed partial output"), "{err}");
+    st
+}
+
+#[test]
+fn interrupted_patch_leaves_nothing() {
+    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/patch/libdispatch-plain.so");
+    for signal in ["INT", "TERM"] {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("r.so");
+        let st = interrupt_when_temp_appears(
+            std::process::Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+                .arg("patch")
+                .arg(&lib)
+                .arg("--out")
+                .arg(&out),
+            d.path(),
+            signal,
+        );
+        assert_eq!(st.code(), Some(130), "SIG{signal}");
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "SIG{signal} left {left:?}");
+    }
+}
+
+#[test]
+fn scratch_temp_dir_is_removed_on_drop() {
+    let d = tempfile::tempdir().unwrap();
+    let t = rcclfix::fsutil::TempDir::new_in(d.path(), ".rcclfix-clone-").unwrap();
+    std::fs::write(t.path().join("repo.git"), b"x").unwrap();
+    assert!(t.path().starts_with(d.path()));
+    drop(t);
+    assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
 }

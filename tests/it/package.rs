@@ -469,6 +469,80 @@ fn bad_build_folders_are_one_clear_error() {
 }
 
 #[test]
+fn manifest_schema_version_dirs_and_unknown_fields() {
+    let f = fixtures();
+    let (_t, dir) = build_folder(&f.ours);
+    let out = dir.parent().unwrap().join("pkgs");
+    let mpath = dir.join("manifest.json");
+    let good = std::fs::read_to_string(&mpath).unwrap();
+    let attempt = || {
+        let o = run(rcclfix(&["package", "--from"])
+            .arg(&dir)
+            .arg("--out-dir")
+            .arg(&out)
+            .args(["--format", "deb"]));
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // A newer schema version: one line naming the file, the version found and the one supported.
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["schema_version"] = 99.into();
+    std::fs::write(&mpath, v.to_string()).unwrap();
+    let (code, stderr) = attempt();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: ")
+            && stderr.contains(
+                "manifest.json: manifest schema version 99 is not supported (this rcclfix reads 1)"
+            ),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing written: {stderr}");
+    // A directory named manifest.json.
+    std::fs::remove_file(&mpath).unwrap();
+    std::fs::create_dir(&mpath).unwrap();
+    let (code, stderr) = attempt();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("manifest.json: is a directory"), "{stderr}");
+    std::fs::remove_dir(&mpath).unwrap();
+    // Unknown fields: accepted with a warning naming them.
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["from_the_future"] = true.into();
+    v["library"]["extra"] = 1.into();
+    std::fs::write(&mpath, v.to_string()).unwrap();
+    let (code, stderr) = attempt();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("does not know: from_the_future, library.extra"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn interrupted_package_leaves_no_temp_file_and_no_new_folder() {
+    let f = fixtures();
+    let (_t, dir) = build_folder(&f.ours);
+    let top = dir.parent().unwrap().join("pkgs");
+    let out = top.join("new");
+    let st = crate::fsutil::interrupt_when_temp_appears(
+        rcclfix(&["package", "--from"])
+            .arg(&dir)
+            .arg("--out-dir")
+            .arg(&out)
+            .args(["--format", "deb"]),
+        &out,
+        "INT",
+    );
+    assert_eq!(st.code(), Some(130));
+    assert!(
+        !top.exists(),
+        "the output folders this run created are removed"
+    );
+}
+
+#[test]
 fn declaring_build_is_refused() {
     let f = fixtures();
     let (_t, dir) = build_folder(&f.ours);

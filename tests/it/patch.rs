@@ -310,31 +310,82 @@ fn host_library_ccob() {
 }
 
 #[test]
-fn already_clean_input_is_copied() {
+fn already_clean_input_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let once = dir.path().join("once.co");
     patch_file(&fixture("dispatch-v6-gfx1100.co"), &once, &opts(&[])).unwrap();
     let twice = dir.path().join("twice.co");
     let rec = patch_file(&once, &twice, &opts(&[])).unwrap();
     assert!(rec.images.is_empty() && rec.changed_ranges.is_empty());
-    assert_eq!(
-        std::fs::read(&once).unwrap(),
-        std::fs::read(&twice).unwrap()
+    assert!(!rec.written && rec.output_sha256.is_empty());
+    assert!(!twice.exists(), "no byte-identical copy is written");
+    // The CLI says so and exits 0.
+    let o = rcclfix_cmd()
+        .args([
+            "patch",
+            once.to_str().unwrap(),
+            "--out",
+            twice.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("nothing to patch: no kernel of gfx1100 declares hidden_hostcall_buffer"),
+        "{stderr}"
     );
+    assert!(!twice.exists());
 }
 
 #[test]
-fn bare_code_object_for_another_target_is_skipped() {
+fn target_with_no_code_object_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     // The stripped object would be refused for gfx1100; for gfx1030 it is not looked at.
-    let rec = patch_file(&fixture("stripped-v6.co"), &out, &opts(&["gfx1030"])).unwrap();
-    assert_eq!(rec.skipped, ["code object (gfx1100)"]);
-    assert!(rec.images.is_empty());
-    assert_eq!(
-        std::fs::read(&out).unwrap(),
-        std::fs::read(fixture("stripped-v6.co")).unwrap()
+    let err = patch_file(&fixture("stripped-v6.co"), &out, &opts(&["gfx1030"])).unwrap_err();
+    let e = err.downcast_ref::<rcclfix::patch::NoCodeObject>().unwrap();
+    assert_eq!(e.present, ["gfx1100"]);
+    assert!(!out.exists());
+    // A typo on the CLI: one line naming the file and the targets present, exit 2.
+    let lib = fixture("libdispatch-plain.so");
+    let o = rcclfix_cmd()
+        .args([
+            "patch",
+            lib.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--target", "gfx110"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let first = stderr.lines().next().unwrap();
+    assert!(
+        first.starts_with("error: no code object for gfx110 in ")
+            && first.contains("libdispatch-plain.so")
+            && first.contains("gfx1030, gfx1100"),
+        "{stderr}"
     );
+    assert!(!out.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn missing_input_says_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = rcclfix_cmd()
+        .args(["patch", "/nonexist", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot read /nonexist: No such file or directory"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
 }
 
 #[test]
@@ -708,10 +759,10 @@ fn slow_bundler_reads_patched_ccob_library() {
 }
 
 /// The Debian `librccl1` 5.4.3 package (`RCCLFIX_TEST_INPUTS`, default `target/test-inputs`): a
-/// real RCCL whose ten code objects declare nothing; `patch` proves nothing is needed and writes a
-/// byte-identical copy.
+/// real RCCL whose ten code objects declare nothing; `patch` proves nothing is needed and writes
+/// nothing.
 #[test]
-fn slow_debian_librccl_is_copied_unchanged() {
+fn slow_debian_librccl_needs_no_patch() {
     if !std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1") {
         return;
     }
@@ -752,7 +803,10 @@ fn slow_debian_librccl_is_copied_unchanged() {
         .clean
         .iter()
         .any(|c| c.processor == "gfx1100" && c.kernels == 4));
-    assert_eq!(rec.input_sha256, rec.output_sha256);
+    assert!(
+        !rec.written && !out.exists(),
+        "nothing to patch: no copy written"
+    );
 }
 
 /// Codegen freshness: `cargo xtask fixtures-patch` with the toolchain rootfs regenerates every

@@ -587,3 +587,67 @@ fn code_object_v2_yaml_note() {
     );
     assert!(!img.kernels[1].declares_hostcall);
 }
+
+/// `rcclfix scan FILE` under a 3 GB address-space limit (`ulimit -v`): returns (exit code, output).
+fn scan_under_memory_limit(p: &Path) -> (Option<i32>, String) {
+    let o = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 3000000 && exec \"$0\" scan \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_rcclfix"))
+        .arg(p)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code(), all)
+}
+
+#[test]
+fn zip_member_lying_about_its_size_is_unknown_not_reserved() {
+    let lib = read("sid/kernels.so");
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let o = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    w.start_file("pkg/lib/librccl.so", o).unwrap();
+    w.write_all(&lib).unwrap();
+    let mut d = w.finish().unwrap().into_inner();
+    // Central and local headers both claim 4 GiB - 2 uncompressed bytes.
+    let c = find(&d, b"PK\x01\x02");
+    d[c + 24..c + 28].copy_from_slice(&0xFFFF_FFFEu32.to_le_bytes());
+    let l = find(&d, b"PK\x03\x04");
+    d[l + 22..l + 26].copy_from_slice(&0xFFFF_FFFEu32.to_le_bytes());
+    let (_t, p) = tmp("liar.whl", &d);
+    let (code, out) = scan_under_memory_limit(&p);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("liar.whl!pkg/lib/librccl.so")
+            && out.contains("zip member at byte 0 claims 4294967294 bytes but holds"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tar_member_claiming_15_gib_is_unknown_not_reserved() {
+    let lib = read("sid/kernels.so");
+    let mut h = tar::Header::new_gnu();
+    h.set_path("usr/lib/big.so").unwrap();
+    h.set_size(15 << 30);
+    h.set_mode(0o644);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.set_cksum();
+    let mut d = h.as_bytes().to_vec();
+    d.extend_from_slice(&lib);
+    d.resize(d.len().div_ceil(512) * 512 + 1024, 0);
+    let (_t, p) = tmp("liar.tar", &d);
+    let (code, out) = scan_under_memory_limit(&p);
+    assert_eq!(code, Some(3), "{out}");
+    assert!(
+        out.contains("liar.tar!usr/lib/big.so")
+            && out.contains(
+                "tar member at byte 0 claims 16106127360 bytes, more than the 4294967296-byte limit"
+            ),
+        "{out}"
+    );
+}
