@@ -154,9 +154,7 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
         );
         let parent = cache.parent().expect("cache has a parent");
         fs_err::create_dir_all(parent)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".rcclfix-clone-")
-            .tempdir_in(parent)?;
+        let tmp = crate::fsutil::TempDir::new_in(parent, ".rcclfix-clone-")?;
         let dst = tmp.path().join("repo.git");
         git()
             .args(["init", "--bare", "--quiet"])

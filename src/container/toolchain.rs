@@ -358,9 +358,7 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
                         engine.name()
                     ),
                 );
-                let tmp = tempfile::Builder::new()
-                    .prefix(".rcclfix-import-")
-                    .tempdir_in(toolchains_dir())?;
+                let tmp = crate::fsutil::TempDir::new_in(&toolchains_dir(), ".rcclfix-import-")?;
                 let tar = tmp.path().join("rootfs.tar");
                 Cmd::new("pack the toolchain rootfs", "tar")
                     .arg("-C")
@@ -413,7 +411,7 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
             let reference = format!("localhost/rcclfix-{dir_name}:{}", &hash[..12]);
             if !image_exists(engine, &reference) {
                 crate::ui::status("Building", format_args!("toolchain image {reference} from {containerfile} (needs the engine's registry for {base})"));
-                let ctx = tempfile::tempdir()?;
+                let ctx = crate::fsutil::TempDir::new("rcclfix-containerfile-")?;
                 fs_err::write(ctx.path().join("Containerfile"), text)?;
                 Cmd::new(format!("{} build {reference}", engine.name()), prog)
                     .arg("build")

@@ -293,9 +293,7 @@ impl DoctorArgs {
                 let dir = if s.is_dir() {
                     s.clone()
                 } else {
-                    let t = tempfile::Builder::new()
-                        .prefix("rcclfix-snapshot-")
-                        .tempdir()?;
+                    let t = crate::fsutil::TempDir::new("rcclfix-snapshot-")?;
                     capture::extract(s, t.path())?;
                     let p = t.path().to_owned();
                     _tmp = t;
