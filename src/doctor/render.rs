@@ -164,7 +164,7 @@ pub fn text(r: &Report) -> String {
         out.push('\n');
     }
     for l in &r.logs {
-        let _ = writeln!(out, "Log {}: {:?}", l.path, l.class);
+        let _ = writeln!(out, "Log {}: {}", l.path, l.class.describe());
         for f in &l.findings {
             let _ = writeln!(out, "  {:>5}: [{}] {}", f.line_no, f.signature, f.line);
             let _ = writeln!(out, "         {}", f.explanation);

@@ -76,7 +76,7 @@ const SIGNATURES: &[Sig] = &[
     Sig { needle: "cuMem support requires VMM RDMA support", name: "rccl-cumem-warning", meaning: Meaning::Noise,
           explanation: "unrelated RCCL init warning" },
     Sig { needle: "undefined symbol: nccl", name: "abi-undefined-nccl-symbol", meaning: Meaning::DifferentCause,
-          explanation: "the loaded RCCL is older than the API torch was built against (cases C08): an ABI mismatch, not this bug; audit with `rcclfix package`" },
+          explanation: "the loaded RCCL is older than the API torch was built against (kyuz0/amd-strix-halo-vllm-toolboxes#60): an ABI mismatch, not this bug; audit with `rcclfix package`" },
     Sig { needle: "invalid device function", name: "hip-invalid-device-function", meaning: Meaning::DifferentCause,
           explanation: "no code for this GPU's gfx target in the library: rebuild for the right target, not this bug" },
     Sig { needle: "hipErrorNoBinaryForGpu", name: "hip-no-binary-for-gpu", meaning: Meaning::DifferentCause,
@@ -84,15 +84,15 @@ const SIGNATURES: &[Sig] = &[
     Sig { needle: "hipErrorInvalidKernelFile", name: "hip-invalid-kernel-file", meaning: Meaning::DifferentCause,
           explanation: "the device code could not be loaded for this GPU: a target/packaging problem, not this bug" },
     Sig { needle: "librocm_smi64.so.1: cannot open shared object file", name: "wheel-missing-rocm-smi", meaning: Meaning::DifferentCause,
-          explanation: "the torch wheel does not bundle librocm_smi64 (cases C09): a packaging problem, not this bug" },
+          explanation: "the torch wheel does not bundle librocm_smi64 (pytorch/pytorch#191366): a packaging problem, not this bug" },
     Sig { needle: "Failed to infer device type", name: "vllm-device-type", meaning: Meaning::DifferentCause,
           explanation: "vLLM could not enumerate the GPUs (amdsmi/rocm_smi clash after a library swap, cases C09): not this bug" },
     Sig { needle: "Watchdog caught collective operation timeout", name: "torch-collective-timeout", meaning: Meaning::DifferentCause,
-          explanation: "a collective hung until the watchdog fired; the hostcall refusal fails at once, so a hang is a different bug (cases C07)" },
+          explanation: "a collective hung until the watchdog fired; the hostcall refusal fails at once, so a hang is a different bug (ROCm/rccl#2124)" },
     Sig { needle: "waitPeer", name: "rccl-waitpeer-hang", meaning: Meaning::DifferentCause,
           explanation: "a hang in RCCL's waitPeer() loop (the NDEBUG hang of ROCm/rccl#2124, cases C07): not the refusal" },
     Sig { needle: "-- Compiling for", name: "rccl-configure-targets", meaning: Meaning::Info,
-          explanation: "RCCL's configure step lists the gfx targets it really builds; compare with what was requested (cases C06)" },
+          explanation: "RCCL's configure step lists the gfx targets it really builds; compare with what was requested (ROCm/rccl#958)" },
 ];
 
 /// Versions and paths found in banners and environment dumps.
@@ -147,6 +147,22 @@ pub enum LogClass {
     DifferentProblem,
     /// Nothing recognised.
     NoSignature,
+}
+
+impl LogClass {
+    /// One line for the text report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LogClass::ConfirmedRefusal => {
+                "confirmed: the runtime refused a kernel that declares hostcall"
+            }
+            LogClass::ConsistentWithRefusal => {
+                "consistent with the hostcall refusal (rerun with AMD_LOG_LEVEL=1 to confirm)"
+            }
+            LogClass::DifferentProblem => "a different problem (look-alike signatures only)",
+            LogClass::NoSignature => "no known signature",
+        }
+    }
 }
 
 /// The triage of one log file.
@@ -338,7 +354,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             }
         }
     }
-    // The configure log lists other targets than the cmake line asked for (cases C06).
+    // The configure log lists other targets than the cmake line asked for (ROCm/rccl#958).
     if let (Some(req), Some(got)) = (&v.requested_targets, &v.configure_targets) {
         let set = |s: &str| {
             let mut x: Vec<String> = s
@@ -518,7 +534,7 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>) -> RebuildAdvice {
             if m.status == Status::Experimental && m.rccl_version != p.rccl_version =>
         {
             notes.push(format!(
-                "RCCL {} has no proven recipe: {} (cases C01); rebuilding 2.27.7 with NDEBUG is the community-verified remedy",
+                "RCCL {} has no proven recipe: {} (ROCm/ROCm#6520); rebuilding 2.27.7 with NDEBUG is the community-verified remedy",
                 m.rccl_version,
                 m.status_reason.as_deref().unwrap_or("experimental")
             ));
@@ -544,9 +560,9 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>) -> RebuildAdvice {
         }
         (None, p) => {
             match (&rccl, rocm) {
-                (Some(v), _) => notes.push(format!("no usable recipe for RCCL {v}; the proven 2.27.7 recipe is the fallback")),
+                (Some(v), _) => notes.push(format!("no usable recipe for RCCL {v}; the 2.27.7 recipe (community-verified remedy) is the fallback")),
                 (None, _) => notes.push(
-                    "the ROCm release is unknown: the proven 2.27.7 recipe is the default; `rcclfix matrix` lists the recipe per ROCm release".into(),
+                    "the ROCm release is unknown: the 2.27.7 recipe (community-verified remedy) is suggested; `rcclfix matrix` lists the recipe per ROCm release".into(),
                 ),
             }
             p
@@ -567,7 +583,7 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>) -> RebuildAdvice {
         }
         if r.rccl_version.starts_with("2.27.") {
             notes.push(
-                "NDEBUG carries the AllReduce hang risk of ROCm/rccl#2124 (cases C07): `rcclfix verify` checks for it".into(),
+                "NDEBUG carries the AllReduce hang risk of ROCm/rccl#2124 (ROCm/rccl#2124): `rcclfix verify` checks for it".into(),
             );
         }
         return RebuildAdvice {
