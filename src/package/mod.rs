@@ -57,7 +57,8 @@ pub struct PackageArgs {
     /// Package formats to write (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "deb,whl")]
     pub format: Vec<Format>,
-    /// Folder for the packages [default: the build folder].
+    /// Folder for the packages [default: the folder holding the build folder, e.g. `out/`, so a
+    /// rebuild, which replaces `out/rccl-<version>-<targets>/`, does not take the packages with it].
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// The stock library the overlay replaces: every nccl*/rccl* symbol it exports must be exported.
@@ -91,10 +92,23 @@ pub struct PackageArgs {
     pub maintainer: Option<String>,
 }
 
+/// Where packages go without `--out-dir`: beside the build folder (its parent), not inside it,
+/// because `build` replaces the whole build folder on a rebuild.
+pub fn default_out_dir(build_dir: &Path) -> PathBuf {
+    let abs = std::path::absolute(build_dir).unwrap_or_else(|_| build_dir.to_owned());
+    match abs.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => abs,
+    }
+}
+
 impl PackageArgs {
     /// Run the subcommand: print each package path on stdout. Exit 1 when the export gate fails.
     pub fn run(self) -> anyhow::Result<ExitCode> {
-        let out_dir = self.out_dir.clone().unwrap_or_else(|| self.from.clone());
+        let out_dir = self
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| default_out_dir(&self.from));
         let opts = PackageOptions {
             formats: self.format.clone(),
             out_dir,

@@ -1304,3 +1304,13 @@ fn scan_of_the_deb_reports_only_the_library() {
     let names: Vec<&String> = r.files.iter().map(|f| &f.path).collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
+
+#[test]
+fn packages_default_to_the_folder_beside_the_build_folder() {
+    // `build` replaces out/rccl-<v>-<t>/ on a rebuild, so packages must not live inside it.
+    let d = rcclfix::package::default_out_dir(std::path::Path::new("out/rccl-2.13.4-gfx1100"));
+    assert!(d.is_absolute());
+    assert!(d.ends_with("out"), "{}", d.display());
+    let d = rcclfix::package::default_out_dir(std::path::Path::new("/srv/b/rccl-2.13.4-gfx1100/"));
+    assert_eq!(d, std::path::Path::new("/srv/b"));
+}
