@@ -457,7 +457,7 @@ fn image_and_containerfile_rules_are_enforced() {
     let r = edited("2.22.3", |t| {
         t.replace(
             "image = \"rocm/dev-ubuntu-24.04:6.4.3-complete\"",
-            "image = \"docker.io/rocm/dev-ubuntu-24.04:6.4.3-complete\"",
+            "image = \"registry.example.com/rocm/dev-ubuntu-24.04:6.4.3-complete\"",
         )
     });
     let p = problems(&r);
