@@ -123,9 +123,19 @@ impl ToolchainArgs {
                     .to_str()
                     .context("the current directory is not UTF-8")?
                     .to_owned();
+                // The current directory keeps its path inside the toolchain, except where
+                // bubblewrap cannot create that mount point in the read-only rootfs (e.g. under
+                // /var or /root): there it appears as /work.
+                let guest =
+                    if engine.name() == "bubblewrap" && !bwrap_can_mount_at(tc.rootfs(), &cwd) {
+                        crate::ui::status("Mounting", format_args!("{} as /work", cwd.display()));
+                        "/work".to_owned()
+                    } else {
+                        cwd_s.clone()
+                    };
                 let mut mounts = vec![Mount {
                     host: cwd.clone(),
-                    guest: cwd_s.clone(),
+                    guest: guest.clone(),
                     writable: true,
                 }];
                 for v in volumes {
@@ -143,7 +153,7 @@ impl ToolchainArgs {
                     summary: format!("{} in {name}", argv[0]),
                     argv,
                     mounts,
-                    workdir: cwd_s,
+                    workdir: guest,
                     env: vec![],
                     network,
                     tmp: None,
@@ -165,4 +175,24 @@ impl ToolchainArgs {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// Whether bubblewrap can bind a folder at `guest` inside `rootfs`: bwrap starts from a tmpfs root
+/// with every top-level rootfs entry bound read-only over it and a scratch `/tmp`, so a mount point
+/// can be created under `/tmp`, at a top-level name the rootfs lacks, or where the folder already
+/// exists in the rootfs — not anywhere else.
+fn bwrap_can_mount_at(rootfs: Option<&std::path::Path>, guest: &std::path::Path) -> bool {
+    let Some(rootfs) = rootfs else { return true };
+    let rel = match guest.strip_prefix("/") {
+        Ok(r) => r,
+        Err(_) => return false,
+    };
+    let mut comps = rel.components();
+    let Some(top) = comps.next() else {
+        return false;
+    };
+    if top.as_os_str() == "tmp" || !rootfs.join(top).exists() {
+        return true;
+    }
+    rootfs.join(rel).is_dir()
 }

@@ -887,3 +887,42 @@ fn minihip_post_link_patch_refuses_a_live_assert_and_writes_nothing() {
         out_entries(t.path())
     );
 }
+
+#[test]
+fn toolchain_run_under_bubblewrap_works_from_a_folder_outside_tmp() {
+    // bwrap cannot create a mount point inside the read-only rootfs (e.g. under /var): the
+    // current folder then appears as /work, and relative paths still work.
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    if which::which("bwrap").is_err() {
+        panic!("RCCLFIX_SLOW_TESTS=1 but bwrap is not installed\nhelp: apt-get install bubblewrap");
+    }
+    let t = tempfile::tempdir_in("/var/tmp").unwrap();
+    let home = scratch_home(t.path());
+    std::fs::write(t.path().join("hello.txt"), "hi\n").unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "toolchain",
+            "run",
+            "--engine",
+            "bubblewrap",
+            "debian-trixie",
+            "--",
+            "sh",
+            "-c",
+            "pwd; cat hello.txt",
+        ])
+        .env("RCCLFIX_HOME", &home)
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "/work\nhi\n",
+        "{}",
+        stderr(&o)
+    );
+}
