@@ -117,13 +117,7 @@ impl Cmd {
             .command()
             .stdin(Stdio::null())
             .output()
-            .with_context(|| {
-                format!(
-                    "{}: cannot start `{}`",
-                    self.summary,
-                    self.argv[0].to_string_lossy()
-                )
-            })?;
+            .with_context(|| self.start_error())?;
         if !out.status.success() {
             let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
             if text.trim().is_empty() {
@@ -141,13 +135,7 @@ impl Cmd {
             .command()
             .stdin(Stdio::null())
             .status()
-            .with_context(|| {
-                format!(
-                    "{}: cannot start `{}`",
-                    self.summary,
-                    self.argv[0].to_string_lossy()
-                )
-            })?;
+            .with_context(|| self.start_error())?;
         if !status.success() {
             return Err(self.error(status, "").into());
         }
@@ -168,13 +156,7 @@ impl Cmd {
         let writer2 = writer.try_clone()?;
         let mut cmd = self.command();
         cmd.stdin(Stdio::null()).stdout(writer).stderr(writer2);
-        let mut child = cmd.spawn().with_context(|| {
-            format!(
-                "{}: cannot start `{}`",
-                self.summary,
-                self.argv[0].to_string_lossy()
-            )
-        })?;
+        let mut child = cmd.spawn().with_context(|| self.start_error())?;
         drop(cmd);
         let mut tail: std::collections::VecDeque<String> = Default::default();
         for line in BufReader::new(reader).split(b'\n') {
@@ -195,6 +177,14 @@ impl Cmd {
             return Err(self.error(status, &t.join("\n")).into());
         }
         Ok(())
+    }
+
+    fn start_error(&self) -> String {
+        format!(
+            "{}: cannot start `{}`",
+            self.summary,
+            self.argv[0].to_string_lossy()
+        )
     }
 
     fn error(&self, status: std::process::ExitStatus, text: &str) -> CommandError {

@@ -105,6 +105,11 @@ pub fn scan_path_with(
 ) -> anyhow::Result<ScanReport> {
     let mut files = Vec::new();
     input::scan_top(path, &mut files, settings)?;
+    Ok(report_of(files, opts))
+}
+
+/// The report for scanned `files`, kept to the requested targets.
+fn report_of(files: Vec<FileReport>, opts: &ScanOptions) -> ScanReport {
     let mut report = ScanReport {
         schema_version: SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -113,7 +118,7 @@ pub fn scan_path_with(
     if !opts.targets.is_empty() {
         report.retain_targets(&opts.targets);
     }
-    Ok(report)
+    report
 }
 
 /// Scan a byte buffer already in memory (e.g. a file read by the caller, or a fuzzing input),
@@ -121,15 +126,7 @@ pub fn scan_path_with(
 pub fn scan_bytes(name: &str, data: &[u8], opts: &ScanOptions) -> anyhow::Result<ScanReport> {
     let mut files = Vec::new();
     input::scan_buffer(name, data, true, 0, &mut files, &Settings::default())?;
-    let mut report = ScanReport {
-        schema_version: SCHEMA_VERSION,
-        rcclfix_version: env!("CARGO_PKG_VERSION").to_owned(),
-        files,
-    };
-    if !opts.targets.is_empty() {
-        report.retain_targets(&opts.targets);
-    }
-    Ok(report)
+    Ok(report_of(files, opts))
 }
 
 impl ScanReport {
