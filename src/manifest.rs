@@ -26,8 +26,12 @@ pub struct Manifest {
     pub rocm_release: String,
     /// Git URL, tag and the commit actually checked out (40 hex).
     pub git: String,
-    /// Tag checked out.
+    /// Tag checked out (empty when the recipe names a branch).
+    #[serde(default)]
     pub tag: String,
+    /// Branch the recipe names instead of a tag (the commit is what was built).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
     /// Commit checked out.
     pub commit: String,
     /// Patches applied (paths under `patches/`) with their sha256.
@@ -84,6 +88,14 @@ pub struct LibraryRecord {
 }
 
 impl Manifest {
+    /// What was named upstream: `tag rocm-5.4.3` or `branch release-staging/rocm-rel-6.3`.
+    pub fn rev_label(&self) -> String {
+        match &self.branch {
+            Some(b) => format!("branch {b}"),
+            None => format!("tag {}", self.tag),
+        }
+    }
+
     /// Read `manifest.json`. Errors name the file.
     pub fn load(path: &Path) -> anyhow::Result<Manifest> {
         let text = fs_err::read_to_string(path)?;

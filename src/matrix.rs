@@ -509,7 +509,12 @@ pub fn check_recipe(
     match repo_of(&r.source.git) {
         Repo::Rccl => {
             let want = format!("rocm-{}", r.rocm_release);
-            if r.source.tag != want {
+            if let Some(b) = &r.source.branch {
+                let rel2 = format!("rocm-rel-{}.{}", rel.0, rel.1);
+                if !b.ends_with(&rel2) && !b.contains(&format!("{rel2}.")) {
+                    rep.problem(r, format!("source.branch {b:?} is not a release branch of ROCm {} (ROCm/rccl release branches end in {rel2})", r.rocm_release));
+                }
+            } else if r.source.tag != want {
                 rep.problem(r, format!("source.tag {:?} should be {want:?} (ROCm/rccl release tags are rocm-X.Y.Z)", r.source.tag));
             }
             if !r.source.subdir.is_empty() {
@@ -528,7 +533,7 @@ pub fn check_recipe(
         Repo::RocmSystems => {
             let short = format!("therock-{}.{}", rel.0, rel.1);
             let long = format!("therock-{}", r.rocm_release);
-            if r.source.tag != short && r.source.tag != long {
+            if r.source.branch.is_none() && r.source.tag != short && r.source.tag != long {
                 rep.problem(r, format!("source.tag {:?} should be {short:?} (rocm-systems release tags are therock-X.Y)", r.source.tag));
             }
             if r.source.subdir != ROCM_SYSTEMS_SUBDIR {
@@ -759,11 +764,11 @@ fn check_verified_by(r: &Recipe, v: &str, root: &Path, lock: &Lockfile) -> anyho
             r.id()
         );
     }
-    if m.tag != r.source.tag {
+    if m.tag != r.source.tag || m.branch != r.source.branch {
         bail!(
-            "{v}/manifest.json built tag {}, the recipe pins {}",
-            m.tag,
-            r.source.tag
+            "{v}/manifest.json built {}, the recipe names {}",
+            m.rev_label(),
+            r.source.rev_label()
         );
     }
     if let Some(pin) = r.pinned_commit(lock) {
@@ -836,7 +841,42 @@ pub fn version_from_version_mk(text: &str) -> anyhow::Result<String> {
 /// the recipe's RCCL version; the tag's build files agree with the recipe's options.
 pub fn check_against_mirror(r: &Recipe, mirror: &Path, pin: Option<&str>) -> CheckReport {
     let mut rep = CheckReport::default();
-    let tag_ref = format!("refs/tags/{}^{{commit}}", r.source.tag);
+    let tag_ref = match (&r.source.branch, pin) {
+        // A branch recipe: the pinned commit must exist in the mirror, and the branch (when the
+        // mirror still has it) must contain it.
+        (Some(b), Some(p)) => {
+            let head = git_mirror(
+                mirror,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("refs/heads/{b}^{{commit}}"),
+                ],
+            );
+            if let Ok(Some(h)) = &head {
+                let h = h.trim();
+                if h != p
+                    && !matches!(
+                        git_mirror(mirror, &["merge-base", "--is-ancestor", p, h]),
+                        Ok(Some(_))
+                    )
+                {
+                    rep.problem(r, format!("branch {b} is at {h} in the mirror, which does not contain the pinned commit {p}"));
+                }
+            } else {
+                rep.note(
+                    r,
+                    format!(
+                        "branch {b} is not in the mirror {}: only the pinned commit is checked",
+                        mirror.display()
+                    ),
+                );
+            }
+            format!("{p}^{{commit}}")
+        }
+        _ => format!("refs/tags/{}^{{commit}}", r.source.tag),
+    };
     let commit = match git_mirror(mirror, &["rev-parse", "--verify", "--quiet", &tag_ref]) {
         Err(e) => {
             rep.problem(r, format!("{e:#}"));
@@ -846,8 +886,8 @@ pub fn check_against_mirror(r: &Recipe, mirror: &Path, pin: Option<&str>) -> Che
             rep.note(
                 r,
                 format!(
-                    "tag {} is not in the mirror {}: commit and version not checked",
-                    r.source.tag,
+                    "{} is not in the mirror {}: commit and version not checked",
+                    r.source.rev_label(),
                     mirror.display()
                 ),
             );

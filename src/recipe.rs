@@ -83,9 +83,17 @@ impl Status {
 pub struct Source {
     /// Git URL (`https://github.com/ROCm/rccl.git`, or the rocm-systems monorepo).
     pub git: String,
-    /// The tag to check out, e.g. `rocm-5.4.3`.
+    /// The tag to check out, e.g. `rocm-5.4.3`. Exactly one of `tag` and `branch` is given.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tag: String,
-    /// Full 40-hex commit the tag must resolve to. When absent the lockfile pins it on first fetch.
+    /// A branch that holds the pinned commit, e.g. `release-staging/rocm-rel-6.3`, for releases the
+    /// upstream repository carries as a branch, not a tag. Needs `commit`: the commit itself is
+    /// fetched by its id, and the branch is only a hint, checked when the origin still has it (the
+    /// commit must be its head or an ancestor of it). Staging branches get deleted; commits stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Full 40-hex commit the tag must resolve to (required with `branch`). When absent the
+    /// lockfile pins the tag on first fetch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
     /// Subdirectory holding RCCL inside the repository (`projects/rccl` in rocm-systems).
@@ -225,8 +233,25 @@ impl Recipe {
                 bail!("source.commit {c:?} is not a full 40-hex commit");
             }
         }
-        if self.source.tag.trim().is_empty() {
-            bail!("source.tag is empty");
+        match (&self.source.branch, self.source.tag.trim().is_empty()) {
+            (Some(_), false) => bail!("source: give either `tag` or `branch`, not both"),
+            (None, true) => bail!("source.tag is empty (give `tag`, or `branch` with `commit`)"),
+            (Some(b), true) => {
+                if !is_ref_name(b) {
+                    bail!("source.branch {b:?} is not a valid git branch name");
+                }
+                if self.source.commit.is_none() {
+                    bail!("source.branch {b:?} needs source.commit: a branch moves, so the recipe pins the commit");
+                }
+            }
+            (None, false) => {
+                if !is_ref_name(&self.source.tag) {
+                    bail!(
+                        "source.tag {:?} is not a valid git tag name",
+                        self.source.tag
+                    );
+                }
+            }
         }
         match (&self.toolchain.name, &self.toolchain.image) {
             (Some(_), Some(_)) => bail!("toolchain: give either `name` or `image`, not both"),
@@ -262,6 +287,42 @@ impl Recipe {
             .as_deref()
             .or_else(|| lock.get(self.id(), &self.source.tag))
     }
+}
+
+impl Source {
+    /// What the recipe names upstream, for messages and tables: `tag rocm-5.4.3` or
+    /// `branch release-staging/rocm-rel-6.3`.
+    pub fn rev_label(&self) -> String {
+        match &self.branch {
+            Some(b) => format!("branch {b}"),
+            None => format!("tag {}", self.tag),
+        }
+    }
+
+    /// The upstream name alone (the tag, else the branch), for table columns.
+    pub fn rev_name(&self) -> &str {
+        self.branch.as_deref().unwrap_or(&self.tag)
+    }
+}
+
+/// Whether `s` is a ref name git accepts and rcclfix may pass as one argument (`git
+/// check-ref-format` rules, restricted further to printable ASCII without spaces, so a recipe can
+/// never smuggle an option or a control character into a git command line or a message).
+pub fn is_ref_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 200
+        && !s.starts_with(['-', '/', '.'])
+        && !s.ends_with(['/', '.'])
+        && !s.ends_with(".lock")
+        && !s.contains("..")
+        && !s.contains("//")
+        && !s.contains("@{")
+        && !s
+            .split('/')
+            .any(|c| c.starts_with('.') || c.ends_with(".lock"))
+        && s.bytes().all(|b| {
+            b.is_ascii_graphic() && !matches!(b, b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\')
+        })
 }
 
 /// The explicit gfx processors rcclfix knows: every `EF_AMDGPU_MACH` name of
@@ -499,7 +560,7 @@ pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {
             "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
             r.id(),
             r.rocm_release,
-            r.source.tag,
+            r.source.rev_name(),
             tc,
             r.status.as_str(),
             serde_json::to_value(r.build.ndebug)

@@ -122,6 +122,9 @@ fn cached_tag_commit(cache: &Path, tag: &str) -> Option<String> {
 /// origin; the tag resolves to a commit other than the pin (both SHAs named); the tag is unpinned and
 /// `locked`; git fails (its output tail included).
 pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
+    if let Some(branch) = &recipe.source.branch {
+        return fetch_pinned_commit(recipe, branch, opts);
+    }
     let url = &recipe.source.git;
     let tag = &recipe.source.tag;
     if opts.locked
@@ -135,38 +138,8 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
             recipe.id()
         );
     }
-    let origin = match &opts.mirror {
-        Some(m) => {
-            if !m.exists() {
-                bail!("git mirror {} does not exist", m.display());
-            }
-            fs_err::canonicalize(m)?.display().to_string()
-        }
-        None => url.clone(),
-    };
-    let cache = cache_dir(url);
-    if !cache.exists() {
-        // An empty bare repository: tags only ever enter it through the checked fetch below, so a
-        // mirror whose tag moved cannot leave the moved tag in the shared cache.
-        crate::ui::status(
-            "Creating",
-            format_args!("the source cache {}", cache.display()),
-        );
-        let parent = cache.parent().expect("cache has a parent");
-        fs_err::create_dir_all(parent)?;
-        let tmp = crate::fsutil::TempDir::new_in(parent, ".rcclfix-clone-")?;
-        let dst = tmp.path().join("repo.git");
-        git()
-            .args(["init", "--bare", "--quiet"])
-            .arg(&dst)
-            .read()
-            .with_context(|| format!("cannot create the source cache {}", cache.display()))?;
-        if let Err(e) = fs_err::rename(&dst, &cache) {
-            if !cache.exists() {
-                return Err(e.into());
-            }
-        }
-    }
+    let origin = origin_for(url, opts)?;
+    let cache = ensure_cache(url)?;
     let lock = Lockfile::load(&user_lockfile())?;
     let pin = recipe.pinned_commit(&lock).map(str::to_owned);
     let commit = match remote_tag_commit(&origin, tag) {
@@ -220,6 +193,176 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
         origin,
         commit,
         newly_pinned,
+    })
+}
+
+/// The origin of one fetch: the mirror (`--git-mirror`, must exist) or the recipe URL.
+fn origin_for(url: &str, opts: &SourceOptions) -> anyhow::Result<String> {
+    Ok(match &opts.mirror {
+        Some(m) => {
+            if !m.exists() {
+                bail!("git mirror {} does not exist", m.display());
+            }
+            fs_err::canonicalize(m)?.display().to_string()
+        }
+        None => url.to_owned(),
+    })
+}
+
+/// The source cache for `url` ([`cache_dir`]), created empty when missing.
+fn ensure_cache(url: &str) -> anyhow::Result<PathBuf> {
+    let cache = cache_dir(url);
+    if !cache.exists() {
+        // An empty bare repository: tags only ever enter it through the checked fetch below, so a
+        // mirror whose tag moved cannot leave the moved tag in the shared cache.
+        crate::ui::status(
+            "Creating",
+            format_args!("the source cache {}", cache.display()),
+        );
+        let parent = cache.parent().expect("cache has a parent");
+        fs_err::create_dir_all(parent)?;
+        let tmp = crate::fsutil::TempDir::new_in(parent, ".rcclfix-clone-")?;
+        let dst = tmp.path().join("repo.git");
+        git()
+            .args(["init", "--bare", "--quiet"])
+            .arg(&dst)
+            .read()
+            .with_context(|| format!("cannot create the source cache {}", cache.display()))?;
+        if let Err(e) = fs_err::rename(&dst, &cache) {
+            if !cache.exists() {
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(cache)
+}
+
+/// Where the cache keeps a commit fetched by its id: `refs/rcclfix/commits/<sha>` (a ref keeps it
+/// from being pruned).
+pub const COMMIT_PREFIX: &str = "refs/rcclfix/commits/";
+
+fn cache_has_commit(cache: &Path, commit: &str) -> bool {
+    git()
+        .arg(format!("--git-dir={}", cache.display()))
+        .args(["rev-parse", "--verify", "-q"])
+        .arg(format!("{COMMIT_PREFIX}{commit}^{{commit}}"))
+        .read()
+        .map(|s| s.trim() == commit)
+        .unwrap_or(false)
+}
+
+/// What `branch` points to at `origin`: `Ok(None)` when the origin answers but has no such branch.
+///
+/// Errors: the origin cannot be reached.
+pub fn remote_branch_commit(origin: &str, branch: &str) -> anyhow::Result<Option<String>> {
+    let out = Cmd::new(format!("git ls-remote {origin}"), "git")
+        .args(["ls-remote", "--heads", origin])
+        .arg(format!("refs/heads/{branch}"))
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .read()?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .find(|(_, r)| *r == format!("refs/heads/{branch}"))
+        .map(|(sha, _)| sha.to_owned()))
+}
+
+/// Fetch a recipe that names a `branch` and pins `commit`: the commit itself is fetched by its id
+/// (from the mirror or the URL) into [`COMMIT_PREFIX`]`<sha>` of the cache, unless the cache already
+/// holds it. The branch is a hint: when the origin still has it, the pinned commit must be its head or
+/// an ancestor of its head (else the fetch is refused naming both commits); when the branch is gone
+/// (staging branches get deleted) or the origin is unreachable but the cache holds the commit, a
+/// warning says so and the pinned commit is built.
+///
+/// Errors: no commit pinned; the origin does not have the commit; the branch no longer contains it;
+/// the origin is unreachable and the cache lacks the commit.
+fn fetch_pinned_commit(
+    recipe: &Recipe,
+    branch: &str,
+    opts: &SourceOptions,
+) -> anyhow::Result<Fetched> {
+    let url = &recipe.source.git;
+    let commit = recipe.source.commit.clone().with_context(|| {
+        format!(
+            "recipe {} names branch {branch} but pins no commit",
+            recipe.id()
+        )
+    })?;
+    let origin = origin_for(url, opts)?;
+    let cache = ensure_cache(url)?;
+    let git_dir = format!("--git-dir={}", cache.display());
+    let have = cache_has_commit(&cache, &commit);
+    let head = remote_branch_commit(&origin, branch);
+    if !have {
+        crate::ui::status(
+            "Fetching",
+            format_args!(
+                "commit {commit} ({}) from {origin}",
+                recipe.source.rev_label()
+            ),
+        );
+        git()
+            .arg(&git_dir)
+            .args(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"])
+            .arg(&origin)
+            .arg(format!("+{commit}:{COMMIT_PREFIX}{commit}"))
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .read()
+            .with_context(|| {
+                format!(
+                    "cannot fetch the pinned commit {commit} of recipe {} from {origin}",
+                    recipe.id()
+                )
+            })?;
+        if !cache_has_commit(&cache, &commit) {
+            bail!(
+                "{origin} did not deliver commit {commit} (recipe {})",
+                recipe.id()
+            );
+        }
+    }
+    match head {
+        Ok(Some(h)) if h == commit => {}
+        Ok(Some(h)) => {
+            // The branch moved on: the pin must still be part of its history.
+            let incoming = IncomingRef {
+                cache: &cache,
+                name: format!("refs/rcclfix-incoming/heads/{branch}"),
+            };
+            git()
+                .arg(&git_dir)
+                .args(["fetch", "--quiet", "--force", "--no-tags", "--no-write-fetch-head"])
+                .arg(&origin)
+                .arg(format!("+refs/heads/{branch}:{}", incoming.name))
+                .env("GIT_TERMINAL_PROMPT", "0")
+                .read()
+                .with_context(|| format!("cannot fetch branch {branch} from {origin}"))?;
+            let contained = git()
+                .arg(&git_dir)
+                .args(["merge-base", "--is-ancestor", &commit, &incoming.name])
+                .read()
+                .is_ok();
+            if !contained {
+                bail!(
+                    "branch {branch} of {origin} is at commit {h}, which does not contain the commit {commit} recipe {} pins\nhelp: the branch was rewritten or the mirror differs; check which commit is right, then fix source.commit",
+                    recipe.id()
+                );
+            }
+        }
+        Ok(None) => crate::ui::warn(format_args!(
+            "{origin} no longer has branch {branch}; building the pinned commit {commit} (recipe {})",
+            recipe.id()
+        )),
+        Err(e) => crate::ui::warn(format_args!(
+            "cannot reach {origin} ({}); using the cached commit {commit}",
+            first_line(&e)
+        )),
+    }
+    Ok(Fetched {
+        cache,
+        origin,
+        commit,
+        newly_pinned: false,
     })
 }
 
@@ -375,25 +518,35 @@ pub fn verify_checkout(tree: &Path, commit: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where a recipe's patch file is: `patches/<p>` (or `<p>` when it already starts with `patches/`)
-/// under `root`, else under the source tree rcclfix was built from.
-pub fn resolve_patch(p: &str, root: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let rel = if p.starts_with("patches/") {
-        PathBuf::from(p)
-    } else {
-        Path::new("patches").join(p)
-    };
-    let mut tried = vec![];
-    for base in root
-        .into_iter()
-        .chain(std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR"))))
+/// The text of a recipe's patch `p` (`<name>.patch`, optionally written `patches/<name>.patch`):
+/// `patches/<name>` under `root` (the checkout a `--recipe FILE` lives in) when it exists there,
+/// else the copy embedded in the binary at build time (`EMBEDDED_PATCHES`).
+///
+/// Errors: `p` is not a plain file name (no `/`, `..` or control characters), or neither exists.
+pub fn patch_text(p: &str, root: Option<&Path>) -> anyhow::Result<String> {
+    let name = p.strip_prefix("patches/").unwrap_or(p);
+    if name.is_empty()
+        || name.contains('/')
+        || name.starts_with('.')
+        || name.chars().any(|c| c.is_control())
     {
-        let cand = base.join(&rel);
+        bail!("patch {p:?} is not a file name under patches/");
+    }
+    let mut tried = vec![];
+    if let Some(root) = root {
+        let cand = root.join("patches").join(name);
         if cand.is_file() {
-            return Ok(cand);
+            return Ok(fs_err::read_to_string(&cand)?);
         }
         tried.push(cand.display().to_string());
     }
+    if let Some((_, text)) = crate::recipe::EMBEDDED_PATCHES
+        .iter()
+        .find(|(n, _)| *n == name)
+    {
+        return Ok((*text).to_owned());
+    }
+    tried.push("the patches embedded in this rcclfix".into());
     bail!("patch {p:?} not found (looked at {})", tried.join(", "))
 }
 
@@ -410,12 +563,17 @@ pub fn apply_patches_and_files(
 ) -> anyhow::Result<Vec<FileDigest>> {
     let mut out = vec![];
     for p in &recipe.build.patches {
-        let path = resolve_patch(p, recipe_root)?;
+        let text = patch_text(p, recipe_root)?;
+        let mut file = tempfile::Builder::new()
+            .prefix(".rcclfix-patch-")
+            .tempfile()
+            .context("cannot write a patch to a temporary file")?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
         git()
             .arg("-C")
             .arg(tree)
             .args(["apply", "--whitespace=nowarn"])
-            .arg(&path)
+            .arg(file.path())
             .read()
             .with_context(|| {
                 format!(
@@ -426,7 +584,7 @@ pub fn apply_patches_and_files(
             })?;
         out.push(FileDigest {
             path: p.clone(),
-            sha256: crate::fsutil::sha256_file(&path)?,
+            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
         });
     }
     for (rel, contents) in &recipe.build.extra_files {
@@ -495,6 +653,32 @@ impl PinArgs {
                 Some(m) => m.display().to_string(),
                 None => r.source.git.clone(),
             };
+            if r.source.branch.is_some() {
+                // A branch recipe pins its commit in the recipe: check that the origin has it and
+                // that the branch (when still there) contains it, as `build` does.
+                let opts = SourceOptions {
+                    mirror: self.git_mirror.clone(),
+                    locked: true,
+                };
+                let (commit, state) = match fetch(r, &opts) {
+                    Ok(f) => (f.commit, "ok".to_owned()),
+                    Err(e) => {
+                        bad = true;
+                        (
+                            r.source.commit.clone().unwrap_or_default(),
+                            format!("error: {}", first_line(&e)),
+                        )
+                    }
+                };
+                println!(
+                    "{:<14} {:<16} {:<42} {}",
+                    r.id(),
+                    r.source.rev_name(),
+                    commit,
+                    state
+                );
+                continue;
+            }
             let (commit, state) = match remote_tag_commit(&origin, &r.source.tag) {
                 Err(e) => {
                     bad = true;

@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rcclfix");
 
-fn slow() -> bool {
+pub(crate) fn slow() -> bool {
     std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1")
 }
 
@@ -21,14 +21,14 @@ fn real_toolchains() -> PathBuf {
 }
 
 /// A scratch `RCCLFIX_HOME` whose `toolchains` points at the real one.
-fn scratch_home(dir: &Path) -> PathBuf {
+pub(crate) fn scratch_home(dir: &Path) -> PathBuf {
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     std::os::unix::fs::symlink(real_toolchains(), home.join("toolchains")).unwrap();
     home
 }
 
-fn rcclfix(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn rcclfix(home: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .env("RCCLFIX_HOME", home)
@@ -38,11 +38,11 @@ fn rcclfix(home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
         .args([
             "-c",
@@ -64,7 +64,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_owned()
 }
 
-fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     for e in walkdir::WalkDir::new(from) {
         let e = e.unwrap();
         let dst = to.join(e.path().strip_prefix(from).unwrap());
@@ -77,7 +77,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// `tests/data/minihip` as a git repository with tag `v0.1.0`; returns (repo, commit).
-fn minihip_repo(dir: &Path) -> (PathBuf, String) {
+pub(crate) fn minihip_repo(dir: &Path) -> (PathBuf, String) {
     let repo = dir.join("minihip.git-src");
     copy_tree(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minihip"),
@@ -91,7 +91,7 @@ fn minihip_repo(dir: &Path) -> (PathBuf, String) {
     (repo, commit)
 }
 
-fn recipe(repo: &Path, commit: Option<&str>, ndebug: &str, extra: &str) -> String {
+pub(crate) fn recipe(repo: &Path, commit: Option<&str>, ndebug: &str, extra: &str) -> String {
     let commit = commit
         .map(|c| format!("commit = \"{c}\"\n"))
         .unwrap_or_default();
@@ -119,14 +119,14 @@ link_ram_gib = 0.5
     )
 }
 
-fn write_recipe(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write_recipe(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
 
 /// The first line of stderr is `error: …` and carries every needle.
-fn assert_one_line_error(o: &Output, needles: &[&str]) {
+pub(crate) fn assert_one_line_error(o: &Output, needles: &[&str]) {
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(o));
     let err = stderr(o);
     let first = err
@@ -277,10 +277,16 @@ fn recipe_unknown_field_is_one_line() {
 fn recipe_missing_field_is_one_line() {
     let t = tempfile::tempdir().unwrap();
     let (repo, commit) = minihip_repo(t.path());
+    let text = recipe(&repo, Some(&commit), "none", "").replace("rocm_release = \"0.0.0\"\n", "");
+    let f = write_recipe(t.path(), "norelease.toml", &text);
+    let o = rcclfix(t.path(), &["build", "--recipe", f.to_str().unwrap()]);
+    assert_one_line_error(&o, &["norelease.toml", "missing field `rocm_release`"]);
+    // Neither a tag nor a branch: refused, saying what to give.
     let text = recipe(&repo, Some(&commit), "none", "").replace("tag = \"v0.1.0\"\n", "");
     let f = write_recipe(t.path(), "notag.toml", &text);
     let o = rcclfix(t.path(), &["build", "--recipe", f.to_str().unwrap()]);
-    assert_one_line_error(&o, &["notag.toml", "missing field `tag`"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("source.tag is empty (give `tag`, or `branch` with `commit`)"), "{}", stderr(&o));
 }
 
 #[test]
@@ -314,11 +320,11 @@ fn git_tag_missing_from_the_repository_is_one_line() {
 
 /// A recipe for tests that stop right after the source step: toolchain `host`, which the engine
 /// `podman` refuses once the source is fetched and checked (nothing is built or imported).
-fn source_only(recipe_text: &str) -> String {
+pub(crate) fn source_only(recipe_text: &str) -> String {
     recipe_text.replace("name = \"debian-trixie\"", "name = \"host\"")
 }
 
-fn build_until_engine(home: &Path, t: &Path, f: &Path, extra: &[&str]) -> Output {
+pub(crate) fn build_until_engine(home: &Path, t: &Path, f: &Path, extra: &[&str]) -> Output {
     let out = t.join("out");
     let mut args = vec![
         "build",
@@ -332,7 +338,7 @@ fn build_until_engine(home: &Path, t: &Path, f: &Path, extra: &[&str]) -> Output
     rcclfix(home, &args)
 }
 
-fn stopped_at_engine(o: &Output) -> bool {
+pub(crate) fn stopped_at_engine(o: &Output) -> bool {
     let e = stderr(o);
     e.contains("the host toolchain runs without a container")
         || e.contains("`podman` is not installed")
@@ -553,7 +559,7 @@ fn first_fetch_of_an_unpinned_tag_pins_it() {
 // ---------------------------------------------------------------------------------------------
 // Slow: real toolchain, real engine, real compiler.
 
-fn require_toolchain() {
+pub(crate) fn require_toolchain() {
     let stamp = real_toolchains().join("debian-trixie/stamp.json");
     assert!(
         stamp.exists(),
@@ -563,7 +569,7 @@ fn require_toolchain() {
 }
 
 /// podman when installed, else bubblewrap (the rule); `None` fails the test.
-fn test_engine() -> &'static str {
+pub(crate) fn test_engine() -> &'static str {
     if which::which("podman").is_ok() {
         "podman"
     } else if which::which("bwrap").is_ok() {
@@ -588,7 +594,7 @@ fn build_minihip(t: &Path, home: &Path, recipe_file: &Path, engine: &str) -> Out
     )
 }
 
-fn out_entries(t: &Path) -> Vec<String> {
+pub(crate) fn out_entries(t: &Path) -> Vec<String> {
     match std::fs::read_dir(t.join("out")) {
         Ok(rd) => rd
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

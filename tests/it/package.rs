@@ -248,6 +248,7 @@ fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
         rocm_release: "5.4.3".into(),
         git: "https://example.invalid/rccl.git".into(),
         tag: "rocm-5.4.3".into(),
+        branch: None,
         commit: "0123456789abcdef0123456789abcdef01234567".into(),
         patches: vec![],
         toolchain: "debian-trixie".into(),

@@ -511,6 +511,7 @@ fn manifest_for(r: &Recipe, gate: &str) -> rcclfix::manifest::Manifest {
         rocm_release: r.rocm_release.clone(),
         git: r.source.git.clone(),
         tag: r.source.tag.clone(),
+        branch: None,
         commit: r.source.commit.clone().unwrap_or_else(|| "0".repeat(40)),
         patches: vec![],
         toolchain: r.toolchain.image.clone().unwrap_or_default(),
