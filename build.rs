@@ -1,4 +1,5 @@
-//! Embeds every `recipes/*.toml` (and `recipes/rcclfix.lock` when present) into the binary, so
+//! Embeds every `recipes/*.toml`, every `patches/*.patch` (and `recipes/rcclfix.lock` when present)
+//! into the binary, so
 //! `rcclfix build` works from an installed binary with no checkout.
 
 use std::fmt::Write;
@@ -32,6 +33,26 @@ fn main() {
     } else {
         out.push_str("/// `recipes/rcclfix.lock` at build time (absent).\npub static EMBEDDED_LOCK: &str = \"\";\n");
     }
+    // Every `patches/*.patch`, so recipes that name patches build from an installed binary too.
+    println!("cargo:rerun-if-changed=patches");
+    let mut patches: Vec<_> = std::fs::read_dir("patches")
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    patches.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "patch"));
+    patches.sort();
+    out.push_str("/// Every `patches/*.patch` at build time: (file name, contents).\npub static EMBEDDED_PATCHES: &[(&str, &str)] = &[\n");
+    for f in &patches {
+        println!("cargo:rerun-if-changed={}", f.display());
+        let abs = std::fs::canonicalize(f).unwrap();
+        writeln!(
+            out,
+            "    ({:?}, include_str!({:?})),",
+            f.file_name().unwrap().to_str().unwrap(),
+            abs
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
     let dest = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("recipes.rs");
     std::fs::write(dest, out).unwrap();
 }
