@@ -31,6 +31,10 @@ pub struct Cli {
 pub enum Command {
     /// Build RCCL from a pinned recipe, gate it with the scanner, write out/rccl-<version>-<targets>/.
     Build(crate::build::BuildArgs),
+    /// Prove a recipe's fix: build it without NDEBUG (the control) and as the recipe says, and
+    /// compare which kernels declare hidden_hostcall_buffer (exit 0 only when the control declares
+    /// and the fix is clean).
+    Prove(crate::build::prove::ProveArgs),
     /// Report, per gfx target and kernel, whether hidden_hostcall_buffer is declared, and why.
     Scan(crate::scan::cli::ScanArgs),
     /// Two-GPU all_reduce/all_gather correctness run against constructed truth.
@@ -58,6 +62,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Build(a) => a.run(),
+        Command::Prove(a) => a.run(),
         Command::Scan(a) => a.run_with_verbosity(cli.verbose),
         Command::Verify(a) => a.run(),
         Command::Package(a) => a.run(),

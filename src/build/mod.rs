@@ -21,6 +21,7 @@
 pub mod gate;
 pub mod ndebug;
 pub mod progress;
+pub mod prove;
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -76,6 +77,10 @@ pub struct BuildArgs {
     /// Where packages go (default: the --out-dir).
     #[arg(long, value_name = "DIR")]
     pub package_dir: Option<PathBuf>,
+    /// Build as the negative control of `rcclfix prove`: in the work folder `<recipe>-control-…`,
+    /// gate it, and return the result without writing an output folder (set by `prove`, not a flag).
+    #[arg(skip)]
+    pub control: bool,
 }
 
 impl BuildArgs {
@@ -86,21 +91,7 @@ impl BuildArgs {
             print!("{}", crate::recipe::list_table(&crate::recipe::embedded()?));
             return Ok(ExitCode::SUCCESS);
         }
-        let (recipe, recipe_root) = match &self.recipe {
-            Some(f) => {
-                let r = crate::recipe::load_file(f)?;
-                let root = f
-                    .canonicalize()
-                    .ok()
-                    .and_then(|p| p.parent().and_then(|d| d.parent()).map(Path::to_owned));
-                (r, root)
-            }
-            None => {
-                let all = crate::recipe::embedded()?;
-                let tag = self.tag.as_deref().unwrap_or(crate::recipe::DEFAULT_RECIPE);
-                (crate::recipe::find(&all, tag)?.clone(), None)
-            }
-        };
+        let (recipe, recipe_root) = resolve_recipe(self.tag.as_deref(), self.recipe.as_deref())?;
         match build(&self, &recipe, recipe_root.as_deref())? {
             Outcome::Built(dir) => {
                 println!("{}", dir.display());
@@ -110,8 +101,35 @@ impl BuildArgs {
                 crate::ui::print_error(&err);
                 Ok(ExitCode::from(crate::EXIT_CHECK_FAILED))
             }
+            Outcome::Control(_) => unreachable!("only prove builds controls"),
         }
     }
+}
+
+/// The recipe to build: a recipe file (`--recipe FILE`; patches are then looked up in the checkout
+/// it lives in, returned second), else the embedded recipe named by `tag`, else
+/// [`crate::recipe::DEFAULT_RECIPE`].
+///
+/// Errors: the file does not parse; no embedded recipe has that name or version.
+pub fn resolve_recipe(
+    tag: Option<&str>,
+    file: Option<&Path>,
+) -> anyhow::Result<(Recipe, Option<PathBuf>)> {
+    Ok(match file {
+        Some(f) => {
+            let r = crate::recipe::load_file(f)?;
+            let root = f
+                .canonicalize()
+                .ok()
+                .and_then(|p| p.parent().and_then(|d| d.parent()).map(Path::to_owned));
+            (r, root)
+        }
+        None => {
+            let all = crate::recipe::embedded()?;
+            let tag = tag.unwrap_or(crate::recipe::DEFAULT_RECIPE);
+            (crate::recipe::find(&all, tag)?.clone(), None)
+        }
+    })
 }
 
 /// How a build ended when it did not error.
@@ -121,6 +139,22 @@ pub enum Outcome {
     Built(PathBuf),
     /// A check failed (scan gate, verify): nothing was written to the output folder.
     CheckFailed(anyhow::Error),
+    /// A control build ([`BuildArgs::control`]) finished and was gated; nothing was written to the
+    /// output folder.
+    Control(Box<ControlResult>),
+}
+
+/// What a control build leaves for `prove`: the gate verdict on the library built without NDEBUG.
+#[derive(Debug)]
+pub struct ControlResult {
+    /// The gate's verdict and full scan report.
+    pub gate: gate::GateResult,
+    /// sha256 of the library the control built (hex).
+    pub library_sha256: String,
+    /// Wall time of configure + build, in seconds.
+    pub build_seconds: f64,
+    /// The work folder (its `scan.json` and `build.log` are kept there).
+    pub work: PathBuf,
 }
 
 /// The output folder name: `rccl-<version>-<targets joined by '+'>`.
@@ -198,10 +232,10 @@ pub fn build(
     crate::ui::status(
         "Building",
         format_args!(
-            "rccl {} (recipe {}, tag {}) for {}",
+            "rccl {} (recipe {}, {}) for {}",
             recipe.rccl_version,
             recipe.id(),
-            recipe.source.tag,
+            recipe.source.rev_label(),
             targets.join(",")
         ),
     );
@@ -225,10 +259,12 @@ pub fn build(
     )?;
 
     // A fresh work folder holding exactly the verified commit, patched.
-    let work =
-        crate::recipe::home()
-            .join("work")
-            .join(format!("{}-{}", recipe.id(), targets.join("+")));
+    let work = crate::recipe::home().join("work").join(format!(
+        "{}{}-{}",
+        recipe.id(),
+        if args.control { "-control" } else { "" },
+        targets.join("+")
+    ));
     let tree = fresh_work_folder(&work, &fetched)?;
     let build_dir = work.join("build");
     let tmp_dir = work.join("tmp");
@@ -331,7 +367,7 @@ pub fn build(
         "# rcclfix {} build of recipe {} ({} {})",
         env!("CARGO_PKG_VERSION"),
         recipe.id(),
-        recipe.source.tag,
+        recipe.source.rev_label(),
         fetched.commit
     )?;
     writeln!(
@@ -485,6 +521,15 @@ pub fn build(
     };
     let gate = gate::run(&lib, &lib_display, &targets)?;
     let scan_json = serde_json::to_string_pretty(&gate.report)? + "\n";
+    if args.control {
+        crate::fsutil::atomic_write(&work.join("scan.json"), scan_json.as_bytes())?;
+        return Ok(Outcome::Control(Box::new(ControlResult {
+            library_sha256: crate::fsutil::sha256_file(&lib)?,
+            gate,
+            build_seconds,
+            work,
+        })));
+    }
     if !gate.passed() {
         let kept = work.join("scan.json");
         crate::fsutil::atomic_write(&kept, scan_json.as_bytes())?;
@@ -530,6 +575,7 @@ pub fn build(
         rocm_release: recipe.rocm_release.clone(),
         git: recipe.source.git.clone(),
         tag: recipe.source.tag.clone(),
+        branch: recipe.source.branch.clone(),
         commit: fetched.commit.clone(),
         patches,
         toolchain: tc.name().into(),

@@ -6,6 +6,7 @@ mod fsutil;
 mod matrix;
 mod package;
 mod patch;
+mod prove;
 mod recipes;
 mod scan;
 mod verify;

@@ -1,0 +1,576 @@
+//! `rcclfix prove RECIPE`: the negative control and the fix, built one after the other from the same
+//! pinned source, patches and toolchain, so the only difference between the two libraries is the
+//! recipe's NDEBUG strategy.
+//!
+//! 1. **Control**: the recipe with `ndebug = "none"`, built in its own work folder
+//!    (`<recipe>-control-<targets>`) and gated; no output folder is written.
+//! 2. **Fix**: the recipe as it is, built and gated as `rcclfix build` does, writing the output
+//!    folder on success.
+//!
+//! The record `prove.json` (schema [`ProveRecord`]) goes into `<out>/prove-<recipe>-<targets>/`:
+//! per target and kernel whether it declares `hidden_hostcall_buffer` before and after, the hostcall
+//! users found in each image, wall time and peak RSS of each run, both library sha256s.
+//!
+//! The proof holds, and `prove` exits 0, only when the control's gate fails (some kernel declares
+//! the argument) and the fix's gate passes: then removing NDEBUG is what makes the declaration
+//! appear, on real source. A control that is already clean proves the pipeline, not the fix, and is
+//! reported as such (exit 1), as is a fix that fails its gate.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use super::{BuildArgs, Outcome};
+use crate::recipe::{NdebugStrategy, Recipe};
+use crate::scan::{ScanReport, TargetState};
+
+/// Arguments of `rcclfix prove`.
+#[derive(Debug, clap::Args)]
+pub struct ProveArgs {
+    /// The recipe to prove: an RCCL version or recipe name (see `build --list`).
+    #[arg(
+        value_name = "RECIPE",
+        conflicts_with = "recipe",
+        required_unless_present = "recipe"
+    )]
+    pub tag: Option<String>,
+    /// Prove a recipe file from disk instead of an embedded recipe.
+    #[arg(long, value_name = "FILE")]
+    pub recipe: Option<PathBuf>,
+    /// Everything else as for `rcclfix build`.
+    #[command(flatten)]
+    pub build: ProveBuildArgs,
+}
+
+/// The `build` options `prove` passes on to both builds.
+#[derive(Debug, clap::Args)]
+pub struct ProveBuildArgs {
+    /// gfx targets to build and gate, comma-separated (default: the recipe's).
+    #[arg(long, value_delimiter = ',', value_name = "GFX,…")]
+    pub targets: Vec<String>,
+    /// Clone from this local git mirror instead of the recipe URL (offline use).
+    #[arg(long, value_name = "PATH", env = "RCCLFIX_GIT_MIRROR")]
+    pub git_mirror: Option<PathBuf>,
+    /// Container engine (default: podman, then docker, then bubblewrap; also RCCLFIX_ENGINE).
+    #[arg(long, value_enum)]
+    pub engine: Option<crate::container::EngineKind>,
+    /// Where the fix's output folder and the prove record go.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    pub out_dir: PathBuf,
+    /// ninja -j (default: ninja's own).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<u32>,
+    /// Refuse to pin an unpinned tag on first fetch.
+    #[arg(long)]
+    pub locked: bool,
+    /// Allow recipes whose status is experimental or unfixable-by-rebuild.
+    #[arg(long)]
+    pub experimental: bool,
+}
+
+/// `prove.json`: the record of one proof.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProveRecord {
+    /// Schema of this file; bumped on incompatible changes.
+    pub schema_version: u32,
+    /// rcclfix version that wrote it.
+    pub rcclfix_version: String,
+    /// Recipe id.
+    pub recipe: String,
+    /// RCCL version.
+    pub rccl_version: String,
+    /// The upstream name (`tag …` or `branch …`) and the commit both builds used.
+    pub source: String,
+    /// Commit (40 hex) of both builds.
+    pub commit: String,
+    /// gfx targets built and gated.
+    pub targets: Vec<String>,
+    /// The recipe's NDEBUG strategy (the fix's); the control's is `none`.
+    pub ndebug_strategy: String,
+    /// `proven`, `control-clean`, `control-unknown`, `fix-failed`.
+    pub verdict: String,
+    /// One sentence saying what the verdict means.
+    pub summary: String,
+    /// The control build (NDEBUG strategy `none`).
+    pub control: RunRecord,
+    /// The fix build (the recipe's strategy).
+    pub fix: RunRecord,
+    /// Per target, per kernel: declared before (control) and after (fix). Kernels present in only
+    /// one build have `null` on the other side.
+    pub kernels: BTreeMap<String, BTreeMap<String, KernelDiff>>,
+}
+
+/// One of the two builds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    /// NDEBUG strategy used.
+    pub ndebug_strategy: String,
+    /// Gate verdict per target: `clean`, `declares`, `unknown`.
+    pub gate: BTreeMap<String, String>,
+    /// Kernels per target, and how many declare `hidden_hostcall_buffer`.
+    pub counts: BTreeMap<String, KernelCount>,
+    /// Hostcall users (`__assert_fail`, `__ockl_*`, printf) found in each image, per target.
+    pub hostcall_users: BTreeMap<String, Vec<String>>,
+    /// sha256 of the built library (hex).
+    pub library_sha256: String,
+    /// Wall time of the whole run (fetch, configure, build, gate), in seconds.
+    pub wall_seconds: f64,
+    /// Wall time of configure + build alone, in seconds.
+    pub build_seconds: f64,
+    /// Peak resident memory of rcclfix's process tree during the run (sum over processes, sampled
+    /// every second from `/proc`), in bytes; 0 when `/proc` could not be read.
+    pub peak_rss_bytes: u64,
+}
+
+/// Kernel counts of one target.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct KernelCount {
+    /// Kernels in the target's images.
+    pub kernels: usize,
+    /// Of those, declaring `hidden_hostcall_buffer`.
+    pub declaring: usize,
+}
+
+/// One kernel before and after.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelDiff {
+    /// Declared in the control build (`None`: the kernel is not in it).
+    pub before: Option<bool>,
+    /// Declared in the fix build (`None`: the kernel is not in it).
+    pub after: Option<bool>,
+}
+
+/// Schema version of [`ProveRecord`].
+pub const PROVE_SCHEMA_VERSION: u32 = 1;
+
+impl ProveArgs {
+    /// Run both builds and write the record. Exit 0 when proven, 1 when not (control clean or
+    /// unknown, fix failed), 2 on errors.
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        let (recipe, recipe_root) =
+            super::resolve_recipe(self.tag.as_deref(), self.recipe.as_deref())?;
+        let record = prove(&self.build, &recipe, recipe_root.as_deref())?;
+        let proven = record.verdict == "proven";
+        let dir = self.build.out_dir.join(format!(
+            "prove-{}-{}",
+            recipe.id(),
+            record.targets.join("+")
+        ));
+        fs_err::create_dir_all(&dir)?;
+        let path = dir.join("prove.json");
+        crate::fsutil::atomic_write(
+            &path,
+            (serde_json::to_string_pretty(&record)? + "\n").as_bytes(),
+        )?;
+        print!("{}", render(&record));
+        println!("{}", path.display());
+        if proven {
+            crate::ui::status("Proven", &record.summary);
+            Ok(ExitCode::SUCCESS)
+        } else {
+            crate::ui::print_error(&anyhow::anyhow!("{}", record.summary));
+            Ok(ExitCode::from(crate::EXIT_CHECK_FAILED))
+        }
+    }
+}
+
+/// Build the control and the fix of `recipe` and compare them ([`ProveRecord`]).
+///
+/// Errors: either build errors (fetch, configure, build step); a failed gate is not an error but a
+/// verdict.
+pub fn prove(
+    opts: &ProveBuildArgs,
+    recipe: &Recipe,
+    recipe_root: Option<&Path>,
+) -> anyhow::Result<ProveRecord> {
+    let args = |control: bool| BuildArgs {
+        tag: None,
+        recipe: None,
+        list: false,
+        targets: opts.targets.clone(),
+        git_mirror: opts.git_mirror.clone(),
+        engine: opts.engine,
+        out_dir: opts.out_dir.clone(),
+        jobs: opts.jobs,
+        locked: opts.locked,
+        experimental: opts.experimental,
+        verify: false,
+        package: vec![],
+        package_dir: None,
+        control,
+    };
+    let strategy_name = |s: NdebugStrategy| {
+        serde_json::to_value(s)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    let mut control_recipe = recipe.clone();
+    control_recipe.build.ndebug = NdebugStrategy::None;
+
+    crate::ui::status(
+        "Proving",
+        format_args!(
+            "recipe {}: control (NDEBUG strategy none), then fix ({})",
+            recipe.id(),
+            strategy_name(recipe.build.ndebug)
+        ),
+    );
+    let sampler = RssSampler::start();
+    let t = Instant::now();
+    let control = match super::build(&args(true), &control_recipe, recipe_root)
+        .context("the control build (NDEBUG strategy none) failed")?
+    {
+        Outcome::Control(c) => c,
+        _ => unreachable!("a control build returns Outcome::Control"),
+    };
+    let control_wall = t.elapsed().as_secs_f64();
+    let control_peak = sampler.take_peak();
+
+    let t = Instant::now();
+    let fix_outcome =
+        super::build(&args(false), recipe, recipe_root).context("the fix build failed")?;
+    let fix_wall = t.elapsed().as_secs_f64();
+    let fix_peak = sampler.take_peak();
+    drop(sampler);
+
+    let work = control.work.clone();
+    let targets: Vec<String> = control.gate.states.keys().cloned().collect();
+    let (fix_report, fix_manifest) = match &fix_outcome {
+        Outcome::Built(dir) => (
+            load_report(&dir.join("scan.json"))?,
+            Some(crate::manifest::Manifest::load(&dir.join("manifest.json"))?),
+        ),
+        Outcome::CheckFailed(_) => {
+            let fix_work = work
+                .parent()
+                .context("work folder has no parent")?
+                .join(format!("{}-{}", recipe.id(), targets.join("+")));
+            (load_report(&fix_work.join("scan.json"))?, None)
+        }
+        Outcome::Control(_) => unreachable!(),
+    };
+    let fix_states = fix_report.target_states(&targets);
+    let fix_gate = super::gate::GateResult {
+        report: fix_report,
+        states: fix_states,
+    };
+    let commit = fix_manifest
+        .as_ref()
+        .map(|m| m.commit.clone())
+        .or_else(|| recipe.source.commit.clone())
+        .unwrap_or_default();
+
+    let control_rec = run_record(
+        "none",
+        &control.gate,
+        &targets,
+        control.library_sha256.clone(),
+        control_wall,
+        control.build_seconds,
+        control_peak,
+    );
+    let fix_rec = run_record(
+        &strategy_name(recipe.build.ndebug),
+        &fix_gate,
+        &targets,
+        fix_manifest
+            .as_ref()
+            .map(|m| m.library.sha256.clone())
+            .unwrap_or_default(),
+        fix_wall,
+        fix_manifest
+            .as_ref()
+            .map(|m| m.build_seconds)
+            .unwrap_or(0.0),
+        fix_peak,
+    );
+    let control_declares = control
+        .gate
+        .states
+        .values()
+        .any(|s| matches!(s, TargetState::Declares { .. }));
+    let control_unknown = control
+        .gate
+        .states
+        .values()
+        .any(|s| matches!(s, TargetState::Unknown { .. }));
+    let declaring: usize = control_rec.counts.values().map(|c| c.declaring).sum();
+    let total: usize = control_rec.counts.values().map(|c| c.kernels).sum();
+    let (verdict, summary) = if control_unknown {
+        (
+            "control-unknown",
+            "the control build could not be read completely by the scanner: nothing is proven"
+                .to_owned(),
+        )
+    } else if !fix_gate.passed() {
+        (
+            "fix-failed",
+            format!(
+                "the fix's gate failed ({}): the recipe's NDEBUG strategy does not remove the declaration",
+                fix_gate.failures().join("; ")
+            ),
+        )
+    } else if !control_declares {
+        (
+            "control-clean",
+            "the control is already clean: this recipe proves the pipeline, not the fix".to_owned(),
+        )
+    } else {
+        (
+            "proven",
+            format!(
+                "without NDEBUG {declaring} of {total} kernels declare hidden_hostcall_buffer; with NDEBUG strategy {} none do, from the same commit, patches and toolchain",
+                strategy_name(recipe.build.ndebug)
+            ),
+        )
+    };
+    Ok(ProveRecord {
+        schema_version: PROVE_SCHEMA_VERSION,
+        rcclfix_version: env!("CARGO_PKG_VERSION").into(),
+        recipe: recipe.id().into(),
+        rccl_version: recipe.rccl_version.clone(),
+        source: recipe.source.rev_label(),
+        commit,
+        ndebug_strategy: strategy_name(recipe.build.ndebug),
+        verdict: verdict.into(),
+        summary,
+        kernels: kernel_diff(&control.gate.report, &fix_gate.report, &targets),
+        targets,
+        control: control_rec,
+        fix: fix_rec,
+    })
+}
+
+fn load_report(path: &Path) -> anyhow::Result<ScanReport> {
+    let text = fs_err::read_to_string(path)?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a scan report", path.display()))
+}
+
+/// The kernels of `target`'s images in `report`: name → declares.
+fn kernels_of(report: &ScanReport, target: &str) -> BTreeMap<String, bool> {
+    let mut out = BTreeMap::new();
+    for f in &report.files {
+        for img in f.images.iter().filter(|i| i.processor == target) {
+            for k in &img.kernels {
+                let e = out.entry(k.name.clone()).or_insert(false);
+                *e |= k.declares_hostcall;
+            }
+        }
+    }
+    out
+}
+
+fn run_record(
+    strategy: &str,
+    gate: &super::gate::GateResult,
+    targets: &[String],
+    library_sha256: String,
+    wall_seconds: f64,
+    build_seconds: f64,
+    peak_rss_bytes: u64,
+) -> RunRecord {
+    let mut counts = BTreeMap::new();
+    let mut users = BTreeMap::new();
+    for t in targets {
+        let ks = kernels_of(&gate.report, t);
+        counts.insert(
+            t.clone(),
+            KernelCount {
+                kernels: ks.len(),
+                declaring: ks.values().filter(|d| **d).count(),
+            },
+        );
+        let mut u: Vec<String> = gate
+            .report
+            .files
+            .iter()
+            .flat_map(|f| f.images.iter())
+            .filter(|i| &i.processor == t)
+            .flat_map(|i| i.hostcall_users.iter().cloned())
+            .collect();
+        u.sort();
+        u.dedup();
+        users.insert(t.clone(), u);
+    }
+    RunRecord {
+        ndebug_strategy: strategy.into(),
+        gate: gate.summary(),
+        counts,
+        hostcall_users: users,
+        library_sha256,
+        wall_seconds,
+        build_seconds,
+        peak_rss_bytes,
+    }
+}
+
+fn kernel_diff(
+    before: &ScanReport,
+    after: &ScanReport,
+    targets: &[String],
+) -> BTreeMap<String, BTreeMap<String, KernelDiff>> {
+    let mut out = BTreeMap::new();
+    for t in targets {
+        let b = kernels_of(before, t);
+        let a = kernels_of(after, t);
+        let mut m = BTreeMap::new();
+        for name in b.keys().chain(a.keys()) {
+            m.insert(
+                name.clone(),
+                KernelDiff {
+                    before: b.get(name).copied(),
+                    after: a.get(name).copied(),
+                },
+            );
+        }
+        out.insert(t.clone(), m);
+    }
+    out
+}
+
+/// The human table of a record: one row per target, then the kernels whose verdict changed.
+pub fn render(r: &ProveRecord) -> String {
+    let mut s = format!(
+        "recipe {} ({} {}), NDEBUG strategy {}\n{:<10} {:>8} {:>18} {:>18}\n",
+        r.recipe,
+        r.source,
+        r.commit,
+        r.ndebug_strategy,
+        "TARGET",
+        "KERNELS",
+        "DECLARING BEFORE",
+        "DECLARING AFTER"
+    );
+    for t in &r.targets {
+        let b = r.control.counts.get(t).copied().unwrap_or_default();
+        let a = r.fix.counts.get(t).copied().unwrap_or_default();
+        s.push_str(&format!(
+            "{:<10} {:>8} {:>18} {:>18}\n",
+            t, b.kernels, b.declaring, a.declaring
+        ));
+        for (k, d) in r.kernels.get(t).into_iter().flatten() {
+            if d.before != d.after {
+                let f = |x: Option<bool>| match x {
+                    Some(true) => "declares",
+                    Some(false) => "clean",
+                    None => "absent",
+                };
+                s.push_str(&format!("  {k}: {} -> {}\n", f(d.before), f(d.after)));
+            }
+        }
+    }
+    for (name, run) in [("control", &r.control), ("fix", &r.fix)] {
+        s.push_str(&format!(
+            "{name:<8} wall {:>7.1} s, build {:>7.1} s, peak RSS {:.2} GB, library sha256 {}\n",
+            run.wall_seconds,
+            run.build_seconds,
+            run.peak_rss_bytes as f64 / 1e9,
+            if run.library_sha256.is_empty() {
+                "-"
+            } else {
+                &run.library_sha256
+            }
+        ));
+    }
+    s
+}
+
+/// Samples the resident memory of this process and all its descendants once a second (from
+/// `/proc/<pid>/stat` and `/proc/<pid>/statm`), keeping the peak of the sum.
+struct RssSampler {
+    peak: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RssSampler {
+    fn start() -> RssSampler {
+        use std::sync::atomic::Ordering;
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (p, st) = (peak.clone(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            while !st.load(Ordering::Relaxed) {
+                let now = tree_rss(std::process::id());
+                p.fetch_max(now, Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        });
+        RssSampler {
+            peak,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// The peak since the last call (or the start), and reset it.
+    fn take_peak(&self) -> u64 {
+        self.peak.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for RssSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Resident bytes of `root` and every descendant: the sum of `statm` resident pages × page size
+/// over the processes whose parent chain (`stat` field 4) leads to `root`.
+fn tree_rss(root: u32) -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The command name may hold spaces and parentheses: fields start after the last ')'.
+            if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
+                if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok()) {
+                    parent.insert(pid, ppid);
+                }
+            }
+        }
+    }
+    let page = 4096u64;
+    let mut total = 0;
+    for &pid in parent.keys() {
+        let mut p = pid;
+        let mut hops = 0;
+        let inside = loop {
+            if p == root {
+                break true;
+            }
+            match parent.get(&p) {
+                Some(&pp) if pp != 0 && hops < 64 => {
+                    p = pp;
+                    hops += 1;
+                }
+                _ => break false,
+            }
+        };
+        if inside {
+            if let Ok(statm) = std::fs::read_to_string(format!("/proc/{pid}/statm")) {
+                if let Some(res) = statm
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|x| x.parse::<u64>().ok())
+                {
+                    total += res * page;
+                }
+            }
+        }
+    }
+    total
+}
