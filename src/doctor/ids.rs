@@ -132,7 +132,8 @@ pub const CHIP_NAMES: &[(&str, &str)] = &[
     ("Navi 33", "gfx1102"),
     ("Navi 44", "gfx1200"),
     ("Navi 48", "gfx1201"),
-    ("Phoenix", "gfx1103"),
+    ("Phoenix1", "gfx1103"),
+    ("Phoenix2", "gfx1103"),
     ("Strix", "gfx1150"),
 ];
 

@@ -815,7 +815,7 @@ fn blocker_reason(b: &VmBlocker, v: &GuestView) -> String {
         VmBlocker::NotAtDevfn0 => "QEMU sets AtomicOp completer bits only for a device at devfn 0 below its root port (QEMU >= 8.1); this GPU is not at devfn 0 (use addr=0x0 on its own pcie-root-port)".into(),
         VmBlocker::BehindSwitch => "QEMU sets AtomicOp completer bits only for a device directly below a root port (QEMU >= 8.1); this GPU is behind an emulated switch (attach it directly to a pcie-root-port)".into(),
         VmBlocker::QemuBefore81 { machine } => format!(
-            "the VM's machine type is {machine}: QEMU before 8.1 never advertises AtomicOp completion on an emulated root port, whatever the host has; the fix is a QEMU >= 8.1 host with the GPU passed as a single function on a PCIe root port, not hardware or firmware"
+            "the VM's machine type is {machine}: QEMU before 8.1 never advertises AtomicOp completion on an emulated root port, whatever the host has; the fix is a QEMU >= 8.1 host with the GPU passed as a single function on a PCIe root port; nothing on the card or in the host needs changing for this"
         ),
         VmBlocker::NoPcieCapability => "the VM gives this GPU no PCI Express capability: that is normal for a conventional PCI layout (i440fx, or q35 without pcie=1), not a malformed config space; the kernel enables AtomicOps only for PCIe devices, so the fix is `pcie=1` on a q35 machine".into(),
     }
@@ -1277,6 +1277,8 @@ fn decide_overall(
                 "inconclusive — the pasted lspci text does not show the whole PCIe path (see below)".to_owned()
             } else if no_gpu && log_class == Some(LogClass::RefusalUnattributed) {
                 "inconclusive — the runtime refused a hostcall kernel, but the log does not say whose (rerun with AMD_LOG_LEVEL=3)".to_owned()
+            } else if no_gpu && log_class == Some(LogClass::Inconclusive) {
+                "inconclusive — the log has an error many causes produce (such as `unhandled cuda error`) but not the refusal signature, and no GPU was examined".to_owned()
             } else if no_gpu && !logs.is_empty() {
                 "inconclusive — the log shows no hostcall refusal, and no GPU was examined".to_owned()
             } else {
@@ -1500,8 +1502,9 @@ fn decide_overall(
             kmsg::LogOrigin::Unavailable { reason } => reason.clone(),
         };
         examined.push(format!(
-            "kernel log ({origin}, {} lines)",
-            src.kernel_log.lines
+            "kernel log ({origin}, {} line{})",
+            src.kernel_log.lines,
+            if src.kernel_log.lines == 1 { "" } else { "s" }
         ));
     } else {
         not_examined.push(match &src.kernel_log.origin {

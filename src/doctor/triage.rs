@@ -395,6 +395,8 @@ fn gfx_names(line: &str) -> Vec<String> {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric())
             .collect();
+        // `gfx906:sramecc+:xnack-` and `…-gfx906` count; `gfx1030kdb` (a kernel database package
+        // for every target) does not.
         if known.contains(&name.as_str()) && !out.contains(&name) {
             out.push(name);
         }
@@ -539,15 +541,23 @@ fn hints_on_line(line: &str, line_no: usize) -> Vec<ReleaseHint> {
             if parts.len() != 4 || parts[3].len() != 5 {
                 continue;
             }
-            let name = if p == 0 {
-                ti.checked_sub(1).map(|j| tokens[j]).unwrap_or("")
-            } else {
-                &tok[..p - 1]
+            let rocmish = |n: &str| {
+                let n = n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
+                (n.starts_with("rccl") || n.starts_with("rocm") || n.starts_with("hip"))
+                    .then_some(n)
             };
-            let name = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
-            if !(name.starts_with("rccl") || name.starts_with("rocm") || name.starts_with("hip")) {
+            // `dpkg -l`: the name is the token before; apt's `Get:` lines put the architecture
+            // between them.
+            let name = if p == 0 {
+                (1..=2)
+                    .filter_map(|k| ti.checked_sub(k).map(|j| tokens[j]))
+                    .find_map(rocmish)
+            } else {
+                rocmish(&tok[..p - 1])
+            };
+            let Some(name) = name else {
                 continue;
-            }
+            };
             let Some(rel) = parts[3].parse().ok().and_then(release_from_int) else {
                 continue;
             };
