@@ -310,6 +310,7 @@ impl Block {
                     port_type,
                     devcap2: 0,
                     devctl2: 0,
+                    completer_shown: true,
                 },
             };
         }
@@ -359,6 +360,8 @@ impl Block {
                 port_type,
                 devcap2,
                 devctl2: devctl2 as u16,
+                completer_shown: port_type == PortType::RootPort
+                    || self.atomic_cap.contains_key("32bit"),
             },
         }
     }

@@ -486,7 +486,13 @@ fn id_of(d: &PciDevice) -> String {
     format!("{:04x}:{:04x}", d.vendor, d.device)
 }
 
-fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> Hop {
+fn hop_for(
+    d: &PciDevice,
+    is_gpu: bool,
+    result: &PathResult,
+    in_qemu: bool,
+    id_unknown: bool,
+) -> Hop {
     let role = match (&d.config, is_gpu) {
         (ConfigView::Express { cap }, true) => format!("GPU ({})", cap.port_type.name()),
         (_, true) => "GPU".into(),
@@ -531,7 +537,11 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
     };
     Hop {
         bdf: d.bdf,
-        id: id_of(d),
+        id: if id_unknown {
+            format!("{:04x}:????", d.vendor)
+        } else {
+            id_of(d)
+        },
         role,
         atomics: d.exp().map(|c| c.lspci_text()),
         status,
@@ -628,6 +638,10 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         _ => vec![],
     };
 
+    let id_unknown = |d: &PciDevice| {
+        topo.as_ref()
+            .is_some_and(|t| t.unknown_ids.contains(&d.bdf))
+    };
     let mut gpus = vec![];
     for gpu in all.iter().filter(|d| d.is_amd_gpu()) {
         let upstream = match &topo {
@@ -658,9 +672,9 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         let mut path: Vec<Hop> = bridges
             .iter()
             .rev()
-            .map(|b| hop_for(b, false, &result, hv.is_qemu))
+            .map(|b| hop_for(b, false, &result, hv.is_qemu, id_unknown(b)))
             .collect();
-        path.push(hop_for(gpu, true, &result, hv.is_qemu));
+        path.push(hop_for(gpu, true, &result, hv.is_qemu, id_unknown(gpu)));
         let node = kfd.iter().flatten().find(|n| n.bdf == gpu.bdf);
         let kfd_rejected = klog
             .kfd_rejects

@@ -126,6 +126,10 @@ pub struct ExpCap {
     pub devcap2: u32,
     /// Device Control 2.
     pub devctl2: u16,
+    /// Whether DevCap2's AtomicOp completer bits were read (false only for a pasted `lspci` that
+    /// does not print them: pciutils shows an endpoint's completer bits only when it has a memory
+    /// BAR, `ls-caps.c` `cap_express_dev2`). The kernel's rule never reads an endpoint's.
+    pub completer_shown: bool,
 }
 
 impl ExpCap {
@@ -146,6 +150,9 @@ impl ExpCap {
             PortType::RootPort => format!(
                 "AtomicOpsCap: Routing{route} 32bit{c32} 64bit{c64} 128bitCAS{c128}, AtomicOpsCtl: ReqEn{req} EgressBlck{egress}"
             ),
+            _ if !self.completer_shown => {
+                format!("AtomicOpsCap: not shown, AtomicOpsCtl: ReqEn{req}")
+            }
             _ => format!("AtomicOpsCap: 32bit{c32} 64bit{c64} 128bitCAS{c128}, AtomicOpsCtl: ReqEn{req}"),
         }
     }
@@ -293,6 +300,7 @@ pub fn decode_config(bytes: &[u8]) -> ConfigView {
                     port_type,
                     devcap2,
                     devctl2,
+                    completer_shown: true,
                 },
             };
         }

@@ -2485,3 +2485,339 @@ fn no_gpu_examined_is_never_an_all_clear() {
         "not affected: the one AMD GPU examined has a PCIe AtomicOps path (hostcall kernels run)"
     );
 }
+
+// ---- --lspci: pasted lspci text, cross-checked against sysfs --------------------------------------
+
+/// The machines of the `--lspci` golden files: a consumer board (one GPU on a CPU root port with its
+/// audio function, one behind a chipset switch whose downstream port has Routing-) and a QEMU
+/// guest with a GPU passed as a multifunction device.
+fn lspci_machine(name: &str) -> Tree {
+    let t = Tree::new();
+    match name {
+        "board" => {
+            let dir = t.chain(&[
+                root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT | COMP128),
+                gpu("03:00.0", true),
+            ]);
+            t.sibling(&dir, &audio("03:00.1"));
+            t.chain(&[
+                root_port("00:01.2", 0x1022, 0x1483, HEALTHY_ROOT | COMP128),
+                dev(
+                    "04:00.0",
+                    0x1022,
+                    0x57ad,
+                    0x060400,
+                    Kind::SwitchUp,
+                    ROUTE,
+                    0,
+                ),
+                dev("05:08.0", 0x1022, 0x57a3, 0x060400, Kind::SwitchDown, 0, 0),
+                gpu("07:00.0", false),
+            ]);
+        }
+        "guest" => {
+            t.dmi("QEMU", "Standard PC (Q35 + ICH9, 2009)", "pc-q35-9.0+pve0");
+            t.hypervisor_flag();
+            let mut g = gpu("01:00.0", false);
+            g.multifunction = true;
+            let dir = t.chain(&[root_port("00:1c.0", 0x1b36, 0x000c, 0), g]);
+            let mut a = audio("01:00.1");
+            a.multifunction = true;
+            t.sibling(&dir, &a);
+        }
+        _ => unreachable!(),
+    }
+    t
+}
+
+/// The lines of lspci output that carry what doctor reads (device headers, bus numbers, the
+/// Express capability and the AtomicOps bits): names from pci.ids may differ between versions.
+fn lspci_key_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| {
+            l.contains("Bus: ")
+                || l.contains("] Express (")
+                || l.contains("AtomicOps")
+                || l.split_whitespace()
+                    .next()
+                    .is_some_and(|t| rcclfix::doctor::pci::Bdf::parse(t).is_some())
+        })
+        .map(|l| {
+            // Keep the address, the class code and the IDs of a header, not the names.
+            let l = l.trim();
+            match rcclfix::doctor::pci::Bdf::parse(l.split_whitespace().next().unwrap()) {
+                Some(b) => {
+                    let ids: Vec<&str> = l
+                        .split('[')
+                        .filter_map(|x| x.split(']').next())
+                        .filter(|x| x.len() == 4 || (x.len() == 9 && x.as_bytes()[4] == b':'))
+                        .collect();
+                    format!("{b} {}", ids.join(" "))
+                }
+                None => l.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// The lspci golden files: `lspci -F DUMP -vvvnn` / `-vvv` / `-tv` (pciutils) on the config bytes
+/// the sysfs tree holds. With lspci installed the files are regenerated and compared on the lines
+/// doctor reads (`RCCLFIX_UPDATE=1` rewrites them); without it the committed files are used.
+fn lspci_golden(name: &str, t: &Tree) -> [PathBuf; 3] {
+    let dir = data("lspci");
+    let files = [
+        dir.join(format!("{name}-vvvnn.txt")),
+        dir.join(format!("{name}-vvv.txt")),
+        dir.join(format!("{name}-tv.txt")),
+    ];
+    let slow = std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1");
+    let Ok(lspci) = which::which("lspci") else {
+        assert!(
+            !slow,
+            "RCCLFIX_SLOW_TESTS=1 but lspci is missing: install pciutils (.ci/apt.d/doctor.txt)"
+        );
+        eprintln!("lspci not installed: using the committed golden files");
+        return files;
+    };
+    let dump = t.path().join("config.dump");
+    std::fs::write(&dump, t.hex_dump()).unwrap();
+    for (file, args) in files
+        .iter()
+        .zip([&["-vvvnn"][..], &["-vvv"][..], &["-tv"][..]])
+    {
+        let out = Command::new(&lspci)
+            .arg("-F")
+            .arg(&dump)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "lspci {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let fresh = String::from_utf8(out.stdout).unwrap();
+        if std::env::var_os("RCCLFIX_UPDATE").is_some() || !file.exists() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(file, &fresh).unwrap();
+        }
+        let golden = std::fs::read_to_string(file).unwrap();
+        if args == &["-tv"][..] {
+            assert_eq!(
+                golden
+                    .lines()
+                    .map(|l| l.split("  ").next().unwrap_or(l))
+                    .collect::<Vec<_>>(),
+                fresh
+                    .lines()
+                    .map(|l| l.split("  ").next().unwrap_or(l))
+                    .collect::<Vec<_>>(),
+                "{}: the tree differs from lspci's (RCCLFIX_UPDATE=1 rewrites it)",
+                file.display()
+            );
+        } else {
+            assert_eq!(
+                lspci_key_lines(&golden),
+                lspci_key_lines(&fresh),
+                "{}: differs from lspci's output on the same bytes (RCCLFIX_UPDATE=1 rewrites it)",
+                file.display()
+            );
+        }
+    }
+    files
+}
+
+/// `"1022:1483"` and `"1022:????"` → `ID` (device IDs are not in `lspci -vvv` without `-n`).
+fn regex_lite_ids(l: &str) -> String {
+    let mut out = String::new();
+    let mut rest = l;
+    while let Some(i) = rest.find('"') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 1..];
+        match tail.find('"') {
+            Some(j) if j == 9 && tail.as_bytes()[4] == b':' => {
+                out.push_str("ID");
+                rest = &tail[j + 1..];
+            }
+            _ => {
+                out.push('"');
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What a report says about each GPU's path: result and every hop, for comparing two readings.
+fn path_view(o: &Out) -> Vec<String> {
+    let mut v = vec![format!("verdict {}", o.verdict())];
+    for g in o.json["gpus"].as_array().unwrap() {
+        v.push(format!(
+            "{} {} {} {}",
+            g["bdf"], g["id"], g["gfx"], g["path_result"]
+        ));
+        for h in g["path"].as_array().unwrap() {
+            v.push(format!(
+                "  {} {} {} {} {}",
+                h["bdf"], h["id"], h["role"], h["atomics"], h["status"]
+            ));
+        }
+        v.push(format!("  verdict {}", g["verdict"]));
+        v.push(format!("  multifunction {}", g["guest"]["multifunction"]));
+    }
+    v
+}
+
+/// Golden test: real `lspci -vvvnn` / `-vvv` / `-tv` output of the config bytes that the sysfs tree
+/// holds gives the same paths, hops, bits and verdicts through `--lspci` as through `--sysfs`.
+#[test]
+fn lspci_text_reads_like_sysfs() {
+    for name in ["board", "guest"] {
+        let t = lspci_machine(name);
+        let [nn, plain, tree] = lspci_golden(name, &t);
+        let sysfs = doctor(&t, None, &[]);
+        let want = path_view(&sysfs);
+        // The tree alone gives the topology: the same text without the bridges' `Bus:` lines.
+        let no_bus = t.path().join(format!("{name}-no-bus.txt"));
+        let text = std::fs::read_to_string(&nn).unwrap();
+        let stripped: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.contains("Bus: primary="))
+            .collect();
+        std::fs::write(&no_bus, stripped.join("\n")).unwrap();
+        for (what, files) in [
+            ("-vvvnn", vec![&nn]),
+            ("-vvv", vec![&plain]),
+            ("-vvvnn + -tv", vec![&nn, &tree]),
+            ("-vvvnn without Bus: lines + -tv", vec![&no_bus, &tree]),
+        ] {
+            let mut args: Vec<String> = vec!["doctor".into(), "--no-hip".into()];
+            for f in files {
+                args.push("--lspci".into());
+                args.push(f.display().to_string());
+            }
+            let o = run_doctor(&args);
+            assert_eq!(o.code, sysfs.code, "{name} {what}: {}", o.text);
+            let mut got = path_view(&o);
+            let mut want = want.clone();
+            if what == "-vvv" {
+                // Without -nn the device IDs are not in the text: the GPU reads `1002:????` and its
+                // gfx comes from the chip name; the rest must agree.
+                let ids = regex_lite_ids;
+                for l in got.iter_mut().chain(want.iter_mut()) {
+                    *l = ids(l);
+                }
+                for g in o.json["gpus"].as_array().unwrap() {
+                    assert_eq!(g["gfx"], "gfx1100", "{name} {what}: {g}");
+                    assert_eq!(g["gfx_source"], "chip name in the lspci text");
+                }
+            }
+            // pciutils prints an endpoint's completer bits only when it has a memory BAR, which a
+            // config dump does not size (`ls-caps.c`): the text says "not shown", never "32bit-".
+            for l in want.iter_mut() {
+                if l.contains("\"GPU (endpoint)\"") {
+                    *l = l.replace(
+                        "AtomicOpsCap: 32bit+ 64bit+ 128bitCAS-",
+                        "AtomicOpsCap: not shown",
+                    );
+                }
+            }
+            assert_eq!(got, want, "{name} {what}:\n{}", o.text);
+            assert!(o.text.contains("Examined: "), "{}", o.text);
+        }
+    }
+    // The board: the chipset GPU breaks at the downstream port, the CPU-slot one passes.
+    let t = lspci_machine("board");
+    let [nn, _, _] = lspci_golden("board", &t);
+    let o = run_doctor(&["doctor".into(), "--lspci".into(), nn.display().to_string()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "rebuild");
+    assert_eq!(
+        o.breaks("0000:07:00.0"),
+        ("0000:05:08.0".into(), "switch-no-routing".into())
+    );
+    assert_eq!(o.gpu("0000:03:00.0")["verdict"], "not-affected");
+    assert!(o.actions().contains("--targets gfx1100"), "{}", o.actions());
+    // The guest: multifunction under a QEMU root port → fix the VM, read from the text alone.
+    let t = lspci_machine("guest");
+    let [nn, _, _] = lspci_golden("guest", &t);
+    let o = run_doctor(&["doctor".into(), "--lspci".into(), nn.display().to_string()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "fix-vm-config");
+    assert_eq!(o.json["hypervisor"]["name"], "QEMU/KVM");
+}
+
+/// Partial or unknown lspci text is inconclusive, never "not affected": the GPU block alone (no
+/// bridge above it), `<access denied>`, a root port without its AtomicOps lines, and text that is
+/// not lspci output at all (an error).
+#[test]
+fn partial_lspci_text_is_inconclusive() {
+    let t = lspci_machine("board");
+    let [nn, _, _] = lspci_golden("board", &t);
+    let full = std::fs::read_to_string(&nn).unwrap();
+    let block = |bdf: &str| -> String {
+        full.split("\n\n")
+            .find(|b| b.starts_with(bdf))
+            .unwrap()
+            .to_owned()
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "GPU block only",
+            block("07:00.0"),
+            "the bridge above 0000:07:00.0 (bus 07) is not in the pasted text",
+        ),
+        (
+            "access denied",
+            format!(
+                "{}\n{}\n",
+                block("00:01.1")
+                    .split("\tCapabilities:")
+                    .next()
+                    .unwrap()
+                    .to_owned()
+                    + "\tCapabilities: <access denied>",
+                block("03:00.0")
+            ),
+            "run it as root (sudo lspci -vvv)",
+        ),
+        (
+            "root port without AtomicOps lines",
+            format!(
+                "{}\n\n{}\n",
+                block("00:01.1")
+                    .lines()
+                    .filter(|l| !l.contains("AtomicOps"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                block("03:00.0")
+            ),
+            "has no `AtomicOpsCap: … 32bit±` line",
+        ),
+    ];
+    for (what, text, key) in cases {
+        let f = t.path().join("partial.txt");
+        std::fs::write(&f, text).unwrap();
+        let o = run_doctor(&["doctor".into(), "--lspci".into(), f.display().to_string()]);
+        assert_eq!(o.code, 2, "{what}: {}", o.text);
+        assert_eq!(o.verdict(), "inconclusive", "{what}");
+        assert!(o.text.contains(key), "{what}: {}", o.text);
+        assert!(
+            o.actions().contains("sudo lspci -vvv"),
+            "{what}: {}",
+            o.actions()
+        );
+    }
+    // Not lspci output: one line naming the file.
+    let f = t.path().join("notes.txt");
+    std::fs::write(&f, "my GPUs do not work, please help\n").unwrap();
+    let (code, out, err) = run_bounded(&["doctor".as_ref(), "--lspci".as_ref(), f.as_os_str()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&f.display().to_string()) && err.contains("no lspci device block"),
+        "{err}"
+    );
+}
