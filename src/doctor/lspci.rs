@@ -15,8 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use super::pci::{
     decode_config, Bdf, ConfigView, ExpCap, PciDevice, PortType, DEVCAP2_ATOMIC_COMP128,
     DEVCAP2_ATOMIC_COMP32, DEVCAP2_ATOMIC_COMP64, DEVCAP2_ATOMIC_ROUTE,
@@ -548,7 +546,7 @@ pub fn read_files(paths: &[PathBuf]) -> anyhow::Result<Topology> {
     let mut text = String::new();
     for p in paths {
         let t = super::input::read_capped(p, super::input::MAX_INPUT_BYTES)
-            .with_context(|| format!("--lspci {}", p.display()))?;
+            .map_err(|e| anyhow::anyhow!("--lspci {}: {e:#}", p.display()))?;
         text.push_str(&t);
         text.push('\n');
     }

@@ -29,7 +29,6 @@ pub mod vm;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use serde::Serialize;
 
 use self::hip::HipProbe;
@@ -596,7 +595,9 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
     let mut vm_configs: Vec<ProxmoxConfig> = src
         .vm_configs
         .iter()
-        .map(|p| vm::parse_proxmox(p).with_context(|| format!("--vm-config {}", p.display())))
+        .map(|p| {
+            vm::parse_proxmox(p).map_err(|e| anyhow::anyhow!("--vm-config {}: {e:#}", p.display()))
+        })
         .collect::<anyhow::Result<_>>()?;
     // On the host, the slot's functions come from its sysfs, not from assumption.
     if topo.is_none() && !hv.is_vm {

@@ -187,7 +187,8 @@ impl ProxmoxConfig {
 /// Parse `/etc/pve/qemu-server/<vmid>.conf`. Only the current config is read (the part before the
 /// first `[snapshot]` section).
 ///
-/// Errors: the file cannot be read, or has no `hostpciN:` line (one line naming the file).
+/// Errors: the file cannot be read, is not a regular file or is larger than
+/// [`super::input::MAX_INPUT_BYTES`], or has no `hostpciN:` line (the caller names the file).
 pub fn parse_proxmox(path: &Path) -> anyhow::Result<ProxmoxConfig> {
     let text = super::input::read_capped(path, super::input::MAX_INPUT_BYTES)
         .context("cannot read the VM config")?;
@@ -221,10 +222,7 @@ pub fn parse_proxmox(path: &Path) -> anyhow::Result<ProxmoxConfig> {
     // `machine: q35`, `machine: pc-q35-8.1`, `machine: type=q35,viommu=…`.
     cfg.q35 = cfg.machine.as_deref().is_some_and(|m| m.contains("q35"));
     if cfg.hostpci.is_empty() {
-        anyhow::bail!(
-            "{}: no hostpciN line: no PCI device is passed through",
-            path.display()
-        );
+        anyhow::bail!("no hostpciN line: no PCI device is passed through");
     }
     for h in &mut cfg.hostpci {
         if !cfg.q35 {

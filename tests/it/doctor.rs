@@ -2821,3 +2821,232 @@ fn partial_lspci_text_is_inconclusive() {
         "{err}"
     );
 }
+
+// ---- hostile inputs (issue 12: unread input, unbounded text, untrusted snapshots, terminals) ------
+
+/// Write a tar whose members are `(path, kind)`; `kind` is a file body, a symlink target, a hard
+/// link target, or a FIFO.
+enum Member<'a> {
+    File(&'a [u8]),
+    Dir,
+    Symlink(&'a str),
+    Hardlink(&'a str),
+    Fifo,
+}
+
+fn write_tar(path: &Path, members: &[(&str, Member)]) {
+    let mut b = tar::Builder::new(Vec::new());
+    for (name, m) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        match m {
+            Member::File(body) => {
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_size(body.len() as u64);
+                b.append_data(&mut h, name, *body).unwrap();
+            }
+            Member::Dir => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_size(0);
+                b.append_data(&mut h, name, std::io::empty()).unwrap();
+            }
+            Member::Symlink(t) | Member::Hardlink(t) => {
+                h.set_entry_type(if matches!(m, Member::Symlink(_)) {
+                    tar::EntryType::Symlink
+                } else {
+                    tar::EntryType::Link
+                });
+                h.set_size(0);
+                b.append_link(&mut h, name, t).unwrap();
+            }
+            Member::Fifo => {
+                h.set_entry_type(tar::EntryType::Fifo);
+                h.set_size(0);
+                b.append_data(&mut h, name, std::io::empty()).unwrap();
+            }
+        }
+    }
+    std::fs::write(path, b.into_inner().unwrap()).unwrap();
+}
+
+/// Issue 12 class 4: a snapshot with no sys/ and an invalid rcclfix-snapshot.json is an error (2),
+/// never "not affected" (before: exit 0, "no AMD GPU found"); as a tar and as a folder.
+#[test]
+fn snapshot_with_invalid_manifest_is_an_error() {
+    let t = Tree::new();
+    for (what, body) in [
+        ("not JSON", &b"{ this is not json"[..]),
+        ("another kind", &br#"{"kind":"something-else"}"#[..]),
+    ] {
+        let tar_path = t.path().join("bad.tar");
+        write_tar(
+            &tar_path,
+            &[
+                ("proc", Member::Dir),
+                ("rcclfix-snapshot.json", Member::File(body)),
+            ],
+        );
+        let dir = t.path().join("bad-dir");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rcclfix-snapshot.json"), body).unwrap();
+        for p in [&tar_path, &dir] {
+            let (code, out, err) =
+                run_bounded(&["doctor".as_ref(), "--snapshot".as_ref(), p.as_os_str()]);
+            assert_eq!(code, Some(2), "{what} {}: {err}", p.display());
+            assert!(out.is_empty(), "{out}");
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+            assert!(err.contains("rcclfix-snapshot.json"), "{err}");
+            assert!(err.contains(&p.display().to_string()), "{err}");
+        }
+    }
+}
+
+/// Issue 12 class 7: members that are links or special files are refused, naming the member
+/// (dmesg.txt → a host file, sys → /sys, a hard link, a FIFO), and nothing is read through them;
+/// the capture's own sys/bus/pci/devices links still read back (capture round trip above).
+#[test]
+fn snapshot_links_and_special_files_are_refused() {
+    let t = Tree::new();
+    let secret = t.path().join("host-secret.txt");
+    std::fs::write(
+        &secret,
+        "amdgpu 0000:03:00.0: PCIE atomic ops is not supported\n",
+    )
+    .unwrap();
+    let secret_s = secret.display().to_string();
+    let manifest = br#"{"kind":"rcclfix-doctor-snapshot"}"#;
+    type Case<'a> = (&'a str, Vec<(&'a str, Member<'a>)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            "dmesg.txt symlink",
+            vec![
+                ("sys", Member::Dir),
+                ("rcclfix-snapshot.json", Member::File(manifest)),
+                ("dmesg.txt", Member::Symlink(&secret_s)),
+            ],
+            "refused snapshot member dmesg.txt: a symbolic link to",
+        ),
+        (
+            "sys symlink",
+            vec![
+                ("rcclfix-snapshot.json", Member::File(manifest)),
+                ("sys", Member::Symlink("/sys")),
+            ],
+            "refused snapshot member sys: a symbolic link to /sys",
+        ),
+        (
+            "bus link out of the snapshot",
+            vec![
+                ("sys", Member::Dir),
+                (
+                    "sys/bus/pci/devices/0000:03:00.0",
+                    Member::Symlink("../../../../../../sys/devices/pci0000:00/0000:03:00.0"),
+                ),
+            ],
+            "refused snapshot member sys/bus/pci/devices/0000:03:00.0: a symbolic link",
+        ),
+        (
+            "hard link",
+            vec![
+                ("sys", Member::Dir),
+                ("dmesg.txt", Member::Hardlink(&secret_s)),
+            ],
+            "refused snapshot member dmesg.txt: a hard link",
+        ),
+        (
+            "FIFO",
+            vec![("sys", Member::Dir), ("dmesg.txt", Member::Fifo)],
+            "refused snapshot member dmesg.txt: a FIFO",
+        ),
+    ];
+    for (what, members, key) in cases {
+        let p = t.path().join("hostile.tar");
+        write_tar(&p, &members);
+        let (code, out, err) =
+            run_bounded(&["doctor".as_ref(), "--snapshot".as_ref(), p.as_os_str()]);
+        assert_eq!(code, Some(2), "{what}: {err}");
+        assert!(out.is_empty(), "{what}: {out}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+        assert!(err.contains(key), "{what}: {err}");
+    }
+    // The same in an extracted folder.
+    let dir = t.path().join("snapdir");
+    std::fs::create_dir_all(dir.join("sys")).unwrap();
+    std::fs::write(dir.join("rcclfix-snapshot.json"), manifest).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join("dmesg.txt")).unwrap();
+    let (code, _, err) = run_bounded(&["doctor".as_ref(), "--snapshot".as_ref(), dir.as_os_str()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("refused snapshot entry dmesg.txt: a symbolic link to"),
+        "{err}"
+    );
+}
+
+/// Issue 12 class 6: `--vm-config` is bounded like `--log`: a 2 GiB sparse file is refused at
+/// once (size and limit named), a FIFO is refused without blocking; `--lspci` alike.
+#[test]
+fn vm_config_and_lspci_are_bounded_and_regular_files_only() {
+    let t = Tree::new();
+    let big = t.path().join("huge.conf");
+    {
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(2 << 30).unwrap();
+    }
+    let fifo = t.path().join("cfg.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (sys, proc) = (t.sys(), t.proc());
+    for flag in ["--vm-config", "--lspci"] {
+        for (file, key) in [
+            (&big, "2.0 GiB is larger than the 64.0 MiB limit"),
+            (&fifo, "not a regular file (a FIFO)"),
+        ] {
+            let mut args: Vec<&std::ffi::OsStr> = vec!["doctor".as_ref()];
+            if flag == "--vm-config" {
+                args.extend([
+                    "--sysfs".as_ref(),
+                    sys.as_os_str(),
+                    "--proc".as_ref(),
+                    proc.as_os_str(),
+                ]);
+            }
+            args.extend([flag.as_ref(), file.as_os_str()]);
+            let started = std::time::Instant::now();
+            let (code, out, err) = run_bounded(&args);
+            assert_eq!(code, Some(2), "{flag} {}: {err}", file.display());
+            assert!(out.is_empty());
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+            assert!(err.contains(&file.display().to_string()), "{err}");
+            assert!(err.contains(key), "{flag}: {err}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        }
+    }
+}
+
+/// Issue 12 class 3 (doctor's part): log lines with terminal control sequences are escaped in the
+/// text report; JSON keeps the exact line.
+#[test]
+fn log_lines_are_escaped_for_the_terminal() {
+    let t = Tree::new();
+    let log = t.path().join("evil.log");
+    std::fs::write(
+        &log,
+        "\x1b]0;pwned\x07\x1b[2J:1:rocvirtual.cpp :4208: … Pcie atomics not enabled, hostcall not supported\nRuntimeError: NCCL error: unhandled cuda error\n",
+    )
+    .unwrap();
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert!(
+        !o.text.contains('\x1b') && !o.text.contains('\x07'),
+        "{:?}",
+        o.text
+    );
+    assert!(o.text.contains("\\x1b]0;pwned\\x07\\x1b[2J"), "{}", o.text);
+    let raw = o.json["logs"][0]["findings"][0]["line"].as_str().unwrap();
+    assert!(raw.starts_with("\x1b]0;pwned\x07"), "{raw:?}");
+}
