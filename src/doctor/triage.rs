@@ -578,6 +578,12 @@ fn hints_on_line(line: &str, line_no: usize) -> Vec<ReleaseHint> {
             break;
         }
     }
+    // torch's `DistBackendError: NCCL error in: …, NCCL version 2.27.7`: the RCCL torch runs.
+    if let Some(r) = value_after(line, "NCCL version").and_then(leading_version) {
+        if first_n_components(&r, 3).split('.').count() == 3 {
+            push(HintKind::Rccl, r, "torch's \"NCCL version\"".into(), 4);
+        }
+    }
     for key in ["rccl-library=", "nccl-library="] {
         if let Some(t) = value_after(line, key) {
             let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
@@ -732,9 +738,12 @@ fn is_launch_illegal_state(line: &str) -> bool {
     line.contains("hipErrorIllegalState") && line.contains("Launch")
 }
 
-/// RCCL's kernel launch (`enqueue.cc`) returned hipErrorIllegalState.
+/// A HIP call inside RCCL returned hipErrorIllegalState: RCCL's own warning (`enqueue.cc … NCCL WARN
+/// HIP failure '…present state'`) or its `Last error: Cuda failure '…present state'` that torch
+/// quotes.
 fn is_rccl_launch_illegal_state(line: &str) -> bool {
-    line.contains("NCCL WARN HIP failure") && line.contains("present state")
+    line.contains("present state")
+        && (line.contains("NCCL WARN HIP failure") || line.contains("Cuda failure '"))
 }
 
 /// A line that shows the log goes through RCCL.
@@ -814,7 +823,11 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                 line_no,
                 kernel: None,
                 owner: KernelOwner::Rccl {
-                    why: "RCCL's kernel launch (enqueue.cc) returned hipErrorIllegalState".into(),
+                    why: if line.contains("enqueue.cc") {
+                        "RCCL's kernel launch (enqueue.cc) returned hipErrorIllegalState".into()
+                    } else {
+                        "a HIP call inside RCCL returned hipErrorIllegalState, the code of a refused dispatch".into()
+                    },
                 },
                 confirmed: false,
             });

@@ -3050,3 +3050,30 @@ fn log_lines_are_escaped_for_the_terminal() {
     let raw = o.json["logs"][0]["findings"][0]["line"].as_str().unwrap();
     assert!(raw.starts_with("\x1b]0;pwned\x07"), "{raw:?}");
 }
+
+/// A new user with only a pasted forum log: the report names what the log proves (RCCL's HIP call
+/// returned hipErrorIllegalState; ROCm 7.2.1 from torch's version; gfx1100 from rocminfo), what it
+/// does not (no GPU examined, the refusal line itself is missing), and the next command.
+#[test]
+fn new_user_with_a_pasted_forum_log() {
+    let o = log_only("logs/forum_torch_tp2.log");
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "rebuild");
+    assert_eq!(o.json["logs"][0]["class"], "consistent-with-refusal");
+    assert_eq!(
+        o.json["headline"],
+        "affected — rebuild RCCL: rcclfix build --tag 2.27.7 --targets gfx1100"
+    );
+    assert_eq!(o.json["logs"][0]["rocm"]["release"], "7.2.1");
+    assert_eq!(o.json["logs"][0]["rccl"], "2.27.7");
+    for key in [
+        "Examined: log ",
+        "Not examined: GPUs: no AMD GPU in",
+        "torch +rocm7.2.1 version suffix",
+        "a HIP call inside RCCL returned hipErrorIllegalState",
+        "What to do:\n  - rcclfix build --tag 2.27.7 --targets gfx1100",
+        "platform not checked (no AMD GPU examined)",
+    ] {
+        assert!(o.text.contains(key), "{key}:\n{}", o.text);
+    }
+}
