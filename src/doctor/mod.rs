@@ -1099,12 +1099,12 @@ fn decide_overall(
                 if r.confirmed {
                     "refused kernel"
                 } else {
-                    "launch returned hipErrorIllegalState for kernel"
+                    "hipErrorIllegalState without the runtime's refusal line, kernel"
                 },
                 r.kernel
                     .as_deref()
                     .map(|k| short(k, 160))
-                    .unwrap_or_else(|| "(no ShaderName)".into()),
+                    .unwrap_or_else(|| "not named (AMD_LOG_LEVEL=3 prints ShaderName)".into()),
             ));
         }
         for h in l.hints.iter().take(6) {
@@ -1122,6 +1122,9 @@ fn decide_overall(
             ));
         }
         notes.extend(l.notes.iter().cloned());
+        if l.class == LogClass::ConsistentWithRefusal {
+            notes.push(format!("{}: the log does not show the runtime's refusal line itself (`Pcie atomics not enabled, hostcall not supported`); AMD_LOG_LEVEL=1 prints it, AMD_LOG_LEVEL=3 also the kernel", l.path));
+        }
         if l.o0_build && l.class == LogClass::RefusalOutsideRccl {
             notes.push(format!("{}: the log shows a -O0 build: at -O0 every kernel declares hidden_hostcall_buffer (the pass that drops it does not run); build with -O1 or higher", l.path));
         }
@@ -1397,7 +1400,7 @@ fn decide_overall(
             {
                 actions.push("alternative: only some slots lack AtomicOps; moving the affected card to a CPU-attached slot avoids the rebuild".into());
             }
-            if gpus.iter().any(|g| g.guest.is_some()) || hv.is_vm {
+            if gpus.iter().any(|g| g.guest.is_some()) {
                 actions.push("in a VM: check the VM configuration first (pass the GPU as function .0 on a q35 pcie=1 root port, QEMU >= 8.1) — stock RCCL then works if the host path passes".into());
             }
         }

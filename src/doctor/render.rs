@@ -161,7 +161,8 @@ pub fn text(r: &Report) -> String {
     for g in &r.gpus {
         gpu_block(&mut out, g);
     }
-    if r.hypervisor.is_vm {
+    // The hypervisor of a machine without an AMD GPU says nothing about the GPUs in a log.
+    if r.hypervisor.is_vm && !r.gpus.is_empty() {
         let h = &r.hypervisor;
         let dmi: Vec<&str> = [&h.sys_vendor, &h.product_name, &h.product_version]
             .into_iter()
