@@ -2169,6 +2169,27 @@ fn release_hints_in_pasted_text() {
         }
         assert_eq!(t.rccl.as_deref(), *rccl, "{text}: {:?}", t.hints);
     }
+    // GPU targets: collect_env's GPU line, a package name ending in the target, the override
+    // variable; never build-configuration lines or kernel-database packages for every target.
+    for (text, gfx) in [
+        (
+            "GPU models and configuration: AMD Radeon Pro VII (gfx906:sramecc+:xnack-)",
+            vec!["gfx906"],
+        ),
+        (
+            "Successfully installed rocblas-gfx906-6.4.1",
+            vec!["gfx906"],
+        ),
+        ("export HSA_OVERRIDE_GFX_VERSION=10.3.0", vec!["gfx1030"]),
+        ("-- Compiling for gfx803;gfx900;gfx1100", vec![]),
+        ("ii  miopen-hip-gfx1030kdb  3.4.0.60401-83~24.04", vec![]),
+        (
+            "      Name:                    amdgcn-amd-amdhsa--gfx11-generic",
+            vec![],
+        ),
+    ] {
+        assert_eq!(triage(text, "pasted").versions.gfx, gfx, "{text}");
+    }
     // Two releases that disagree are both named.
     let t = triage(
         "[pip3] torch==2.7.1+rocm6.3\nOSError: /opt/rocm-7.0.2/lib/libamdhip64.so: …\n",
