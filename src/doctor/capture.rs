@@ -204,12 +204,76 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
     Ok(count)
 }
 
-/// Extract a snapshot tar into `dest`.
+/// The most bytes a snapshot may unpack (all members together): a real one is a few hundred KiB.
+pub const MAX_SNAPSHOT_BYTES: u64 = super::input::MAX_INPUT_BYTES;
+
+/// Whether `target`, the target of a symlink at member `path`, is one a capture writes:
+/// `sys/bus/pci/devices/<bdf>` → `../../../devices/<pci…>/…/<bdf>` with only plain folder names
+/// after `devices/`, so it stays inside the snapshot's `sys/devices`.
+fn allowed_link(path: &Path, target: &Path) -> bool {
+    use std::path::Component;
+    let p: Vec<Component> = path.components().collect();
+    let name_ok = matches!(
+        p.as_slice(),
+        [Component::Normal(a), Component::Normal(b), Component::Normal(c), Component::Normal(d), Component::Normal(n)]
+            if *a == "sys" && *b == "bus" && *c == "pci" && *d == "devices"
+                && n.to_str().and_then(pci::Bdf::parse).is_some()
+    );
+    let t: Vec<Component> = target.components().collect();
+    name_ok
+        && t.len() >= 5
+        && t[..3].iter().all(|c| *c == Component::ParentDir)
+        && t[3] == Component::Normal("devices".as_ref())
+        && t[4..].iter().all(|c| {
+            matches!(c, Component::Normal(n) if n.to_str().is_some_and(|s| s.starts_with("pci") || pci::Bdf::parse(s).is_some()))
+        })
+        && t.last().and_then(|c| c.as_os_str().to_str()) == path.file_name().and_then(|n| n.to_str())
+}
+
+/// Why a member of a snapshot is refused, or `None` when it may be unpacked. `kind` is the tar
+/// entry type, or the file type of a folder's entry.
+fn refuse_member(path: &Path, kind: MemberKind, link: Option<&Path>) -> Option<String> {
+    use std::path::Component;
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Some("its path leaves the snapshot (an absolute path or `..`)".into());
+    }
+    match kind {
+        MemberKind::File | MemberKind::Dir => None,
+        MemberKind::Symlink => match link {
+            Some(t) if allowed_link(path, t) => None,
+            Some(t) => Some(format!(
+                "a symbolic link to {} (a snapshot holds links only as sys/bus/pci/devices/<address> → ../../../devices/…)",
+                printable(&t.display().to_string())
+            )),
+            None => Some("a symbolic link without a target".into()),
+        },
+        MemberKind::Hardlink => Some("a hard link (a snapshot holds plain files)".into()),
+        MemberKind::Special(what) => Some(format!("{what} (a snapshot holds plain files)")),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum MemberKind {
+    File,
+    Dir,
+    Symlink,
+    Hardlink,
+    Special(&'static str),
+}
+
+/// Extract a snapshot tar into `dest`, member by member: only regular files, folders and the
+/// `sys/bus/pci/devices/<bdf>` links a capture writes are unpacked; anything else (a `dmesg.txt`
+/// that is a symlink to a host file, `sys` as a link to `/sys`, hard links, devices, FIFOs,
+/// `..` or absolute paths) is refused, naming the member. At most [`MAX_SNAPSHOT_BYTES`] are
+/// unpacked.
 ///
 /// Errors (one line naming the file, printable ASCII only, at most [`ERROR_DETAIL_MAX`] characters
 /// of detail): it cannot be opened, it is not a tar archive (no `ustar` magic at offset 257 of the
-/// first 512-byte header; POSIX.1-2001 `ustar`, which GNU headers share), or an entry cannot be
-/// unpacked.
+/// first 512-byte header; POSIX.1-2001 `ustar`, which GNU headers share), a member is refused, or
+/// a member cannot be unpacked.
 pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
     use std::io::Read;
     let mut f = fs_err::File::open(tar_path)?;
@@ -230,14 +294,143 @@ pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
                 .join(" ")
         );
     }
-    let f = fs_err::File::open(tar_path)?;
-    tar::Archive::new(f).unpack(dest).map_err(|e| {
+    let bad = |e: &dyn std::fmt::Display| {
         anyhow::anyhow!(
             "{}: not a readable snapshot tar: {}",
             tar_path.display(),
-            printable(&format!("{:#}", anyhow::Error::from(e)))
+            printable(&e.to_string())
         )
-    })
+    };
+    let f = fs_err::File::open(tar_path)?;
+    let mut ar = tar::Archive::new(f);
+    let mut total = 0u64;
+    for entry in ar.entries().map_err(|e| bad(&e))? {
+        let mut entry = entry.map_err(|e| bad(&e))?;
+        let path = entry.path().map_err(|e| bad(&e))?.into_owned();
+        let ty = entry.header().entry_type();
+        let kind = match ty {
+            tar::EntryType::Regular | tar::EntryType::Continuous => MemberKind::File,
+            tar::EntryType::Directory => MemberKind::Dir,
+            tar::EntryType::Symlink => MemberKind::Symlink,
+            tar::EntryType::Link => MemberKind::Hardlink,
+            tar::EntryType::Char => MemberKind::Special("a character device"),
+            tar::EntryType::Block => MemberKind::Special("a block device"),
+            tar::EntryType::Fifo => MemberKind::Special("a FIFO"),
+            _ => MemberKind::Special("a special tar entry"),
+        };
+        let link = entry
+            .link_name()
+            .map_err(|e| bad(&e))?
+            .map(|l| l.into_owned());
+        if let Some(why) = refuse_member(&path, kind, link.as_deref()) {
+            anyhow::bail!(
+                "{}: refused snapshot member {}: {why}",
+                tar_path.display(),
+                printable(&path.display().to_string())
+            );
+        }
+        total = total.saturating_add(entry.header().size().unwrap_or(u64::MAX));
+        if total > MAX_SNAPSHOT_BYTES {
+            anyhow::bail!(
+                "{}: refused snapshot member {}: the members add up to more than {} MiB (a snapshot is a few hundred KiB)",
+                tar_path.display(),
+                printable(&path.display().to_string()),
+                MAX_SNAPSHOT_BYTES >> 20
+            );
+        }
+        let ok = entry
+            .unpack_in(dest)
+            .map_err(|e| bad(&anyhow::Error::from(e)))?;
+        if !ok {
+            anyhow::bail!(
+                "{}: refused snapshot member {}: its path leaves the snapshot",
+                tar_path.display(),
+                printable(&path.display().to_string())
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Check an extracted snapshot folder with the rules [`extract`] applies to a tar (regular files,
+/// folders and the capture's own `sys/bus/pci/devices` links only; at most 100 000 entries).
+///
+/// Errors: a refused entry (named), or a folder that cannot be read.
+pub fn check_folder(root: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut stack = vec![root.to_owned()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        for e in fs_err::read_dir(&dir)? {
+            let e = e?;
+            seen += 1;
+            if seen > 100_000 {
+                anyhow::bail!(
+                    "{}: more than 100000 entries: not a doctor snapshot",
+                    root.display()
+                );
+            }
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap_or(&p).to_owned();
+            let t = e.file_type()?;
+            let (kind, link) = if t.is_symlink() {
+                (MemberKind::Symlink, fs_err::read_link(&p).ok())
+            } else if t.is_dir() {
+                stack.push(p.clone());
+                (MemberKind::Dir, None)
+            } else if t.is_file() {
+                (MemberKind::File, None)
+            } else if t.is_fifo() {
+                (MemberKind::Special("a FIFO"), None)
+            } else if t.is_char_device() {
+                (MemberKind::Special("a character device"), None)
+            } else if t.is_block_device() {
+                (MemberKind::Special("a block device"), None)
+            } else {
+                (MemberKind::Special("a socket"), None)
+            };
+            if let Some(why) = refuse_member(&rel, kind, link.as_deref()) {
+                anyhow::bail!(
+                    "{}: refused snapshot entry {}: {why}",
+                    root.display(),
+                    printable(&rel.display().to_string())
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Check the snapshot's `rcclfix-snapshot.json`, when present: valid JSON whose `kind` is
+/// `rcclfix-doctor-snapshot`. Returns whether it is present.
+///
+/// Errors: it cannot be read, is larger than 1 MiB, is not JSON, or names another kind.
+pub fn check_manifest(dir: &Path, shown_as: &Path) -> anyhow::Result<bool> {
+    let p = dir.join("rcclfix-snapshot.json");
+    if !p.exists() {
+        return Ok(false);
+    }
+    let text = super::input::read_capped(&p, 1 << 20).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: rcclfix-snapshot.json: {}",
+            shown_as.display(),
+            printable(&format!("{e:#}"))
+        )
+    })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: rcclfix-snapshot.json is not valid JSON ({}): not a doctor snapshot",
+            shown_as.display(),
+            printable(&e.to_string())
+        )
+    })?;
+    if v.get("kind").and_then(|k| k.as_str()) != Some("rcclfix-doctor-snapshot") {
+        anyhow::bail!(
+            "{}: rcclfix-snapshot.json has no \"kind\": \"rcclfix-doctor-snapshot\": not a doctor snapshot",
+            shown_as.display()
+        );
+    }
+    Ok(true)
 }
 
 /// The most characters of an underlying error kept in [`extract`]'s message.

@@ -1,9 +1,11 @@
-//! Bounded reading of user-supplied text inputs (`--dmesg FILE`, `--log FILE`).
+//! Bounded reading of user-supplied text inputs (`--dmesg`, `--log`, `--vm-config`, `--lspci`).
 //!
 //! Only regular files are read (a FIFO, a character device such as `/dev/zero`, a socket or a
-//! folder is refused with one line naming it), and only their last [`MAX_INPUT_BYTES`]: kernel logs
-//! and runtime logs keep the interesting lines at the end, and memory stays bounded whatever the
-//! file size. The live kernel log (`dmesg`/`journalctl` output) does not pass through here.
+//! folder is refused with one line naming it). Logs are read from the end ([`read_tail`]: their
+//! last [`MAX_INPUT_BYTES`]; kernel logs and runtime logs keep the interesting lines at the end);
+//! inputs that are only meaningful whole (a VM config, pasted `lspci` text) are refused above that
+//! size ([`read_capped`]). Memory stays bounded whatever the file size. The live kernel log
+//! (`dmesg`/`journalctl` output) does not pass through here.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -88,6 +90,41 @@ pub fn read_tail(path: &Path, max: u64) -> anyhow::Result<TailText> {
         file_len,
         skipped: start,
     })
+}
+
+/// Read the whole regular file `path`, refusing it when it is larger than `max` bytes (a VM config
+/// or an lspci paste is a few KiB; one that large is not one).
+///
+/// Errors: it does not exist or cannot be read, it is not a regular file, or it is larger than
+/// `max` (the message gives both sizes).
+pub fn read_capped(path: &Path, max: u64) -> anyhow::Result<String> {
+    let meta = fs_err::metadata(path)?;
+    if !meta.is_file() {
+        anyhow::bail!(
+            "not a regular file ({}); save it to a file first",
+            file_kind(&meta)
+        );
+    }
+    if meta.len() > max {
+        anyhow::bail!(
+            "{} is larger than the {} limit for this input; not read",
+            human(meta.len()),
+            human(max)
+        );
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // `take`: the file may grow while we read it.
+    fs_err::File::open(path)?
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .context("cannot read")?;
+    if bytes.len() as u64 > max {
+        anyhow::bail!(
+            "grew past the {} limit while it was read; not read",
+            human(max)
+        );
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn file_kind(meta: &std::fs::Metadata) -> &'static str {

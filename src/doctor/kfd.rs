@@ -4,7 +4,6 @@
 //!
 //! Source: amdkfd `kfd_topology.c` (property names), `kfd_crat.h` / libhsakmt `hsakmttypes.h`
 //! (`CRAT_IOLINK_FLAGS_*`), ROCr `amd_topology.cpp` (how the flags are honoured).
-//! shared/reference/platform.md §4.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //!
 //! Source: amdgpu `amdgpu_device.c` (`PCIE atomic ops is not supported` — older `dev_info`;
 //! `PCIe atomic ops are not supported` — newer `dev_warn`), amdkfd `kfd_device.c`
-//! (`skipped device 1002:XXXX, PCI rejects atomics`). shared/reference/platform.md §4, §7.
+//! (`skipped device 1002:XXXX, PCI rejects atomics`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -1,9 +1,9 @@
 //! The library view: find the `librccl` PyTorch or vLLM would load and ask the scanner whether its
 //! kernels for this GPU's gfx target declare `hidden_hostcall_buffer`.
 //!
-//! Where the libraries live: shared/reference/rccl.md §11 (legacy `torch/lib/librccl.so`, TheRock
-//! `_rocm_sdk_libraries/lib` and `_rocm_sdk_devel/lib`, `/opt/rocm*/lib`, vLLM's
-//! `VLLM_NCCL_SO_PATH`). The per-target state is the scanner's own gate, `ScanReport::target_states`.
+//! Where the libraries live (PyTorch wheel layouts, pytorch/pytorch#191366): legacy
+//! `torch/lib/librccl.so`, TheRock `_rocm_sdk_libraries/lib` and `_rocm_sdk_devel/lib`,
+//! `/opt/rocm*/lib`, vLLM's `VLLM_NCCL_SO_PATH`. The per-target state is the scanner's own gate, `ScanReport::target_states`.
 
 use std::path::{Path, PathBuf};
 

@@ -5,17 +5,22 @@
 //! log (amdgpu's AtomicOps message by PCI address), the hypervisor (QEMU's completer rule for
 //! single-function devices at devfn 0), the HIP runtime (`hostNativeAtomicSupported`), the `librccl`
 //! PyTorch/vLLM would load (the scanner), user logs (`--log`) and Proxmox VM configs (`--vm-config`).
-//! [`diagnose`] turns that into a [`Report`] with one [`VerdictKind`]; nothing here guesses: a
-//! config space that could not be read makes the path *inconclusive*, never "OK".
+//! user logs (`--log`), pasted `lspci -vvv` text (`--lspci`, in place of sysfs) and Proxmox VM
+//! configs (`--vm-config`). [`diagnose`] turns that into a [`Report`] with one [`VerdictKind`];
+//! nothing here guesses: a config space that could not be read makes the path *inconclusive*,
+//! never "OK", and a report that examined no GPU says so.
 //!
-//! Facts: shared/reference/platform.md; cases: shared/cases/ (C01–C09).
+//! Sources: Linux `drivers/pci/pci.c`, amdgpu/amdkfd, CLR, QEMU `hw/vfio/pci.c`; public reports
+//! ROCm/ROCm#6074, ROCm/ROCm#6148, ROCm/ROCm#6520, vllm-project/vllm#38587.
 
 pub mod capture;
 pub mod hip;
+pub mod ids;
 pub mod input;
 pub mod kfd;
 pub mod kmsg;
 pub mod library;
+pub mod lspci;
 pub mod pci;
 pub mod render;
 pub mod triage;
@@ -24,7 +29,6 @@ pub mod vm;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use serde::Serialize;
 
 use self::hip::HipProbe;
@@ -35,16 +39,19 @@ use self::triage::{LogClass, LogTriage, RebuildAdvice};
 use self::vm::{Hypervisor, ProxmoxConfig};
 use crate::scan::TargetState;
 
-/// Version of the `--json` schema below; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the `--json` schema below; bumped on any incompatible change (2: `rebuild.tag` may be
+/// null, `rebuild.targets`/`command`, the `hostcall-outside-rccl` verdict, `examined`,
+/// `not_examined`, log `refusals`/`hints`, GPU `gfx_source` and guest `blockers`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Arguments of `rcclfix doctor`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Exit codes:
   0  not affected (including: a different problem than the hostcall refusal, or no AMD GPU)
-  1  affected: fix the VM configuration, or rebuild RCCL
-  2  inconclusive (e.g. config space unreadable without root, empty kernel log) or an error")]
+  1  affected: fix the VM configuration, rebuild RCCL, or a kernel outside RCCL needs hostcall
+  2  inconclusive (e.g. config space unreadable without root, a log without the refusal
+     signature, incomplete lspci text) or an error")]
 pub struct DoctorArgs {
     /// Read sysfs from this directory instead of /sys (e.g. an extracted --capture snapshot).
     #[arg(long, value_name = "DIR", default_value = "/sys")]
@@ -65,6 +72,10 @@ pub struct DoctorArgs {
     /// A Proxmox VM config (/etc/pve/qemu-server/<vmid>.conf) to check, when run on the host; repeatable.
     #[arg(long, value_name = "FILE")]
     pub vm_config: Vec<PathBuf>,
+    /// Read the PCI devices from pasted `lspci -vvv` / `-vvvnn` / `-vvvxxx` output (and `lspci -tv`)
+    /// instead of sysfs, e.g. from a bug report; repeatable (the files make one machine).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sysfs", "snapshot", "capture"])]
+    pub lspci: Vec<PathBuf>,
     /// Scan this librccl instead of searching for the one PyTorch/vLLM would load; repeatable.
     #[arg(long, value_name = "FILE")]
     pub library: Vec<PathBuf>,
@@ -99,6 +110,10 @@ pub struct Sources {
     pub logs: Vec<PathBuf>,
     /// `--vm-config` files.
     pub vm_configs: Vec<PathBuf>,
+    /// `--lspci` files: when given, the PCI devices come from them, and sysfs/procfs are not read.
+    pub lspci: Vec<PathBuf>,
+    /// What the PCI devices are read from, for the report (`/sys`, `snapshot snap.tar`, …).
+    pub pci_origin: String,
     /// Libraries to scan (explicit or discovered).
     pub libraries: Vec<library::Candidate>,
     /// The HIP probe result (or why it was not run).
@@ -119,6 +134,9 @@ pub enum VerdictKind {
     FixVmConfig,
     /// Affected: rebuild RCCL (`rcclfix build --tag …`).
     Rebuild,
+    /// Affected, but the refused kernel is not RCCL's: rebuilding RCCL does not help; the platform
+    /// fix (an AtomicOps path) does, or the library that owns the kernel.
+    HostcallOutsideRccl,
     /// Cannot tell: run as root, supply the kernel log, or run the runtime probe.
     Inconclusive,
 }
@@ -128,7 +146,9 @@ impl VerdictKind {
     pub fn exit_code(self) -> u8 {
         match self {
             VerdictKind::NotAffected => crate::EXIT_OK,
-            VerdictKind::FixVmConfig | VerdictKind::Rebuild => crate::EXIT_CHECK_FAILED,
+            VerdictKind::FixVmConfig | VerdictKind::Rebuild | VerdictKind::HostcallOutsideRccl => {
+                crate::EXIT_CHECK_FAILED
+            }
             VerdictKind::Inconclusive => crate::EXIT_ERROR,
         }
     }
@@ -139,6 +159,9 @@ impl VerdictKind {
             VerdictKind::NotAffected => "not affected",
             VerdictKind::FixVmConfig => "affected — fix the VM configuration",
             VerdictKind::Rebuild => "affected — rebuild RCCL",
+            VerdictKind::HostcallOutsideRccl => {
+                "affected — a kernel outside RCCL needs hostcall (rebuilding RCCL does not help)"
+            }
             VerdictKind::Inconclusive => "inconclusive",
         }
     }
@@ -180,6 +203,27 @@ pub struct GuestView {
     pub emulated_root_port: Option<String>,
     /// Whether QEMU's completer rule (≥ 8.1) is what withholds atomics here.
     pub qemu_rule_blocks: bool,
+    /// What in the VM's layout withholds AtomicOps from this GPU (empty: nothing the guest shows).
+    pub blockers: Vec<VmBlocker>,
+}
+
+/// A VM setting that withholds AtomicOps from a guest GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum VmBlocker {
+    /// The GPU is passed as a multifunction device (QEMU sets no completer bits then).
+    Multifunction,
+    /// The GPU is not at devfn 0 below its root port.
+    NotAtDevfn0,
+    /// The GPU sits behind an emulated switch, not directly below the root port.
+    BehindSwitch,
+    /// The machine type predates QEMU 8.1, which never sets completer bits.
+    QemuBefore81 {
+        /// The machine type, e.g. `pc-q35-5.1`.
+        machine: String,
+    },
+    /// The VM gives the GPU no PCI Express capability (conventional PCI layout).
+    NoPcieCapability,
 }
 
 /// Everything known about one GPU, and its verdict.
@@ -189,8 +233,10 @@ pub struct GpuReport {
     pub bdf: Bdf,
     /// `1002:744c`.
     pub id: String,
-    /// gfx target (from KFD), when known.
+    /// gfx target, when known (KFD, else the PCI device ID or the lspci chip name).
     pub gfx: Option<String>,
+    /// Where `gfx` came from (`KFD topology`, `PCI ID 1002:744c`, `lspci chip name`).
+    pub gfx_source: Option<String>,
     /// KFD node number.
     pub kfd_node: Option<u32>,
     /// An integrated GPU (APU) that ROCm exposes next to discrete cards.
@@ -238,6 +284,10 @@ pub struct Report {
     pub headline: String,
     /// What to do, one line each (exact config lines and commands).
     pub actions: Vec<String>,
+    /// What this report examined, one line each.
+    pub examined: Vec<String>,
+    /// What it did not examine (and why), one line each.
+    pub not_examined: Vec<String>,
     /// The evidence behind the verdict, one line each.
     pub evidence: Vec<String>,
     /// The rebuild advice (when the verdict is rebuild, or a log names a release).
@@ -291,6 +341,8 @@ impl DoctorArgs {
         let (sysfs, proc, snapshot_dmesg) = match &self.snapshot {
             Some(s) => {
                 let dir = if s.is_dir() {
+                    // Untrusted like a tar: links and special files are refused.
+                    capture::check_folder(s)?;
                     s.clone()
                 } else {
                     let t = crate::fsutil::TempDir::new("rcclfix-snapshot-")?;
@@ -299,8 +351,10 @@ impl DoctorArgs {
                     _tmp = t;
                     p
                 };
+                // An invalid manifest is an error even when sys/ is missing: never "no AMD GPU".
+                let manifest = capture::check_manifest(&dir, s)?;
                 // Older captures of a machine without an AMD GPU have a manifest but no sys/.
-                if !dir.join("sys").is_dir() && !dir.join("rcclfix-snapshot.json").is_file() {
+                if !dir.join("sys").is_dir() && !manifest {
                     anyhow::bail!(
                         "{}: not an rcclfix doctor snapshot (no sys/ folder)",
                         s.display()
@@ -309,14 +363,33 @@ impl DoctorArgs {
                 let d = dir.join("dmesg.txt");
                 (dir.join("sys"), dir.join("proc"), d.is_file().then_some(d))
             }
+            None if !self.lspci.is_empty() => (PathBuf::new(), PathBuf::new(), None),
             None => {
                 // A mistyped root must not read as "no AMD GPU found".
                 require_dir("--sysfs", &self.sysfs)?;
                 require_dir("--proc", &self.proc)?;
+                if !self.sysfs.join("bus/pci").is_dir() {
+                    anyhow::bail!(
+                        "--sysfs {}: no bus/pci folder: not a sysfs root (give /sys, a snapshot's sys/ folder, or --snapshot)",
+                        self.sysfs.display()
+                    );
+                }
                 (self.sysfs.clone(), self.proc.clone(), None)
             }
         };
-        let live = self.snapshot.is_none() && sysfs == Path::new("/sys");
+        let live = self.snapshot.is_none() && self.lspci.is_empty() && sysfs == Path::new("/sys");
+        let pci_origin = match (&self.snapshot, self.lspci.is_empty()) {
+            (Some(s), _) => format!("snapshot {}", s.display()),
+            (None, false) => format!(
+                "--lspci {}",
+                self.lspci
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            (None, true) => sysfs.display().to_string(),
+        };
         let kernel_log = match self.dmesg.as_ref().or(snapshot_dmesg.as_ref()) {
             // One line: `--dmesg FILE: not a regular file (a FIFO); …`.
             Some(f) => {
@@ -326,7 +399,11 @@ impl DoctorArgs {
             None => kmsg::parse(
                 "",
                 kmsg::LogOrigin::Unavailable {
-                    reason: "no kernel log given for this sysfs root (--dmesg FILE)".into(),
+                    reason: if self.lspci.is_empty() {
+                        "no kernel log given for this sysfs root (--dmesg FILE)".into()
+                    } else {
+                        "no kernel log given with --lspci (--dmesg FILE)".into()
+                    },
                 },
             ),
         };
@@ -357,7 +434,7 @@ impl DoctorArgs {
                 reason: "--no-hip".into(),
             }
         } else if !live {
-            HipProbe::NotRun { reason: "reading a snapshot: the HIP runtime would describe this machine, not the snapshot".into() }
+            HipProbe::NotRun { reason: "not the live machine (--snapshot, --sysfs or --lspci): the HIP runtime would describe this machine instead".into() }
         } else if pci::list_devices(&sysfs).iter().any(|d| d.is_amd_gpu()) {
             hip::probe()
         } else {
@@ -378,6 +455,8 @@ impl DoctorArgs {
             kernel_log,
             logs: self.log.clone(),
             vm_configs: self.vm_config.clone(),
+            lspci: self.lspci.clone(),
+            pci_origin,
             libraries: if self.no_library { vec![] } else { libraries },
             hip,
             installed_rocm,
@@ -406,7 +485,13 @@ fn id_of(d: &PciDevice) -> String {
     format!("{:04x}:{:04x}", d.vendor, d.device)
 }
 
-fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> Hop {
+fn hop_for(
+    d: &PciDevice,
+    is_gpu: bool,
+    result: &PathResult,
+    in_qemu: bool,
+    id_unknown: bool,
+) -> Hop {
     let role = match (&d.config, is_gpu) {
         (ConfigView::Express { cap }, true) => format!("GPU ({})", cap.port_type.name()),
         (_, true) => "GPU".into(),
@@ -418,11 +503,18 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
         (ConfigView::Truncated { len }, _) => {
             format!("unreadable: only {len} bytes of config space (run as root)")
         }
+        (ConfigView::Incomplete { reason }, _) => format!("not shown: {reason}"),
         (_, PathResult::Malformed { at, reason }) if *at == d.bdf => {
             format!("unreadable: malformed config space: {reason}")
         }
+        (_, PathResult::Incomplete { at, reason }) if *at == d.bdf => {
+            format!("path not shown: {reason}")
+        }
         (_, PathResult::Breaks { hop, problem }) if *hop == d.bdf => {
             format!("BREAKS: {}", problem.describe())
+        }
+        (_, PathResult::DeviceRefused { reason }) if is_gpu => {
+            format!("REFUSED by the kernel: {reason}")
         }
         (ConfigView::Express { cap }, _) if !is_gpu => match cap.port_type {
             PortType::RootPort | PortType::SwitchUpstream | PortType::SwitchDownstream => {
@@ -444,7 +536,11 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
     };
     Hop {
         bdf: d.bdf,
-        id: id_of(d),
+        id: if id_unknown {
+            format!("{:04x}:????", d.vendor)
+        } else {
+            id_of(d)
+        },
         role,
         atomics: d.exp().map(|c| c.lspci_text()),
         status,
@@ -456,13 +552,38 @@ fn hop_for(d: &PciDevice, is_gpu: bool, result: &PathResult, in_qemu: bool) -> H
     }
 }
 
+/// A short word for a PCI class code (`audio`, `GPU`).
+fn class_word(class: u32) -> String {
+    match class >> 8 {
+        0x0403 => "audio".into(),
+        0x0300 | 0x0302 | 0x0380 => "GPU".into(),
+        0x0604 => "PCI bridge".into(),
+        c => format!("class {c:04x}"),
+    }
+}
+
 /// Gather the evidence from `src` and decide.
 ///
-/// Errors: a `--log` or `--vm-config` file cannot be read or is malformed (one line naming it).
+/// Errors: a `--log`, `--vm-config` or `--lspci` file cannot be read or is malformed (one line
+/// naming it).
 pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
-    let hv = vm::detect(&src.sysfs, &src.proc);
-    let all = pci::list_devices(&src.sysfs);
-    let kfd = kfd::read_topology(&src.sysfs);
+    let topo = if src.lspci.is_empty() {
+        None
+    } else {
+        Some(lspci::read_files(&src.lspci)?)
+    };
+    let hv = match &topo {
+        Some(t) => t.hypervisor(),
+        None => vm::detect(&src.sysfs, &src.proc),
+    };
+    let all = match &topo {
+        Some(t) => t.devices.clone(),
+        None => pci::list_devices(&src.sysfs),
+    };
+    let kfd = match &topo {
+        Some(_) => None,
+        None => kfd::read_topology(&src.sysfs),
+    };
     let klog = &src.kernel_log;
     let logs: Vec<LogTriage> = src
         .logs
@@ -471,11 +592,28 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             triage::triage_file(p).map_err(|e| anyhow::anyhow!("--log {}: {e:#}", p.display()))
         })
         .collect::<anyhow::Result<_>>()?;
-    let vm_configs: Vec<ProxmoxConfig> = src
+    let mut vm_configs: Vec<ProxmoxConfig> = src
         .vm_configs
         .iter()
-        .map(|p| vm::parse_proxmox(p).with_context(|| format!("--vm-config {}", p.display())))
+        .map(|p| {
+            vm::parse_proxmox(p).map_err(|e| anyhow::anyhow!("--vm-config {}: {e:#}", p.display()))
+        })
         .collect::<anyhow::Result<_>>()?;
+    // On the host, the slot's functions come from its sysfs, not from assumption.
+    if topo.is_none() && !hv.is_vm {
+        let functions = |slot: &str| -> Option<Vec<String>> {
+            let b = Bdf::parse(&format!("{slot}.0"))?;
+            let f: Vec<String> = all
+                .iter()
+                .filter(|d| d.bdf.with_func(0) == b)
+                .map(|d| format!("{} ({}, {})", d.bdf, id_of(d), class_word(d.class)))
+                .collect();
+            (!f.is_empty()).then_some(f)
+        };
+        for c in &mut vm_configs {
+            c.check_host(&functions);
+        }
+    }
     let gfx_targets: Vec<String> = {
         let mut v: Vec<String> = kfd
             .iter()
@@ -501,19 +639,43 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         _ => vec![],
     };
 
+    let id_unknown = |d: &PciDevice| {
+        topo.as_ref()
+            .is_some_and(|t| t.unknown_ids.contains(&d.bdf))
+    };
     let mut gpus = vec![];
     for gpu in all.iter().filter(|d| d.is_amd_gpu()) {
-        let bridges = pci::upstream_bridges(gpu).unwrap_or_else(|e| {
-            tracing::warn!("{}: {e:#}", gpu.bdf);
-            vec![]
-        });
-        let result = pci::atomic_ops_to_root(gpu, &bridges);
+        let upstream = match &topo {
+            Some(t) => t.upstream(gpu),
+            None => pci::upstream_bridges(gpu).map_err(|e| format!("{e:#}")),
+        };
+        let (bridges, mut result) = match upstream {
+            Ok(b) => {
+                let r = pci::atomic_ops_to_root(gpu, &b);
+                (b, r)
+            }
+            Err(why) => match pci::atomic_ops_to_root(gpu, &[]) {
+                PathResult::Passes { .. } => (
+                    vec![],
+                    PathResult::Incomplete {
+                        at: gpu.bdf,
+                        reason: why,
+                    },
+                ),
+                other => (vec![], other),
+            },
+        };
+        if hv.is_vm {
+            if let Some(r) = pci::guest_layout_refusal(gpu, &bridges, &result) {
+                result = r;
+            }
+        }
         let mut path: Vec<Hop> = bridges
             .iter()
             .rev()
-            .map(|b| hop_for(b, false, &result, hv.is_qemu))
+            .map(|b| hop_for(b, false, &result, hv.is_qemu, id_unknown(b)))
             .collect();
-        path.push(hop_for(gpu, true, &result, hv.is_qemu));
+        path.push(hop_for(gpu, true, &result, hv.is_qemu, id_unknown(gpu)));
         let node = kfd.iter().flatten().find(|n| n.bdf == gpu.bdf);
         let kfd_rejected = klog
             .kfd_rejects
@@ -525,7 +687,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         let siblings: Vec<String> = all
             .iter()
             .filter(|d| d.bdf != gpu.bdf && d.bdf.with_func(0) == gpu.bdf.with_func(0))
-            .map(|d| format!("{} ({} class {:06x})", d.bdf, id_of(d), d.class))
+            .map(|d| format!("{} ({}, {})", d.bdf, id_of(d), class_word(d.class)))
             .collect();
         let guest = hv.is_vm.then(|| {
             let root = bridges
@@ -543,6 +705,26 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             let directly_under_root_port = bridges
                 .first()
                 .is_some_and(|b| b.exp().is_some_and(|c| c.port_type == PortType::RootPort));
+            let mut blockers = vec![];
+            if matches!(result, PathResult::DeviceRefused { .. })
+                && matches!(gpu.config, ConfigView::NotExpress)
+            {
+                blockers.push(VmBlocker::NoPcieCapability);
+            }
+            if hv.is_qemu && root.is_some() && root_lacks {
+                if let (Some((a, b)), Some(m)) = (hv.qemu_machine_version, &hv.product_version) {
+                    if (a, b) < (8, 1) {
+                        blockers.push(VmBlocker::QemuBefore81 { machine: m.clone() });
+                    }
+                }
+                if multifunction {
+                    blockers.push(VmBlocker::Multifunction);
+                } else if !devfn0 {
+                    blockers.push(VmBlocker::NotAtDevfn0);
+                } else if !directly_under_root_port {
+                    blockers.push(VmBlocker::BehindSwitch);
+                }
+            }
             GuestView {
                 multifunction,
                 siblings: siblings.clone(),
@@ -554,14 +736,44 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                     && root.is_some()
                     && root_lacks
                     && (multifunction || !devfn0 || !directly_under_root_port),
+                blockers,
             }
         });
+        let id_known = topo
+            .as_ref()
+            .map_or(true, |t| !t.unknown_ids.contains(&gpu.bdf));
+        let (gfx, gfx_source) = match node {
+            Some(n) if n.gfx != "unknown" => (Some(n.gfx.clone()), Some("KFD topology".to_owned())),
+            _ => match ids::gfx_for_device(gpu.device).filter(|_| id_known) {
+                Some(g) => (Some(g.to_owned()), Some(format!("PCI ID {}", id_of(gpu)))),
+                None => match topo
+                    .as_ref()
+                    .and_then(|t| t.names.get(&gpu.bdf))
+                    .and_then(|n| ids::gfx_for_chip_name(n))
+                {
+                    Some(g) => (
+                        Some(g.to_owned()),
+                        Some("chip name in the lspci text".to_owned()),
+                    ),
+                    None => (
+                        node.map(|n| n.gfx.clone()),
+                        node.map(|_| "KFD topology".to_owned()),
+                    ),
+                },
+            },
+        };
         let mut g = GpuReport {
             bdf: gpu.bdf,
-            id: id_of(gpu),
-            gfx: node.map(|n| n.gfx.clone()),
+            id: if id_known {
+                id_of(gpu)
+            } else {
+                format!("{:04x}:????", gpu.vendor)
+            },
+            integrated: node.is_some_and(|n| n.integrated)
+                || gfx.as_deref().is_some_and(kfd::is_known_igpu),
+            gfx: gfx.clone(),
+            gfx_source,
             kfd_node: node.map(|n| n.node),
-            integrated: node.is_some_and(|n| n.integrated || kfd::is_known_igpu(&n.gfx)),
             path,
             req_en: gpu.exp().map(|c| c.req_enabled()),
             kernel_message: klog.atomics_not_supported.get(&gpu.bdf).cloned(),
@@ -575,12 +787,14 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             hip_host_native_atomic: hipdev.map(|h| h.host_native_atomic_supported),
             hip_ordinal: hipdev.map(|h| h.ordinal),
             guest,
-            library_states: node
-                .map(|n| {
+            library_states: gfx
+                .as_ref()
+                .filter(|_| node.is_some())
+                .map(|gfx| {
                     libraries
                         .iter()
                         .filter_map(|l| {
-                            l.state(&n.gfx)
+                            l.state(gfx)
                                 .map(|s| (l.candidate.path.display().to_string(), s.clone()))
                         })
                         .collect()
@@ -593,6 +807,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         decide_gpu(&mut g, &hv);
         gpus.push(g);
     }
+    let pci_functions = all.len();
     Ok(decide_overall(
         src,
         hv,
@@ -601,10 +816,27 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         libraries,
         logs,
         vm_configs,
+        pci_functions,
     ))
 }
 
-/// The per-GPU decision (platform.md §8).
+/// One line per VM blocker, for a GPU's reasons.
+fn blocker_reason(b: &VmBlocker, v: &GuestView) -> String {
+    match b {
+        VmBlocker::Multifunction => format!(
+            "QEMU sets AtomicOp completer bits on the emulated root port only for a single-function device at devfn 0 directly below it (QEMU >= 8.1); this GPU is passed as a multifunction device{}",
+            if v.siblings.is_empty() { String::new() } else { format!(" (sibling functions: {})", v.siblings.join(", ")) }
+        ),
+        VmBlocker::NotAtDevfn0 => "QEMU sets AtomicOp completer bits only for a device at devfn 0 below its root port (QEMU >= 8.1); this GPU is not at devfn 0 (use addr=0x0 on its own pcie-root-port)".into(),
+        VmBlocker::BehindSwitch => "QEMU sets AtomicOp completer bits only for a device directly below a root port (QEMU >= 8.1); this GPU is behind an emulated switch (attach it directly to a pcie-root-port)".into(),
+        VmBlocker::QemuBefore81 { machine } => format!(
+            "the VM's machine type is {machine}: QEMU before 8.1 never advertises AtomicOp completion on an emulated root port, whatever the host has; the fix is a QEMU >= 8.1 host with the GPU passed as a single function on a PCIe root port; nothing on the card or in the host needs changing for this"
+        ),
+        VmBlocker::NoPcieCapability => "the VM gives this GPU no PCI Express capability: that is normal for a conventional PCI layout (i440fx, or q35 without pcie=1), not a malformed config space; the kernel enables AtomicOps only for PCIe devices, so the fix is `pcie=1` on a q35 machine".into(),
+    }
+}
+
+/// The per-GPU decision (the decision table of this module's docs).
 fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
     let mut missing = vec![];
     let mut present = vec![];
@@ -624,6 +856,9 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         PathResult::Malformed { at, reason } => g
             .reasons
             .push(format!("PCIe path cannot be judged: {at} has a malformed config space ({reason})")),
+        PathResult::Incomplete { at, reason } => g
+            .reasons
+            .push(format!("PCIe path cannot be judged from the text: {at}: {reason}")),
         PathResult::Unreadable { at, len } => g.reasons.push(format!(
             "PCIe path unreadable: {at} gives only {len} bytes of config space without root; run as root: sudo rcclfix doctor"
         )),
@@ -677,7 +912,7 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
                 ));
             }
         }
-        let vm_fix = g.guest.as_ref().is_some_and(|v| v.qemu_rule_blocks);
+        let vm_fix = g.guest.as_ref().is_some_and(|v| !v.blockers.is_empty());
         g.verdict = if vm_fix {
             VerdictKind::FixVmConfig
         } else {
@@ -685,17 +920,9 @@ fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         };
         if let Some(v) = &g.guest {
             if vm_fix {
-                g.reasons.push(format!(
-                    "QEMU sets AtomicOp completer bits on the emulated root port only for a single-function device at devfn 0 directly below it (QEMU >= 8.1); this GPU is {}{}",
-                    if v.multifunction {
-                        "passed as a multifunction device"
-                    } else if !v.devfn0 {
-                        "not at devfn 0 (use addr=0x0 on its own pcie-root-port)"
-                    } else {
-                        "behind an emulated switch (attach it directly to a pcie-root-port)"
-                    },
-                    if v.siblings.is_empty() { String::new() } else { format!(" (sibling functions: {})", v.siblings.join(", ")) }
-                ));
+                for b in &v.blockers {
+                    g.reasons.push(blocker_reason(b, v));
+                }
             } else if hv.is_qemu && v.behind_root_port {
                 g.reasons.push("the GPU is passed as a single function at devfn 0, yet the emulated root port has no completer: QEMU is older than 8.1, or the host's own path fails (run `rcclfix doctor` on the host); a guest cannot change its root port".into());
             } else if hv.is_vm {
@@ -756,6 +983,66 @@ fn installed_release(s: &str) -> Option<String> {
     (v.matches('.').count() >= 1).then(|| v.trim_end_matches('.').to_owned())
 }
 
+/// The gfx targets a rebuild must build: the affected GPUs' (KFD, PCI ID, lspci name), else the
+/// ones the logs name; integrated GPUs only when nothing else is there.
+fn rebuild_targets(gpus: &[GpuReport], logs: &[LogTriage], notes: &mut Vec<String>) -> Vec<String> {
+    let affected: Vec<&GpuReport> = gpus
+        .iter()
+        .filter(|g| matches!(g.verdict, VerdictKind::Rebuild | VerdictKind::FixVmConfig))
+        .collect();
+    let mut t: Vec<String> = affected.iter().filter_map(|g| g.gfx.clone()).collect();
+    let unknown: Vec<String> = affected
+        .iter()
+        .filter(|g| g.gfx.is_none())
+        .map(|g| format!("{} ({})", g.bdf, g.id))
+        .collect();
+    if !unknown.is_empty() {
+        notes.push(format!(
+            "gfx target unknown for {}: add it to --targets (`rocminfo | grep gfx`)",
+            unknown.join(", ")
+        ));
+    }
+    if t.is_empty() {
+        t = logs
+            .iter()
+            .flat_map(|l| l.versions.gfx.iter().cloned())
+            .collect();
+        if t.iter().any(|g| !kfd::is_known_igpu(g)) {
+            t.retain(|g| !kfd::is_known_igpu(g));
+        }
+    }
+    let mut seen = vec![];
+    t.retain(|g| {
+        let new = !seen.contains(g);
+        seen.push(g.clone());
+        new
+    });
+    t
+}
+
+/// The kernel and its library, for the outside-RCCL headline and actions.
+fn outside_kernels(logs: &[LogTriage]) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = vec![];
+    for l in logs {
+        for r in &l.refusals {
+            if let (Some(k), triage::KernelOwner::Other { library }) = (&r.kernel, &r.owner) {
+                if !out.iter().any(|(x, _)| x == k) {
+                    out.push((k.clone(), library.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() > n {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    } else {
+        s.to_owned()
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn decide_overall(
     src: &Sources,
@@ -765,17 +1052,13 @@ fn decide_overall(
     libraries: Vec<LibraryScan>,
     logs: Vec<LogTriage>,
     vm_configs: Vec<ProxmoxConfig>,
+    pci_functions: usize,
 ) -> Report {
     let mut evidence = vec![];
     let mut actions = vec![];
     let mut notes = vec![];
     let platform = aggregate(&gpus);
-    let log_class = logs.iter().map(|l| l.class).min_by_key(|c| match c {
-        LogClass::ConfirmedRefusal => 0,
-        LogClass::ConsistentWithRefusal => 1,
-        LogClass::DifferentProblem => 2,
-        LogClass::NoSignature => 3,
-    });
+    let log_class = logs.iter().map(|l| l.class).min_by_key(|c| c.weight());
     let log_declaring_release = logs.iter().find_map(|l| {
         let r = l.rocm.as_ref()?;
         l.shipped_declares
@@ -799,12 +1082,51 @@ fn decide_overall(
                 l.path, f.line_no, f.line, f.explanation
             ));
         }
-        if !l.refused_kernels.is_empty() {
+        for r in l.refusals.iter().take(4) {
+            let who = match &r.owner {
+                triage::KernelOwner::Rccl { why } => format!("RCCL's ({why})"),
+                triage::KernelOwner::Other { library: Some(lib) } => format!("not RCCL's: {lib}"),
+                triage::KernelOwner::Other { library: None } => {
+                    "not RCCL's (a kernel of the program or of a library the log does not name)"
+                        .into()
+                }
+                triage::KernelOwner::Unknown => "whose, the log does not say".into(),
+            };
             evidence.push(format!(
-                "{}: refused kernels: {}",
+                "{}:{}: {} {}: {who}",
                 l.path,
-                l.refused_kernels.join(", ")
+                r.line_no,
+                if r.confirmed {
+                    "refused kernel"
+                } else {
+                    "hipErrorIllegalState without the runtime's refusal line, kernel"
+                },
+                r.kernel
+                    .as_deref()
+                    .map(|k| short(k, 160))
+                    .unwrap_or_else(|| "not named (AMD_LOG_LEVEL=3 prints ShaderName)".into()),
             ));
+        }
+        for h in l.hints.iter().take(6) {
+            evidence.push(format!(
+                "{}:{}: {} {} ({})",
+                l.path,
+                h.line_no,
+                if h.kind == triage::HintKind::Rccl {
+                    "RCCL"
+                } else {
+                    "ROCm"
+                },
+                h.value,
+                h.source
+            ));
+        }
+        notes.extend(l.notes.iter().cloned());
+        if l.class == LogClass::ConsistentWithRefusal {
+            notes.push(format!("{}: the log does not show the runtime's refusal line itself (`Pcie atomics not enabled, hostcall not supported`); AMD_LOG_LEVEL=1 prints it, AMD_LOG_LEVEL=3 also the kernel", l.path));
+        }
+        if l.o0_build && l.class == LogClass::RefusalOutsideRccl {
+            notes.push(format!("{}: the log shows a -O0 build: at -O0 every kernel declares hidden_hostcall_buffer (the pass that drops it does not run); build with -O1 or higher", l.path));
         }
     }
     for g in gpus
@@ -818,11 +1140,22 @@ fn decide_overall(
 
     // The Proxmox host view: problems in the config, unless the host path of the passed GPU fails.
     let vm_cfg_problems = vm_configs.iter().any(|c| c.has_problems());
+    let refusal_here = matches!(
+        log_class,
+        Some(
+            LogClass::ConfirmedRefusal
+                | LogClass::RefusalOutsideRccl
+                | LogClass::RefusalUnattributed
+        )
+    );
 
     let verdict = match (platform, log_class) {
         (Some(VerdictKind::FixVmConfig), _) => VerdictKind::FixVmConfig,
+        (Some(VerdictKind::Rebuild), Some(LogClass::RefusalOutsideRccl)) => {
+            VerdictKind::HostcallOutsideRccl
+        }
         (Some(VerdictKind::Rebuild), _) => VerdictKind::Rebuild,
-        (Some(VerdictKind::NotAffected), Some(LogClass::ConfirmedRefusal)) => {
+        (Some(VerdictKind::NotAffected), _) if refusal_here => {
             notes.push("the log shows a hostcall refusal, but every GPU here has AtomicOps: was the log taken on another machine or inside a VM guest? Run doctor there".into());
             if vm_cfg_problems {
                 VerdictKind::FixVmConfig
@@ -840,38 +1173,54 @@ fn decide_overall(
             notes.push("the log confirms the refusal; the platform path could not be read, so whether a VM setting fixes it is unknown: run as root: sudo rcclfix doctor".into());
             VerdictKind::Rebuild
         }
+        (Some(VerdictKind::Inconclusive), Some(LogClass::RefusalOutsideRccl)) => {
+            VerdictKind::HostcallOutsideRccl
+        }
         (Some(VerdictKind::Inconclusive), Some(LogClass::DifferentProblem)) => {
             VerdictKind::NotAffected
         }
         (Some(_), _) => VerdictKind::Inconclusive,
         (None, Some(LogClass::ConfirmedRefusal | LogClass::ConsistentWithRefusal)) => {
-            notes.push("platform not checked (no AMD GPU in this sysfs): run `rcclfix doctor` on the affected machine, or pass its snapshot with --snapshot, to learn whether a VM setting fixes it instead (supply lspci -vvv / dmesg otherwise)".into());
+            notes.push("platform not checked (no AMD GPU examined): run `rcclfix doctor` on the affected machine, pass its snapshot with --snapshot, or its `sudo lspci -vvv` with --lspci, to learn whether a VM setting fixes it instead".into());
             if vm_cfg_problems {
                 VerdictKind::FixVmConfig
             } else {
                 VerdictKind::Rebuild
             }
         }
+        (None, Some(LogClass::RefusalOutsideRccl)) => VerdictKind::HostcallOutsideRccl,
         (None, Some(LogClass::DifferentProblem)) => VerdictKind::NotAffected,
         (None, _) if vm_cfg_problems => VerdictKind::FixVmConfig,
-        (None, Some(LogClass::NoSignature)) if log_declaring_release.is_some() => {
-            notes.push(format!(
-                "no error line in the log; the verdict rests on the release: ROCm {}'s shipped RCCL declares hidden_hostcall_buffer, which fails on a platform without AtomicOps; platform not checked",
-                log_declaring_release.as_deref().unwrap_or("?")
-            ));
-            VerdictKind::Rebuild
+        (
+            None,
+            Some(LogClass::RefusalUnattributed | LogClass::Inconclusive | LogClass::NoSignature),
+        ) => {
+            if let Some(r) = &log_declaring_release {
+                notes.push(format!(
+                    "ROCm {r}'s shipped RCCL declares hidden_hostcall_buffer, so it is refused on a GPU without PCIe AtomicOps, at once and with an error; this log shows no such refusal, and no GPU was examined: the release alone proves nothing"
+                ));
+            }
+            VerdictKind::Inconclusive
         }
-        (None, _) => VerdictKind::NotAffected,
+        (None, None) => VerdictKind::NotAffected,
     };
 
-    // Rebuild advice: the release from the logs, else the installed ROCm, else the libraries' paths.
+    // Rebuild advice: the release from the logs, else the installed ROCm.
     let (rocm, rccl) = logs
         .iter()
         .find_map(|l| {
-            (l.rocm.is_some() || l.versions.rccl.is_some()).then(|| {
+            (l.rocm.is_some()
+                || l.versions.rccl.is_some()
+                || l.hints.iter().any(|h| h.kind == triage::HintKind::Rccl))
+            .then(|| {
                 (
                     l.rocm.as_ref().map(|r| r.release.clone()),
-                    l.versions.rccl.clone(),
+                    l.hints
+                        .iter()
+                        .filter(|h| h.kind == triage::HintKind::Rccl)
+                        .min_by_key(|h| (h.rank, h.line_no))
+                        .map(|h| h.value.clone())
+                        .or_else(|| l.versions.rccl.clone()),
                 )
             })
         })
@@ -881,29 +1230,75 @@ fn decide_overall(
                 None,
             )
         });
-    let advice = triage::rebuild_advice(rocm.as_deref(), rccl.as_deref());
+    let targets = rebuild_targets(&gpus, &logs, &mut notes);
+    let advice = triage::rebuild_advice(rocm.as_deref(), rccl.as_deref(), &targets);
     let rebuild = (verdict == VerdictKind::Rebuild || rocm.is_some() || rccl.is_some())
         .then(|| advice.clone());
+    let outside = outside_kernels(&logs);
 
+    let no_gpu = gpus.is_empty();
     let headline = match verdict {
-        VerdictKind::NotAffected if gpus.is_empty() && logs.is_empty() && vm_configs.is_empty() => {
-            "not affected: no AMD GPU found".to_owned()
-        }
-        VerdictKind::NotAffected if !different.is_empty() => {
-            format!("not affected by the hostcall refusal — a different problem: {}", different.join(", "))
-        }
+        VerdictKind::NotAffected if no_gpu && logs.is_empty() && vm_configs.is_empty() => format!(
+            "not affected: no AMD GPU found ({pci_functions} PCI function{} in {})",
+            if pci_functions == 1 { "" } else { "s" },
+            src.pci_origin
+        ),
+        VerdictKind::NotAffected if !different.is_empty() => format!(
+            "not affected by the hostcall refusal — a different problem: {}{}",
+            different.join(", "),
+            if no_gpu { " (from the log only; no GPU examined)" } else { "" }
+        ),
         VerdictKind::NotAffected if gpus.iter().any(|g| g.reasons.iter().any(|r| r.starts_with("not this bug"))) => {
             "not affected by the hostcall refusal (not this bug; see the GPU notes)".to_owned()
         }
-        VerdictKind::NotAffected => "not affected: every GPU has a PCIe AtomicOps path (hostcall kernels run)".to_owned(),
-        VerdictKind::FixVmConfig => "affected — fix the VM configuration: pass each GPU as function .0 only (no rebuild needed)".to_owned(),
-        VerdictKind::Rebuild => format!(
-            "affected — rebuild: rcclfix build --tag {}",
-            rebuild.as_ref().map(|r| r.tag.as_str()).unwrap_or("<version matching your ROCm>")
+        VerdictKind::NotAffected if no_gpu => {
+            "no AtomicOps problem in the VM configuration (no GPU examined here: run `rcclfix doctor` in the guest too)".to_owned()
+        }
+        VerdictKind::NotAffected => format!(
+            "not affected: {} has a PCIe AtomicOps path (hostcall kernels run)",
+            if gpus.len() == 1 { "the one AMD GPU examined".to_owned() } else { format!("each of the {} AMD GPUs examined", gpus.len()) }
         ),
+        VerdictKind::FixVmConfig => {
+            let blockers: Vec<&VmBlocker> = gpus.iter().filter_map(|g| g.guest.as_ref()).flat_map(|v| v.blockers.iter()).collect();
+            if blockers.iter().any(|b| matches!(b, VmBlocker::QemuBefore81 { .. })) {
+                "affected — fix the VM: its QEMU machine type predates 8.1, which never advertises AtomicOp completion (no rebuild needed)".to_owned()
+            } else if blockers.iter().any(|b| matches!(b, VmBlocker::NoPcieCapability)) {
+                "affected — fix the VM configuration: give the GPU a PCIe slot (q35 with pcie=1; no rebuild needed)".to_owned()
+            } else {
+                "affected — fix the VM configuration: pass each GPU as function .0 only (no rebuild needed)".to_owned()
+            }
+        }
+        VerdictKind::Rebuild => match &advice.command {
+            Some(c) => format!("affected — rebuild RCCL: {c}"),
+            None if advice.rocm.is_none() && advice.rccl.is_none() => {
+                format!("affected — rebuild RCCL; {}", triage::RELEASE_UNKNOWN)
+            }
+            None => format!(
+                "affected — rebuild RCCL; {}",
+                advice.notes.first().cloned().unwrap_or_else(|| triage::RELEASE_UNKNOWN.into())
+            ),
+        },
+        VerdictKind::HostcallOutsideRccl => {
+            let (k, lib) = outside
+                .first()
+                .map(|(k, l)| (short(k, 100), l.clone()))
+                .unwrap_or_else(|| ("a kernel".into(), None));
+            format!(
+                "affected — {k} ({}) needs hostcall: rebuilding RCCL will not help; a PCIe AtomicOps path for the GPU will",
+                lib.unwrap_or_else(|| "not an RCCL kernel".into())
+            )
+        }
         VerdictKind::Inconclusive => {
             if gpus.iter().any(|g| matches!(g.path_result, PathResult::Unreadable { .. })) {
                 "inconclusive — run this as root: sudo rcclfix doctor".to_owned()
+            } else if gpus.iter().any(|g| matches!(g.path_result, PathResult::Incomplete { .. })) {
+                "inconclusive — the pasted lspci text does not show the whole PCIe path (see below)".to_owned()
+            } else if no_gpu && log_class == Some(LogClass::RefusalUnattributed) {
+                "inconclusive — the runtime refused a hostcall kernel, but the log does not say whose (rerun with AMD_LOG_LEVEL=3)".to_owned()
+            } else if no_gpu && log_class == Some(LogClass::Inconclusive) {
+                "inconclusive — the log has an error many causes produce (such as `unhandled cuda error`) but not the refusal signature, and no GPU was examined".to_owned()
+            } else if no_gpu && !logs.is_empty() {
+                "inconclusive — the log shows no hostcall refusal, and no GPU was examined".to_owned()
             } else {
                 "inconclusive — not enough evidence (see below)".to_owned()
             }
@@ -930,54 +1325,95 @@ fn decide_overall(
                     actions.push(format!("{}: set `machine: q35`", c.path));
                 }
             }
-            let slot = vm_configs
+            let guest_blockers: Vec<&VmBlocker> = gpus
                 .iter()
-                .flat_map(|c| c.hostpci.iter())
-                .flat_map(|h| h.hosts.iter())
-                .next()
-                .map(|h| h.split('.').next().unwrap_or(h).to_owned());
-            let lines = vm::proxmox_fix(slot.as_deref());
-            actions.extend(lines.into_iter().skip(usize::from(fixed_any)));
+                .filter_map(|g| g.guest.as_ref())
+                .flat_map(|v| v.blockers.iter())
+                .collect();
+            if let Some(VmBlocker::QemuBefore81 { machine }) = guest_blockers
+                .iter()
+                .find(|b| matches!(b, VmBlocker::QemuBefore81 { .. }))
+            {
+                actions.extend(vm::qemu_upgrade_fix(machine));
+            }
+            if guest_blockers
+                .iter()
+                .any(|b| matches!(b, VmBlocker::NoPcieCapability))
+            {
+                actions.extend(vm::pcie_layout_fix());
+            }
+            let slot_fix = guest_blockers.iter().any(|b| {
+                matches!(
+                    b,
+                    VmBlocker::Multifunction | VmBlocker::NotAtDevfn0 | VmBlocker::BehindSwitch
+                )
+            }) || (guest_blockers.is_empty() && vm_cfg_problems);
+            if slot_fix {
+                let slot = vm_configs
+                    .iter()
+                    .flat_map(|c| c.hostpci.iter())
+                    .flat_map(|h| h.hosts.iter())
+                    .next()
+                    .map(|h| h.split('.').next().unwrap_or(h).to_owned());
+                // Which functions stay behind: the host's sysfs (--vm-config on the host), else the
+                // guest's view of the GPU's slot.
+                let host_funcs: Vec<String> = vm_configs
+                    .iter()
+                    .flat_map(|c| c.hostpci.iter())
+                    .flat_map(|h| h.host_functions.iter())
+                    .filter(|f| !f.contains(".0 ("))
+                    .cloned()
+                    .collect();
+                let guest_sibs: Vec<String> = gpus
+                    .iter()
+                    .filter_map(|g| g.guest.as_ref())
+                    .flat_map(|v| v.siblings.iter().cloned())
+                    .collect();
+                let left = if !host_funcs.is_empty() {
+                    Some(host_funcs)
+                } else if !guest_sibs.is_empty() {
+                    Some(guest_sibs)
+                } else {
+                    None
+                };
+                let lines = vm::proxmox_fix(slot.as_deref(), left.as_deref());
+                actions.extend(lines.into_iter().skip(usize::from(fixed_any)));
+            }
             actions.push("then rerun `rcclfix doctor` in the guest: the root port should show 32bit+ 64bit+ and the GPU ReqEn+; stock RCCL then works".into());
         }
         VerdictKind::Rebuild => {
             let adv = &advice;
-            let targets: Vec<String> = {
-                let mut t: Vec<String> = gpus
-                    .iter()
-                    .filter(|g| g.verdict == VerdictKind::Rebuild)
-                    .filter_map(|g| g.gfx.clone())
-                    .collect();
-                if t.is_empty() {
-                    // No GPU here: the targets a log names (rocminfo `Name: gfx…`).
-                    t = logs
-                        .iter()
-                        .flat_map(|l| l.versions.gfx.iter().cloned())
-                        .collect();
-                }
-                t.sort();
-                t.dedup();
-                t
-            };
-            actions.push(format!(
-                "rcclfix build --tag {}{}",
-                adv.tag,
-                if targets.is_empty() {
-                    String::new()
-                } else {
-                    format!("   (for {})", targets.join(", "))
-                }
-            ));
+            match &adv.command {
+                Some(c) => actions.push(c.clone()),
+                None => actions.push(format!(
+                    "rcclfix build --list, then rcclfix build --tag <the recipe for your ROCm release>{}",
+                    if adv.targets.is_empty() { String::new() } else { format!(" --targets {}", adv.targets.join(",")) }
+                )),
+            }
             actions.extend(adv.notes.iter().cloned());
+            if adv.rocm.is_none() && adv.rccl.is_none() {
+                actions.push("the release shows in `cat /opt/rocm/.info/version`, in NCCL_DEBUG=INFO's `RCCL version` line, or in torch's version (`python -c 'import torch; print(torch.__version__)'`, e.g. 2.9.1+rocm7.2); rerun doctor with that output as --log".into());
+            }
             actions.push("then: rcclfix scan <built librccl> (expect 0 declaring kernels), rcclfix verify, rcclfix package".into());
             if gpus.iter().any(|g| g.verdict == VerdictKind::NotAffected)
                 && gpus.iter().any(|g| g.verdict == VerdictKind::Rebuild)
             {
                 actions.push("alternative: only some slots lack AtomicOps; moving the affected card to a CPU-attached slot avoids the rebuild".into());
             }
-            if gpus.iter().any(|g| g.guest.is_some()) || hv.is_vm {
+            if gpus.iter().any(|g| g.guest.is_some()) {
                 actions.push("in a VM: check the VM configuration first (pass the GPU as function .0 on a q35 pcie=1 root port, QEMU >= 8.1) — stock RCCL then works if the host path passes".into());
             }
+        }
+        VerdictKind::HostcallOutsideRccl => {
+            for (k, lib) in outside.iter().take(4) {
+                actions.push(format!(
+                    "the refused kernel {} belongs to {}: `rcclfix scan` that file (a .so, an executable, a .whl) to list its kernels that declare hidden_hostcall_buffer; rebuilding RCCL will not help",
+                    short(k, 160),
+                    lib.as_deref().unwrap_or("your program or a library the log does not name")
+                ));
+            }
+            actions.push("the platform fix helps every library: give the GPU a PCIe AtomicOps path (a CPU-attached slot; in a VM, the GPU as a single function on a q35 pcie=1 root port with QEMU >= 8.1); check it with `sudo rcclfix doctor` on that machine".into());
+            actions.push("or rebuild the library that owns the kernel without hostcall users (no device printf/assert, NDEBUG, -O1 or higher)".into());
         }
         VerdictKind::Inconclusive => {
             if gpus
@@ -989,10 +1425,19 @@ fn decide_overall(
                         .into(),
                 );
             }
-            if !src.kernel_log.usable() {
+            if gpus
+                .iter()
+                .any(|g| matches!(g.path_result, PathResult::Incomplete { .. }))
+            {
+                actions.push("paste the whole `sudo lspci -vvv` (and `lspci -tv`) of that machine: rcclfix doctor --lspci lspci.txt".into());
+            }
+            if !no_gpu && !src.kernel_log.usable() {
                 actions.push("supply the kernel log: sudo dmesg > dmesg.txt; rcclfix doctor --dmesg dmesg.txt".into());
             }
-            actions.push("or run the runtime probe: AMD_LOG_LEVEL=1 with your workload; `Pcie atomics not enabled, hostcall not supported` confirms it (rcclfix doctor --log FILE)".into());
+            if no_gpu {
+                actions.push("on the affected machine: sudo rcclfix doctor (or send its `sudo lspci -vvv` output: rcclfix doctor --lspci FILE)".into());
+            }
+            actions.push("or run the runtime probe: AMD_LOG_LEVEL=3 with your workload; `Pcie atomics not enabled, hostcall not supported` confirms the refusal and the `ShaderName` line before it names the kernel (rcclfix doctor --log FILE)".into());
         }
         VerdictKind::NotAffected => {}
     }
@@ -1031,7 +1476,7 @@ fn decide_overall(
     {
         notes.push(format!("kernel {k} is a Proxmox host kernel: this ran in a container (LXC) on the host, so the host's own PCIe path decides"));
     }
-    if !kfd_present && !gpus.is_empty() {
+    if !kfd_present && !gpus.is_empty() && src.lspci.is_empty() {
         notes.push("no KFD topology (amdgpu not loaded, or not captured): gfx targets and io_link flags unknown".into());
     }
     if !src.kernel_log.usable() && !gpus.is_empty() {
@@ -1049,6 +1494,71 @@ fn decide_overall(
         notes.push(format!("HIP runtime probe failed: {reason}"));
     }
 
+    // What was and was not examined.
+    let mut examined = vec![];
+    let mut not_examined = vec![];
+    if no_gpu {
+        not_examined.push(format!(
+            "GPUs: no AMD GPU in {} ({pci_functions} PCI function{})",
+            src.pci_origin,
+            if pci_functions == 1 { "" } else { "s" }
+        ));
+    } else {
+        examined.push(format!(
+            "{} AMD GPU{} and {} PCIe path{} ({})",
+            gpus.len(),
+            if gpus.len() == 1 { "" } else { "s" },
+            if gpus.len() == 1 { "its" } else { "their" },
+            if gpus.len() == 1 { "" } else { "s" },
+            src.pci_origin
+        ));
+    }
+    if src.kernel_log.usable() {
+        let origin = match &src.kernel_log.origin {
+            kmsg::LogOrigin::File { path } => path.clone(),
+            kmsg::LogOrigin::Command { argv } => argv.clone(),
+            kmsg::LogOrigin::Unavailable { reason } => reason.clone(),
+        };
+        examined.push(format!(
+            "kernel log ({origin}, {} line{})",
+            src.kernel_log.lines,
+            if src.kernel_log.lines == 1 { "" } else { "s" }
+        ));
+    } else {
+        not_examined.push(match &src.kernel_log.origin {
+            kmsg::LogOrigin::Unavailable { reason } => format!("kernel log: {reason}"),
+            _ => format!(
+                "kernel log: {} lines, none from amdgpu",
+                src.kernel_log.lines
+            ),
+        });
+    }
+    if src.lspci.is_empty() {
+        if kfd_present {
+            examined.push("KFD topology".into());
+        } else {
+            not_examined.push("KFD topology: not present".into());
+        }
+    }
+    match &src.hip {
+        HipProbe::Ran { .. } => examined.push("HIP runtime (hostNativeAtomicSupported)".into()),
+        HipProbe::NotRun { reason } | HipProbe::Absent { reason } | HipProbe::Failed { reason } => {
+            not_examined.push(format!("HIP runtime probe: {reason}"))
+        }
+    }
+    for l in &libraries {
+        examined.push(format!("librccl {}", l.candidate.path.display()));
+    }
+    if libraries.is_empty() {
+        not_examined.push("librccl: none scanned (--library FILE)".into());
+    }
+    for l in &logs {
+        examined.push(format!("log {} ({} lines)", l.path, l.lines));
+    }
+    for c in &vm_configs {
+        examined.push(format!("VM config {}", c.path));
+    }
+
     let exit_code = verdict.exit_code();
     Report {
         schema_version: SCHEMA_VERSION,
@@ -1056,6 +1566,8 @@ fn decide_overall(
         verdict,
         headline,
         actions,
+        examined,
+        not_examined,
         evidence,
         rebuild,
         gpus,

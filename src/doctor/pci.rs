@@ -1,7 +1,7 @@
 //! PCI config space and the PCIe path from a GPU to its root port, judged by the Linux kernel's own
 //! rule (`pci_enable_atomic_ops_to_root` in `drivers/pci/pci.c`).
 //!
-//! Register layout: `include/uapi/linux/pci_regs.h` (shared/reference/platform.md §2–3). Everything is
+//! Register layout: `include/uapi/linux/pci_regs.h`. Everything is
 //! read from a sysfs root (`<sysfs>/bus/pci/devices/<bdf>` symlinks into `<sysfs>/devices/pci…/…`), so
 //! a captured snapshot reads exactly like the live `/sys`.
 
@@ -126,6 +126,10 @@ pub struct ExpCap {
     pub devcap2: u32,
     /// Device Control 2.
     pub devctl2: u16,
+    /// Whether DevCap2's AtomicOp completer bits were read (false only for a pasted `lspci` that
+    /// does not print them: pciutils shows an endpoint's completer bits only when it has a memory
+    /// BAR, `ls-caps.c` `cap_express_dev2`). The kernel's rule never reads an endpoint's.
+    pub completer_shown: bool,
 }
 
 impl ExpCap {
@@ -146,6 +150,9 @@ impl ExpCap {
             PortType::RootPort => format!(
                 "AtomicOpsCap: Routing{route} 32bit{c32} 64bit{c64} 128bitCAS{c128}, AtomicOpsCtl: ReqEn{req} EgressBlck{egress}"
             ),
+            _ if !self.completer_shown => {
+                format!("AtomicOpsCap: not shown, AtomicOpsCtl: ReqEn{req}")
+            }
             _ => format!("AtomicOpsCap: 32bit{c32} 64bit{c64} 128bitCAS{c128}, AtomicOpsCtl: ReqEn{req}"),
         }
     }
@@ -177,6 +184,11 @@ pub enum ConfigView {
     /// The file is malformed (bad capability chain).
     Malformed {
         /// Why.
+        reason: String,
+    },
+    /// A text source (`--lspci`) does not show what the path rule needs for this device.
+    Incomplete {
+        /// What is missing and what to paste instead.
         reason: String,
     },
 }
@@ -216,7 +228,7 @@ fn malformed(reason: String) -> ConfigView {
 /// (CardBus bridge, read as conventional PCI), a list
 /// that loops or points into the header, a reserved capability ID (> `PCI_CAP_ID_MAX`), and a PCI
 /// Express capability with a version other than 1/2, a reserved Device/Port Type, or registers past
-/// the 256-byte standard space (pci_regs.h; shared/reference/platform.md §2).
+/// the 256-byte standard space (pci_regs.h).
 pub fn decode_config(bytes: &[u8]) -> ConfigView {
     if bytes.len() < UNPRIVILEGED_CONFIG_LEN {
         return ConfigView::Truncated { len: bytes.len() };
@@ -288,6 +300,7 @@ pub fn decode_config(bytes: &[u8]) -> ConfigView {
                     port_type,
                     devcap2,
                     devctl2,
+                    completer_shown: true,
                 },
             };
         }
@@ -554,6 +567,13 @@ pub enum PathResult {
         /// Why.
         reason: String,
     },
+    /// A text source (`--lspci`) does not show a device on the path, or what the rule needs of it.
+    Incomplete {
+        /// The device the text says too little about (or the GPU whose parent is missing).
+        at: Bdf,
+        /// What is missing.
+        reason: String,
+    },
     /// A config space on the path could not be read far enough: run as root.
     Unreadable {
         /// The first device whose capability list could not be read.
@@ -602,6 +622,12 @@ pub fn atomic_ops_to_root(gpu: &PciDevice, bridges: &[PciDevice]) -> PathResult 
                 reason: reason.clone(),
             }
         }
+        ConfigView::Incomplete { reason } => {
+            return PathResult::Incomplete {
+                at: gpu.bdf,
+                reason: reason.clone(),
+            }
+        }
         ConfigView::NotExpress => {
             let parent = bridges.first().map(|b| &b.config);
             return if matches!(parent, Some(ConfigView::NotExpress)) {
@@ -640,6 +666,12 @@ pub fn atomic_ops_to_root(gpu: &PciDevice, bridges: &[PciDevice]) -> PathResult 
             ConfigView::NotExpress => continue,
             ConfigView::Malformed { reason } => {
                 return PathResult::Malformed {
+                    at: b.bdf,
+                    reason: reason.clone(),
+                }
+            }
+            ConfigView::Incomplete { reason } => {
+                return PathResult::Incomplete {
                     at: b.bdf,
                     reason: reason.clone(),
                 }
@@ -695,4 +727,33 @@ pub fn qemu_root_port_name(dev: &PciDevice) -> Option<&'static str> {
         .iter()
         .find(|(v, d, _)| *v == dev.vendor && *d == dev.device)
         .map(|(_, _, n)| *n)
+}
+
+/// In a VM guest, a GPU without a PCI Express capability is the VM's layout, not a malformed
+/// config space: QEMU's vfio-pci hides the capability on a conventional PCI bus (an i440fx
+/// machine, or a q35 machine without `pcie=1`, where the device sits behind a PCI bridge), and the
+/// kernel's rule refuses AtomicOps for a device that is not PCIe (`pci_enable_atomic_ops_to_root`:
+/// `if (!pci_is_pcie(dev)) return -EINVAL`). Returns the refusal [`atomic_ops_to_root`] gives
+/// outside a VM as `Malformed`, or `None` when `result` is something else.
+pub fn guest_layout_refusal(
+    gpu: &PciDevice,
+    bridges: &[PciDevice],
+    result: &PathResult,
+) -> Option<PathResult> {
+    let no_cap = matches!(gpu.config, ConfigView::NotExpress);
+    let conventional_above = bridges
+        .first()
+        .map_or(true, |b| matches!(b.config, ConfigView::NotExpress));
+    let about_gpu = match result {
+        PathResult::Malformed { at, .. } => *at == gpu.bdf,
+        PathResult::DeviceRefused { .. } => true,
+        _ => false,
+    };
+    (no_cap && conventional_above && about_gpu && !gpu.is_virtfn).then(|| PathResult::DeviceRefused {
+        reason: if bridges.is_empty() {
+            "the VM gives the GPU no PCI Express capability (it sits on the root bus of a conventional PCI machine, e.g. i440fx): the kernel enables AtomicOps only for PCIe devices".into()
+        } else {
+            "the VM gives the GPU no PCI Express capability (it sits behind a conventional PCI bridge, e.g. q35 without pcie=1): the kernel enables AtomicOps only for PCIe devices".into()
+        },
+    })
 }

@@ -1,4 +1,7 @@
 //! The human-readable doctor report (stdout). `--json` prints [`super::Report`] instead.
+//!
+//! Every string that comes from an input (log lines, kernel names, paths, lspci names) goes
+//! through [`esc`] before it reaches the terminal; JSON keeps the exact values.
 
 use std::fmt::Write;
 
@@ -6,13 +9,37 @@ use super::hip::HipProbe;
 use super::{GpuReport, Report, VerdictKind};
 use crate::scan::TargetState;
 
+/// `s` with control characters escaped for a terminal (C0, DEL, C1 and the bidirectional
+/// overrides as `\x1b`, `\u{202e}`; a newline never splits a report line). Printable text,
+/// including non-ASCII, is kept.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            if (c as u32) < 0x100 {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            } else {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn gpu_block(out: &mut String, g: &GpuReport) {
     let _ = writeln!(
         out,
-        "GPU {}  {}  {}{}{}",
+        "GPU {}  {}  {}{}{}{}",
         g.bdf,
         g.id,
         g.gfx.as_deref().unwrap_or("gfx unknown"),
+        match (&g.gfx, &g.gfx_source) {
+            (Some(_), Some(src)) if src != "KFD topology" => format!(" (from the {src})"),
+            _ => String::new(),
+        },
         g.kfd_node
             .map(|n| format!("  KFD node {n}"))
             .unwrap_or_default(),
@@ -41,10 +68,10 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
         if let Some(a) = &h.atomics {
             let _ = writeln!(out, "        {a}");
         }
-        let _ = writeln!(out, "        → {}", h.status);
+        let _ = writeln!(out, "        → {}", esc(&h.status));
     }
     let kmsg = match (&g.kernel_message, g.kernel_log_usable) {
-        (Some(m), _) => format!("\"{m}\""),
+        (Some(m), _) => format!("\"{}\"", esc(m)),
         (None, true) => "amdgpu silent about AtomicOps".into(),
         (None, false) => "no amdgpu line for this GPU (unknown)".into(),
     };
@@ -86,6 +113,24 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
             }
         );
     }
+    if let Some(v) = &g.guest {
+        for b in &v.blockers {
+            let _ = writeln!(
+                out,
+                "  VM blocker: {}",
+                match b {
+                    super::VmBlocker::Multifunction =>
+                        "passed as a multifunction device".to_owned(),
+                    super::VmBlocker::NotAtDevfn0 => "not at devfn 0".to_owned(),
+                    super::VmBlocker::BehindSwitch => "behind an emulated switch".to_owned(),
+                    super::VmBlocker::QemuBefore81 { machine } =>
+                        format!("machine type {} predates QEMU 8.1", esc(machine)),
+                    super::VmBlocker::NoPcieCapability =>
+                        "no PCI Express capability (conventional PCI layout)".to_owned(),
+                }
+            );
+        }
+    }
     for (p, s) in &g.library_states {
         let t = match s {
             TargetState::Declares { kernels } => format!(
@@ -95,11 +140,11 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
             TargetState::Clean { kernels } => format!("clean ({kernels} kernels)"),
             TargetState::Unknown { reason } => format!("unknown: {reason}"),
         };
-        let _ = writeln!(out, "  library {p}: {t}");
+        let _ = writeln!(out, "  library {}: {}", esc(p), esc(&t));
     }
     let _ = writeln!(out, "  verdict: {}", g.verdict.text());
     for r in &g.reasons {
-        let _ = writeln!(out, "    - {r}");
+        let _ = writeln!(out, "    - {}", esc(r));
     }
     out.push('\n');
 }
@@ -110,13 +155,14 @@ pub fn text(r: &Report) -> String {
     if r.gpus.is_empty() {
         let _ = writeln!(
             out,
-            "No AMD GPU (vendor 0x1002, display class) in the PCI devices of this sysfs.\n"
+            "No AMD GPU (vendor 0x1002, display class) examined: none in the PCI devices read.\n"
         );
     }
     for g in &r.gpus {
         gpu_block(&mut out, g);
     }
-    if r.hypervisor.is_vm {
+    // The hypervisor of a machine without an AMD GPU says nothing about the GPUs in a log.
+    if r.hypervisor.is_vm && !r.gpus.is_empty() {
         let h = &r.hypervisor;
         let dmi: Vec<&str> = [&h.sys_vendor, &h.product_name, &h.product_version]
             .into_iter()
@@ -129,7 +175,7 @@ pub fn text(r: &Report) -> String {
             if dmi.is_empty() {
                 "no DMI data".to_owned()
             } else {
-                format!("DMI: {}", dmi.join(" / "))
+                esc(&format!("DMI: {}", dmi.join(" / ")))
             },
             if h.cpu_flag {
                 ", CPU hypervisor flag set"
@@ -142,15 +188,15 @@ pub fn text(r: &Report) -> String {
         let _ = writeln!(
             out,
             "VM config {} (machine: {}):",
-            c.path,
-            c.machine.as_deref().unwrap_or("i440fx (default)")
+            esc(&c.path),
+            esc(c.machine.as_deref().unwrap_or("i440fx (default)"))
         );
         for h in &c.hostpci {
             let _ = writeln!(
                 out,
                 "  {}: {}  → {}",
                 h.key,
-                h.value,
+                esc(&h.value),
                 if h.problems.is_empty() {
                     "ok"
                 } else {
@@ -158,16 +204,68 @@ pub fn text(r: &Report) -> String {
                 }
             );
             for p in &h.problems {
-                let _ = writeln!(out, "    - {p}");
+                let _ = writeln!(out, "    - {}", esc(p));
             }
         }
         out.push('\n');
     }
     for l in &r.logs {
-        let _ = writeln!(out, "Log {}: {}", l.path, l.class.describe());
+        let _ = writeln!(out, "Log {}: {}", esc(&l.path), l.class.describe());
         for f in &l.findings {
-            let _ = writeln!(out, "  {:>5}: [{}] {}", f.line_no, f.signature, f.line);
+            let _ = writeln!(
+                out,
+                "  {:>5}: [{}] {}",
+                f.line_no,
+                f.signature,
+                esc(&f.line)
+            );
             let _ = writeln!(out, "         {}", f.explanation);
+        }
+        for rf in &l.refusals {
+            let who = match &rf.owner {
+                super::triage::KernelOwner::Rccl { why } => format!("RCCL ({})", esc(why)),
+                super::triage::KernelOwner::Other { library: Some(lib) } => {
+                    format!("not RCCL: {lib}")
+                }
+                super::triage::KernelOwner::Other { library: None } => "not RCCL".into(),
+                super::triage::KernelOwner::Unknown => "owner not in the log".into(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:>5}: {} {} — {who}",
+                rf.line_no,
+                if rf.confirmed {
+                    "refused:"
+                } else {
+                    "launch failed (hipErrorIllegalState):"
+                },
+                esc(rf
+                    .kernel
+                    .as_deref()
+                    .unwrap_or("(no ShaderName: AMD_LOG_LEVEL=3 names the kernel)"))
+            );
+        }
+        for h in &l.hints {
+            let _ = writeln!(
+                out,
+                "  {:>5}: {} {} ({}{})",
+                h.line_no,
+                if h.kind == super::triage::HintKind::Rccl {
+                    "RCCL"
+                } else {
+                    "ROCm"
+                },
+                esc(&h.value),
+                esc(&h.source),
+                if h.exact || h.kind == super::triage::HintKind::Rccl {
+                    ""
+                } else {
+                    "; family only"
+                }
+            );
+        }
+        if !l.versions.gfx.is_empty() {
+            let _ = writeln!(out, "  GPU targets named: {}", l.versions.gfx.join(", "));
         }
         let v = &l.versions;
         for (k, val) in [
@@ -181,23 +279,25 @@ pub fn text(r: &Report) -> String {
             ("kernel", &v.kernel),
         ] {
             if let Some(x) = val {
-                let _ = writeln!(out, "  {k}: {x}");
+                let _ = writeln!(out, "  {k}: {}", esc(x));
             }
         }
         if let Some(rel) = &l.rocm {
             let _ = writeln!(
                 out,
                 "  → ROCm {} (from {}{}); RCCL {}; its shipped library declares hostcall: {}",
-                rel.release,
-                rel.source,
+                esc(&rel.release),
+                esc(&rel.source),
                 if rel.exact {
                     ""
                 } else {
                     ", point release unknown"
                 },
-                l.rccl.as_deref().unwrap_or("?"),
+                esc(l.rccl.as_deref().unwrap_or("?")),
                 l.shipped_declares.unwrap_or("unknown")
             );
+        } else {
+            let _ = writeln!(out, "  → ROCm release: not named in this log");
         }
         out.push('\n');
     }
@@ -206,18 +306,24 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(
                 out,
                 "Library {} ({})",
-                l.candidate.path.display(),
+                esc(&l.candidate.path.display().to_string()),
                 l.candidate.found_via
             );
         }
     }
     match &r.hip {
         HipProbe::Absent { reason } | HipProbe::Failed { reason } if !r.gpus.is_empty() => {
-            let _ = writeln!(out, "HIP runtime: {reason}\n");
+            let _ = writeln!(out, "HIP runtime: {}\n", esc(reason));
         }
         _ => {}
     }
-    let _ = writeln!(out, "Verdict: {}", r.headline);
+    if !r.examined.is_empty() {
+        let _ = writeln!(out, "Examined: {}", esc(&r.examined.join("; ")));
+    }
+    if !r.not_examined.is_empty() {
+        let _ = writeln!(out, "Not examined: {}", esc(&r.not_examined.join("; ")));
+    }
+    let _ = writeln!(out, "Verdict: {}", esc(&r.headline));
     if r.verdict != VerdictKind::NotAffected {
         // Per-GPU lines are already in the GPU blocks above.
         let gpu_prefixes: Vec<String> = r.gpus.iter().map(|g| format!("{}: ", g.bdf)).collect();
@@ -230,26 +336,33 @@ pub fn text(r: &Report) -> String {
         lines.extend(
             r.gpus
                 .iter()
-                .filter(|g| matches!(g.verdict, VerdictKind::FixVmConfig | VerdictKind::Rebuild))
+                .filter(|g| {
+                    matches!(
+                        g.verdict,
+                        VerdictKind::FixVmConfig
+                            | VerdictKind::Rebuild
+                            | VerdictKind::HostcallOutsideRccl
+                    )
+                })
                 .map(|g| format!("{}: {} (details above)", g.bdf, g.verdict.text())),
         );
         if !lines.is_empty() {
             let _ = writeln!(out, "Evidence:");
             for l in lines {
-                let _ = writeln!(out, "  - {l}");
+                let _ = writeln!(out, "  - {}", esc(&l));
             }
         }
     }
     if !r.actions.is_empty() {
         let _ = writeln!(out, "What to do:");
         for a in &r.actions {
-            let _ = writeln!(out, "  - {a}");
+            let _ = writeln!(out, "  - {}", esc(a));
         }
     }
     if !r.notes.is_empty() {
         let _ = writeln!(out, "Notes:");
         for n in &r.notes {
-            let _ = writeln!(out, "  - {n}");
+            let _ = writeln!(out, "  - {}", esc(n));
         }
     }
     out

@@ -3,7 +3,7 @@
 //!
 //! Source: QEMU `hw/vfio/pci.c` `vfio_pci_enable_rp_atomics()` (8.1.0+), QEMU `hw/smbios` defaults
 //! (SMBIOS type 1 product version = machine type), Proxmox `qm.conf(5)` (`hostpci[n]`).
-//! shared/reference/platform.md §6, cases C05.
+//! Public report: the ROCm/ROCm#6520 body (multifunction vs single function on Proxmox).
 
 use std::path::Path;
 
@@ -109,6 +109,9 @@ pub struct HostPci {
     pub problems: Vec<String>,
     /// The corrected line, when one can be given.
     pub fixed: Option<String>,
+    /// The functions the host's sysfs shows in the slots this line names whole (empty: not
+    /// checked).
+    pub host_functions: Vec<String>,
 }
 
 /// A parsed Proxmox VM config.
@@ -138,12 +141,57 @@ fn is_whole_slot(id: &str) -> bool {
     !id.contains('.')
 }
 
+/// The problem of a `hostpciN` naming the whole slot `slot`. Proxmox passes every function the
+/// host's slot has and marks the device `multifunction=on` when there is more than one
+/// (`PVE::QemuServer::PCI`); QEMU then sets no completer bits (`vfio_pci_enable_rp_atomics`).
+/// `functions`: the functions the host's sysfs shows in that slot (`None`: not known here).
+fn whole_slot_problem(slot: &str, functions: Option<&[String]>) -> Option<String> {
+    match functions {
+        Some(f) if f.len() <= 1 => None,
+        Some(f) => Some(format!(
+            "{slot} names every function of the slot, and this host's slot has {}: {}; Proxmox passes them as one multifunction=on device, and QEMU sets no AtomicOp completer on the guest root port",
+            f.len(),
+            f.join(", ")
+        )),
+        None => Some(format!(
+            "{slot} names every function of the slot (could not check which functions it has: not in this sysfs; on a GPU usually the GPU and its HDMI/DP audio function): with more than one, Proxmox passes them as one multifunction=on device and QEMU sets no AtomicOp completer on the guest root port"
+        )),
+    }
+}
+
+impl ProxmoxConfig {
+    /// Judge the whole-slot `hostpciN` lines against the functions the host really has.
+    /// `functions(slot)` returns the functions of `0000:0b:00` found in the host's sysfs (e.g.
+    /// `0000:0b:00.1 (1002:ab30, audio)`), or `None` when the slot is not there.
+    pub fn check_host(&mut self, functions: &dyn Fn(&str) -> Option<Vec<String>>) {
+        for h in &mut self.hostpci {
+            for slot in h.hosts.iter().filter(|x| is_whole_slot(x)) {
+                let Some(assumed) = whole_slot_problem(slot, None) else {
+                    continue;
+                };
+                let found = functions(slot);
+                h.problems.retain(|p| *p != assumed);
+                h.problems
+                    .extend(whole_slot_problem(slot, found.as_deref()));
+                if let Some(f) = found {
+                    h.host_functions.extend(f);
+                }
+            }
+            if h.problems.is_empty() {
+                h.fixed = None;
+            }
+        }
+    }
+}
+
 /// Parse `/etc/pve/qemu-server/<vmid>.conf`. Only the current config is read (the part before the
 /// first `[snapshot]` section).
 ///
-/// Errors: the file cannot be read, or has no `hostpciN:` line (one line naming the file).
+/// Errors: the file cannot be read, is not a regular file or is larger than
+/// [`super::input::MAX_INPUT_BYTES`], or has no `hostpciN:` line (the caller names the file).
 pub fn parse_proxmox(path: &Path) -> anyhow::Result<ProxmoxConfig> {
-    let text = fs_err::read_to_string(path).context("cannot read the VM config")?;
+    let text = super::input::read_capped(path, super::input::MAX_INPUT_BYTES)
+        .context("cannot read the VM config")?;
     let mut cfg = ProxmoxConfig {
         path: path.display().to_string(),
         machine: None,
@@ -174,10 +222,7 @@ pub fn parse_proxmox(path: &Path) -> anyhow::Result<ProxmoxConfig> {
     // `machine: q35`, `machine: pc-q35-8.1`, `machine: type=q35,viommu=…`.
     cfg.q35 = cfg.machine.as_deref().is_some_and(|m| m.contains("q35"));
     if cfg.hostpci.is_empty() {
-        anyhow::bail!(
-            "{}: no hostpciN line: no PCI device is passed through",
-            path.display()
-        );
+        anyhow::bail!("no hostpciN line: no PCI device is passed through");
     }
     for h in &mut cfg.hostpci {
         if !cfg.q35 {
@@ -221,9 +266,7 @@ fn parse_hostpci(key: &str, value: &str) -> HostPci {
         ));
     }
     for h in hosts.iter().filter(|h| is_whole_slot(h)) {
-        problems.push(format!(
-            "{h} names every function of the slot (GPU + HDMI audio): QEMU marks the device multifunction=on and sets no AtomicOp completer on the guest root port"
-        ));
+        problems.extend(whole_slot_problem(h, None));
     }
     let slots_with_func0: Vec<&str> = hosts.iter().filter_map(|h| h.strip_suffix(".0")).collect();
     if hosts.len() > 1 && !slots_with_func0.is_empty() {
@@ -258,17 +301,44 @@ fn parse_hostpci(key: &str, value: &str) -> HostPci {
         mapping,
         problems,
         fixed,
+        host_functions: vec![],
     }
 }
 
 /// The Proxmox fix, as text lines, for a GPU whose host address is `host_slot` (`0000:0b:00`) or
-/// unknown (`None`: printed as `<bus>:<dev>`).
-pub fn proxmox_fix(host_slot: Option<&str>) -> Vec<String> {
+/// unknown (`None`: printed as `<bus>:<dev>`). `left_behind`: the other functions of the slot
+/// as seen (guest siblings or the host's sysfs); `None` when nothing shows them.
+pub fn proxmox_fix(host_slot: Option<&str>, left_behind: Option<&[String]>) -> Vec<String> {
     let slot = host_slot.unwrap_or("<host-bus>:<dev>");
+    let trade_off = match left_behind {
+        Some(f) if !f.is_empty() => format!(
+            "trade-off: the slot's other functions ({}) stay on the host, so the VM loses them (for an HDMI/DP audio function: no display audio); they share the IOMMU group, so keep them bound to vfio-pci on the host. Compute-only VMs lose nothing",
+            f.join(", ")
+        ),
+        _ => "trade-off: the slot's other functions (on a GPU usually its HDMI/DP audio, .1) stay on the host, so the VM loses them; they share the IOMMU group, so keep them bound to vfio-pci on the host. Compute-only VMs lose nothing".into(),
+    };
     vec![
         format!("Proxmox: in /etc/pve/qemu-server/<vmid>.conf change `hostpciN: {slot}` to `hostpciN: {slot}.0,pcie=1` (function 0 only) with `machine: q35`, then stop and start the VM"),
-        format!("plain QEMU: `-device vfio-pci,host={slot}.0,bus=<pcie-root-port id>,addr=0x0` without `multifunction=on`, and no second vfio-pci device for {slot}.1"),
-        "trade-off: the card's HDMI/DP audio function (.1) is left behind, so the VM has no display audio; it shares the IOMMU group, so keep it bound to vfio-pci on the host. Compute-only VMs lose nothing".into(),
+        format!("plain QEMU: `-device vfio-pci,host={slot}.0,bus=<pcie-root-port id>,addr=0x0` without `multifunction=on`, and no second vfio-pci device for the slot's other functions"),
+        trade_off,
         "needs QEMU >= 8.1 (check with `qemu-system-x86_64 --version` or `kvm --version` on the host) and a host PCIe path that itself passes (run `rcclfix doctor` on the host)".into(),
+    ]
+}
+
+/// The fix for a guest whose QEMU machine type predates 8.1: QEMU before 8.1 never sets AtomicOp
+/// completer bits on an emulated root port (`vfio_pci_enable_rp_atomics()` arrived in 8.1.0).
+pub fn qemu_upgrade_fix(machine: &str) -> Vec<String> {
+    vec![
+        format!("the guest's machine type is {machine}: QEMU before 8.1 never advertises AtomicOp completion on an emulated root port. Run the VM on a QEMU >= 8.1 host (`qemu-system-x86_64 --version` or `kvm --version`) with a current machine type (Proxmox: `machine: q35`, not a pinned older version)"),
+        "pass the GPU as a single function at devfn 0 on a PCIe root port: Proxmox `hostpciN: <host-bus>:<dev>.0,pcie=1`; plain QEMU `-device vfio-pci,host=<host-bus>:<dev>.0,bus=<pcie-root-port id>,addr=0x0` without `multifunction=on`".into(),
+        "if the host already runs QEMU >= 8.1 with a pinned machine type, the host's own PCIe path may fail instead: run `rcclfix doctor` on the host".into(),
+    ]
+}
+
+/// The fix for a guest GPU without a PCI Express capability (a conventional PCI layout).
+pub fn pcie_layout_fix() -> Vec<String> {
+    vec![
+        "give the GPU a PCIe slot in the VM: Proxmox `machine: q35` and `pcie=1` on its `hostpciN` line (`hostpciN: <host-bus>:<dev>.0,pcie=1`); plain QEMU `-machine q35` and `-device vfio-pci,host=<host-bus>:<dev>.0,bus=<pcie-root-port id>,addr=0x0`".into(),
+        "needs QEMU >= 8.1 on the host for the emulated root port to advertise AtomicOp completion, and a host PCIe path that itself passes (run `rcclfix doctor` on the host)".into(),
     ]
 }
