@@ -351,13 +351,27 @@ fn load_report(path: &Path) -> anyhow::Result<ScanReport> {
     serde_json::from_str(&text).with_context(|| format!("{}: not a scan report", path.display()))
 }
 
-/// The kernels of `target`'s images in `report`: name → declares.
+/// A kernel's name without the `.intern.<hex>` suffix LTO gives internal-linkage symbols: the hex
+/// part hashes the module and differs between two builds whose flags differ, so the control and
+/// the fix would otherwise name the same kernel differently.
+pub fn stable_kernel_name(name: &str) -> &str {
+    match name.rfind(".intern.") {
+        Some(i) if name.len() > i + 8 && name[i + 8..].bytes().all(|b| b.is_ascii_hexdigit()) => {
+            &name[..i]
+        }
+        _ => name,
+    }
+}
+
+/// The kernels of `target`'s images in `report`: [`stable_kernel_name`] → declares.
 fn kernels_of(report: &ScanReport, target: &str) -> BTreeMap<String, bool> {
     let mut out = BTreeMap::new();
     for f in &report.files {
         for img in f.images.iter().filter(|i| i.processor == target) {
             for k in &img.kernels {
-                let e = out.entry(k.name.clone()).or_insert(false);
+                let e = out
+                    .entry(stable_kernel_name(&k.name).to_owned())
+                    .or_insert(false);
                 *e |= k.declares_hostcall;
             }
         }
@@ -573,4 +587,20 @@ fn tree_rss(root: u32) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stable_kernel_name;
+
+    #[test]
+    fn intern_suffixes_are_dropped_only_when_hex() {
+        assert_eq!(
+            stable_kernel_name("_ZN12_GLOBAL__N_113oneRankReduceIfEEvPv.intern.453bed4f94af34c8"),
+            "_ZN12_GLOBAL__N_113oneRankReduceIfEEvPv"
+        );
+        assert_eq!(stable_kernel_name("mh_assert"), "mh_assert");
+        assert_eq!(stable_kernel_name("k.intern."), "k.intern.");
+        assert_eq!(stable_kernel_name("k.intern.xyz"), "k.intern.xyz");
+    }
 }
