@@ -286,7 +286,11 @@ fn recipe_missing_field_is_one_line() {
     let f = write_recipe(t.path(), "notag.toml", &text);
     let o = rcclfix(t.path(), &["build", "--recipe", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("source.tag is empty (give `tag`, or `branch` with `commit`)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("source.tag is empty (give `tag`, or `branch` with `commit`)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
