@@ -347,9 +347,28 @@ pub fn regular_file(path: &Path, what: &str) -> anyhow::Result<std::fs::Metadata
     }
 }
 
-/// Read a small file; the error is one line naming it.
+/// The most `manifest.json` or `scan.json` may hold. A build writes a few KiB (a scan report
+/// of every RCCL kernel stays far below a MiB); the cap keeps a hostile build folder from making
+/// `package` read gigabytes into memory. It is the `--log` cap of `doctor`.
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
+
+/// Read a small file (at most [`MAX_JSON_BYTES`]); the error is one line naming it.
 fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    let mut v = Vec::new();
+    f.take(MAX_JSON_BYTES + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    if v.len() as u64 > MAX_JSON_BYTES {
+        anyhow::bail!(
+            "{}: larger than {} MiB, which no rcclfix build writes (a build's manifest.json and scan.json are a few KiB)",
+            path.display(),
+            MAX_JSON_BYTES >> 20
+        );
+    }
+    Ok(v)
 }
 
 /// Read the build folder, run the gate, write the packages. Returns the paths written, in format

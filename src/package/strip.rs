@@ -40,6 +40,8 @@ const EHDR_SIZE: usize = 64;
 const SHDR_SIZE: usize = 64;
 const PHDR_SIZE: usize = 56;
 const NT_GNU_BUILD_ID: u32 = 3;
+/// Largest alignment accepted for a section that is moved (64 KiB).
+const MAX_MOVED_ALIGN: u64 = 1 << 16;
 
 /// One section header (`Elf64_Shdr`) plus its name.
 #[derive(Debug, Clone)]
@@ -176,12 +178,32 @@ impl Elf {
             anyhow::bail!("e_shstrndx {shstrndx} is not a section");
         }
         for (i, (_, s)) in raw.iter().enumerate() {
-            let r = s.file_range();
-            if !in_file(r.start, r.end - r.start) {
+            let has_bytes = s.typ != SHT_NOBITS && s.typ != SHT_NULL;
+            if has_bytes && !in_file(s.offset, s.size) {
                 anyhow::bail!("section {i} outside the file");
             }
+            // Sections this may move (non-allocated ones and notes) are padded to their
+            // alignment; no real file aligns them beyond a page or two.
+            if (!s.alloc() || s.typ == SHT_NOTE) && s.align > MAX_MOVED_ALIGN {
+                anyhow::bail!("section {i} asks for an alignment of {} bytes", s.align);
+            }
+            let r = s.file_range();
             if s.alloc() && r.start < r.end && r.start < EHDR_SIZE as u64 {
                 anyhow::bail!("section {i} overlaps the ELF header");
+            }
+        }
+        // No two sections share file bytes (a moved section is copied once per header, so
+        // overlapping headers could multiply the output).
+        let mut spans: Vec<(u64, u64, usize)> = raw
+            .iter()
+            .enumerate()
+            .map(|(i, (_, s))| (s.file_range().start, s.file_range().end, i))
+            .filter(|(a, b, _)| a < b)
+            .collect();
+        spans.sort();
+        for w in spans.windows(2) {
+            if w[1].0 < w[0].1 {
+                anyhow::bail!("sections {} and {} overlap in the file", w[0].2, w[1].2);
             }
         }
         let names = raw[shstrndx].1.file_range();

@@ -335,6 +335,31 @@ fn hostile_manifest_values_are_refused_naming_the_field() {
             |v| v["library"]["size"] = json!(1),
         ),
         manifest_row(
+            "so many targets that the file name passes NAME_MAX",
+            "is longer than 255 bytes (too many targets?)",
+            |v| {
+                let all: Vec<&str> = rcclfix::recipe::known_processors()
+                    .into_iter()
+                    .take(40)
+                    .collect();
+                assert_eq!(all.len(), 40);
+                v["targets"] = json!(all);
+                for t in all {
+                    v["gate"][t] = json!("clean");
+                }
+            },
+        ),
+        row(
+            "manifest.json claims more memory than any build writes",
+            2,
+            "manifest.json: larger than 64 MiB",
+            Box::new(|c: &Case| {
+                let f = std::fs::File::create(c.manifest()).unwrap();
+                f.set_len((64 << 20) + 1).unwrap();
+                Inv::default()
+            }),
+        ),
+        manifest_row(
             "gate verdict is not clean",
             "the scan gate says \"unknown\" for gfx1100",
             |v| v["gate"]["gfx1100"] = json!("unknown"),

@@ -1593,3 +1593,55 @@ fn default_deb_and_dbgsym_pass_lintian_and_gdb_finds_the_symbols() {
     let without = line(&t.path().join("empty"));
     assert!(without.contains("No line number information"), "{without}");
 }
+
+/// The stripper and the debug-file writer read section headers a hostile build folder controls:
+/// corrupt them byte by byte (a fixed-seed generator) and check that every result is an error or
+/// a file that still parses, never a panic or an allocation that follows a claimed size.
+#[test]
+fn strip_survives_corrupted_section_headers() {
+    use rcclfix::package::strip;
+    let f = fixtures();
+    let good = std::fs::read(&f.unstripped).unwrap();
+    let shoff = u64::from_le_bytes(good[0x28..0x30].try_into().unwrap()) as usize;
+    let shnum = u16::from_le_bytes(good[0x3c..0x3e].try_into().unwrap()) as usize;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.so");
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut ok_count, mut err_count) = (0, 0);
+    for _ in 0..400 {
+        let mut bad = good.clone();
+        for _ in 0..1 + next() % 4 {
+            // A byte of the section header table or of the ELF header's table fields.
+            let at = if next() % 8 == 0 {
+                0x20 + (next() % 0x20) as usize
+            } else {
+                shoff + (next() as usize) % (shnum * 64)
+            };
+            bad[at] = next() as u8;
+        }
+        std::fs::write(&path, &bad).unwrap();
+        let map = strip::map_file(&path).unwrap();
+        for r in [
+            strip::strip(map.clone()),
+            strip::only_keep_debug(map.clone()),
+        ] {
+            match r {
+                Ok(out) => {
+                    assert!(out.len() < 4 * bad.len() as u64);
+                    let _ = out.to_vec();
+                    ok_count += 1;
+                }
+                Err(_) => err_count += 1,
+            }
+        }
+        let _ = strip::build_id(&map);
+    }
+    eprintln!("corrupted headers: {ok_count} rewritten, {err_count} refused");
+    assert!(ok_count > 0 && err_count > 0);
+}
