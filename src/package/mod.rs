@@ -304,6 +304,21 @@ impl BuildFolder {
     }
 }
 
+/// `s` with every control character (C0, DEL, C1) written as a `\u{..}` escape, for strings read
+/// from the files being packaged (symbol names, SONAMEs, `DT_NEEDED` entries, manifest keys) that
+/// go to the terminal.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// What a non-regular file is, for messages: `a folder`, `a FIFO (named pipe)`, ….
 fn kind_of(m: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -399,19 +414,19 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     );
     let report = gate::check(&build.library, &opts.gate)?;
     for n in &report.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", printable(n));
     }
     if !report.needed_added.is_empty() || !report.needed_removed.is_empty() {
-        crate::ui::warn(format!(
+        crate::ui::warn(printable(&format!(
             "DT_NEEDED differs from the stock library: added [{}], removed [{}]",
             report.needed_added.join(", "),
             report.needed_removed.join(", ")
-        ));
+        )));
     }
     if !report.passed() {
         return Err(gate::GateError {
             library: build.library.display().to_string(),
-            lines: report.failures(),
+            lines: report.failures().iter().map(|l| printable(l)).collect(),
         }
         .into());
     }
@@ -604,7 +619,7 @@ pub fn read_manifest(path: &Path, json: &[u8]) -> anyhow::Result<Manifest> {
         crate::ui::warn(format!(
             "{}: ignoring field(s) this rcclfix does not know: {}",
             path.display(),
-            unknown.join(", ")
+            printable(&unknown.join(", "))
         ));
     }
     Ok(m)

@@ -244,6 +244,14 @@ fn hostile_manifest_values_are_refused_naming_the_field() {
             |v| v["rccl_version"] = json!("x/../../../../ESCAPE"),
         ),
         manifest_row(
+            "an unknown key with a terminal escape (the warning names it escaped)",
+            "rccl_version \"v\" is not a release number",
+            |v| {
+                v["x\u{1b}]0;pwned\u{7}"] = json!(1);
+                v["rccl_version"] = json!("v");
+            },
+        ),
+        manifest_row(
             "rccl_version adds a control field",
             "rccl_version \"2.13.4\\nPre-Depends: evil\" is not a release number",
             |v| v["rccl_version"] = json!("2.13.4\nPre-Depends: evil"),
@@ -421,6 +429,37 @@ fn hostile_control_values_from_the_command_line_are_refused() {
             2,
             "--depends \"librccl1\\nPre-Depends: evil\" spans more than one line",
             Box::new(|_| args(&["--depends", "librccl1\nPre-Depends: evil"])),
+        ),
+        row(
+            "terminal escapes in a consumer's symbol and the stock library's SONAME",
+            1,
+            "export gate failed for",
+            Box::new(|c: &Case| {
+                let evil = c.root.join("evil.s");
+                std::fs::write(
+                    &evil,
+                    ".section .note.GNU-stack,\"\",@progbits\n.text\n.globl use\n.type use,@function\nuse:\n  call \"ncclEvil\x1b]0;pwned\x07\"\n  ret\n",
+                )
+                .unwrap();
+                let lib = c.root.join("libevil.so");
+                crate::package::ok(
+                    Command::new("gcc")
+                        .arg("-shared")
+                        .arg("-Wl,-soname,librccl.so.1\x1b[2J")
+                        .arg(&evil)
+                        .arg("-o")
+                        .arg(&lib),
+                );
+                Inv {
+                    args: vec![
+                        "--consumer".into(),
+                        lib.clone().into(),
+                        "--stock".into(),
+                        lib.into(),
+                    ],
+                    ..Default::default()
+                }
+            }),
         ),
         row(
             "--depends with an architecture restriction",
