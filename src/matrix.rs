@@ -582,7 +582,7 @@ pub fn check_recipe(
                     rep.problem(r, "the device linker's RCCLDEV steps see only compile definitions: ndebug must be compile-definition (-DCMAKE_CXX_FLAGS misses them)");
                 }
                 if !b.post_link_patch && r.status != Status::UnfixableByRebuild {
-                    rep.problem(r, "with the device linker NDEBUG still leaves 3 declaring Generic kernels (rccl.md §4): set post_link_patch or status unfixable-by-rebuild");
+                    rep.problem(r, "with the device linker NDEBUG still leaves 3 declaring Generic kernels (ROCm/ROCm#6520): set post_link_patch or status unfixable-by-rebuild");
                 }
             }
             Pipeline::Rdc => {}
@@ -600,7 +600,7 @@ pub fn check_recipe(
         _ => {}
     }
     if has_option(r, "-DENABLE_IFC=ON") || has_option(r, "-DBUILD_ADDRESS_SANITIZER=ON") {
-        rep.problem(r, "ENABLE_IFC=ON / BUILD_ADDRESS_SANITIZER=ON make kernels declare hidden_hostcall_buffer (rccl.md §4)");
+        rep.problem(r, "ENABLE_IFC=ON / BUILD_ADDRESS_SANITIZER=ON make kernels declare hidden_hostcall_buffer (ROCm/rocm-systems PR #11277)");
     }
 
     // Toolchain.

@@ -415,7 +415,7 @@ pub fn build(
     if let Some(ct) = &configure_targets {
         if ct != &requested {
             bail!(
-                "configure compiles for {} but {} was requested (the `Compiling for` line; cases C06)\nhelp: the recipe's CMake may force its own target list; add a patch or a cmake option",
+                "configure compiles for {} but {} was requested (the `Compiling for` line; ROCm/rccl#958, ROCm/rccl#1138)\nhelp: the recipe's CMake may force its own target list; add a patch or a cmake option",
                 ct.iter().cloned().collect::<Vec<_>>().join(";"),
                 target_list
             );
@@ -426,7 +426,7 @@ pub fn build(
     }
     if facts.offload_targets != requested {
         bail!(
-            "build.ninja compiles and links for {} but {} was requested\nhelp: the recipe's CMake ignores GPU_TARGETS/AMDGPU_TARGETS (cases C06); see {}",
+            "build.ninja compiles and links for {} but {} was requested\nhelp: the recipe's CMake ignores GPU_TARGETS/AMDGPU_TARGETS (ROCm/rccl#958, ROCm/rccl#1138); see {}",
             facts.offload_targets.iter().cloned().collect::<Vec<_>>().join(";"),
             target_list,
             build_dir.join("build.ninja").display()
@@ -435,7 +435,7 @@ pub fn build(
     let ndebug_on = facts.ndebug_on_device();
     if strategy != NdebugStrategy::None && !ndebug_on {
         bail!(
-            "NDEBUG strategy {} did not put -DNDEBUG on {} of {} device compile lines (e.g. {})\nhelp: this RCCL needs another strategy (reference: rccl.md §5); nothing was built",
+            "NDEBUG strategy {} did not put -DNDEBUG on {} of {} device compile lines (e.g. {})\nhelp: this RCCL needs another strategy (the recipe's `build.ndebug` in recipes/); nothing was built",
             serde_json::to_value(strategy)?.as_str().unwrap_or_default(),
             facts.without_ndebug.len(),
             facts.device_compiles.len(),

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -34,8 +33,9 @@ pub struct DebSpec {
     /// Absolute path of the stock library file in the installed system, which the package takes
     /// over, e.g. `/usr/lib/x86_64-linux-gnu/librccl.so.1.0`.
     pub stock_path: String,
-    /// The fixed library on this machine.
-    pub library: PathBuf,
+    /// The library file as shipped: the build's library with its debug sections removed
+    /// ([`super::strip::strip`]), or unchanged.
+    pub library: super::strip::Rewritten,
     /// `manifest.json` and `scan.json` bytes, shipped under `/usr/share/doc/<package>/`.
     pub manifest_json: Vec<u8>,
     /// See `manifest_json`.
@@ -77,10 +77,12 @@ fn split_dir(p: &str) -> (&str, &str) {
     }
 }
 
-/// A file of the data or control archive: bytes in memory or a file streamed from disk.
+/// A file of the data or control archive: bytes in memory, or a (rewritten) mapped file.
 enum Body {
     Bytes(Vec<u8>),
-    File(PathBuf, u64),
+    Image(super::strip::Rewritten),
+    /// A symbolic link to the given (relative) target.
+    Symlink(String),
 }
 
 struct Entry {
@@ -88,113 +90,200 @@ struct Entry {
     body: Body,
 }
 
-/// Write the `.deb` to `out`. Errors: the library cannot be read; an output write fails.
+/// Write the `.deb` to `out`. Errors: a spec value that the format cannot carry (see
+/// `validate`); the library cannot be read; an output write fails.
 pub fn write_deb(spec: &DebSpec, out: &mut dyn Write) -> anyhow::Result<()> {
     validate(spec)?;
-    let lib_size = fs_err::metadata(&spec.library)?.len();
-    let lib_md5 = md5_file(&spec.library)?;
-
     // data.tar: path (relative, no leading "./") → entry. Directories are derived from the files.
     let mut files: BTreeMap<String, Entry> = BTreeMap::new();
     let stock_rel = spec.stock_path.trim_start_matches('/').to_owned();
-    files.insert(
-        stock_rel.clone(),
-        Entry {
-            mode: 0o644,
-            body: Body::File(spec.library.clone(), lib_size),
-        },
-    );
-    let doc = spec.doc_dir();
-    files.insert(
-        format!("{doc}/copyright"),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(copyright(spec).into_bytes()),
-        },
-    );
-    files.insert(
-        format!("{doc}/changelog.gz"),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(gzip(changelog(spec).as_bytes())?),
-        },
-    );
-    files.insert(
-        format!("{doc}/manifest.json"),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(spec.manifest_json.clone()),
-        },
-    );
-    files.insert(
-        format!("{doc}/scan.json"),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(spec.scan_json.clone()),
-        },
-    );
-    files.insert(
-        format!("usr/share/lintian/overrides/{}", spec.package),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(lintian_overrides(spec).into_bytes()),
-        },
-    );
+    add_file(
+        &mut files,
+        &stock_rel,
+        0o644,
+        Body::Image(spec.library.clone()),
+    )?;
+    add_doc_files(&mut files, spec, &spec.package)?;
+    add_file(
+        &mut files,
+        &format!("{doc}/manifest.json", doc = spec.doc_dir()),
+        0o644,
+        Body::Bytes(spec.manifest_json.clone()),
+    )?;
+    add_file(
+        &mut files,
+        &format!("{doc}/scan.json", doc = spec.doc_dir()),
+        0o644,
+        Body::Bytes(spec.scan_json.clone()),
+    )?;
+    add_file(
+        &mut files,
+        &format!("usr/share/lintian/overrides/{}", spec.package),
+        0o644,
+        Body::Bytes(lintian_overrides(spec).into_bytes()),
+    )?;
+    let (md5sums, installed_kib) = md5sums(&files)?;
+    let mut control: BTreeMap<String, Entry> = BTreeMap::new();
+    let control_text = control_file(spec, installed_kib);
+    for (name, mode, bytes) in [
+        ("control", 0o644, control_text.into_bytes()),
+        ("md5sums", 0o644, md5sums.into_bytes()),
+        ("preinst", 0o755, preinst(spec).into_bytes()),
+        ("postrm", 0o755, postrm(spec).into_bytes()),
+        ("triggers", 0o644, triggers().into_bytes()),
+    ] {
+        add_file(&mut control, name, mode, Body::Bytes(bytes))?;
+    }
+    assemble(&control, &files, spec.mtime, out)
+}
 
+/// The `-dbgsym` package of an overlay, as debhelper's `dh_strip` + `dh_gencontrol` make one:
+/// `<package>-dbgsym`, `Section: debug`, `Depends: <package> (= <version>)`, a `Build-Ids:`
+/// field, and the detached debug file `debug` ([`super::strip::only_keep_debug`]) at
+/// `/usr/lib/debug/.build-id/<first two hex digits>/<the rest>.debug`, where gdb looks for it.
+pub fn write_dbgsym(
+    spec: &DebSpec,
+    debug: &super::strip::Rewritten,
+    build_id: &str,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    validate(spec)?;
+    if build_id.len() < 4 || !build_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        anyhow::bail!("build ID {build_id:?} is not a hex string");
+    }
+    let pkg = dbgsym_name(&spec.package);
+    let mut files: BTreeMap<String, Entry> = BTreeMap::new();
+    add_file(
+        &mut files,
+        &format!(
+            "usr/lib/debug/.build-id/{}/{}.debug",
+            &build_id[..2],
+            &build_id[2..]
+        ),
+        0o644,
+        Body::Image(debug.clone()),
+    )?;
+    // As dh_strip makes it: the documentation folder is a link to the overlay's (Policy §12.5).
+    add_file(
+        &mut files,
+        &format!("usr/share/doc/{pkg}"),
+        0o777,
+        Body::Symlink(spec.package.clone()),
+    )?;
+    let (md5sums, installed_kib) = md5sums(&files)?;
+    let mut c = String::new();
+    c.push_str(&format!("Package: {pkg}\n"));
+    c.push_str(&format!("Source: {}\n", spec.package));
+    c.push_str(&format!("Version: {}\n", spec.version));
+    c.push_str("Auto-Built-Package: debug-symbols\n");
+    c.push_str(&format!("Architecture: {}\n", spec.arch));
+    c.push_str(&format!("Maintainer: {}\n", spec.maintainer));
+    c.push_str(&format!("Installed-Size: {installed_kib}\n"));
+    c.push_str(&format!("Depends: {} (= {})\n", spec.package, spec.version));
+    c.push_str("Section: debug\n");
+    c.push_str("Priority: optional\n");
+    c.push_str(&format!(
+        "Description: debug symbols for {}\n",
+        spec.package
+    ));
+    for line in wrap(
+        &format!(
+            "The DWARF debugging information and the symbol table that rcclfix removed from \
+             {} in {}; gdb finds them by the library's build ID.",
+            spec.stock_path, spec.package
+        ),
+        78,
+    ) {
+        c.push_str(&format!(" {line}\n"));
+    }
+    c.push_str(&format!("Build-Ids: {build_id}\n"));
+    let mut control: BTreeMap<String, Entry> = BTreeMap::new();
+    add_file(&mut control, "control", 0o644, Body::Bytes(c.into_bytes()))?;
+    add_file(
+        &mut control,
+        "md5sums",
+        0o644,
+        Body::Bytes(md5sums.into_bytes()),
+    )?;
+    assemble(&control, &files, spec.mtime, out)
+}
+
+/// `<package>-dbgsym`.
+pub fn dbgsym_name(package: &str) -> String {
+    format!("{package}-dbgsym")
+}
+
+/// Insert one file; two files at one path are an error (e.g. a `--stock-path` that names one of
+/// the documentation files), never a silent replacement.
+fn add_file(
+    files: &mut BTreeMap<String, Entry>,
+    path: &str,
+    mode: u32,
+    body: Body,
+) -> anyhow::Result<()> {
+    if files
+        .insert(path.to_owned(), Entry { mode, body })
+        .is_some()
+    {
+        anyhow::bail!("two files of the package would be installed at /{path}");
+    }
+    Ok(())
+}
+
+/// `usr/share/doc/<package>/{copyright,changelog.gz}` (Policy §12.5, §12.7).
+fn add_doc_files(
+    files: &mut BTreeMap<String, Entry>,
+    spec: &DebSpec,
+    package: &str,
+) -> anyhow::Result<()> {
+    let doc = format!("usr/share/doc/{package}");
+    add_file(
+        files,
+        &format!("{doc}/copyright"),
+        0o644,
+        Body::Bytes(copyright(spec).into_bytes()),
+    )?;
+    add_file(
+        files,
+        &format!("{doc}/changelog.gz"),
+        0o644,
+        Body::Bytes(gzip(changelog(spec).as_bytes())?),
+    )
+}
+
+/// The `md5sums` control file for `files` and the `Installed-Size:` in KiB (files rounded up to
+/// whole KiB, plus one per directory, as dpkg-gencontrol counts).
+fn md5sums(files: &BTreeMap<String, Entry>) -> anyhow::Result<(String, u64)> {
     let mut md5sums = String::new();
     let mut installed_kib = 0u64;
-    for (path, e) in &files {
+    for (path, e) in files {
         let (md5, size) = match &e.body {
             Body::Bytes(b) => (hex::encode(md5::Md5::digest_bytes(b)), b.len() as u64),
-            Body::File(..) => (lib_md5.clone(), lib_size),
+            Body::Image(img) => (md5_reader(img.reader())?, img.len()),
+            // dpkg lists regular files only.
+            Body::Symlink(_) => {
+                installed_kib += 1;
+                continue;
+            }
         };
         md5sums.push_str(&format!("{md5}  {path}\n"));
         installed_kib += size.div_ceil(1024);
     }
+    installed_kib += parent_dirs(files.keys().map(String::as_str)).len() as u64;
+    Ok((md5sums, installed_kib))
+}
+
+/// The ar archive: `debian-binary`, `control.tar.xz`, `data.tar.xz`.
+fn assemble(
+    control: &BTreeMap<String, Entry>,
+    files: &BTreeMap<String, Entry>,
+    mtime: u64,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let dirs = parent_dirs(files.keys().map(String::as_str));
-    installed_kib += dirs.len() as u64;
-
-    let data = xz_tar(&dirs, &files, spec.mtime).context("cannot assemble data.tar.xz")?;
-
-    let mut control: BTreeMap<String, Entry> = BTreeMap::new();
-    control.insert(
-        "control".into(),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(control_file(spec, installed_kib).into_bytes()),
-        },
-    );
-    control.insert(
-        "md5sums".into(),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(md5sums.into_bytes()),
-        },
-    );
-    control.insert(
-        "preinst".into(),
-        Entry {
-            mode: 0o755,
-            body: Body::Bytes(preinst(spec).into_bytes()),
-        },
-    );
-    control.insert(
-        "postrm".into(),
-        Entry {
-            mode: 0o755,
-            body: Body::Bytes(postrm(spec).into_bytes()),
-        },
-    );
-    control.insert(
-        "triggers".into(),
-        Entry {
-            mode: 0o644,
-            body: Body::Bytes(triggers().into_bytes()),
-        },
-    );
+    let data = xz_tar(&dirs, files, mtime).context("cannot assemble data.tar.xz")?;
     let control =
-        xz_tar(&[String::new()], &control, spec.mtime).context("cannot assemble control.tar.xz")?;
-
+        xz_tar(&[String::new()], control, mtime).context("cannot assemble control.tar.xz")?;
     let mut ar = ar::Builder::new(out);
     for (name, bytes) in [
         ("debian-binary", &b"2.0\n"[..]),
@@ -202,7 +291,7 @@ pub fn write_deb(spec: &DebSpec, out: &mut dyn Write) -> anyhow::Result<()> {
         ("data.tar.xz", &data[..]),
     ] {
         let mut h = ar::Header::new(name.as_bytes().to_vec(), bytes.len() as u64);
-        h.set_mtime(spec.mtime);
+        h.set_mtime(mtime);
         h.set_uid(0);
         h.set_gid(0);
         h.set_mode(0o100644);
@@ -212,49 +301,50 @@ pub fn write_deb(spec: &DebSpec, out: &mut dyn Write) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Check every value that reaches the control file, the maintainer scripts or a path against
+/// its grammar ([`super::fields`]). Errors (one line) name the field and the value.
 fn validate(spec: &DebSpec) -> anyhow::Result<()> {
-    let ok_name = spec.package.len() >= 2
-        && spec
-            .package
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
-        && spec
-            .package
-            .starts_with(|c: char| c.is_ascii_alphanumeric());
-    if !ok_name {
-        anyhow::bail!(
-            "{:?} is not a valid Debian package name (Policy §5.6.1)",
-            spec.package
-        );
-    }
-    if !spec.version.starts_with(|c: char| c.is_ascii_digit())
-        || !spec
-            .version
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".+~-:".contains(c))
-    {
-        anyhow::bail!(
-            "{:?} is not a valid Debian version (Policy §5.6.12)",
-            spec.version
-        );
-    }
-    if !spec.stock_path.starts_with('/')
-        || spec.stock_path.contains("/../")
-        || spec.stock_path.ends_with('/')
-    {
-        anyhow::bail!(
-            "stock path {:?} must be an absolute file path",
-            spec.stock_path
-        );
-    }
-    if spec
-        .stock_path
-        .contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c))
-    {
-        anyhow::bail!(
-            "stock path {:?} contains a character the maintainer scripts cannot quote",
-            spec.stock_path
-        );
+    use super::fields;
+    let check = |field: &str, value: &str, r: Result<(), String>| -> anyhow::Result<()> {
+        r.map_err(|why| anyhow::anyhow!("{field} {value:?} {why}"))
+    };
+    check(
+        "package name",
+        &spec.package,
+        fields::debian_package_name(&spec.package).map_err(|e| format!("{e} (Policy §5.6.1)")),
+    )?;
+    check(
+        "version",
+        &spec.version,
+        fields::debian_version(&spec.version).map_err(|e| format!("{e} (Policy §5.6.12)")),
+    )?;
+    check(
+        "architecture",
+        &spec.arch,
+        fields::debian_package_name(&spec.arch),
+    )?;
+    check(
+        "Maintainer:",
+        &spec.maintainer,
+        fields::maintainer(&spec.maintainer),
+    )?;
+    check(
+        "Depends:",
+        &spec.depends,
+        fields::depends(&spec.depends).map_err(|e| format!("{e} (Policy §7.1)")),
+    )?;
+    check(
+        "stock path",
+        &spec.stock_path,
+        fields::stock_path(&spec.stock_path),
+    )?;
+    check(
+        "synopsis",
+        &spec.synopsis,
+        fields::single_line(&spec.synopsis),
+    )?;
+    for text in spec.long_description.iter().chain(&spec.changelog) {
+        check("description", text, fields::single_line(text))?;
     }
     Ok(())
 }
@@ -317,18 +407,28 @@ fn xz_tar(dirs: &[String], files: &BTreeMap<String, Entry>, mtime: u64) -> anyho
                 h.set_size(0);
                 append(&mut tar, &mut h, &name, std::io::empty())?;
             }
+            Some(Entry {
+                body: Body::Symlink(target),
+                ..
+            }) => {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_mode(0o777);
+                h.set_size(0);
+                h.set_link_name(target)?;
+                append(&mut tar, &mut h, &name, std::io::empty())?;
+            }
             Some(e) => {
                 h.set_entry_type(tar::EntryType::Regular);
                 h.set_mode(e.mode);
                 match &e.body {
+                    Body::Symlink(_) => unreachable!("handled above"),
                     Body::Bytes(b) => {
                         h.set_size(b.len() as u64);
                         append(&mut tar, &mut h, &name, &b[..])?;
                     }
-                    Body::File(p, size) => {
-                        h.set_size(*size);
-                        let f = fs_err::File::open(p)?;
-                        append(&mut tar, &mut h, &name, f.take(*size))?;
+                    Body::Image(img) => {
+                        h.set_size(img.len());
+                        append(&mut tar, &mut h, &name, img.reader())?;
                     }
                 }
             }
@@ -575,11 +675,10 @@ fn gzip(bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
     Ok(enc.finish()?)
 }
 
-fn md5_file(path: &Path) -> anyhow::Result<String> {
+fn md5_reader(mut r: impl Read) -> anyhow::Result<String> {
     use md5::Digest;
-    let mut f = fs_err::File::open(path)?;
     let mut h = md5::Md5::new();
-    std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
+    std::io::copy(&mut r, &mut h).context("cannot read the library")?;
     Ok(hex::encode(h.finalize()))
 }
 

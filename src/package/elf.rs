@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context;
 use object::elf;
 use object::read::elf::{Dyn as _, FileHeader, Sym as _};
 use object::Endianness;
@@ -70,16 +69,19 @@ impl Machine {
 }
 
 impl ElfInfo {
-    /// Read `path` (memory-mapped). Errors name the file: not an ELF file, not 64-bit
-    /// little-endian, no dynamic section, or a malformed table.
+    /// Read `path` (memory-mapped, after checking it is a regular file, so a FIFO never blocks).
+    /// Errors (one line, naming the file): missing, not a regular file, not an ELF file, not
+    /// 64-bit little-endian, no dynamic section, or a malformed table.
     pub fn read(path: &Path) -> anyhow::Result<ElfInfo> {
-        let file = fs_err::File::open(path)?;
-        // SAFETY: the map is read-only and lives only for this call; a concurrent truncation of
-        // the file would be a bug of whoever does it, and at worst makes this read fail.
-        let map = unsafe { memmap2::Mmap::map(&file) }
-            .with_context(|| format!("cannot map {}", path.display()))?;
-        Self::parse(&map)
-            .with_context(|| format!("{}: not a readable ELF shared library", path.display()))
+        super::regular_file(path, "an ELF shared library")?;
+        let map = super::strip::map_file(path)
+            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e:#}", path.display()))?;
+        Self::parse(&map).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not a readable ELF shared library: {e:#}",
+                path.display()
+            )
+        })
     }
 
     /// Parse ELF bytes (see [`ElfInfo::read`]).

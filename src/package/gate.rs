@@ -3,31 +3,33 @@
 //! stock library it replaces exports and that each consumer imports. `DT_NEEDED` differences against
 //! the stock library are reported (not failed), with the librocm_smi64 trap called out.
 //!
-//! Source: shared/reference/rccl.md §9 (exports a PyTorch build needs, `ncclCommDump` is
-//! C++-mangled), §10 (librocm_smi64/amdsmi), §11 (SONAME matching rule).
+//! Sources: cadamcat/dual-radeon-vllm `build/required-symbols-torch.txt` (the `nccl*` symbols
+//! `libtorch_hip.so` of torch 2.11 imports; `ncclCommDump` is C++-mangled there), ROCm/TheRock#4476
+//! and pytorch/pytorch#192520 (a `librocm_smi64`/`libamd_smi` dependency of librccl makes torch see
+//! no GPU), dlopen(3) (an object is reused when its SONAME matches the requested name).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use super::elf::{base_name, demangle, ElfInfo};
 
-/// The SONAME every RCCL since ROCm 5 carries (`rocm_set_soversion(rccl "1.0")`, rccl.md §1).
+/// The SONAME every RCCL since ROCm 5 carries (`rocm_set_soversion(rccl "1.0")` in ROCm/rccl
+/// `CMakeLists.txt`).
 pub const RCCL_SONAME: &str = "librccl.so.1";
 
 /// Built-in consumer symbol sets, for when the consumer library itself is not at hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ConsumerSymbols {
     /// The `nccl*` symbols `libtorch_hip.so` of torch 2.11 (ROCm 7.14) leaves undefined
-    /// (rccl.md §9). `ncclCommDump` is matched by demangled base name, since torch imports it
+    /// (cadamcat/dual-radeon-vllm `build/required-symbols-torch.txt`). `ncclCommDump` is matched by demangled base name, since torch imports it
     /// C++-mangled.
     #[value(name = "torch-2.11")]
     Torch2_11,
 }
 
-/// rccl.md §9: `nm -D --undefined-only libtorch_hip.so` of torch 2.11 / ROCm 7.14, base names.
+/// `nm -D --undefined-only libtorch_hip.so` of torch 2.11 / ROCm 7.14, base names
+/// (cadamcat/dual-radeon-vllm `build/required-symbols-torch.txt`).
 const TORCH_2_11: &[&str] = &[
     "ncclAllGather",
     "ncclAllReduce",
@@ -177,7 +179,7 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
     let ours_base: BTreeSet<String> = ours.nccl_exports().map(base_name).collect();
 
     if let Some(stock_path) = &inputs.stock {
-        let stock = ElfInfo::read(stock_path).context("reading the stock library (--stock)")?;
+        let stock = ElfInfo::read(stock_path).map_err(|e| anyhow::anyhow!("--stock {e:#}"))?;
         let who = format!("stock {}", stock_path.display());
         let mut n = 0;
         for name in stock.nccl_exports() {
@@ -225,7 +227,7 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
         report.notes.push(format!(
             "NEEDED {smi}{}: loaded into the global scope it can make amdsmi (and so \
              torch.cuda.device_count()) see 0 GPUs; check device_count() after installing \
-             (reference: rccl.md §10)",
+             (ROCm/TheRock#4476)",
             if added {
                 ", which the stock library does not need"
             } else {
@@ -235,7 +237,7 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
     }
 
     for c in &inputs.consumers {
-        let info = ElfInfo::read(c).context("reading a consumer (--consumer)")?;
+        let info = ElfInfo::read(c).map_err(|e| anyhow::anyhow!("--consumer {e:#}"))?;
         let who = format!("consumer {}", c.display());
         let mut n = 0;
         for (name, version) in info.nccl_imports() {

@@ -7,7 +7,9 @@
 
 pub mod deb;
 pub mod elf;
+pub mod fields;
 pub mod gate;
+pub mod strip;
 pub mod wheel;
 
 use std::path::{Path, PathBuf};
@@ -87,9 +89,14 @@ pub struct PackageArgs {
     /// Installed path of the stock library file the .deb takes over [default: from --flavor].
     #[arg(long, value_name = "PATH", help_heading = "Package metadata")]
     pub stock_path: Option<String>,
-    /// The .deb's Maintainer: field.
+    /// The .deb's Maintainer: field, `Full Name <address>` or a bare address (then the name is
+    /// $DEBFULLNAME) [default: `rcclfix local build <noreply@rcclfix.invalid>`].
     #[arg(long, env = "DEBEMAIL", help_heading = "Package metadata")]
     pub maintainer: Option<String>,
+    /// Also write `<package>-dbgsym_<version>_<arch>.deb` with the debug information that is
+    /// stripped from the .deb's library (needs a library with a build ID).
+    #[arg(long, help_heading = "Package metadata")]
+    pub dbgsym: bool,
 }
 
 /// Where packages go without `--out-dir`: beside the build folder (its parent), not inside it,
@@ -122,6 +129,7 @@ impl PackageArgs {
             depends: self.depends.clone(),
             stock_path: self.stock_path.clone(),
             maintainer: self.maintainer.clone(),
+            dbgsym: self.dbgsym,
         };
         match package(&self.from, &opts) {
             Ok(paths) => {
@@ -158,6 +166,8 @@ pub struct PackageOptions {
     pub stock_path: Option<String>,
     /// `Maintainer:` override (`Name <address>`, or a bare address).
     pub maintainer: Option<String>,
+    /// Also write the `-dbgsym` .deb (needs `Format::Deb`).
+    pub dbgsym: bool,
 }
 
 impl PackageOptions {
@@ -173,6 +183,7 @@ impl PackageOptions {
             depends: None,
             stock_path: None,
             maintainer: None,
+            dbgsym: false,
         }
     }
 }
@@ -216,26 +227,31 @@ impl BuildFolder {
     ///
     /// Errors name the file and what is wrong.
     pub fn read(dir: &Path) -> anyhow::Result<BuildFolder> {
-        if !dir.is_dir() {
-            anyhow::bail!("{}: not a folder\nhelp: --from takes a build folder, e.g. out/rccl-2.13.4-gfx1100/", dir.display());
+        match std::fs::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+                "{}: does not exist (--from takes a build folder, e.g. out/rccl-2.13.4-gfx1100/)",
+                dir.display()
+            ),
+            Err(e) => anyhow::bail!("{}: cannot read: {e}", dir.display()),
+            Ok(m) if !m.is_dir() => anyhow::bail!(
+                "{}: is {}, not a folder (--from takes a build folder, e.g. out/rccl-2.13.4-gfx1100/)",
+                dir.display(),
+                kind_of(&m)
+            ),
+            Ok(_) => {}
         }
         let mpath = dir.join("manifest.json");
-        if mpath.is_dir() {
-            anyhow::bail!("{}: is a directory, not a manifest file", mpath.display());
-        }
-        if !mpath.is_file() {
-            anyhow::bail!(
-                "{}: missing\nhelp: --from takes the folder `rcclfix build` wrote",
-                mpath.display()
-            );
-        }
-        let manifest_json = fs_err::read(&mpath)?;
+        regular_file(&mpath, "the build manifest")?;
+        let manifest_json = read_all(&mpath)?;
         let manifest = read_manifest(&mpath, &manifest_json)?;
+        fields::check_manifest(&mpath, &manifest)?;
         let spath = dir.join("scan.json");
-        let scan_json =
-            fs_err::read(&spath).context("the build folder needs the scanner's report")?;
-        let scan: crate::scan::model::ScanReport = serde_json::from_slice(&scan_json)
-            .with_context(|| format!("{}: not a valid rcclfix scan report", spath.display()))?;
+        regular_file(&spath, "the scanner's report")?;
+        let scan_json = read_all(&spath)?;
+        let scan: crate::scan::model::ScanReport =
+            serde_json::from_slice(&scan_json).map_err(|e| {
+                anyhow::anyhow!("{}: not a valid rcclfix scan report: {e}", spath.display())
+            })?;
         if scan.schema_version != crate::scan::model::SCHEMA_VERSION {
             anyhow::bail!(
                 "{}: scan schema version {} (this rcclfix reads {})",
@@ -244,22 +260,22 @@ impl BuildFolder {
                 crate::scan::model::SCHEMA_VERSION
             );
         }
-        let file = &manifest.library.file;
-        if file.is_empty() || file.contains('/') || file == "." || file == ".." {
+        let library = dir.join(&manifest.library.file);
+        let meta = regular_file(
+            &library,
+            &format!("the library named by {}", mpath.display()),
+        )?;
+        if meta.len() != manifest.library.size {
             anyhow::bail!(
-                "{}: library.file {file:?} must be a file name in the build folder",
-                mpath.display()
-            );
-        }
-        let library = dir.join(file);
-        if !library.is_file() {
-            anyhow::bail!(
-                "{}: missing (named by {})",
+                "{}: library.size {} differs from the size of {} ({} bytes)",
+                mpath.display(),
+                manifest.library.size,
                 library.display(),
-                mpath.display()
+                meta.len()
             );
         }
-        let sha = crate::fsutil::sha256_file(&library)?;
+        let sha = crate::fsutil::sha256_file(&library)
+            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e:#}", library.display()))?;
         if sha != manifest.library.sha256 {
             anyhow::bail!(
                 "{}: sha256 {sha} differs from {} ({})\nhelp: the library changed after the build; rebuild, or re-run the step that rewrote it",
@@ -268,14 +284,11 @@ impl BuildFolder {
                 manifest.library.sha256
             );
         }
-        if manifest.targets.is_empty() {
-            anyhow::bail!("{}: no targets", mpath.display());
-        }
         for t in &manifest.targets {
             match manifest.gate.get(t).map(String::as_str) {
                 Some("clean") => {}
                 Some(v) => anyhow::bail!(
-                    "{}: the scan gate says {v} for {t}; refusing to package a library that may declare hidden_hostcall_buffer",
+                    "{}: the scan gate says {v:?} for {t}; refusing to package a library that may declare hidden_hostcall_buffer",
                     mpath.display()
                 ),
                 None => anyhow::bail!("{}: no scan gate verdict for {t}", mpath.display()),
@@ -291,6 +304,88 @@ impl BuildFolder {
     }
 }
 
+/// `s` with every control character (C0, DEL, C1) written as a `\u{..}` escape, for strings read
+/// from the files being packaged (symbol names, SONAMEs, `DT_NEEDED` entries, manifest keys) that
+/// go to the terminal.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// What a non-regular file is, for messages: `a folder`, `a FIFO (named pipe)`, ….
+fn kind_of(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Check, without opening it (a FIFO would block), that `path` (following symbolic links) is a
+/// regular file; `what` says what it should be. Returns its metadata.
+///
+/// Errors (one line): `<path>: missing (<what>)`, `<path>: is a folder, not a file (<what>)`, ….
+pub fn regular_file(path: &Path, what: &str) -> anyhow::Result<std::fs::Metadata> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(m),
+        Ok(m) => anyhow::bail!(
+            "{}: is {}, not a file ({what})",
+            path.display(),
+            kind_of(&m)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                anyhow::bail!("{}: a symbolic link to nothing ({what})", path.display())
+            }
+            anyhow::bail!("{}: missing ({what})", path.display())
+        }
+        Err(e) => anyhow::bail!("{}: cannot read: {e} ({what})", path.display()),
+    }
+}
+
+/// The most `manifest.json` or `scan.json` may hold. A build writes a few KiB (a scan report
+/// of every RCCL kernel stays far below a MiB); the cap keeps a hostile build folder from making
+/// `package` read gigabytes into memory. It is the `--log` cap of `doctor`.
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
+
+/// Read a small file (at most [`MAX_JSON_BYTES`]); the error is one line naming it.
+fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    let mut v = Vec::new();
+    f.take(MAX_JSON_BYTES + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    if v.len() as u64 > MAX_JSON_BYTES {
+        anyhow::bail!(
+            "{}: larger than {} MiB, which no rcclfix build writes (a build's manifest.json and scan.json are a few KiB)",
+            path.display(),
+            MAX_JSON_BYTES >> 20
+        );
+    }
+    Ok(v)
+}
+
 /// Read the build folder, run the gate, write the packages. Returns the paths written, in format
 /// order. Errors: [`BuildFolder::read`]'s; [`gate::GateError`] when the gate fails (nothing is
 /// written); a package that cannot be assembled (nothing is written either).
@@ -303,6 +398,15 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     }
     let build = BuildFolder::read(build_dir)?;
     let info = elf::ElfInfo::read(&build.library)?;
+    if info.soname.as_deref() != Some(build.manifest.library.soname.as_str()) {
+        anyhow::bail!(
+            "{}: library.soname {:?} differs from the DT_SONAME of {} ({})",
+            build.dir.join("manifest.json").display(),
+            build.manifest.library.soname,
+            build.library.display(),
+            info.soname.as_deref().unwrap_or("none")
+        );
+    }
 
     crate::ui::status(
         "Checking",
@@ -310,19 +414,19 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     );
     let report = gate::check(&build.library, &opts.gate)?;
     for n in &report.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", printable(n));
     }
     if !report.needed_added.is_empty() || !report.needed_removed.is_empty() {
-        crate::ui::warn(format!(
+        crate::ui::warn(printable(&format!(
             "DT_NEEDED differs from the stock library: added [{}], removed [{}]",
             report.needed_added.join(", "),
             report.needed_removed.join(", ")
-        ));
+        )));
     }
     if !report.passed() {
         return Err(gate::GateError {
             library: build.library.display().to_string(),
-            lines: report.failures(),
+            lines: report.failures().iter().map(|l| printable(l)).collect(),
         }
         .into());
     }
@@ -333,38 +437,153 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     );
 
     let mtime = source_date_epoch()?;
+    if opts.dbgsym && !formats.contains(&Format::Deb) {
+        anyhow::bail!("--dbgsym needs the deb format (--format deb or deb,whl)");
+    }
+    // Every package is described (and every value checked) before anything is written.
+    enum Job {
+        Deb(deb::DebSpec),
+        Dbgsym(deb::DebSpec, strip::Rewritten, String),
+        Whl(wheel::WheelSpec),
+    }
+    let mut jobs: Vec<(String, Job)> = Vec::new();
+    for f in &formats {
+        match f {
+            Format::Deb => {
+                let map = strip::map_file(&build.library)?;
+                let stripped = strip::strip(map.clone()).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: cannot strip the debug information: {e:#}",
+                        build.library.display()
+                    )
+                })?;
+                let spec = deb_spec(&build, &info, opts, mtime, stripped)?;
+                if opts.dbgsym {
+                    let (debug, id) = dbgsym_parts(&build.library, &map)?;
+                    let name = format!(
+                        "{}_{}_{}.deb",
+                        deb::dbgsym_name(&spec.package),
+                        spec.version,
+                        spec.arch
+                    );
+                    jobs.push((name, Job::Dbgsym(spec.clone(), debug, id)));
+                }
+                jobs.insert(0, (spec.file_name(), Job::Deb(spec)));
+            }
+            Format::Whl => {
+                let spec = wheel_spec(&build, &info, opts, mtime)?;
+                jobs.push((spec.file_name(), Job::Whl(spec)));
+            }
+        }
+    }
+    for (name, _) in &jobs {
+        output_name(name)?;
+    }
+    if let Ok(m) = std::fs::metadata(&opts.out_dir) {
+        if !m.is_dir() {
+            anyhow::bail!(
+                "{}: is {}, not a folder (--out-dir)",
+                opts.out_dir.display(),
+                kind_of(&m)
+            );
+        }
+    }
+
     // A folder created here is removed again when the run fails or is interrupted before writing.
     let out_dir = crate::fsutil::OutDir::create(&opts.out_dir)?;
     let mut staged: Vec<(crate::fsutil::TempFile, PathBuf)> = Vec::new();
-    for f in formats {
+    for (name, job) in jobs {
+        let dest = opts.out_dir.join(&name);
         let mut tmp = crate::fsutil::TempFile::new_in(out_dir.path())?;
-        let name = match f {
-            Format::Deb => {
-                let spec = deb_spec(&build, &info, opts, mtime)?;
-                crate::ui::status("Packaging", spec.file_name());
-                let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-                deb::write_deb(&spec, &mut w)?;
-                std::io::Write::flush(&mut w)?;
-                spec.file_name()
+        crate::ui::status("Packaging", &name);
+        let written: anyhow::Result<()> = (|| {
+            match &job {
+                Job::Deb(spec) => {
+                    let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+                    deb::write_deb(spec, &mut w)?;
+                    std::io::Write::flush(&mut w)?;
+                }
+                Job::Dbgsym(spec, debug, id) => {
+                    let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+                    deb::write_dbgsym(spec, debug, id, &mut w)?;
+                    std::io::Write::flush(&mut w)?;
+                }
+                Job::Whl(spec) => {
+                    let w = std::io::BufWriter::new(tmp.as_file_mut());
+                    let mut w = wheel::write_wheel(spec, w)?;
+                    std::io::Write::flush(&mut w)?;
+                }
             }
-            Format::Whl => {
-                let spec = wheel_spec(&build, &info, opts, mtime);
-                crate::ui::status("Packaging", spec.file_name());
-                let w = std::io::BufWriter::new(tmp.as_file_mut());
-                let mut w = wheel::write_wheel(&spec, w)?;
-                std::io::Write::flush(&mut w)?;
-                spec.file_name()
-            }
-        };
-        staged.push((tmp, opts.out_dir.join(name)));
+            Ok(())
+        })();
+        written.map_err(|e| write_error(&dest, &e))?;
+        staged.push((tmp, dest));
     }
     let mut written = Vec::new();
     for (tmp, dest) in staged {
-        tmp.persist(&dest, 0o644)?;
+        tmp.persist(&dest, 0o644)
+            .map_err(|e| write_error(&dest, &e))?;
         written.push(dest);
     }
     drop(out_dir);
     Ok(written)
+}
+
+/// The detached debug file of the library and its build ID, for `--dbgsym`.
+fn dbgsym_parts(
+    library: &Path,
+    map: &std::sync::Arc<memmap2::Mmap>,
+) -> anyhow::Result<(strip::Rewritten, String)> {
+    let fail = |e: anyhow::Error| {
+        anyhow::anyhow!(
+            "{}: cannot extract the debug information: {e:#}",
+            library.display()
+        )
+    };
+    if !strip::has_debug_info(map).map_err(fail)? {
+        anyhow::bail!(
+            "{}: has no debug information or symbol table, so there is no -dbgsym package to write (--dbgsym)",
+            library.display()
+        );
+    }
+    let Some(id) = strip::build_id(map).map_err(fail)? else {
+        anyhow::bail!(
+            "{}: has no build ID (.note.gnu.build-id), which a -dbgsym package is found by (--dbgsym; link with -Wl,--build-id)",
+            library.display()
+        );
+    };
+    let debug = strip::only_keep_debug(map.clone()).map_err(fail)?;
+    Ok((debug, id))
+}
+
+/// Check that a package file name is one plain file name, so the package lands in the output
+/// folder and nowhere else. The names are built from checked values ([`fields`]); this is the
+/// last line of defence. Errors (one line): the name and what is wrong with it.
+fn output_name(name: &str) -> anyhow::Result<()> {
+    let mut comps = Path::new(name).components();
+    let plain = matches!(comps.next(), Some(std::path::Component::Normal(_)))
+        && comps.next().is_none()
+        && !name.contains('/');
+    if !plain {
+        anyhow::bail!("package file name {name:?} is not a plain file name");
+    }
+    if name.len() > fields::NAME_MAX {
+        anyhow::bail!(
+            "package file name {name:?} is longer than {} bytes (too many targets?)",
+            fields::NAME_MAX
+        );
+    }
+    Ok(())
+}
+
+/// One line for a failed write: the destination and the underlying I/O error (e.g. `No space
+/// left on device`), without the writer's internals.
+fn write_error(dest: &Path, e: &anyhow::Error) -> anyhow::Error {
+    let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+    match io {
+        Some(io) => anyhow::anyhow!("cannot write {}: {io}", dest.display()),
+        None => anyhow::anyhow!("cannot write {}: {e:#}", dest.display()),
+    }
 }
 
 /// Parse `manifest.json` (bytes `json`, read from `path`): its `schema_version` must be
@@ -376,8 +595,10 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
 /// Errors: not JSON, an unsupported `schema_version`, or a shape that does not parse as
 /// [`Manifest`]; each names the file.
 pub fn read_manifest(path: &Path, json: &[u8]) -> anyhow::Result<Manifest> {
-    let invalid = || format!("{}: not a valid rcclfix manifest", path.display());
-    let v: serde_json::Value = serde_json::from_slice(json).with_context(invalid)?;
+    let invalid = |e: serde_json::Error| {
+        anyhow::anyhow!("{}: not a valid rcclfix manifest: {e}", path.display())
+    };
+    let v: serde_json::Value = serde_json::from_slice(json).map_err(invalid)?;
     let want = crate::manifest::MANIFEST_SCHEMA_VERSION;
     match v.get("schema_version").and_then(serde_json::Value::as_u64) {
         Some(n) if n == u64::from(want) => {}
@@ -390,7 +611,7 @@ pub fn read_manifest(path: &Path, json: &[u8]) -> anyhow::Result<Manifest> {
             path.display()
         ),
     }
-    let m: Manifest = serde_json::from_value(v.clone()).with_context(invalid)?;
+    let m: Manifest = serde_json::from_value(v.clone()).map_err(invalid)?;
     let known = serde_json::to_value(&m)?;
     let mut unknown = Vec::new();
     unknown_fields(&v, &known, "", &mut unknown);
@@ -398,7 +619,7 @@ pub fn read_manifest(path: &Path, json: &[u8]) -> anyhow::Result<Manifest> {
         crate::ui::warn(format!(
             "{}: ignoring field(s) this rcclfix does not know: {}",
             path.display(),
-            unknown.join(", ")
+            printable(&unknown.join(", "))
         ));
     }
     Ok(m)
@@ -484,7 +705,8 @@ pub fn default_depends(m: &Manifest, flavor: Flavor) -> anyhow::Result<String> {
                 c + 1
             )
         }
-        // ROCm's rccl is `<rccl>.<ROCm int>-<build>~<distro>` (rccl.md §1).
+        // ROCm's rccl is `<rccl>.<ROCm int>-<build>~<distro>` (e.g. `2.27.7.70201-…` in AMD's
+        // ROCm 7.2.1 apt repository).
         Flavor::Rocm => format!(
             "rccl (>= {v}.{code}), rccl (<< {v}.{})",
             code + 1,
@@ -514,18 +736,39 @@ fn deb_spec(
     info: &elf::ElfInfo,
     opts: &PackageOptions,
     mtime: u64,
+    library: strip::Rewritten,
 ) -> anyhow::Result<deb::DebSpec> {
     let m = &b.manifest;
     let fl = flavor(m, opts);
     let depends = match &opts.depends {
-        Some(d) => d.clone(),
+        Some(d) => {
+            fields::depends(d).map_err(|e| anyhow::anyhow!("--depends {d:?} {e} (Policy §7.1)"))?;
+            d.clone()
+        }
         None => default_depends(m, fl)?,
     };
     let stock_path = match &opts.stock_path {
-        Some(p) => p.clone(),
+        Some(p) => {
+            fields::stock_path(p).map_err(|e| anyhow::anyhow!("--stock-path {p:?} {e}"))?;
+            p.clone()
+        }
         None => default_stock_path(m, fl, info.machine)?,
     };
-    let maintainer = maintainer(opts.maintainer.as_deref());
+    let maintainer = maintainer(opts.maintainer.as_deref())?;
+    let sha = sha256_hex(library.reader())?;
+    let stripped = if library.changed_sections.is_empty() {
+        format!(
+            "The library is the build's own file (sha256 {}).",
+            m.library.sha256
+        )
+    } else {
+        format!(
+            "The library is the build's file (sha256 {} in manifest.json) with its debug \
+             information and static symbol table removed, as dh_strip does (sha256 {sha}); \
+             every allocated section, .hip_fatbin included, is byte for byte the build's.",
+            m.library.sha256
+        )
+    };
     // The stock package is the first one named in Depends (before libc6 is added below).
     let stock_pkg = depends
         .split([' ', ',', '('])
@@ -573,9 +816,10 @@ fn deb_spec(
                 m.toolchain,
                 targets_slug(m)
             ),
+            stripped,
         ],
         stock_path,
-        library: b.library.clone(),
+        library,
         manifest_json: b.manifest_json.clone(),
         scan_json: b.scan_json.clone(),
         changelog: vec![format!(
@@ -593,26 +837,44 @@ fn deb_spec(
     Ok(spec)
 }
 
-/// `Maintainer:`: the option (`Name <address>`, or a bare address), else `$DEBFULLNAME <$DEBEMAIL>`
-/// as Debian's tools use them, else `<user>@<hostname>`.
-fn maintainer(opt: Option<&str>) -> String {
-    let name = std::env::var("DEBFULLNAME").unwrap_or_else(|_| "rcclfix user".into());
-    match opt {
-        Some(s) if s.contains('<') => s.to_owned(),
-        Some(s) => format!("{name} <{s}>"),
-        None => {
-            let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
-            let host = fs_err::read_to_string("/etc/hostname")
-                .map(|h| h.trim().to_owned())
-                .unwrap_or_default();
-            let host = if host.is_empty() {
-                "localhost".to_owned()
-            } else {
-                host
-            };
-            format!("{name} <{user}@{host}>")
+/// The `Maintainer:` field when neither `--maintainer` nor `DEBEMAIL` is given: fixed, so a
+/// package never carries the host or user name, and lintian-clean (a two-label mail host, no
+/// `root`; the `.invalid` top-level domain never delivers mail, RFC 2606).
+pub const DEFAULT_MAINTAINER: &str = "rcclfix local build <noreply@rcclfix.invalid>";
+
+/// `Maintainer:`: the option (`Name <address>`, or a bare address named `$DEBFULLNAME`, else
+/// "rcclfix local build"), else [`DEFAULT_MAINTAINER`]. Errors (one line): the value is not one
+/// line of `Full Name <local@domain>` ([`fields::maintainer`]).
+fn maintainer(opt: Option<&str>) -> anyhow::Result<String> {
+    let value = match opt {
+        None => return Ok(DEFAULT_MAINTAINER.to_owned()),
+        Some(s) if s.contains('<') => s.trim().to_owned(),
+        Some(s) => {
+            let name =
+                std::env::var("DEBFULLNAME").unwrap_or_else(|_| "rcclfix local build".into());
+            fields::single_line(&name).map_err(|e| anyhow::anyhow!("DEBFULLNAME {name:?} {e}"))?;
+            format!("{} <{}>", name.trim(), s.trim())
         }
+    };
+    fields::maintainer(&value).map_err(|e| {
+        anyhow::anyhow!(
+            "--maintainer (or DEBEMAIL/DEBFULLNAME) {value:?} {e}; give \"Full Name <you@example.org>\""
+        )
+    })?;
+    if value.contains("<root@") || value.starts_with("root <") {
+        crate::ui::warn(format!(
+            "Maintainer: {value:?} names root, which lintian reports as root-in-contact"
+        ));
     }
+    Ok(value)
+}
+
+/// sha256 of what `r` yields, lowercase hex.
+fn sha256_hex(mut r: impl std::io::Read) -> anyhow::Result<String> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    std::io::copy(&mut r, &mut h).context("cannot read the library")?;
+    Ok(hex::encode(h.finalize()))
 }
 
 fn split_parent(p: &str) -> String {
@@ -631,17 +893,20 @@ fn wheel_spec(
     info: &elf::ElfInfo,
     opts: &PackageOptions,
     mtime: u64,
-) -> wheel::WheelSpec {
+) -> anyhow::Result<wheel::WheelSpec> {
     let m = &b.manifest;
+    let version = package_version(m, opts.revision);
+    fields::pep440_version(&version)
+        .map_err(|e| anyhow::anyhow!("wheel version {version:?} {e}"))?;
     let targets = m.targets.join(", ");
     let patched = if m.patched.is_some() {
         " (patched after the link)"
     } else {
         ""
     };
-    wheel::WheelSpec {
+    let spec = wheel::WheelSpec {
         distribution: wheel::escape_name(&format!("rcclfix-rccl-{}", targets_slug(m))),
-        version: package_version(m, opts.revision),
+        version,
         platform: wheel::platform_tag(info.glibc, info.machine.uname()),
         summary: format!("RCCL {} without hidden_hostcall_buffer for {targets}", m.rccl_version),
         description: format!(
@@ -667,5 +932,7 @@ fn wheel_spec(
         manifest_json: b.manifest_json.clone(),
         scan_json: b.scan_json.clone(),
         mtime,
-    }
+    };
+    wheel::validate(&spec)?;
+    Ok(spec)
 }

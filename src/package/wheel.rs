@@ -2,7 +2,7 @@
 //! (`rcclfix_rccl/lib/`), `manifest.json` and `scan.json`, and a start-up hook (`rcclfix_rccl.pth`)
 //! that loads the library with `RTLD_GLOBAL` before PyTorch does, so torch's own `librccl.so.1`
 //! dependency is satisfied by this copy (glibc matches an already-loaded object by SONAME;
-//! rccl.md §11), and sets `VLLM_NCCL_SO_PATH` unless the user did. `RCCLFIX_DISABLE=1` turns it off.
+//! dlopen(3)), and sets `VLLM_NCCL_SO_PATH` unless the user did. `RCCLFIX_DISABLE=1` turns it off.
 //!
 //! Sources: PEP 427 (wheel format, RECORD), PEP 491 (wheel 1.9 draft: file name escaping), PEP 600
 //! (`manylinux_x_y` tags), PEP 376 / the "Recording installed projects" spec (RECORD hashes are
@@ -86,6 +86,59 @@ pub fn escape_name(s: &str) -> String {
     out.trim_matches('_').to_owned()
 }
 
+/// Check the values that reach the file name, `METADATA` and the Python hook: the distribution
+/// name is escaped (`[a-z0-9_.]`, no `-`, so the file name splits into its five parts), the version
+/// is canonical PEP 440, the platform tag a `manylinux_2_N_<arch>`, and summary one line without
+/// `"` or `\` (it is also written into the hook's docstring).
+///
+/// Errors (one line): the field, the value and what is wrong.
+pub fn validate(spec: &WheelSpec) -> anyhow::Result<()> {
+    let bad = |field: &str, v: &str, why: &str| anyhow::anyhow!("wheel {field} {v:?} {why}");
+    let d = &spec.distribution;
+    if d.is_empty()
+        || !d
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+        || !d.starts_with(|c: char| c.is_ascii_alphanumeric())
+    {
+        return Err(bad(
+            "distribution name",
+            d,
+            "is not an escaped name (a-z 0-9 _ .; wheel file name spec)",
+        ));
+    }
+    super::fields::pep440_version(&spec.version).map_err(|e| bad("version", &spec.version, &e))?;
+    if !spec.platform.starts_with("manylinux_2_")
+        || !spec
+            .platform
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return Err(bad(
+            "platform tag",
+            &spec.platform,
+            "is not manylinux_2_N_<arch>",
+        ));
+    }
+    super::fields::single_line(&spec.summary).map_err(|e| bad("summary", &spec.summary, &e))?;
+    if spec.summary.contains(['"', '\\']) {
+        return Err(bad("summary", &spec.summary, "contains '\"' or '\\'"));
+    }
+    if spec.description.contains("\"\"\"")
+        || spec
+            .description
+            .chars()
+            .any(|c| c.is_control() && c != '\n')
+    {
+        return Err(bad(
+            "description",
+            "…",
+            "contains control characters or \"\"\"",
+        ));
+    }
+    Ok(())
+}
+
 /// A reader that hashes (sha256) and counts what passes through it.
 struct HashingReader<R> {
     inner: R,
@@ -113,7 +166,10 @@ fn record_hash(h: sha2::Sha256) -> String {
 /// `RECORD` its last entry (PEP 427 recommends it); mode 0644 (0755 for the library), one fixed
 /// timestamp. Errors: the library cannot be read; an output write fails.
 pub fn write_wheel<W: Write + Seek>(spec: &WheelSpec, out: W) -> anyhow::Result<W> {
-    let mut zip = zip::ZipWriter::new(out);
+    validate(spec)?;
+    // zip's `Drop` finishes the archive and prints a failure with `{:?}` to stderr; after a
+    // failed write (a full disk) there is nothing to finish, so only `finish` below may end it.
+    let mut zip = std::mem::ManuallyDrop::new(zip::ZipWriter::new(out));
     let mtime = zip_time(spec.mtime)?;
     let opts = |mode: u32| {
         zip::write::SimpleFileOptions::default()
@@ -196,7 +252,7 @@ pub fn write_wheel<W: Write + Seek>(spec: &WheelSpec, out: W) -> anyhow::Result<
     record.push_str(&format!("{di}/RECORD,,\n"));
     zip.start_file(format!("{di}/RECORD"), opts(0o644))?;
     zip.write_all(record.as_bytes())?;
-    Ok(zip.finish()?)
+    Ok(std::mem::ManuallyDrop::into_inner(zip).finish()?)
 }
 
 fn zip_time(secs: u64) -> anyhow::Result<zip::DateTime> {

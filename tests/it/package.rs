@@ -26,7 +26,7 @@ fn slow() -> bool {
 }
 
 /// Gate for tests that need real tools: false (and a line on stderr) unless RCCLFIX_SLOW_TESTS=1.
-fn slow_gate(name: &str) -> bool {
+pub(crate) fn slow_gate(name: &str) -> bool {
     if !slow() {
         eprintln!("{name}: skipped; set RCCLFIX_SLOW_TESTS=1 (cargo xtask test does)");
     }
@@ -34,20 +34,20 @@ fn slow_gate(name: &str) -> bool {
 }
 
 /// A tool the test needs; panics with the package to install when missing.
-fn tool(name: &str, package: &str) -> PathBuf {
+pub(crate) fn tool(name: &str, package: &str) -> PathBuf {
     which::which(name).unwrap_or_else(|_| {
         panic!("{name} not found; install the Debian package {package} (listed in .ci/apt.d/package.txt)")
     })
 }
 
-fn run(cmd: &mut Command) -> Output {
+pub(crate) fn run(cmd: &mut Command) -> Output {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     out
 }
 
-fn ok(cmd: &mut Command) -> String {
+pub(crate) fn ok(cmd: &mut Command) -> String {
     let out = run(cmd);
     assert!(
         out.status.success(),
@@ -65,32 +65,35 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn sha256(p: &Path) -> String {
+pub(crate) fn sha256(p: &Path) -> String {
     rcclfix::fsutil::sha256_file(p).unwrap()
 }
 
-struct Fixtures {
-    _dir: tempfile::TempDir,
+pub(crate) struct Fixtures {
+    pub(crate) _dir: tempfile::TempDir,
     /// The library to package: full API, ncclGetVersion = OURS.
-    ours: PathBuf,
+    pub(crate) ours: PathBuf,
     /// The stand-in stock library: full API, ncclGetVersion = STOCK; with librccl.so.1 and
     /// librccl.so symlinks beside it (its folder goes on LD_LIBRARY_PATH).
-    stock: PathBuf,
+    pub(crate) stock: PathBuf,
     /// No ncclCommShrink, another ncclCommDump signature.
-    old: PathBuf,
+    pub(crate) old: PathBuf,
     /// SONAME librccl.so.2.
-    bad_soname: PathBuf,
+    pub(crate) bad_soname: PathBuf,
     /// Like `ours`, plus NEEDED librocm_smi64.so.1 (a stub).
-    with_smi: PathBuf,
+    pub(crate) with_smi: PathBuf,
     /// Linked against librccl.so.1; `consumer_rccl_version()`.
-    consumer: PathBuf,
+    pub(crate) consumer: PathBuf,
     /// Like `ours`, plus a `.hip_fatbin` section holding the offload bundle of the scanner's
     /// committed fixture `tests/fixtures/trixie/kernels-ndebug.so` (gfx1100, 3 kernels, one of
     /// which declares hostcall through printf), so `rcclfix scan` has device code to find.
-    with_device: PathBuf,
+    pub(crate) with_device: PathBuf,
+    /// `with_device` as a real build leaves it: compiled with `-g`, not stripped (DWARF,
+    /// `.symtab`), with a GNU build ID.
+    pub(crate) unstripped: PathBuf,
 }
 
-fn fixtures() -> &'static Fixtures {
+pub(crate) fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
     F.get_or_init(|| {
         let dir = tempfile::Builder::new()
@@ -101,26 +104,30 @@ fn fixtures() -> &'static Fixtures {
         let d = dir.path();
         tool("gcc", "gcc");
         tool("g++", "g++");
-        let lib = |name: &str, soname: &str, defs: &[&str], extra: &[&str]| -> PathBuf {
+        let lib_with = |name: &str, soname: &str, defs: &[&str], extra: &[&str], strip: bool| -> PathBuf {
             let sub = d.join(name);
             std::fs::create_dir_all(&sub).unwrap();
             let c = sub.join("rccl.o");
             let cc = sub.join("dump.o");
+            let g: &[&str] = if strip { &[] } else { &["-g"] };
             ok(Command::new("gcc")
                 .args(["-c", "-fPIC", "-O2"])
+                .args(g)
                 .args(defs)
                 .arg(data("rccl.c"))
                 .arg("-o")
                 .arg(&c));
             ok(Command::new("g++")
                 .args(["-c", "-fPIC", "-O2"])
+                .args(g)
                 .args(defs)
                 .arg(data("dump.cc"))
                 .arg("-o")
                 .arg(&cc));
             let out = sub.join("librccl.so.1.0");
             ok(Command::new("g++")
-                .args(["-shared", "-s", "-Wl,-z,relro,-z,now"])
+                .args(["-shared", "-Wl,-z,relro,-z,now", "-Wl,--build-id"])
+                .args(if strip { &["-s"][..] } else { &[][..] })
                 .arg(format!("-Wl,-soname,{soname}"))
                 .arg(&c)
                 .arg(&cc)
@@ -130,6 +137,9 @@ fn fixtures() -> &'static Fixtures {
             std::os::unix::fs::symlink("librccl.so.1.0", sub.join("librccl.so.1")).unwrap();
             std::os::unix::fs::symlink("librccl.so.1", sub.join("librccl.so")).unwrap();
             out
+        };
+        let lib = |name: &str, soname: &str, defs: &[&str], extra: &[&str]| {
+            lib_with(name, soname, defs, extra, true)
         };
         let ours = lib(
             "ours",
@@ -196,9 +206,17 @@ fn fixtures() -> &'static Fixtures {
         let dev_o = d.join("device.o");
         ok(Command::new("gcc").args(["-c", "-fPIC"]).arg(&dev_c).arg("-o").arg(&dev_o));
         let with_device = lib("with-device", "librccl.so.1", &[], &[dev_o.to_str().unwrap()]);
+        let unstripped = lib_with(
+            "unstripped",
+            "librccl.so.1",
+            &[],
+            &[dev_o.to_str().unwrap()],
+            false,
+        );
         Fixtures {
             _dir: dir,
             with_device,
+            unstripped,
             ours,
             stock,
             old,
@@ -231,7 +249,7 @@ fn remove_stale_fixture_dirs() {
 }
 
 /// A build folder `out/rccl-2.13.4-gfx1100/` as `rcclfix build` writes it, around `lib`.
-fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::Builder::new()
         .prefix("package-build-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -260,7 +278,10 @@ fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
         cmake_args: vec!["-DCMAKE_BUILD_TYPE=Release".into()],
         library: LibraryRecord {
             file: "librccl.so.1.0".into(),
-            soname: "librccl.so.1".into(),
+            soname: rcclfix::package::elf::ElfInfo::read(lib)
+                .unwrap()
+                .soname
+                .unwrap_or_default(),
             sha256: sha256(lib),
             size: std::fs::metadata(lib).unwrap().len(),
         },
@@ -283,7 +304,7 @@ fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
-fn rcclfix(args: &[&str]) -> Command {
+pub(crate) fn rcclfix(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rcclfix"));
     c.args(args)
         .env("SOURCE_DATE_EPOCH", "1700000000")
@@ -292,7 +313,7 @@ fn rcclfix(args: &[&str]) -> Command {
 }
 
 /// `rcclfix package --from DIR --out-dir OUT …`, expecting success; returns the paths printed.
-fn package(dir: &Path, out: &Path, extra: &[&str]) -> Vec<PathBuf> {
+pub(crate) fn package(dir: &Path, out: &Path, extra: &[&str]) -> Vec<PathBuf> {
     let stdout = ok(rcclfix(&["package", "--from"])
         .arg(dir)
         .arg("--out-dir")
@@ -301,7 +322,7 @@ fn package(dir: &Path, out: &Path, extra: &[&str]) -> Vec<PathBuf> {
     stdout.lines().map(PathBuf::from).collect()
 }
 
-fn files_in(dir: &Path) -> Vec<String> {
+pub(crate) fn files_in(dir: &Path) -> Vec<String> {
     if !dir.exists() {
         return vec![];
     }
@@ -427,7 +448,7 @@ fn gate_reports_needed_differences_and_the_rocm_smi_trap() {
         stderr.contains("NEEDED librocm_smi64.so.1, which the stock library does not need"),
         "{stderr}"
     );
-    assert!(stderr.contains("rccl.md §10"), "{stderr}");
+    assert!(stderr.contains("ROCm/TheRock#4476"), "{stderr}");
 }
 
 #[test]
@@ -435,8 +456,10 @@ fn bad_build_folders_are_one_clear_error() {
     let f = fixtures();
     let (_t, dir) = build_folder(&f.ours);
     let out = dir.parent().unwrap().join("pkgs");
-    // The library changed after the build.
-    std::fs::write(dir.join("librccl.so.1.0"), b"not the built library").unwrap();
+    // The library changed after the build (same size, one byte flipped).
+    let mut bytes = std::fs::read(dir.join("librccl.so.1.0")).unwrap();
+    *bytes.last_mut().unwrap() ^= 0xff;
+    std::fs::write(dir.join("librccl.so.1.0"), &bytes).unwrap();
     let o = run(rcclfix(&["package", "--from"])
         .arg(&dir)
         .arg("--out-dir")
@@ -465,7 +488,7 @@ fn bad_build_folders_are_one_clear_error() {
         .arg("--out-dir")
         .arg(&out));
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("nope: not a folder"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nope: does not exist"));
     assert_eq!(files_in(&out), Vec::<String>::new());
 }
 
@@ -506,7 +529,10 @@ fn manifest_schema_version_dirs_and_unknown_fields() {
     std::fs::create_dir(&mpath).unwrap();
     let (code, stderr) = attempt();
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("manifest.json: is a directory"), "{stderr}");
+    assert!(
+        stderr.contains("manifest.json: is a folder, not a file"),
+        "{stderr}"
+    );
     std::fs::remove_dir(&mpath).unwrap();
     // Unknown fields: accepted with a warning naming them.
     let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
@@ -554,7 +580,7 @@ fn declaring_build_is_refused() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("the scan gate says declares for gfx1100"),
+        stderr.contains("the scan gate says \"declares\" for gfx1100"),
         "{stderr}"
     );
 }
@@ -688,9 +714,11 @@ fn deb_is_reproducible_and_well_formed() {
         use md5::Digest;
         assert_eq!(hex::encode(md5::Md5::digest(&bytes)), sum, "{path}");
     }
-    assert_eq!(
-        sha256(&x.path().join("data").join(DEB_LIB)),
-        sha256(&f.ours)
+    // The shipped library is the build's with .comment gone (dh_strip's rule; the fixture is
+    // already stripped otherwise): every allocated section is the build's, byte for byte.
+    assert_allocated_sections_identical(
+        &std::fs::read(&f.ours).unwrap(),
+        &std::fs::read(x.path().join("data").join(DEB_LIB)).unwrap(),
     );
     use std::os::unix::fs::PermissionsExt;
     for s in ["preinst", "postrm"] {
@@ -948,6 +976,8 @@ fn deb_takes_over_the_stock_library_with_real_dpkg() {
     stock_deb(&work);
     std::fs::copy(&overlay, work.join("overlay.deb")).unwrap();
     version_probe(&work);
+    // What the overlay ships at the stock path (the build's library, stripped).
+    let shipped = sha256(&extract_deb_lib(&overlay, &work.join("shipped")));
     let lib = root.join(DEB_LIB);
     let aside = root.join("usr/lib/x86_64-linux-gnu/rcclfix-stock/librccl.so.1.0");
 
@@ -978,11 +1008,7 @@ fn deb_takes_over_the_stock_library_with_real_dpkg() {
     );
 
     in_root_ok(&root, &["dpkg", "-i", "/tmp/rcclfix/overlay.deb"]);
-    assert_eq!(
-        sha256(&lib),
-        sha256(&f.ours),
-        "the stock path must hold our bytes"
-    );
+    assert_eq!(sha256(&lib), shipped, "the stock path must hold our bytes");
     assert_eq!(
         sha256(&aside),
         sha256(&f.stock),
@@ -1003,7 +1029,7 @@ fn deb_takes_over_the_stock_library_with_real_dpkg() {
 
     // Reinstalling (preinst upgrade, same diversion) is idempotent.
     in_root_ok(&root, &["dpkg", "-i", "/tmp/rcclfix/overlay.deb"]);
-    assert_eq!(sha256(&lib), sha256(&f.ours));
+    assert_eq!(sha256(&lib), shipped);
     assert_eq!(sha256(&aside), sha256(&f.stock));
 
     // Removal gives the stock file back.
@@ -1314,4 +1340,309 @@ fn packages_default_to_the_folder_beside_the_build_folder() {
     assert!(d.ends_with("out"), "{}", d.display());
     let d = rcclfix::package::default_out_dir(std::path::Path::new("/srv/b/rccl-2.13.4-gfx1100/"));
     assert_eq!(d, std::path::Path::new("/srv/b"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stripping: the .deb ships the library as Debian would (dh_strip), every allocated byte intact.
+
+/// `(name, sh_type, sh_flags, sh_addr, sh_offset, sh_size)` of every section, read with `object`.
+fn sections(data: &[u8]) -> Vec<(String, u32, u64, u64, u64, u64)> {
+    use object::read::elf::{FileHeader, SectionHeader};
+    let h = object::elf::FileHeader64::<object::Endianness>::parse(data).unwrap();
+    let e = h.endian().unwrap();
+    let table = h.sections(e, data).unwrap();
+    table
+        .iter()
+        .map(|s| {
+            (
+                String::from_utf8_lossy(table.section_name(e, s).unwrap()).into_owned(),
+                s.sh_type(e),
+                s.sh_flags(e),
+                s.sh_addr(e),
+                s.sh_offset(e),
+                s.sh_size(e),
+            )
+        })
+        .collect()
+}
+
+/// Every allocated section of `before` is in `after` at the same index with the same name,
+/// address, offset, size and bytes, and so is the program header table.
+fn assert_allocated_sections_identical(before: &[u8], after: &[u8]) {
+    let (s0, s1) = (sections(before), sections(after));
+    for (i, s) in s0.iter().enumerate() {
+        if s.2 & u64::from(object::elf::SHF_ALLOC) == 0 {
+            continue;
+        }
+        assert_eq!(s1.get(i), Some(s), "section {i} changed");
+        if s.1 != object::elf::SHT_NOBITS {
+            let r = s.4 as usize..(s.4 + s.5) as usize;
+            assert!(before[r.clone()] == after[r], "bytes of {} differ", s.0);
+        }
+    }
+    let (phoff, phnum) = (
+        u64::from_le_bytes(before[0x20..0x28].try_into().unwrap()) as usize,
+        u16::from_le_bytes(before[0x38..0x3a].try_into().unwrap()) as usize,
+    );
+    assert!(phnum > 0);
+    assert_eq!(
+        before[phoff..phoff + 56 * phnum],
+        after[phoff..phoff + 56 * phnum]
+    );
+}
+
+fn extract_deb_lib(deb: &Path, into: &Path) -> PathBuf {
+    ok(Command::new("dpkg-deb").arg("-x").arg(deb).arg(into));
+    into.join(DEB_LIB)
+}
+
+#[test]
+fn deb_library_is_stripped_and_every_allocated_section_is_identical() {
+    tool("dpkg-deb", "dpkg");
+    let file = tool("file", "file");
+    let gnu_strip = tool("strip", "binutils");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.unstripped);
+    let deb = package(&dir, &t.path().join("pkgs"), &["--format", "deb"]).remove(0);
+    let lib = extract_deb_lib(&deb, &t.path().join("x"));
+    let before = std::fs::read(&f.unstripped).unwrap();
+    let after = std::fs::read(&lib).unwrap();
+    let (s0, s1) = (sections(&before), sections(&after));
+    assert!(
+        s0.iter().any(|s| s.0.starts_with(".debug_")),
+        "the fixture has no DWARF"
+    );
+    assert!(after.len() < before.len());
+
+    // file(1), which lintian asks: stripped, no debug_info.
+    let what = ok(Command::new(&file).arg("-b").arg(&lib));
+    assert!(
+        what.contains(", stripped") && !what.contains("debug_info"),
+        "{what}"
+    );
+    let what0 = ok(Command::new(&file).arg("-b").arg(&f.unstripped));
+    assert!(what0.contains("not stripped"), "{what0}");
+
+    assert_allocated_sections_identical(&before, &after);
+    assert!(
+        s0.iter()
+            .filter(|s| s.2 & u64::from(object::elf::SHF_ALLOC) != 0)
+            .count()
+            > 10
+    );
+    assert!(s1.iter().any(|s| s.0 == ".hip_fatbin" && s.5 > 0), "{s1:?}");
+    assert!(
+        !s1.iter()
+            .any(|s| s.0.starts_with(".debug") || s.1 == object::elf::SHT_SYMTAB),
+        "{s1:?}"
+    );
+
+    // The same sections as binutils' strip leaves when run as dh_strip runs it on shared
+    // libraries.
+    let gnu = t.path().join("gnu.so");
+    ok(Command::new(&gnu_strip)
+        .args([
+            "--remove-section=.comment",
+            "--remove-section=.note",
+            "--strip-unneeded",
+        ])
+        .arg("-o")
+        .arg(&gnu)
+        .arg(&f.unstripped));
+    let names =
+        |v: &[(String, u32, u64, u64, u64, u64)]| v.iter().map(|s| s.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&s1), names(&sections(&std::fs::read(&gnu).unwrap())));
+
+    // The stripped file still loads, and the scanner reads the same device code from it.
+    ok(Command::new("python3")
+        .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
+        .arg(&lib));
+    let opts = rcclfix::scan::ScanOptions::default();
+    let images = |p: &Path| {
+        let r = rcclfix::scan::scan_path(p, &opts).unwrap();
+        r.files
+            .iter()
+            .flat_map(|f| {
+                f.images
+                    .iter()
+                    .map(|i| (i.entry_id.clone(), i.kernels.len()))
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(images(&lib), images(&f.unstripped));
+    assert!(!images(&lib).is_empty());
+
+    // The description says what was done and gives both digests.
+    let info = ok(Command::new("dpkg-deb").arg("--info").arg(&deb));
+    let words = info.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains(&format!(
+            "sha256 {} in manifest.json",
+            sha256(&f.unstripped)
+        )) && words.contains(&format!("as dh_strip does (sha256 {})", sha256(&lib))),
+        "{info}"
+    );
+}
+
+/// With no `--maintainer`, `DEBEMAIL` or `DEBFULLNAME`, the package carries the fixed neutral
+/// maintainer, never the user or host name (it used to be `rcclfix user <root@HOSTNAME>`).
+#[test]
+fn default_maintainer_is_fixed_and_names_no_host() {
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let deb = package(&dir, &t.path().join("pkgs"), &["--format", "deb"]).remove(0);
+    let info = ok(Command::new("dpkg-deb")
+        .arg("--field")
+        .arg(&deb)
+        .arg("Maintainer"));
+    assert_eq!(info.trim(), rcclfix::package::DEFAULT_MAINTAINER);
+    let x = t.path().join("x");
+    ok(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&x));
+    let gz = std::fs::read(x.join("usr/share/doc/rcclfix-rccl-gfx1100/changelog.gz")).unwrap();
+    let mut changelog = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut changelog)
+        .unwrap();
+    assert!(
+        changelog.contains(&format!(" -- {}  ", rcclfix::package::DEFAULT_MAINTAINER)),
+        "{changelog}"
+    );
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let host = host.trim();
+    if !host.is_empty() {
+        assert!(
+            !info.contains(host) && !changelog.contains(host),
+            "{info}{changelog}"
+        );
+    }
+}
+
+/// Class 9 of issue 12: the package a user gets with default options (no `--maintainer`, a
+/// library as a build leaves it: DWARF, `.symtab`, build ID) is lintian-clean, and so is its
+/// `-dbgsym` package, whose debug file gdb uses for the stripped library.
+#[test]
+fn default_deb_and_dbgsym_pass_lintian_and_gdb_finds_the_symbols() {
+    if !slow_gate("default_deb_and_dbgsym_pass_lintian_and_gdb_finds_the_symbols") {
+        return;
+    }
+    let lintian = tool("lintian", "lintian");
+    let gdb = tool("gdb", "gdb");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.unstripped);
+    let paths = package(
+        &dir,
+        &t.path().join("pkgs"),
+        &["--format", "deb", "--dbgsym"],
+    );
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    assert!(
+        paths[1]
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("rcclfix-rccl-gfx1100-dbgsym_2.13.4+rcclfix1_amd64.deb"),
+        "{paths:?}"
+    );
+    let o = run(Command::new(&lintian)
+        .args(["--fail-on", "error", "--display-info"])
+        .args(&paths)
+        .env_remove("DEBEMAIL")
+        .env_remove("DEBFULLNAME"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!("lintian:\n{text}");
+    assert!(o.status.success(), "lintian reports errors:\n{text}");
+    for tag in [
+        "bogus-mail-host",
+        "root-in-contact",
+        "unstripped-binary-or-object",
+        "non-debug-file-in-debug-package",
+    ] {
+        assert!(!text.contains(tag), "{tag}:\n{text}");
+    }
+    assert!(!text.lines().any(|l| l.starts_with("E: ")), "{text}");
+
+    // The dbgsym control fields, and gdb reads the line table through the build ID.
+    let info = ok(Command::new("dpkg-deb").arg("--info").arg(&paths[1]));
+    for want in [
+        "Package: rcclfix-rccl-gfx1100-dbgsym",
+        "Depends: rcclfix-rccl-gfx1100 (= 2.13.4+rcclfix1)",
+        "Section: debug",
+        "Build-Ids: ",
+    ] {
+        assert!(info.contains(want), "{want:?} missing:\n{info}");
+    }
+    let lib = extract_deb_lib(&paths[0], &t.path().join("x"));
+    let dbg = t.path().join("dbg");
+    ok(Command::new("dpkg-deb").arg("-x").arg(&paths[1]).arg(&dbg));
+    let line = |debug_dir: &Path| {
+        ok(Command::new(&gdb)
+            .args(["-batch", "-nx"])
+            .arg("-ex")
+            .arg(format!("set debug-file-directory {}", debug_dir.display()))
+            .arg("-ex")
+            .arg(format!("file {}", lib.display()))
+            .args(["-ex", "info line ncclAllReduce"]))
+    };
+    let with = line(&dbg.join("usr/lib/debug"));
+    assert!(with.contains("rccl.c\" starts at address"), "{with}");
+    let without = line(&t.path().join("empty"));
+    assert!(without.contains("No line number information"), "{without}");
+}
+
+/// The stripper and the debug-file writer read section headers a hostile build folder controls:
+/// corrupt them byte by byte (a fixed-seed generator) and check that every result is an error or
+/// a file that still parses, never a panic or an allocation that follows a claimed size.
+#[test]
+fn strip_survives_corrupted_section_headers() {
+    use rcclfix::package::strip;
+    let f = fixtures();
+    let good = std::fs::read(&f.unstripped).unwrap();
+    let shoff = u64::from_le_bytes(good[0x28..0x30].try_into().unwrap()) as usize;
+    let shnum = u16::from_le_bytes(good[0x3c..0x3e].try_into().unwrap()) as usize;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.so");
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut ok_count, mut err_count) = (0, 0);
+    for _ in 0..400 {
+        let mut bad = good.clone();
+        for _ in 0..1 + next() % 4 {
+            // A byte of the section header table or of the ELF header's table fields.
+            let at = if next() % 8 == 0 {
+                0x20 + (next() % 0x20) as usize
+            } else {
+                shoff + (next() as usize) % (shnum * 64)
+            };
+            bad[at] = next() as u8;
+        }
+        std::fs::write(&path, &bad).unwrap();
+        let map = strip::map_file(&path).unwrap();
+        for r in [
+            strip::strip(map.clone()),
+            strip::only_keep_debug(map.clone()),
+        ] {
+            match r {
+                Ok(out) => {
+                    assert!(out.len() < 4 * bad.len() as u64);
+                    let _ = out.to_vec();
+                    ok_count += 1;
+                }
+                Err(_) => err_count += 1,
+            }
+        }
+        let _ = strip::build_id(&map);
+    }
+    eprintln!("corrupted headers: {ok_count} rewritten, {err_count} refused");
+    assert!(ok_count > 0 && err_count > 0);
 }
