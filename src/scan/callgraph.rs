@@ -675,8 +675,8 @@ fn read_image(data: &[u8], e_flags: u32) -> Result<Image<'_>, String> {
             s.sh_addr(e)
         } else {
             let align = s.sh_addralign(e).clamp(1, 1 << 16);
-            let b = next.div_ceil(align) * align;
-            next = b + s.sh_size(e);
+            let b = next.div_ceil(align).saturating_mul(align);
+            next = b.saturating_add(s.sh_size(e));
             b
         });
     }
@@ -693,7 +693,8 @@ fn read_image(data: &[u8], e_flags: u32) -> Result<Image<'_>, String> {
         let bytes = s
             .data(e, data)
             .map_err(|err| format!("code section: {err}"))?;
-        if let Some(b) = base[i] {
+        // A section whose end would not fit in 64 bits is left out (malformed input).
+        if let Some(b) = base[i].filter(|b| b.checked_add(bytes.len() as u64).is_some()) {
             code.push((b, bytes));
         }
     }
@@ -714,7 +715,7 @@ fn read_image(data: &[u8], e_flags: u32) -> Result<Image<'_>, String> {
         Some(if linked {
             sym.st_value(e)
         } else {
-            b + sym.st_value(e)
+            b.wrapping_add(sym.st_value(e))
         })
     };
     let mut funcs = Vec::new();
@@ -750,7 +751,7 @@ fn read_image(data: &[u8], e_flags: u32) -> Result<Image<'_>, String> {
         };
         let Some(tb) = target_base else { continue };
         for r in relas {
-            let at = tb + r.r_offset(e);
+            let at = tb.wrapping_add(r.r_offset(e));
             let ty = r.r_type(e, false);
             let addend = r.r_addend(e) as u64;
             let isym = r.r_sym(e, false) as usize;
@@ -927,7 +928,11 @@ impl Layout<'_> {
 
     fn table_at(&self, a: u64) -> Option<u32> {
         let i = self.objects.partition_point(|o| o.0 <= a);
-        if i == 0 || a >= self.objects[i - 1].0 + self.objects[i - 1].1.max(1) {
+        if i == 0
+            || a >= self.objects[i - 1]
+                .0
+                .saturating_add(self.objects[i - 1].1.max(1))
+        {
             return None;
         }
         self.table_of_object.get(&(i - 1)).copied()
@@ -1163,7 +1168,7 @@ fn functions_of(img: &Image<'_>) -> Vec<(u64, u64, String)> {
         let i = funcs.partition_point(|f| f.0 <= a);
         i > 0 && {
             let f = &funcs[i - 1];
-            f.0 == a || a < f.0 + f.1
+            f.0 == a || a < f.0.saturating_add(f.1)
         }
     };
     let mut unnamed: Vec<u64> = Vec::new();
@@ -1206,7 +1211,7 @@ fn functions_of(img: &Image<'_>) -> Vec<(u64, u64, String)> {
             .map_or(s.0, |(b, c)| b + c.len() as u64);
         let mut end = section_end.min(next.get(i).copied().unwrap_or(u64::MAX).max(s.0));
         if s.1 > 0 {
-            end = end.min(s.0 + s.1);
+            end = end.min(s.0.saturating_add(s.1));
         }
         s.1 = end;
     }
@@ -1242,7 +1247,9 @@ fn build_graph(img: &Image<'_>) -> Graph {
     let mut tables: Vec<Table> = Vec::new();
     for (oi, (a, size, name)) in objects.iter().enumerate() {
         let lo = img.data_relocs.partition_point(|(r, _)| *r < *a);
-        let hi = img.data_relocs.partition_point(|(r, _)| *r < a + size);
+        let hi = img
+            .data_relocs
+            .partition_point(|(r, _)| *r < a.saturating_add(*size));
         let mut entries: Vec<u32> = Vec::new();
         for (_, r) in &img.data_relocs[lo..hi] {
             if let Some(nd) = lay.raw_node(*r) {
