@@ -12,7 +12,9 @@
 //!    doorbell through `__ockl_hsa_signal_add`; measured in every printf and assert fixture), and
 //!    no executable word holds that instruction outside LLVM's gfx11 trap sequence
 //!    (`SITargetLowering::lowerTrapHsa`, which saves `m0` in `ttmp2` around it). This
-//!    catches hostcall code that was inlined and left no symbol behind.
+//!    catches hostcall code that was inlined and left no symbol behind. The detector is the
+//!    scanner's (`scan::callgraph::interrupt_sites`), so `scan`'s per-kernel `why` and this proof
+//!    read the same sites.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` (ELF header, note records, relocation types, the v3–v6
 //! kernel argument metadata where `hidden_none` is "an argument that is not used by the kernel;
@@ -26,6 +28,7 @@ use object::LittleEndian as LE;
 use serde::Serialize;
 
 use super::msgpack::{self, Item, Rewrite};
+use crate::scan::callgraph::{interrupt_sites, Isa};
 
 /// `NT_AMDGPU_METADATA`: the note type of the MessagePack metadata (code object v3+).
 pub const NT_AMDGPU_METADATA: u32 = 32;
@@ -171,21 +174,6 @@ struct Note<'a> {
 /// malloc, sanitizers), plus `fprintf`.
 pub fn is_hostcall_user(name: &str) -> bool {
     crate::scan::codeobj::is_hostcall_user(name) || name == "fprintf"
-}
-
-/// `s_sendmsg` / `s_sendmsghalt` with message ID 1 (`MSG_INTERRUPT`): SOPP opcodes 16/17 on
-/// gfx6–gfx10 (`0xBF90xxxx`/`0xBF91xxxx`), 54/55 on gfx11–gfx12 (`0xBFB6xxxx`/`0xBFB7xxxx`).
-fn is_interrupt_msg(w: u32) -> bool {
-    matches!(w >> 16, 0xBF90 | 0xBF91 | 0xBFB6 | 0xBFB7) && (w & 0xF) == 1
-}
-
-/// `s_mov_b32 m0, ttmp2` (gfx9, gfx10, gfx11/12 encodings).
-const M0_FROM_TTMP2: [u32; 3] = [0xBEFC_006E, 0xBEFC_036E, 0xBEFD_006E];
-/// `s_mov_b32 ttmp2, m0` (gfx9, gfx10, gfx11/12 encodings).
-const TTMP2_FROM_M0: [u32; 3] = [0xBEEE_007C, 0xBEEE_037C, 0xBEEE_007D];
-
-fn word(b: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().unwrap())
 }
 
 /// Analyse one code object and, if kernels declare the buffer and the proof holds, rewrite it.
@@ -501,7 +489,8 @@ pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
             format!(" (function-pointer targets: {})", proof.relocation_targets.join(", "))
         }
     ));
-    // 4. Machine code: no host interrupt outside the trap sequence.
+    // 4. Machine code: no host interrupt outside the trap sequence (the scanner's detector).
+    let isa = Isa::from_e_flags(hdr.e_flags(e));
     let mut sites = Vec::new();
     for s in sections.iter() {
         if s.sh_flags(e) & u64::from(elf::SHF_EXECINSTR) == 0 || s.sh_type(e) == elf::SHT_NOBITS {
@@ -511,20 +500,9 @@ pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
             .data(e, data)
             .map_err(|err| Refusal::unproven(ks, format!("code section: {err}")))?;
         proof.code_bytes += code.len() as u64;
-        let n = code.len() / 4;
-        for i in 0..n {
-            if !is_interrupt_msg(word(code, i)) {
-                continue;
-            }
-            let next_restores = i + 1 < n && M0_FROM_TTMP2.contains(&word(code, i + 1));
-            let saved_before =
-                (i.saturating_sub(16)..i).any(|j| TTMP2_FROM_M0.contains(&word(code, j)));
-            if next_restores && saved_before {
-                proof.trap_interrupt_sites += 1;
-            } else {
-                sites.push(s.sh_addr(e) + (i * 4) as u64);
-            }
-        }
+        let found = interrupt_sites(code, s.sh_addr(e), isa);
+        proof.trap_interrupt_sites += found.trap;
+        sites.extend(found.host);
     }
     proof.host_interrupt_sites = sites.len();
     if let Some(&at) = sites.first() {
@@ -639,14 +617,6 @@ fn item_bool(desc: &[u8], it: &Item) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn interrupt_encodings() {
-        assert!(is_interrupt_msg(0xBFB6_0001)); // gfx11 s_sendmsg sendmsg(MSG_INTERRUPT)
-        assert!(is_interrupt_msg(0xBF90_0001)); // gfx9/10
-        assert!(!is_interrupt_msg(0xBFB6_0003)); // gfx11 MSG_DEALLOC_VGPRS
-        assert!(!is_interrupt_msg(0xBF90_0002)); // gfx12 s_trap 2 shares the opcode space
-    }
 
     #[test]
     fn hostcall_users() {

@@ -8,6 +8,9 @@ use object::elf::{FileHeader64, EM_AMDGPU, PT_NOTE, SHT_DYNSYM, SHT_NOTE, SHT_SY
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 use object::LittleEndian;
 
+use std::collections::BTreeMap;
+
+use super::callgraph::{self, Trace};
 use super::meta::{self, Metadata};
 use super::Problem;
 
@@ -124,6 +127,10 @@ pub struct CodeObject {
     pub metadata: Metadata,
     /// Names of hostcall-using functions found in the symbol tables, sorted, deduplicated.
     pub hostcall_users: Vec<String>,
+    /// For each kernel that declares `hidden_hostcall_buffer` (by `.name`): what the call graph
+    /// says about it ([`callgraph::trace_kernels`]). Empty when no kernel declares it or the
+    /// graph cannot be built.
+    pub traces: BTreeMap<String, Trace>,
 }
 
 /// Whether a symbol name is a known user of the hostcall buffer (printf, assert, device malloc,
@@ -317,12 +324,29 @@ pub fn parse(data: &[u8]) -> Result<CodeObject, Problem> {
     }
     users.sort();
     users.dedup();
+    // The call graph only for kernels that declare: most images have none, and it reads the code.
+    let declaring: Vec<(&str, &str)> = md
+        .kernels
+        .iter()
+        .filter(|k| {
+            k.args
+                .iter()
+                .any(|a| a.value_kind == "hidden_hostcall_buffer")
+        })
+        .map(|k| (k.name.as_str(), k.symbol.as_str()))
+        .collect();
+    let traces = if declaring.is_empty() {
+        BTreeMap::new()
+    } else {
+        callgraph::trace_kernels(data, e_flags, &declaring)
+    };
     Ok(CodeObject {
         e_flags,
         version,
         target_id,
         metadata: md,
         hostcall_users: users,
+        traces,
     })
 }
 

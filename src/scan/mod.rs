@@ -6,10 +6,12 @@
 //! [`ScanReport::target_states`] is the gate `build` uses.
 //!
 //! Layout: [`input`] (files, folders, archives) → [`elf`] (host ELF sections) → [`walk`] over [`bundle`] /
-//! [`ccob`] (containers) → [`codeobj`] + [`meta`] (code objects, notes) → [`verdict`] (why, states).
+//! [`ccob`] (containers) → [`codeobj`] + [`meta`] (code objects, notes) → [`callgraph`] (per-kernel
+//! paths to hostcall users) → [`verdict`] (why, states).
 //! Files are mmapped and parsed in place; only compressed data is copied (decompressed once).
 
 pub mod bundle;
+pub mod callgraph;
 pub mod ccob;
 pub mod cli;
 pub mod codeobj;

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::callgraph::{Trace, User};
 use super::model::{ImageReport, KernelReport, ScanReport, TargetState};
 
 /// Generic targets and the processors they cover (llvm `AMDGPUUsage.rst`, "Generic Processors").
@@ -65,9 +66,34 @@ fn declares_everything(k: &KernelReport, cov: u32) -> bool {
         .all(|w| k.hidden_args.iter().any(|a| a.value_kind == *w))
 }
 
-/// Fill `why` for every declaring kernel of an image, from the image's hostcall users and the
-/// pattern of declarations across its kernels.
-pub fn explain(image: &mut ImageReport) {
+/// What kinds of hostcall use the named users stand for, e.g. `device assert: build with -DNDEBUG`.
+fn hostcall_kinds<S: AsRef<str>>(users: &[S]) -> Vec<&'static str> {
+    let mut kinds = Vec::new();
+    let has = |p: &dyn Fn(&str) -> bool| users.iter().any(|u| p(u.as_ref()));
+    if has(&|u| u.starts_with("__ockl_hostcall") || u.starts_with("__ockl_call_host_function")) {
+        kinds.push("the hostcall primitive");
+    }
+    if has(&|u| u.contains("printf") || u.starts_with("__ockl_fputs")) {
+        kinds.push("device printf");
+    }
+    if has(&|u| u.contains("assert")) {
+        kinds.push("device assert: build with -DNDEBUG");
+    }
+    if has(&|u| u.contains("malloc") || u.contains("free") || u.starts_with("__ockl_d")) {
+        kinds.push("device malloc/free");
+    }
+    if has(&|u| u.contains("sanitizer") || u.starts_with("__asan_")) {
+        kinds.push("a sanitizer");
+    }
+    kinds
+}
+
+/// Fill `why` for every declaring kernel of an image: the kernel's own call path to a hostcall
+/// user or to an indirect call, from `traces` (by kernel `.name`, see
+/// [`callgraph::trace_kernels`]), and whether the attributor gave up (every optional hidden
+/// argument declared). Without a trace for the kernel (the call graph could not be read) the
+/// reason falls back to the image's hostcall-using symbols.
+pub fn explain(image: &mut ImageReport, traces: &BTreeMap<String, Trace>) {
     let cov = image.code_object_version;
     let n = image.kernels.len();
     let all_declare = n > 0 && image.kernels.iter().all(|k| k.declares_hostcall);
@@ -75,35 +101,33 @@ pub fn explain(image: &mut ImageReport) {
     let users = &image.hostcall_users;
     for k in image.kernels.iter_mut().filter(|k| k.declares_hostcall) {
         let mut parts = Vec::new();
-        if all_declare && all_everything && n > 1 {
-            parts.push("every kernel declares it, even trivial ones, and every optional hidden argument too (an -O0 build: the AMDGPU attributor did not run)".to_owned());
-        } else if declares_everything(k, cov) {
-            parts.push("declares every optional hidden argument: the AMDGPU attributor gave up on this kernel (an indirect or external call, or -O0)".to_owned());
+        let trace = traces.get(&k.name);
+        if let Some(d) = trace.and_then(Trace::describe) {
+            let t = trace.expect("described");
+            let kinds = match (t.user.as_ref(), t.path.last()) {
+                (Some(User::Named), Some(last)) => hostcall_kinds(&[&last.function]),
+                _ => Vec::new(),
+            };
+            parts.push(if kinds.is_empty() {
+                d
+            } else {
+                format!("{d} ({})", kinds.join(", "))
+            });
         }
-        if !users.is_empty() {
-            let mut kinds = Vec::new();
-            let has = |p: &dyn Fn(&str) -> bool| users.iter().any(|u| p(u));
-            if has(&|u| {
-                u.starts_with("__ockl_hostcall") || u.starts_with("__ockl_call_host_function")
-            }) {
-                kinds.push("the hostcall primitive");
+        if all_declare && all_everything && n > 1 {
+            parts.push("the attributor gave up: the kernel declares every optional hidden argument, and so does every kernel of the image, even trivial ones (an -O0 build: the AMDGPU attributor did not run)".to_owned());
+        } else if declares_everything(k, cov) {
+            parts.push("the attributor gave up: the kernel declares every optional hidden argument (an indirect or external call, or -O0)".to_owned());
+        }
+        if trace.is_some() {
+            if parts.is_empty() {
+                parts.push("no call path from the kernel reaches a hostcall user, an indirect call or an undefined function, and the attributor did not give up (the slot is read some other way, e.g. through the implicit-argument pointer)".to_owned());
             }
-            if has(&|u| u.contains("printf") || u.starts_with("__ockl_fputs")) {
-                kinds.push("device printf");
-            }
-            if has(&|u| u.contains("assert")) {
-                kinds.push("device assert: build with -DNDEBUG");
-            }
-            if has(&|u| u.contains("malloc") || u.contains("free") || u.starts_with("__ockl_d")) {
-                kinds.push("device malloc/free");
-            }
-            if has(&|u| u.contains("sanitizer") || u.starts_with("__asan_")) {
-                kinds.push("a sanitizer");
-            }
+        } else if !users.is_empty() {
             parts.push(format!(
-                "this image contains hostcall users: {} ({}) (image-wide: calls are not traced per kernel)",
+                "this image contains hostcall users: {} ({}) (image-wide: the call graph could not be read)",
                 users.join(", "),
-                kinds.join(", ")
+                hostcall_kinds(users).join(", ")
             ));
         } else if parts.is_empty() {
             parts.push("declared but no hostcall user anywhere in the image (inlined printf, or the device-linker / indirect-call pattern: the attributor could not prove the slot unused)".to_owned());

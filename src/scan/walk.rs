@@ -133,8 +133,7 @@ fn scan_entries(
         }
         match codeobj::parse(e.data) {
             Ok(co) => {
-                let mut img = image(e.id, &id, container, bundle_offset, e.data.len() as u64, co);
-                verdict::explain(&mut img);
+                let img = image(e.id, &id, container, bundle_offset, e.data.len() as u64, co);
                 file.images.push(img);
             }
             Err(p) => {
@@ -156,7 +155,7 @@ fn scan_entries(
     }
 }
 
-/// Build the report of one code object.
+/// Build the report of one code object, with each declaring kernel's `why` ([`verdict::explain`]).
 pub fn image(
     entry_id: &str,
     id: &EntryId<'_>,
@@ -199,7 +198,7 @@ pub fn image(
             }
         })
         .collect();
-    ImageReport {
+    let mut img = ImageReport {
         entry_id: entry_id.to_owned(),
         processor,
         target_id,
@@ -213,7 +212,9 @@ pub fn image(
         metadata_version: co.metadata.version.clone(),
         metadata_notes: co.metadata.notes,
         size,
-    }
+    };
+    verdict::explain(&mut img, &co.traces);
+    img
 }
 
 /// Scan a bare code object file (no bundle around it).
@@ -221,8 +222,7 @@ pub fn scan_code_object_file(data: &[u8], file: &mut FileReport) {
     match codeobj::parse(data) {
         Ok(co) => {
             let id = EntryId::parse("");
-            let mut img = image("", &id, "none", 0, data.len() as u64, co);
-            verdict::explain(&mut img);
+            let img = image("", &id, "none", 0, data.len() as u64, co);
             file.images.push(img);
         }
         Err(p) => file.unreadable.push(p.unreadable(0, None, None)),
@@ -288,9 +288,7 @@ pub fn scan_host_elf(data: &[u8], file: &mut FileReport, opts: &Settings) -> boo
             } else {
                 match codeobj::parse(bytes) {
                     Ok(co) => {
-                        let mut img =
-                            image(id_str, &id, "rdc-section", *off, bytes.len() as u64, co);
-                        verdict::explain(&mut img);
+                        let img = image(id_str, &id, "rdc-section", *off, bytes.len() as u64, co);
                         file.images.push(img);
                     }
                     Err(p) => file.unreadable.push(p.unreadable(

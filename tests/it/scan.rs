@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use rcclfix::scan::{self, ScanOptions, ScanReport, TargetState};
 
+#[path = "scan_callgraph.rs"]
+mod callgraph;
 #[path = "scan_differential.rs"]
 mod differential;
 #[path = "scan_malformed.rs"]

@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
-/// One fixture: output file name, the shell-free argv run in `/mnt`, and extra environment.
+/// One fixture: output file name, the shell-free argv run in `/mnt` (after `pre`, whose output
+/// stays in the work folder), and extra environment.
 struct Fixture {
     out: &'static str,
+    pre: Vec<String>,
     argv: Vec<String>,
     env: Vec<(&'static str, &'static str)>,
     strip: bool,
@@ -30,6 +32,7 @@ struct Fixture {
 fn fx(out: &'static str, argv: &str) -> Fixture {
     Fixture {
         out,
+        pre: vec![],
         argv: argv.split_whitespace().map(str::to_owned).collect(),
         env: vec![],
         strip: true,
@@ -85,6 +88,19 @@ fn fixtures(suite: &str) -> Vec<Fixture> {
             "two-tu-ccob.so",
             &format!("{cbase} kernels.hip indirect.hip -o two-tu-ccob.so"),
         ));
+        // A relocatable code object (ET_REL): the -fgpu-rdc device IR compiled by llc on its own,
+        // so calls and the function table are relocations.
+        list.push(Fixture {
+            strip: false,
+            pre: "hipcc -fgpu-rdc --offload-device-only --no-gpu-bundle-output --offload-arch=gfx1100 -O3 -S -emit-llvm indirect.hip -o indirect.ll"
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            ..fx(
+                "indirect-rel.co",
+                "llc-21 -mtriple=amdgcn-amd-amdhsa -mcpu=gfx1100 -O3 -filetype=obj indirect.ll -o indirect-rel.co",
+            )
+        });
         list.push(fx(
             "multi-ccob.so",
             "hipcc -fPIC -shared --offload-compress --offload-arch=gfx1100 --offload-arch=gfx11-generic --offload-arch=gfx1030 --offload-arch=gfx90a:xnack- -O3 kernels.hip -o multi-ccob.so",
@@ -184,8 +200,15 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             for (k, v) in &f.env {
                 argv.extend(["--setenv".to_string(), k.to_string(), v.to_string()]);
             }
-            argv.extend(f.argv.iter().cloned());
             eprintln!("   Compiling {suite}/{}", f.out);
+            if !f.pre.is_empty() {
+                let mut pre = argv.clone();
+                pre.extend(f.pre.iter().cloned());
+                cmd!(sh, "bwrap {pre...}")
+                    .run()
+                    .with_context(|| format!("{suite}/{} (first step)", f.out))?;
+            }
+            argv.extend(f.argv.iter().cloned());
             cmd!(sh, "bwrap {argv...}")
                 .run()
                 .with_context(|| format!("{suite}/{}", f.out))?;
