@@ -5,14 +5,17 @@ use std::fmt::Write;
 use super::hip::HipProbe;
 use super::{GpuReport, Report, VerdictKind};
 use crate::scan::TargetState;
+// Every string from the machine, a snapshot, a log or a config file is escaped for the terminal
+// (`--json` carries the exact values).
+use crate::ui::escape as e;
 
 fn gpu_block(out: &mut String, g: &GpuReport) {
     let _ = writeln!(
         out,
         "GPU {}  {}  {}{}{}",
         g.bdf,
-        g.id,
-        g.gfx.as_deref().unwrap_or("gfx unknown"),
+        e(&g.id.to_string()),
+        e(g.gfx.as_deref().unwrap_or("gfx unknown")),
         g.kfd_node
             .map(|n| format!("  KFD node {n}"))
             .unwrap_or_default(),
@@ -31,11 +34,11 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
             out,
             "    {}  {}  {}{}",
             h.bdf,
-            h.id,
+            e(&h.id.to_string()),
             h.role,
             h.emulated
                 .as_deref()
-                .map(|e| format!(" [{e}]"))
+                .map(|x| format!(" [{}]", e(x)))
                 .unwrap_or_default()
         );
         if let Some(a) = &h.atomics {
@@ -44,7 +47,7 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
         let _ = writeln!(out, "        → {}", h.status);
     }
     let kmsg = match (&g.kernel_message, g.kernel_log_usable) {
-        (Some(m), _) => format!("\"{m}\""),
+        (Some(m), _) => format!("\"{}\"", e(m)),
         (None, true) => "amdgpu silent about AtomicOps".into(),
         (None, false) => "no amdgpu line for this GPU (unknown)".into(),
     };
@@ -93,13 +96,13 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
                 kernels.len()
             ),
             TargetState::Clean { kernels } => format!("clean ({kernels} kernels)"),
-            TargetState::Unknown { reason } => format!("unknown: {reason}"),
+            TargetState::Unknown { reason } => format!("unknown: {}", e(reason)),
         };
-        let _ = writeln!(out, "  library {p}: {t}");
+        let _ = writeln!(out, "  library {}: {t}", e(&p.to_string()));
     }
     let _ = writeln!(out, "  verdict: {}", g.verdict.text());
     for r in &g.reasons {
-        let _ = writeln!(out, "    - {r}");
+        let _ = writeln!(out, "    - {}", e(&r.to_string()));
     }
     out.push('\n');
 }
@@ -125,11 +128,11 @@ pub fn text(r: &Report) -> String {
         let _ = writeln!(
             out,
             "Hypervisor: {} ({}{})\n",
-            h.name.as_deref().unwrap_or("?"),
+            e(h.name.as_deref().unwrap_or("?")),
             if dmi.is_empty() {
                 "no DMI data".to_owned()
             } else {
-                format!("DMI: {}", dmi.join(" / "))
+                format!("DMI: {}", e(&dmi.join(" / ")))
             },
             if h.cpu_flag {
                 ", CPU hypervisor flag set"
@@ -142,15 +145,15 @@ pub fn text(r: &Report) -> String {
         let _ = writeln!(
             out,
             "VM config {} (machine: {}):",
-            c.path,
-            c.machine.as_deref().unwrap_or("i440fx (default)")
+            e(&c.path.to_string()),
+            e(c.machine.as_deref().unwrap_or("i440fx (default)"))
         );
         for h in &c.hostpci {
             let _ = writeln!(
                 out,
                 "  {}: {}  → {}",
-                h.key,
-                h.value,
+                e(&h.key),
+                e(&h.value),
                 if h.problems.is_empty() {
                     "ok"
                 } else {
@@ -158,16 +161,27 @@ pub fn text(r: &Report) -> String {
                 }
             );
             for p in &h.problems {
-                let _ = writeln!(out, "    - {p}");
+                let _ = writeln!(out, "    - {}", e(&p.to_string()));
             }
         }
         out.push('\n');
     }
     for l in &r.logs {
-        let _ = writeln!(out, "Log {}: {}", l.path, l.class.describe());
+        let _ = writeln!(
+            out,
+            "Log {}: {}",
+            e(&l.path.to_string()),
+            e(l.class.describe())
+        );
         for f in &l.findings {
-            let _ = writeln!(out, "  {:>5}: [{}] {}", f.line_no, f.signature, f.line);
-            let _ = writeln!(out, "         {}", f.explanation);
+            let _ = writeln!(
+                out,
+                "  {:>5}: [{}] {}",
+                f.line_no,
+                e(f.signature),
+                e(&f.line)
+            );
+            let _ = writeln!(out, "         {}", e(f.explanation));
         }
         let v = &l.versions;
         for (k, val) in [
@@ -181,21 +195,21 @@ pub fn text(r: &Report) -> String {
             ("kernel", &v.kernel),
         ] {
             if let Some(x) = val {
-                let _ = writeln!(out, "  {k}: {x}");
+                let _ = writeln!(out, "  {k}: {}", e(x));
             }
         }
         if let Some(rel) = &l.rocm {
             let _ = writeln!(
                 out,
                 "  → ROCm {} (from {}{}); RCCL {}; its shipped library declares hostcall: {}",
-                rel.release,
-                rel.source,
+                e(&rel.release.to_string()),
+                e(&rel.source.to_string()),
                 if rel.exact {
                     ""
                 } else {
                     ", point release unknown"
                 },
-                l.rccl.as_deref().unwrap_or("?"),
+                e(l.rccl.as_deref().unwrap_or("?")),
                 l.shipped_declares.unwrap_or("unknown")
             );
         }
@@ -206,18 +220,18 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(
                 out,
                 "Library {} ({})",
-                l.candidate.path.display(),
-                l.candidate.found_via
+                crate::ui::escape_path(&l.candidate.path),
+                e(&l.candidate.found_via.to_string())
             );
         }
     }
     match &r.hip {
         HipProbe::Absent { reason } | HipProbe::Failed { reason } if !r.gpus.is_empty() => {
-            let _ = writeln!(out, "HIP runtime: {reason}\n");
+            let _ = writeln!(out, "HIP runtime: {}\n", e(reason));
         }
         _ => {}
     }
-    let _ = writeln!(out, "Verdict: {}", r.headline);
+    let _ = writeln!(out, "Verdict: {}", e(&r.headline.to_string()));
     if r.verdict != VerdictKind::NotAffected {
         // Per-GPU lines are already in the GPU blocks above.
         let gpu_prefixes: Vec<String> = r.gpus.iter().map(|g| format!("{}: ", g.bdf)).collect();
@@ -236,20 +250,20 @@ pub fn text(r: &Report) -> String {
         if !lines.is_empty() {
             let _ = writeln!(out, "Evidence:");
             for l in lines {
-                let _ = writeln!(out, "  - {l}");
+                let _ = writeln!(out, "  - {}", e(&l));
             }
         }
     }
     if !r.actions.is_empty() {
         let _ = writeln!(out, "What to do:");
         for a in &r.actions {
-            let _ = writeln!(out, "  - {a}");
+            let _ = writeln!(out, "  - {}", e(&a.to_string()));
         }
     }
     if !r.notes.is_empty() {
         let _ = writeln!(out, "Notes:");
         for n in &r.notes {
-            let _ = writeln!(out, "  - {n}");
+            let _ = writeln!(out, "  - {}", e(&n.to_string()));
         }
     }
     out
