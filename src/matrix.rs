@@ -63,7 +63,7 @@ impl MatrixArgs {
             let lock = embedded_lockfile()?;
             let report = check_all(&all, &self.root, &lock, self.git_mirror.as_deref());
             for n in &report.notes {
-                eprintln!("note: {n}");
+                crate::ui::note(n);
             }
             for p in &report.problems {
                 println!("{p}");
@@ -88,9 +88,9 @@ impl MatrixArgs {
             print!("{}", table(&entries, &all));
             let hidden = all.values().filter(|r| !filter.accepts(r.status)).count();
             if hidden > 0 {
-                eprintln!(
+                crate::ui::message(format_args!(
                     "({hidden} recipe(s) with other statuses hidden; --status all shows them)"
-                );
+                ));
             }
         }
         Ok(ExitCode::SUCCESS)

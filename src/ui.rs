@@ -194,6 +194,16 @@ pub fn note(msg: impl Display) {
     eprintln!("note: {}", escape_message(&msg));
 }
 
+/// Print an informational line to stderr as it is (no prefix). Nothing with `-q`. Escaped
+/// ([`escape_message`]).
+pub fn message(msg: impl Display) {
+    if quiet() {
+        return;
+    }
+    let msg = msg.to_string();
+    eprintln!("{}", escape_message(&msg));
+}
+
 /// Print `error: …` and one `caused by: …` line per source in the chain. Every line is escaped
 /// ([`escape_message`]), so a file name carrying ESC or a newline neither reaches the terminal
 /// raw nor splits the message; the process's own output a [`crate::process::CommandError`]

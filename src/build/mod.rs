@@ -433,7 +433,7 @@ pub fn build(
     }
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
-        crate::ui::stderr_is_tty(),
+        crate::ui::progress_bars(),
     );
     let res = engine.run_streamed(&tc, &spec("build", ninja_argv), &mut log, |l| {
         progress.line(l)
