@@ -491,3 +491,77 @@ pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(hex::encode(h.finalize()))
 }
+
+/// What kind of file `meta` describes, for messages: `a folder`, `a FIFO`, `a character device`, …
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a plain file"
+    }
+}
+
+/// Open `path` for reading only if it is a regular file (symbolic links followed), and return it
+/// with its metadata. It is checked with `stat` before the open, opened with `O_NONBLOCK`, so a
+/// FIFO swapped in meanwhile cannot block the open, and checked again with `fstat` on the open
+/// descriptor, so what is read is what was checked;
+/// `O_NONBLOCK` has no effect on reads of a regular file.
+///
+/// Errors (one line naming the path): it does not exist or cannot be opened; it is a folder, FIFO,
+/// socket or device (`PATH: not a regular file (a FIFO)`).
+pub fn open_regular(path: &Path) -> anyhow::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Refuse a special file before any open (opening a device can have effects of its own).
+    let pre = std::fs::metadata(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    if !pre.is_file() {
+        anyhow::bail!(
+            "{}: not a regular file ({})",
+            path.display(),
+            file_kind(&pre)
+        );
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!(
+            "{}: not a regular file ({})",
+            path.display(),
+            file_kind(&meta)
+        );
+    }
+    Ok((f, meta))
+}
+
+/// Check without opening it that `path` is a regular file (symbolic links followed), for paths
+/// another process opens (the library `verify` hands to its child).
+///
+/// Errors: as [`open_regular`]; `PATH: no such file` when it does not exist.
+pub fn require_regular(path: &Path) -> anyhow::Result<std::fs::Metadata> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(m),
+        Ok(m) => anyhow::bail!("{}: not a regular file ({})", path.display(), file_kind(&m)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!("{}: no such file", path.display())
+        }
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    }
+}
