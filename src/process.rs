@@ -57,6 +57,10 @@ pub struct DeadlineError {
     pub after: Duration,
 }
 
+/// The deadline of a short host probe (`dmesg`, `python3 -c`, `docker version`): long enough for a
+/// slow machine, short enough that a wedged daemon or driver cannot hang rcclfix.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(30);
+
 /// How much of each output stream [`Cmd::read_with_deadline`] keeps (the rest is read and
 /// dropped, so a chatty child cannot fill rcclfix's memory or block on a full pipe).
 pub const MAX_CAPTURE_BYTES: usize = 16 << 20;

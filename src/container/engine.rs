@@ -238,7 +238,7 @@ impl Engine {
         if which::which("docker").is_ok()
             && Cmd::new("probe docker daemon", "docker")
                 .args(["version", "--format", "{{.Server.Version}}"])
-                .read()
+                .read_with_deadline(crate::process::PROBE_DEADLINE)
                 .is_ok()
         {
             return Engine::of_kind(EngineKind::Docker);
