@@ -121,10 +121,10 @@ pub enum NdebugStrategy {
     /// `-DCMAKE_BUILD_TYPE=Release` adds CMake's default `-DNDEBUG` (RCCL ≤ 5.x: no toolchain file
     /// shadows it).
     ReleaseBuildType,
-    /// `-DCMAKE_CXX_FLAGS=-DNDEBUG` (Pipeline A, ≤ 2.27.x).
+    /// `-DCMAKE_CXX_FLAGS=-DNDEBUG` (rdc pipeline, ≤ 2.27.x).
     CxxFlags,
     /// Insert `add_compile_definitions(NDEBUG)` right after `project(...)` in the top-level
-    /// CMakeLists.txt (reaches Pipeline B's device steps too).
+    /// CMakeLists.txt (reaches the device-linker pipeline's device steps too).
     CompileDefinition,
     /// Inject nothing (for negative controls and tests: the gate must then fail on asserts).
     None,
@@ -138,7 +138,7 @@ pub struct BuildSpec {
     pub targets: Vec<String>,
     /// How NDEBUG reaches the device compile.
     pub ndebug: NdebugStrategy,
-    /// `rdc` (Pipeline A, `-fgpu-rdc` LTO link) or `device-linker` (Pipeline B, 2.28+).
+    /// `rdc` (rdc pipeline, `-fgpu-rdc` LTO link) or `device-linker` (device-linker pipeline, 2.28+).
     #[serde(default = "default_pipeline")]
     pub pipeline: Pipeline,
     /// CMake build type passed as `-DCMAKE_BUILD_TYPE`.
