@@ -565,3 +565,37 @@ pub fn require_regular(path: &Path) -> anyhow::Result<std::fs::Metadata> {
         Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
     }
 }
+
+/// Read the whole regular file `path` ([`open_regular`]: never a FIFO or device) as text, refusing
+/// one larger than `max` bytes (`what` names the kind of input in that message). Invalid UTF-8 is
+/// an error.
+///
+/// Errors (one line naming the file): as [`open_regular`]; larger than `max`
+/// (`PATH: 3000000 bytes, more than the 1048576-byte limit for a recipe`); not UTF-8.
+pub fn read_text_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<String> {
+    use std::io::Read;
+    let (f, meta) = open_regular(path)?;
+    let too_big = |n: u64| {
+        anyhow::anyhow!(
+            "{}: {n} bytes, more than the {max}-byte limit for {what}",
+            path.display()
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}

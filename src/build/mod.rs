@@ -147,10 +147,7 @@ fn check_targets(targets: &[String]) -> anyhow::Result<()> {
     if targets.is_empty() {
         bail!("no gfx targets given");
     }
-    for t in targets {
-        crate::recipe::check_target("--targets", t)?;
-    }
-    Ok(())
+    crate::recipe::check_target_list("--targets", targets)
 }
 
 /// Empty the work folder `work` (whatever an interrupted or refused run left there), create
