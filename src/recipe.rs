@@ -538,29 +538,30 @@ impl RecipeArgs {
 
 /// The recipe list as a text table (`build --list`, `recipe list`).
 pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {
-    let mut s = format!(
-        "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
-        "RECIPE", "ROCM", "TAG", "TOOLCHAIN", "STATUS", "NDEBUG"
-    );
-    for r in all.values() {
-        let tc = r
-            .toolchain
-            .name
-            .clone()
-            .or_else(|| r.toolchain.image.clone())
-            .unwrap_or_default();
-        s.push_str(&format!(
-            "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
-            r.id(),
-            r.rocm_release,
-            r.source.tag,
-            tc,
-            r.status.as_str(),
-            serde_json::to_value(r.build.ndebug)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        ));
-    }
-    s
+    let rows: Vec<Vec<String>> = all
+        .values()
+        .map(|r| {
+            let tc = r
+                .toolchain
+                .name
+                .clone()
+                .or_else(|| r.toolchain.image.clone())
+                .unwrap_or_default();
+            vec![
+                r.id().to_owned(),
+                r.rocm_release.clone(),
+                r.source.tag.clone(),
+                tc,
+                r.status.as_str().to_owned(),
+                serde_json::to_value(r.build.ndebug)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    crate::ui::columns(
+        &["RECIPE", "ROCM", "TAG", "TOOLCHAIN", "STATUS", "NDEBUG"],
+        &rows,
+    )
 }

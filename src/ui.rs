@@ -311,6 +311,41 @@ fn push_escaped(out: &mut String, c: char) {
     };
 }
 
+/// Lay out a text table: a header row and rows of cells, each column as wide as its widest cell
+/// (in characters), two spaces between columns, the last column unpadded. Cells are escaped
+/// ([`escape`]), so a long or hostile value widens its column instead of breaking the layout.
+/// A row shorter than the header leaves its missing cells empty.
+pub fn columns<S: AsRef<str>>(head: &[&str], rows: &[Vec<S>]) -> String {
+    fn cell<S: AsRef<str>>(r: &[S], i: usize) -> Cow<'_, str> {
+        r.get(i).map_or(Cow::Borrowed(""), |c| escape(c.as_ref()))
+    }
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, wi) in w.iter_mut().enumerate() {
+            *wi = (*wi).max(cell(r, i).chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<Cow<'_, str>>| {
+        let n = cells.len();
+        for (i, c) in cells.into_iter().enumerate() {
+            if i + 1 == n {
+                out.push_str(&c);
+            } else {
+                let pad = w[i] - c.chars().count();
+                out.push_str(&c);
+                out.extend(std::iter::repeat_n(' ', pad + 2));
+            }
+        }
+        out.push('\n');
+    };
+    line(head.iter().map(|h| Cow::Borrowed(*h)).collect());
+    for r in rows {
+        line((0..head.len()).map(|i| cell(r, i)).collect());
+    }
+    out
+}
+
 /// Whether the error chain contains a broken pipe (e.g. `rcclfix scan | head`), which exits 0.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
@@ -384,6 +419,23 @@ mod tests {
         let p = Path::new("/tmp/a\x1b[2Jb");
         assert_eq!(Esc(p.display()).to_string(), "/tmp/a\\e[2Jb");
         assert_eq!(escape_path(p), "/tmp/a\\e[2Jb");
+    }
+
+    #[test]
+    fn columns_fit_the_widest_cell() {
+        let t = columns(
+            &["A", "B", "C"],
+            &[
+                vec!["2.30.4-rocm7.14.0-device-linker", "x", "last"],
+                vec!["1", "a\x1b[2Jb", "z"],
+            ],
+        );
+        assert_eq!(
+            t,
+            "A                                B        C\n\
+             2.30.4-rocm7.14.0-device-linker  x        last\n\
+             1                                a\\e[2Jb  z\n"
+        );
     }
 
     #[test]
