@@ -93,6 +93,21 @@ impl VerifyArgs {
             print!("{}", report.render());
         }
         // Errors and their explanation go to stderr (stdout carries the result), in both modes.
+        for c in &report.cases {
+            if let (Some(msg), CaseStatus::Hung | CaseStatus::Error) = (&c.message, c.status) {
+                let hung = if c.status == CaseStatus::Hung {
+                    " hung"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "error: case {} ({}){hung}: {}",
+                    c.id,
+                    c.name,
+                    crate::ui::escape(msg)
+                );
+            }
+        }
         for e in &report.errors {
             eprintln!("error: {}", crate::ui::escape(e));
         }

@@ -3,6 +3,7 @@ mod build;
 mod cli;
 mod doctor;
 mod fsutil;
+mod hostile;
 mod matrix;
 mod package;
 mod patch;

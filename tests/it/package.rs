@@ -69,13 +69,13 @@ fn sha256(p: &Path) -> String {
     rcclfix::fsutil::sha256_file(p).unwrap()
 }
 
-struct Fixtures {
+pub(crate) struct Fixtures {
     _dir: tempfile::TempDir,
     /// The library to package: full API, ncclGetVersion = OURS.
-    ours: PathBuf,
+    pub(crate) ours: PathBuf,
     /// The stand-in stock library: full API, ncclGetVersion = STOCK; with librccl.so.1 and
     /// librccl.so symlinks beside it (its folder goes on LD_LIBRARY_PATH).
-    stock: PathBuf,
+    pub(crate) stock: PathBuf,
     /// No ncclCommShrink, another ncclCommDump signature.
     old: PathBuf,
     /// SONAME librccl.so.2.
@@ -90,7 +90,7 @@ struct Fixtures {
     with_device: PathBuf,
 }
 
-fn fixtures() -> &'static Fixtures {
+pub(crate) fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
     F.get_or_init(|| {
         let dir = tempfile::Builder::new()
@@ -231,7 +231,7 @@ fn remove_stale_fixture_dirs() {
 }
 
 /// A build folder `out/rccl-2.13.4-gfx1100/` as `rcclfix build` writes it, around `lib`.
-fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::Builder::new()
         .prefix("package-build-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
