@@ -238,7 +238,7 @@ pub fn remove_stale_in(dir: &Path) -> Vec<PathBuf> {
         if ok {
             tracing::info!(
                 "removed {} left by a killed rcclfix (pid {pid})",
-                p.display()
+                crate::ui::Esc(p.display())
             );
             removed.push(p);
         }

@@ -152,7 +152,7 @@ impl Cmd {
     /// Run to completion, capturing stdout and stderr; fail with [`CommandError`] on a non-zero exit.
     /// Returns stdout.
     pub fn read(&self) -> anyhow::Result<String> {
-        tracing::debug!("+ {}", self.display());
+        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
         let out = self
             .command()
             .stdin(Stdio::null())
@@ -180,7 +180,7 @@ impl Cmd {
     pub fn read_with_deadline(&self, deadline: Duration) -> anyhow::Result<String> {
         tracing::debug!(
             "+ {} (deadline {}s)",
-            self.display(),
+            crate::ui::Esc(self.display()),
             deadline.as_secs_f64()
         );
         let start = Instant::now();
@@ -265,7 +265,7 @@ impl Cmd {
 
     /// Run with inherited stdio; fail with [`CommandError`] on a non-zero exit.
     pub fn run(&self) -> anyhow::Result<()> {
-        tracing::debug!("+ {}", self.display());
+        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
         let status = self
             .command()
             .stdin(Stdio::null())
@@ -285,7 +285,7 @@ impl Cmd {
         log: &mut dyn std::io::Write,
         mut on_line: impl FnMut(&str),
     ) -> anyhow::Result<()> {
-        tracing::debug!("+ {}", self.display());
+        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
         writeln!(log, "+ {}", self.display())?;
         let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
         let writer2 = writer.try_clone()?;

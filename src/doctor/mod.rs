@@ -514,7 +514,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
     let mut gpus = vec![];
     for gpu in all.iter().filter(|d| d.is_amd_gpu()) {
         let bridges = pci::upstream_bridges(gpu).unwrap_or_else(|e| {
-            tracing::warn!("{}: {e:#}", gpu.bdf);
+            tracing::warn!("{}: {}", gpu.bdf, crate::ui::Esc(format!("{e:#}")));
             vec![]
         });
         let result = pci::atomic_ops_to_root(gpu, &bridges);
