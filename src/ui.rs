@@ -334,7 +334,7 @@ pub fn columns<S: AsRef<str>>(head: &[&str], rows: &[Vec<S>]) -> String {
             } else {
                 let pad = w[i] - c.chars().count();
                 out.push_str(&c);
-                out.extend(std::iter::repeat_n(' ', pad + 2));
+                out.extend(std::iter::repeat(' ').take(pad + 2));
             }
         }
         out.push('\n');

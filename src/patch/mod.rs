@@ -376,29 +376,38 @@ fn map_file(file: &std::fs::File, len: u64) -> std::io::Result<Option<memmap2::M
 /// The proof of a record as text, one block per rewritten kernel (what `--explain` prints).
 pub fn explain(rec: &PatchRecord) -> String {
     use std::fmt::Write;
+    // Entry IDs, processors and kernel names come from the input: escaped for the terminal.
+    use crate::ui::escape as e;
     let mut s = String::new();
     for img in &rec.images {
         let place = if img.entry_id.is_empty() {
             "code object".to_string()
         } else {
-            img.entry_id.clone()
+            e(&img.entry_id).into_owned()
         };
         let _ = writeln!(
             s,
             "{place} ({}, code object v{}, {}):",
-            img.processor, img.code_object_version, img.container
+            e(&img.processor),
+            img.code_object_version,
+            img.container
         );
         for k in &img.kernels {
             let _ = writeln!(
                 s,
                 "  kernel {}: {} -> {} at kernarg offset {} size {} (kernarg segment {} bytes, unchanged)",
-                k.name, k.from, k.to, k.arg_offset, k.arg_size, k.kernarg_segment_size
+                e(&k.name),
+                k.from,
+                k.to,
+                k.arg_offset,
+                k.arg_size,
+                k.kernarg_segment_size
             );
-            let _ = writeln!(s, "    declared because: {}", k.cause);
+            let _ = writeln!(s, "    declared because: {}", e(&k.cause.to_string()));
         }
         let _ = writeln!(s, "  proof:");
         for st in &img.proof.statements {
-            let _ = writeln!(s, "    - {st}");
+            let _ = writeln!(s, "    - {}", e(&st.to_string()));
         }
         for n in &img.notes {
             let _ = writeln!(s, "  metadata note descriptor at code-object offset {} ({} bytes) rewritten at the same length", n.offset, n.size);

@@ -151,9 +151,7 @@ fn rows(d: &Path) -> Vec<Row> {
     let mut rows = vec![];
 
     // Class 3: terminal control characters in file names, error messages and log lines.
-    let evil = OsString::from(
-        std::ffi::OsStr::from_bytes(b"in/lib\x1b]0;pwned\x07\n\x1b[2J.so").to_owned(),
-    );
+    let evil = std::ffi::OsStr::from_bytes(b"in/lib\x1b]0;pwned\x07\n\x1b[2J.so").to_owned();
     std::fs::copy(fixture("sid/kernels.so"), d.join(&evil)).unwrap();
     let mut r = row(
         "class 3: a file name with OSC, CSI and a newline, in scan's table",
@@ -163,9 +161,7 @@ fn rows(d: &Path) -> Vec<Row> {
     );
     r.looked_in = In::Stdout;
     rows.push(r);
-    let missing = OsString::from(
-        std::ffi::OsStr::from_bytes("in/missing\x1b[2J\nhelp? \u{9b}.so".as_bytes()).to_owned(),
-    );
+    let missing = OsString::from("in/missing\x1b[2J\nhelp? \u{9b}.so");
     rows.push(row(
         "class 3: a missing file's name in the error message",
         &[&"scan", &missing],
