@@ -684,8 +684,8 @@ fn check_toolchain(r: &Recipe, root: &Path) -> CheckReport {
         ),
         Some(cf) => {
             let path = root.join(cf);
-            match fs_err::read_to_string(&path) {
-                Err(e) => rep.problem(r, format!("toolchain.containerfile: {e}")),
+            match crate::fsutil::read_text_capped(&path, 1 << 20, "a Containerfile") {
+                Err(e) => rep.problem(r, format!("toolchain.containerfile: {e:#}")),
                 Ok(text) => match parse_containerfile(&text, cf) {
                     Err(e) => rep.problem(r, format!("{e:#}")),
                     Ok(c) if c.from != *image => rep.problem(
@@ -752,7 +752,7 @@ fn check_verified_by(r: &Recipe, v: &str, root: &Path, lock: &Lockfile) -> anyho
         for e in fs_err::read_dir(&dir)? {
             let p = e?.path();
             if p.extension().is_some_and(|x| x == "rs")
-                && fs_err::read_to_string(&p)?.contains(&needle)
+                && crate::fsutil::read_text_capped(&p, 16 << 20, "a test source")?.contains(&needle)
             {
                 return Ok(());
             }

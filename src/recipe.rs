@@ -441,7 +441,7 @@ impl Lockfile {
         let mut lock: Lockfile =
             toml::from_str(EMBEDDED_LOCK).context("embedded recipes/rcclfix.lock")?;
         if path.exists() {
-            let text = fs_err::read_to_string(path)?;
+            let text = crate::fsutil::read_text_capped(path, MAX_RECIPE_BYTES, "a lockfile")?;
             let user: Lockfile = toml::from_str(&text)
                 .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
             for p in user.pin {

@@ -98,7 +98,10 @@ impl EngineConfig {
     pub fn load() -> anyhow::Result<EngineConfig> {
         let user = crate::recipe::home().join("engines.toml");
         let (text, origin) = if user.exists() {
-            (fs_err::read_to_string(&user)?, user.display().to_string())
+            (
+                crate::fsutil::read_text_capped(&user, 1 << 20, "an engine configuration")?,
+                user.display().to_string(),
+            )
         } else {
             (
                 EMBEDDED_ENGINES_TOML.to_owned(),

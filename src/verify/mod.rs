@@ -251,6 +251,9 @@ pub fn run_suite_with(exe: &Path, args: &VerifyArgs) -> anyhow::Result<Report> {
     }
     // Readable? (O_NONBLOCK: the file may have been swapped for a FIFO since the check.)
     crate::fsutil::open_regular(lib)?;
+    if let Some(r) = &args.runtime_lib {
+        crate::fsutil::require_regular(r).context("--runtime-lib")?;
+    }
     let lib_abs = std::path::absolute(lib).with_context(|| lib.display().to_string())?;
     let nranks = args.gpus.len();
     if !(2..=cases::MAX_RANKS).contains(&nranks) {
