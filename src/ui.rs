@@ -207,7 +207,8 @@ pub fn message(msg: impl Display) {
 /// Print `error: …` and one `caused by: …` line per source in the chain. Every line is escaped
 /// ([`escape_message`]), so a file name carrying ESC or a newline neither reaches the terminal
 /// raw nor splits the message; the process's own output a [`crate::process::CommandError`]
-/// carries is escaped line by line. Errors are printed with `-q` too.
+/// carries, and the lines of a [`crate::package::gate::GateError`], are escaped line by line.
+/// Errors are printed with `-q` too.
 pub fn print_error(err: &anyhow::Error) {
     let (err_label, cause_label) = if color() {
         ("\x1b[1;31merror\x1b[0m", "caused by")
@@ -224,6 +225,15 @@ pub fn print_error(err: &anyhow::Error) {
 fn escape_error(e: &(dyn std::error::Error + 'static)) -> String {
     if let Some(c) = e.downcast_ref::<crate::process::CommandError>() {
         return c.escaped();
+    }
+    // The export gate's failure is one line per problem, each escaped on its own.
+    if let Some(g) = e.downcast_ref::<crate::package::gate::GateError>() {
+        let mut s = format!("export gate failed for {}:", escape(&g.library));
+        for l in &g.lines {
+            s.push_str("\n  ");
+            s.push_str(&escape(l));
+        }
+        return s;
     }
     escape_message(&e.to_string()).into_owned()
 }
