@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
 Exit codes:
@@ -19,9 +19,12 @@ pub struct Cli {
     /// More log output on stderr (-v debug, -vv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
-    /// Only errors on stderr.
-    #[arg(short, long, global = true)]
+    /// Only errors on stderr (no status, warning, note or progress lines).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Colour on stderr: auto (a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = crate::ui::ColorChoice::Auto, value_name = "WHEN")]
+    pub color: crate::ui::ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -54,6 +57,21 @@ pub enum Command {
     /// Internal: the child process that loads the NCCL-API library for `verify`.
     #[command(hide = true)]
     VerifyChild(crate::verify::ChildArgs),
+}
+
+/// Parse the process's command line with clap's own messages coloured as `--color`/`NO_COLOR`
+/// say ([`crate::ui::ColorChoice::from_args`] reads the choice before clap runs). Exits like
+/// `Cli::parse` on `--help`, `--version` and usage errors (2).
+pub fn parse() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let color = if crate::ui::ColorChoice::from_args(&args).resolve_stderr() {
+        clap::ColorChoice::Always
+    } else {
+        clap::ColorChoice::Never
+    };
+    let matches = Cli::command().color(color).get_matches_from(args);
+    Cli::from_arg_matches(&matches)
+        .unwrap_or_else(|e| e.with_cmd(&Cli::command().color(color)).exit())
 }
 
 /// Run the parsed command line and return the process exit code.

@@ -5,7 +5,12 @@
 //! Interrupts: every temporary file ([`TempFile`]), temporary folder ([`AtomicDir`]) and output
 //! folder a run created itself ([`OutDir`]) is entered in one process-wide registry while it is in
 //! flight and leaves it on persist, commit or drop. [`install_interrupt_handler`] (called once by
-//! `main`) removes every registered path on SIGINT, SIGTERM or SIGHUP and exits with 130.
+//! `main`) removes every registered path on SIGINT, SIGTERM or SIGHUP and exits with 128 + the
+//! signal number, as shells report it (130, 143, 129).
+//!
+//! SIGKILL cannot be caught, so temporary names carry the writer's process id
+//! (`.rcclfix-<pid>-XXXXXX.tmp`, `.rcclfix-partial-<pid>-XXXXXX`): the next run that writes into
+//! the same folder removes those whose process is gone ([`remove_stale_in`]).
 //!
 //! **Invariant:** no code outside this module creates a temporary file or folder in an output
 //! location with `tempfile` directly.
@@ -18,8 +23,12 @@ use std::sync::Mutex;
 
 use anyhow::Context;
 
-/// Exit status after an interrupt (128 + SIGINT), as shells report it.
+/// Exit status after SIGINT (128 + 2), as shells report it.
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status after SIGTERM (128 + 15).
+pub const EXIT_TERMINATED: i32 = 143;
+/// Exit status after SIGHUP (128 + 1).
+pub const EXIT_HANGUP: i32 = 129;
 
 /// What the interrupt handler does with a registered path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -76,17 +85,165 @@ pub fn remove_in_flight() -> usize {
     n
 }
 
+/// The write end of the self-pipe the signal handler writes the signal number into.
+static SIGNAL_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+    let b = sig as u8;
+    // SAFETY: write(2) is async-signal-safe; `b` outlives the call.
+    unsafe {
+        libc::write(fd, (&b as *const u8).cast(), 1);
+    }
+}
+
 /// Install the SIGINT/SIGTERM/SIGHUP handler: remove every in-flight path
-/// ([`remove_in_flight`]) and exit with [`EXIT_INTERRUPTED`]. Call once, from `main`.
+/// ([`remove_in_flight`]) and exit with 128 + the signal number ([`EXIT_INTERRUPTED`],
+/// [`EXIT_TERMINATED`], [`EXIT_HANGUP`]). Call once, from `main`.
 ///
-/// Errors: a handler is already installed.
+/// The handler itself only writes the signal number into a pipe; a thread reads it and cleans up
+/// (nothing else is async-signal-safe).
+///
+/// Errors: a handler is already installed; the pipe or a handler cannot be set up.
 pub fn install_interrupt_handler() -> anyhow::Result<()> {
-    ctrlc::set_handler(|| {
-        remove_in_flight();
-        eprintln!("rcclfix: interrupted; removed partial output");
-        std::process::exit(EXIT_INTERRUPTED);
-    })
-    .context("cannot install the interrupt handler")
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .context("cannot install the interrupt handler");
+    }
+    if SIGNAL_PIPE
+        .compare_exchange(-1, fds[1], Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        // SAFETY: both descriptors were just created and are not used elsewhere.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        anyhow::bail!("cannot install the interrupt handler: already installed");
+    }
+    let read_fd = fds[0];
+    std::thread::Builder::new()
+        .name("rcclfix-signals".into())
+        .spawn(move || loop {
+            let mut b = 0u8;
+            // SAFETY: reads one byte into `b` from the pipe this thread owns.
+            let n = unsafe { libc::read(read_fd, (&mut b as *mut u8).cast(), 1) };
+            if n == 1 {
+                remove_in_flight();
+                eprintln!("rcclfix: interrupted; removed partial output");
+                std::process::exit(128 + i32::from(b));
+            }
+            if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return;
+            }
+        })
+        .context("cannot install the interrupt handler")?;
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction with a plain handler, an empty mask and SA_RESTART is valid;
+        // the handler only calls write(2).
+        let rc = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("cannot install the handler for signal {sig}"));
+        }
+    }
+    Ok(())
+}
+
+/// The name prefix of temporary files and folders this process creates in output folders:
+/// `.rcclfix-<pid>-` (files, suffix `.tmp`) and `.rcclfix-partial-<pid>-` (folders).
+fn temp_prefix(kind: &str) -> String {
+    format!(".rcclfix-{kind}{}-", std::process::id())
+}
+
+/// Whether process `pid` no longer exists (kill(pid, 0) says ESRCH). A process that exists but
+/// belongs to someone else (EPERM) counts as alive.
+fn process_is_gone(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// The pid in one of our temporary names, with whether it names a folder:
+/// `.rcclfix-<pid>-XXXXXX.tmp` → `(pid, false)`, `.rcclfix-partial-<pid>-XXXXXX` → `(pid, true)`.
+/// Names without a pid (older versions, other tools) are not ours to remove.
+pub fn stale_temp_pid(name: &str) -> Option<(u32, bool)> {
+    let (rest, dir) = match name.strip_prefix(".rcclfix-partial-") {
+        Some(r) => (r, true),
+        None => (name.strip_prefix(".rcclfix-")?.strip_suffix(".tmp")?, false),
+    };
+    let (pid, random) = rest.split_once('-')?;
+    if random.is_empty() || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((pid.parse().ok()?, dir))
+}
+
+static CLEANED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Remove the temporary files and folders a killed rcclfix left in `dir`: entries named
+/// `.rcclfix-<pid>-*.tmp` (regular files) or `.rcclfix-partial-<pid>-*` (folders), owned by this
+/// user, whose process `<pid>` no longer exists. Symbolic links are never followed or removed.
+/// Each folder is looked at once per run; called before every temporary file or folder is created.
+/// Returns the paths removed; a failure to read or remove is ignored (it is only housekeeping).
+pub fn remove_stale_in(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    {
+        let mut seen = CLEANED.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.iter().any(|d| d == dir) {
+            return vec![];
+        }
+        seen.push(dir.to_owned());
+    }
+    let mut removed = vec![];
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return removed;
+    };
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some((pid, is_dir)) = name.to_str().and_then(stale_temp_pid) else {
+            continue;
+        };
+        let Ok(md) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if md.uid() != uid || (is_dir && !md.is_dir()) || (!is_dir && !md.is_file()) {
+            continue;
+        }
+        if pid == std::process::id() || !process_is_gone(pid) {
+            continue;
+        }
+        let p = e.path();
+        let ok = if is_dir {
+            std::fs::remove_dir_all(&p).is_ok()
+        } else {
+            std::fs::remove_file(&p).is_ok()
+        };
+        if ok {
+            tracing::info!(
+                "removed {} left by a killed rcclfix (pid {pid})",
+                crate::ui::Esc(p.display())
+            );
+            removed.push(p);
+        }
+    }
+    removed
 }
 
 /// Test hook: `RCCLFIX_TEST_PAUSE_MS=<n>` sleeps n ms after a temporary file has been written,
@@ -100,8 +257,8 @@ fn test_pause() {
     }
 }
 
-/// A temporary file next to its destination (hidden name `.rcclfix-*.tmp`, registered for
-/// interrupt cleanup). [`TempFile::persist`] renames it into place; dropping it deletes it.
+/// A temporary file next to its destination (hidden name `.rcclfix-<pid>-*.tmp`, registered for
+/// interrupt cleanup; one left by a killed run is removed by the next, [`remove_stale_in`]). [`TempFile::persist`] renames it into place; dropping it deletes it.
 #[derive(Debug)]
 pub struct TempFile {
     inner: tempfile::NamedTempFile,
@@ -111,8 +268,9 @@ pub struct TempFile {
 impl TempFile {
     /// Create a temporary file in `dir`. Errors: `dir` does not exist or is not writable.
     pub fn new_in(dir: &Path) -> anyhow::Result<Self> {
+        remove_stale_in(dir);
         let inner = tempfile::Builder::new()
-            .prefix(".rcclfix-")
+            .prefix(&temp_prefix(""))
             .suffix(".tmp")
             .tempfile_in(dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
@@ -267,8 +425,9 @@ impl AtomicDir {
     /// written to until commit.
     pub fn new(dest: &Path) -> anyhow::Result<Self> {
         let parent = OutDir::create(parent_dir(dest))?;
+        remove_stale_in(parent.path());
         let tmp = tempfile::Builder::new()
-            .prefix(".rcclfix-partial-")
+            .prefix(&temp_prefix("partial-"))
             .tempdir_in(parent.path())
             .with_context(|| {
                 format!(
@@ -331,4 +490,112 @@ pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     let mut h = sha2::Sha256::new();
     std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(hex::encode(h.finalize()))
+}
+
+/// What kind of file `meta` describes, for messages: `a folder`, `a FIFO`, `a character device`, …
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a plain file"
+    }
+}
+
+/// Open `path` for reading only if it is a regular file (symbolic links followed), and return it
+/// with its metadata. It is checked with `stat` before the open, opened with `O_NONBLOCK`, so a
+/// FIFO swapped in meanwhile cannot block the open, and checked again with `fstat` on the open
+/// descriptor, so what is read is what was checked;
+/// `O_NONBLOCK` has no effect on reads of a regular file.
+///
+/// Errors (one line naming the path): it does not exist or cannot be opened; it is a folder, FIFO,
+/// socket or device (`PATH: not a regular file (a FIFO)`).
+pub fn open_regular(path: &Path) -> anyhow::Result<(std::fs::File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Refuse a special file before any open (opening a device can have effects of its own).
+    let pre = std::fs::metadata(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    if !pre.is_file() {
+        anyhow::bail!(
+            "{}: not a regular file ({})",
+            path.display(),
+            file_kind(&pre)
+        );
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!(
+            "{}: not a regular file ({})",
+            path.display(),
+            file_kind(&meta)
+        );
+    }
+    Ok((f, meta))
+}
+
+/// Check without opening it that `path` is a regular file (symbolic links followed), for paths
+/// another process opens (the library `verify` hands to its child).
+///
+/// Errors: as [`open_regular`]; `PATH: no such file` when it does not exist.
+pub fn require_regular(path: &Path) -> anyhow::Result<std::fs::Metadata> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(m),
+        Ok(m) => anyhow::bail!("{}: not a regular file ({})", path.display(), file_kind(&m)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!("{}: no such file", path.display())
+        }
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    }
+}
+
+/// Read the whole regular file `path` ([`open_regular`]: never a FIFO or device) as text, refusing
+/// one larger than `max` bytes (`what` names the kind of input in that message). Invalid UTF-8 is
+/// an error.
+///
+/// Errors (one line naming the file): as [`open_regular`]; larger than `max`
+/// (`PATH: 3000000 bytes, more than the 1048576-byte limit for a recipe`); not UTF-8.
+pub fn read_text_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<String> {
+    use std::io::Read;
+    let (f, meta) = open_regular(path)?;
+    let too_big = |n: u64| {
+        anyhow::anyhow!(
+            "{}: {n} bytes, more than the {max}-byte limit for {what}",
+            path.display()
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }

@@ -5,13 +5,11 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     rcclfix::ui::exit_quietly_on_broken_stdout();
-    let cli = rcclfix::cli::Cli::parse();
-    rcclfix::ui::init_logging(cli.verbose, cli.quiet);
-    // An interrupt removes every in-flight temporary file and folder, then exits 130.
+    let cli = rcclfix::cli::parse();
+    rcclfix::ui::init(cli.quiet, cli.verbose, cli.color);
+    // An interrupt removes every in-flight temporary file and folder, then exits 128 + signal.
     if let Err(err) = rcclfix::fsutil::install_interrupt_handler() {
         rcclfix::ui::print_error(&err);
         return ExitCode::from(rcclfix::EXIT_ERROR);

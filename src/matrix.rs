@@ -60,13 +60,31 @@ impl MatrixArgs {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         let all = crate::recipe::embedded()?;
         if self.check {
+            // What cannot be read is an error (2), never "no problem" or a list of problems.
+            if !self.root.is_dir() {
+                anyhow::bail!(
+                    "--root {}: not a folder (the rcclfix checkout whose containers/ and recipes/records/ --check reads)",
+                    self.root.display()
+                );
+            }
+            if let Some(m) = &self.git_mirror {
+                require_git_mirror(m)?;
+            }
             let lock = embedded_lockfile()?;
             let report = check_all(&all, &self.root, &lock, self.git_mirror.as_deref());
             for n in &report.notes {
-                eprintln!("note: {n}");
+                crate::ui::note(n);
             }
             for p in &report.problems {
                 println!("{p}");
+            }
+            if let (true, Some(m)) = (report.problems.is_empty(), &self.git_mirror) {
+                if report.mirror_confirmed.is_empty() {
+                    anyhow::bail!(
+                        "--git-mirror {}: holds no tag of any recipe, so nothing was checked against it\nhelp: mirror the recipes' source repository (ROCm/rccl or ROCm/rocm-systems) with its tags",
+                        m.display()
+                    );
+                }
             }
             if report.problems.is_empty() {
                 crate::ui::status("Checked", format!("{} recipes, no problem", all.len()));
@@ -88,9 +106,9 @@ impl MatrixArgs {
             print!("{}", table(&entries, &all));
             let hidden = all.values().filter(|r| !filter.accepts(r.status)).count();
             if hidden > 0 {
-                eprintln!(
+                crate::ui::message(format_args!(
                     "({hidden} recipe(s) with other statuses hidden; --status all shows them)"
-                );
+                ));
             }
         }
         Ok(ExitCode::SUCCESS)
@@ -589,7 +607,7 @@ pub fn check_recipe(
         }
     }
     if b.post_link_patch && b.pipeline != Pipeline::DeviceLinker {
-        rep.problem(r, "post_link_patch is for the device-linker pipeline; a Pipeline A build with NDEBUG needs no patch");
+        rep.problem(r, "post_link_patch is for the device-linker pipeline; an rdc-pipeline build with NDEBUG needs no patch");
     }
     match b.ndebug {
         NdebugStrategy::None => rep.problem(r, "ndebug none injects nothing (negative controls only, never a shipped recipe)"),
@@ -671,8 +689,8 @@ fn check_toolchain(r: &Recipe, root: &Path) -> CheckReport {
         ),
         Some(cf) => {
             let path = root.join(cf);
-            match fs_err::read_to_string(&path) {
-                Err(e) => rep.problem(r, format!("toolchain.containerfile: {e}")),
+            match crate::fsutil::read_text_capped(&path, 1 << 20, "a Containerfile") {
+                Err(e) => rep.problem(r, format!("toolchain.containerfile: {e:#}")),
                 Ok(text) => match parse_containerfile(&text, cf) {
                     Err(e) => rep.problem(r, format!("{e:#}")),
                     Ok(c) if c.from != *image => rep.problem(
@@ -739,7 +757,7 @@ fn check_verified_by(r: &Recipe, v: &str, root: &Path, lock: &Lockfile) -> anyho
         for e in fs_err::read_dir(&dir)? {
             let p = e?.path();
             if p.extension().is_some_and(|x| x == "rs")
-                && fs_err::read_to_string(&p)?.contains(&needle)
+                && crate::fsutil::read_text_capped(&p, 16 << 20, "a test source")?.contains(&needle)
             {
                 return Ok(());
             }
@@ -815,6 +833,38 @@ fn git_mirror(mirror: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
     } else {
         Ok(None)
     }
+}
+
+/// Check that `mirror` is a git repository `--check` can read (bare, or a checkout's `.git`).
+///
+/// Errors: it is not a folder, git cannot run, or git does not see a repository there (the
+/// message names the path and git's own reason).
+pub fn require_git_mirror(mirror: &Path) -> anyhow::Result<()> {
+    if !mirror.is_dir() {
+        anyhow::bail!("--git-mirror {}: not a folder", mirror.display());
+    }
+    let dot_git = mirror.join(".git");
+    let dir = if dot_git.exists() {
+        dot_git.as_path()
+    } else {
+        mirror
+    };
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args(["rev-parse", "--git-dir"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("cannot run git (needed to read the mirror)")?;
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        anyhow::bail!(
+            "--git-mirror {}: not a git repository ({})",
+            mirror.display(),
+            why.lines().next().unwrap_or("git rev-parse failed").trim()
+        );
+    }
+    Ok(())
 }
 
 /// The `NCCL_MAJOR.NCCL_MINOR.NCCL_PATCH` stated by a `makefiles/version.mk` text.

@@ -2,9 +2,10 @@
 //! status checked, the tail of stderr kept for the error message.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -24,6 +25,45 @@ pub struct CommandError {
     /// The last [`TAIL_LINES`] lines of stderr (or of the combined log).
     pub tail: String,
 }
+
+impl CommandError {
+    /// The message as [`crate::ui::print_error`] shows it: every part escaped
+    /// ([`crate::ui::escape`]), the output tail escaped line by line under its own header.
+    pub fn escaped(&self) -> String {
+        use crate::ui::escape;
+        let mut s = format!(
+            "{} failed ({}): {}\n--- last lines ---",
+            escape(&self.summary),
+            escape(&self.status),
+            escape(&self.argv)
+        );
+        for line in self.tail.lines() {
+            s.push('\n');
+            s.push_str(&escape(line));
+        }
+        s
+    }
+}
+
+/// A command that did not finish within its deadline ([`Cmd::read_with_deadline`]); it was killed.
+#[derive(Debug, thiserror::Error)]
+#[error("{summary} did not finish within {}s and was stopped: {argv}", .after.as_secs_f64())]
+pub struct DeadlineError {
+    /// What the command was for.
+    pub summary: String,
+    /// The argv, shell-quoted for display.
+    pub argv: String,
+    /// The deadline it ran past.
+    pub after: Duration,
+}
+
+/// The deadline of a short host probe (`dmesg`, `python3 -c`, `docker version`): long enough for a
+/// slow machine, short enough that a wedged daemon or driver cannot hang rcclfix.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How much of each output stream [`Cmd::read_with_deadline`] keeps (the rest is read and
+/// dropped, so a chatty child cannot fill rcclfix's memory or block on a full pipe).
+pub const MAX_CAPTURE_BYTES: usize = 16 << 20;
 
 /// A command to run: a summary for messages plus argv, environment and working directory.
 #[derive(Debug, Clone)]
@@ -112,7 +152,7 @@ impl Cmd {
     /// Run to completion, capturing stdout and stderr; fail with [`CommandError`] on a non-zero exit.
     /// Returns stdout.
     pub fn read(&self) -> anyhow::Result<String> {
-        tracing::debug!("+ {}", self.display());
+        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
         let out = self
             .command()
             .stdin(Stdio::null())
@@ -128,9 +168,104 @@ impl Cmd {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// [`Cmd::read`] with a deadline: the child gets `deadline` to exit and close its output;
+    /// past it the child is killed (SIGKILL) and the result is a [`DeadlineError`]. Each output
+    /// stream is drained concurrently and kept up to [`MAX_CAPTURE_BYTES`]. Returns stdout.
+    ///
+    /// For probes of other software (a GPU runtime initialising, a device count) that must not
+    /// hang rcclfix. A grandchild that keeps the output pipe open past the deadline also ends
+    /// the wait with a [`DeadlineError`].
+    ///
+    /// Errors: the command cannot start; it exits non-zero ([`CommandError`]); the deadline.
+    pub fn read_with_deadline(&self, deadline: Duration) -> anyhow::Result<String> {
+        tracing::debug!(
+            "+ {} (deadline {}s)",
+            crate::ui::Esc(self.display()),
+            deadline.as_secs_f64()
+        );
+        let start = Instant::now();
+        let mut child = self
+            .command()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| self.start_error())?;
+        let (tx, rx) = std::sync::mpsc::channel::<(bool, Vec<u8>)>();
+        for (is_out, stream) in [
+            (
+                true,
+                child
+                    .stdout
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            ),
+            (
+                false,
+                child
+                    .stderr
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            ),
+        ] {
+            let Some(mut stream) = stream else { continue };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut kept = Vec::new();
+                let mut buf = [0u8; 8192];
+                loop {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            let room = MAX_CAPTURE_BYTES.saturating_sub(kept.len());
+                            kept.extend_from_slice(&buf[..n.min(room)]);
+                        }
+                    }
+                }
+                let _ = tx.send((is_out, kept));
+            });
+        }
+        drop(tx);
+        let timed_out = || DeadlineError {
+            summary: self.summary.clone(),
+            argv: self.display(),
+            after: deadline,
+        };
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(st)) => break st,
+                Ok(None) if start.elapsed() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(timed_out().into());
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => return Err(e).with_context(|| format!("{}: waiting", self.summary)),
+            }
+        };
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        for _ in 0..2 {
+            let left = deadline.saturating_sub(start.elapsed());
+            match rx.recv_timeout(left) {
+                Ok((true, b)) => stdout = b,
+                Ok((false, b)) => stderr = b,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Err(timed_out().into()),
+            }
+        }
+        if !status.success() {
+            let mut text = String::from_utf8_lossy(&stderr).into_owned();
+            if text.trim().is_empty() {
+                text = String::from_utf8_lossy(&stdout).into_owned();
+            }
+            return Err(self.error(status, &text).into());
+        }
+        Ok(String::from_utf8_lossy(&stdout).into_owned())
+    }
+
     /// Run with inherited stdio; fail with [`CommandError`] on a non-zero exit.
     pub fn run(&self) -> anyhow::Result<()> {
-        tracing::debug!("+ {}", self.display());
+        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
         let status = self
             .command()
             .stdin(Stdio::null())
@@ -150,7 +285,7 @@ impl Cmd {
         log: &mut dyn std::io::Write,
         mut on_line: impl FnMut(&str),
     ) -> anyhow::Result<()> {
-        tracing::debug!("+ {}", self.display());
+        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
         writeln!(log, "+ {}", self.display())?;
         let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
         let writer2 = writer.try_clone()?;

@@ -131,10 +131,10 @@ pub enum NdebugStrategy {
     /// `-DCMAKE_BUILD_TYPE=Release` adds CMake's default `-DNDEBUG` (RCCL ≤ 5.x: no toolchain file
     /// shadows it).
     ReleaseBuildType,
-    /// `-DCMAKE_CXX_FLAGS=-DNDEBUG` (Pipeline A, ≤ 2.27.x).
+    /// `-DCMAKE_CXX_FLAGS=-DNDEBUG` (rdc pipeline, ≤ 2.27.x).
     CxxFlags,
     /// Insert `add_compile_definitions(NDEBUG)` right after `project(...)` in the top-level
-    /// CMakeLists.txt (reaches Pipeline B's device steps too).
+    /// CMakeLists.txt (reaches the device-linker pipeline's device steps too).
     CompileDefinition,
     /// Inject nothing (for negative controls and tests: the gate must then fail on asserts).
     None,
@@ -148,7 +148,7 @@ pub struct BuildSpec {
     pub targets: Vec<String>,
     /// How NDEBUG reaches the device compile.
     pub ndebug: NdebugStrategy,
-    /// `rdc` (Pipeline A, `-fgpu-rdc` LTO link) or `device-linker` (Pipeline B, 2.28+).
+    /// `rdc` (rdc pipeline, `-fgpu-rdc` LTO link) or `device-linker` (device-linker pipeline, 2.28+).
     #[serde(default = "default_pipeline")]
     pub pipeline: Pipeline,
     /// CMake build type passed as `-DCMAKE_BUILD_TYPE`.
@@ -266,8 +266,17 @@ impl Recipe {
         if self.build.targets.is_empty() {
             bail!("build.targets is empty");
         }
-        for t in &self.build.targets {
-            check_target("build.targets", t)?;
+        check_target_list("build.targets", &self.build.targets)?;
+        if !(self.build.link_ram_gib.is_finite() && self.build.link_ram_gib > 0.0) {
+            bail!(
+                "build.link_ram_gib = {}: must be a positive number of GiB",
+                self.build.link_ram_gib
+            );
+        }
+        if let Some(m) = self.build.expected_minutes {
+            if !(m.is_finite() && m >= 0.0) {
+                bail!("build.expected_minutes = {m}: must be zero or a positive number of minutes");
+            }
         }
         if matches!(
             self.status,
@@ -338,11 +347,12 @@ pub fn known_processors() -> Vec<&'static str> {
 }
 
 /// Check one gfx target ID (`gfx1100`, `gfx90a:xnack-`) for building: the processor is a known
-/// explicit one ([`known_processors`]) and each feature is `sramecc±` or `xnack±`. `what` names
+/// explicit one ([`known_processors`]) and each feature is `sramecc±` or `xnack±`, given once,
+/// and one the processor has ([`XNACK_PROCESSORS`], [`SRAMECC_PROCESSORS`]). `what` names
 /// where the target came from (`--targets`, `build.targets`) and starts the message.
 ///
 /// Errors (one line): the target is empty, generic (RCCL's linker rejects generic targets), an
-/// unknown processor (a few valid ones listed), or has an unknown feature.
+/// unknown processor (a few valid ones listed), or has an unknown, repeated or unsupported feature.
 pub fn check_target(what: &str, t: &str) -> anyhow::Result<()> {
     if t.trim().is_empty() {
         bail!("{what}: empty gfx target (e.g. gfx1100)");
@@ -357,9 +367,47 @@ pub fn check_target(what: &str, t: &str) -> anyhow::Result<()> {
             "{what}: {t:?} is not an explicit gfx target rcclfix knows (valid: gfx1100, gfx1101, gfx1102, gfx1030, gfx90a, gfx942, gfx1201, …)"
         );
     }
+    let mut seen: Vec<&str> = Vec::new();
     for f in parts {
         if !matches!(f, "sramecc+" | "sramecc-" | "xnack+" | "xnack-") {
             bail!("{what}: {t:?} has an unknown target feature {f:?} (valid: sramecc+, sramecc-, xnack+, xnack-)");
+        }
+        let name = f.trim_end_matches(['+', '-']);
+        if seen.contains(&name) {
+            bail!("{what}: {t:?} sets {name} twice");
+        }
+        seen.push(name);
+        let supported = match name {
+            "xnack" => XNACK_PROCESSORS.contains(&proc),
+            _ => SRAMECC_PROCESSORS.contains(&proc),
+        };
+        if !supported {
+            bail!("{what}: {t:?}: {proc} has no {name} feature (give {proc} alone)");
+        }
+    }
+    Ok(())
+}
+
+/// Processors with the `xnack` target feature (LLVM `llvm/lib/TargetParser/TargetParser.cpp`,
+/// the `AMDGCNGPUs` table's `FEATURE_XNACK`; AMDGPUUsage "Processors"). Every other processor
+/// rcclfix knows has no `xnack` setting, so a target ID naming it is invalid.
+pub const XNACK_PROCESSORS: &[&str] = &[
+    "gfx801", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a",
+    "gfx90c", "gfx940", "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012", "gfx1013",
+];
+/// Processors with the `sramecc` target feature (same sources, `FEATURE_SRAMECC`).
+pub const SRAMECC_PROCESSORS: &[&str] = &[
+    "gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950",
+];
+
+/// Check a list of gfx target IDs ([`check_target`] each) and that none is given twice.
+///
+/// Errors: as [`check_target`]; a target listed twice.
+pub fn check_target_list(what: &str, targets: &[String]) -> anyhow::Result<()> {
+    for (i, t) in targets.iter().enumerate() {
+        check_target(what, t)?;
+        if targets[..i].contains(t) {
+            bail!("{what}: {t:?} is listed twice");
         }
     }
     Ok(())
@@ -395,9 +443,15 @@ pub fn embedded() -> anyhow::Result<BTreeMap<String, Recipe>> {
     Ok(out)
 }
 
+/// The largest recipe file `--recipe` reads (1 MiB; the embedded ones are a few KiB).
+pub const MAX_RECIPE_BYTES: u64 = 1 << 20;
+
 /// Load a recipe file from disk (`--recipe FILE`).
+///
+/// Errors: not a regular file (a FIFO is refused before it is opened), larger than
+/// [`MAX_RECIPE_BYTES`], not UTF-8, not a valid recipe ([`Recipe::parse`]).
 pub fn load_file(path: &Path) -> anyhow::Result<Recipe> {
-    let text = fs_err::read_to_string(path)?;
+    let text = crate::fsutil::read_text_capped(path, MAX_RECIPE_BYTES, "a recipe")?;
     Recipe::parse(&text, &path.display().to_string())
 }
 
@@ -450,7 +504,7 @@ impl Lockfile {
         let mut lock: Lockfile =
             toml::from_str(EMBEDDED_LOCK).context("embedded recipes/rcclfix.lock")?;
         if path.exists() {
-            let text = fs_err::read_to_string(path)?;
+            let text = crate::fsutil::read_text_capped(path, MAX_RECIPE_BYTES, "a lockfile")?;
             let user: Lockfile = toml::from_str(&text)
                 .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
             for p in user.pin {
@@ -547,29 +601,30 @@ impl RecipeArgs {
 
 /// The recipe list as a text table (`build --list`, `recipe list`).
 pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {
-    let mut s = format!(
-        "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
-        "RECIPE", "ROCM", "TAG", "TOOLCHAIN", "STATUS", "NDEBUG"
-    );
-    for r in all.values() {
-        let tc = r
-            .toolchain
-            .name
-            .clone()
-            .or_else(|| r.toolchain.image.clone())
-            .unwrap_or_default();
-        s.push_str(&format!(
-            "{:<14} {:<8} {:<16} {:<22} {:<18} {}\n",
-            r.id(),
-            r.rocm_release,
-            r.source.rev_name(),
-            tc,
-            r.status.as_str(),
-            serde_json::to_value(r.build.ndebug)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        ));
-    }
-    s
+    let rows: Vec<Vec<String>> = all
+        .values()
+        .map(|r| {
+            let tc = r
+                .toolchain
+                .name
+                .clone()
+                .or_else(|| r.toolchain.image.clone())
+                .unwrap_or_default();
+            vec![
+                r.id().to_owned(),
+                r.rocm_release.clone(),
+                r.source.rev_name().to_owned(),
+                tc,
+                r.status.as_str().to_owned(),
+                serde_json::to_value(r.build.ndebug)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    crate::ui::columns(
+        &["RECIPE", "ROCM", "TAG", "TOOLCHAIN", "STATUS", "NDEBUG"],
+        &rows,
+    )
 }

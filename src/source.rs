@@ -644,9 +644,22 @@ impl PinArgs {
         let mut lock = Lockfile::load(&lock_path)?;
         let before = lock.clone();
         let mut bad = false;
+        // Rows print as each tag is resolved, so the widths come from the recipes up front.
+        let wid = recipes
+            .iter()
+            .map(|r| r.id().chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        let wtag = recipes
+            .iter()
+            .map(|r| r.source.tag.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(3);
         println!(
-            "{:<14} {:<16} {:<42} {}",
-            "RECIPE", "TAG", "COMMIT", "STATE"
+            "{:<wid$}  {:<wtag$}  {:<40}  STATE",
+            "RECIPE", "TAG", "COMMIT"
         );
         for r in &recipes {
             let origin = match &self.git_mirror {
@@ -701,11 +714,11 @@ impl PinArgs {
                 },
             };
             println!(
-                "{:<14} {:<16} {:<42} {}",
+                "{:<wid$}  {:<wtag$}  {:<40}  {}",
                 r.id(),
                 r.source.tag,
                 commit,
-                state
+                crate::ui::escape(&state)
             );
         }
         if lock != before {

@@ -1,13 +1,110 @@
 //! Terminal output. stdout carries results only (tables, `--json`, artifact paths); everything else —
 //! logs, status lines, progress bars — goes to stderr.
+//!
+//! One [`Ui`] per process, set by `main` from `-q`, `-v`, `--color` and `NO_COLOR` ([`init`]);
+//! [`status`], [`warn`], [`note`], progress bars and `tracing` consult it, so every subcommand
+//! honours the same flags.
+//!
+//! One escaping path: [`escape`] (and [`Esc`], [`escape_path`]) turns every untrusted string —
+//! file names, archive member names, log lines, text from a child process — into text that cannot
+//! move the cursor, retitle the window, clear the screen or start a new line. Human output goes
+//! through it; `--json` keeps the exact value (the JSON encoder escapes control characters itself).
 
+use std::borrow::Cow;
+use std::fmt::{self, Display, Write as _};
 use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::OnceLock;
 
 use tracing_subscriber::EnvFilter;
 
-/// Set up `tracing` on stderr. `verbose` is the `-v` count (0 = info, 1 = debug, 2+ = trace);
-/// `quiet` keeps only errors. `RUST_LOG` overrides both.
-pub fn init_logging(verbose: u8, quiet: bool) {
+/// `--color`: when stderr output is coloured (status verbs, warnings, tracing, clap errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stderr is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`.
+    #[default]
+    Auto,
+    /// Always colour, even into a pipe and with `NO_COLOR` set.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Resolve the choice for stderr: `Auto` follows <https://no-color.org> (`NO_COLOR` set to a
+    /// non-empty value turns colour off), `TERM=dumb` and whether stderr is a terminal.
+    pub fn resolve_stderr(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
+                    && std::env::var_os("TERM").map_or(true, |t| t != "dumb")
+                    && stderr_is_tty()
+            }
+        }
+    }
+
+    /// The `--color` value in `args` (`--color X` or `--color=X`, the last one wins), read before
+    /// clap parses so that clap's own errors already follow it. Unknown values are left to clap.
+    pub fn from_args<I, S>(args: I) -> ColorChoice
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut choice = ColorChoice::Auto;
+        let mut take_next = false;
+        for a in args {
+            let a = a.as_ref().to_string_lossy();
+            let value = if take_next {
+                take_next = false;
+                Some(a.as_ref())
+            } else if a == "--color" {
+                take_next = true;
+                None
+            } else if a == "--" {
+                break;
+            } else {
+                a.strip_prefix("--color=")
+            };
+            if let Some(v) = value {
+                match v {
+                    "auto" => choice = ColorChoice::Auto,
+                    "always" => choice = ColorChoice::Always,
+                    "never" => choice = ColorChoice::Never,
+                    _ => {}
+                }
+            }
+        }
+        choice
+    }
+}
+
+/// The process-wide output settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ui {
+    /// `-q`: only errors on stderr (no status, warning, note or progress lines).
+    pub quiet: bool,
+    /// The `-v` count.
+    pub verbose: u8,
+    /// Whether stderr is coloured (resolved from `--color`, `NO_COLOR`, `TERM`, the terminal).
+    pub color: bool,
+}
+
+static UI: OnceLock<Ui> = OnceLock::new();
+
+/// Set the process-wide [`Ui`] and start `tracing` on stderr with it. Call once, from `main`;
+/// later calls keep the first settings.
+///
+/// `verbose` is the `-v` count (0 = warnings, 1 = debug, 2+ = trace); `quiet` keeps only errors;
+/// `RUST_LOG` overrides both for `tracing`.
+pub fn init(quiet: bool, verbose: u8, color: ColorChoice) {
+    let ui = Ui {
+        quiet,
+        verbose,
+        color: color.resolve_stderr(),
+    };
+    let _ = UI.set(ui);
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -18,41 +115,245 @@ pub fn init_logging(verbose: u8, quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(stderr_is_tty())
+        .with_ansi(get().color)
         .with_target(false)
         .compact()
         .try_init();
 }
 
-/// Whether stderr is a terminal (progress bars and colour only then).
+/// Set up `tracing` on stderr (colour on a terminal). Kept for callers that predate [`init`].
+pub fn init_logging(verbose: u8, quiet: bool) {
+    init(quiet, verbose, ColorChoice::Auto);
+}
+
+/// The process-wide settings; before [`init`] (library use, unit tests): not quiet, not verbose,
+/// colour only on a terminal.
+pub fn get() -> Ui {
+    *UI.get_or_init(|| Ui {
+        quiet: false,
+        verbose: 0,
+        color: ColorChoice::Auto.resolve_stderr(),
+    })
+}
+
+/// `-q` was given: print nothing but errors on stderr.
+pub fn quiet() -> bool {
+    get().quiet
+}
+
+/// Whether stderr output is coloured.
+pub fn color() -> bool {
+    get().color
+}
+
+/// Whether stderr is a terminal (progress bars only then).
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// Whether to draw progress bars: stderr is a terminal and `-q` was not given.
+pub fn progress_bars() -> bool {
+    !quiet() && stderr_is_tty()
+}
+
 /// Print a right-aligned status verb and a message to stderr, cargo style: `   Building rccl 2.13.4`.
-pub fn status(verb: &str, msg: impl std::fmt::Display) {
-    if stderr_is_tty() {
+/// Nothing with `-q`. The message is escaped ([`escape_message`]): it may carry file names.
+pub fn status(verb: &str, msg: impl Display) {
+    if quiet() {
+        return;
+    }
+    let msg = msg.to_string();
+    let msg = escape_message(&msg);
+    if color() {
         eprintln!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
     } else {
         eprintln!("{verb:>12} {msg}");
     }
 }
 
-/// Print a warning line to stderr.
-pub fn warn(msg: impl std::fmt::Display) {
-    if stderr_is_tty() {
+/// Print a warning line to stderr. Nothing with `-q`. The message is escaped ([`escape_message`]).
+pub fn warn(msg: impl Display) {
+    if quiet() {
+        return;
+    }
+    let msg = msg.to_string();
+    let msg = escape_message(&msg);
+    if color() {
         eprintln!("\x1b[1;33mwarning\x1b[0m: {msg}");
     } else {
         eprintln!("warning: {msg}");
     }
 }
 
-/// Print `error: …` and one `caused by: …` line per source in the chain.
-pub fn print_error(err: &anyhow::Error) {
-    eprintln!("error: {err}");
-    for cause in err.chain().skip(1) {
-        eprintln!("caused by: {cause}");
+/// Print a `note: …` line to stderr. Nothing with `-q`. The message is escaped ([`escape_message`]).
+pub fn note(msg: impl Display) {
+    if quiet() {
+        return;
     }
+    let msg = msg.to_string();
+    eprintln!("note: {}", escape_message(&msg));
+}
+
+/// Print an informational line to stderr as it is (no prefix). Nothing with `-q`. Escaped
+/// ([`escape_message`]).
+pub fn message(msg: impl Display) {
+    if quiet() {
+        return;
+    }
+    let msg = msg.to_string();
+    eprintln!("{}", escape_message(&msg));
+}
+
+/// Print `error: …` and one `caused by: …` line per source in the chain. Every line is escaped
+/// ([`escape_message`]), so a file name carrying ESC or a newline neither reaches the terminal
+/// raw nor splits the message; the process's own output a [`crate::process::CommandError`]
+/// carries, and the lines of a [`crate::package::gate::GateError`], are escaped line by line.
+/// Errors are printed with `-q` too.
+pub fn print_error(err: &anyhow::Error) {
+    let (err_label, cause_label) = if color() {
+        ("\x1b[1;31merror\x1b[0m", "caused by")
+    } else {
+        ("error", "caused by")
+    };
+    eprintln!("{err_label}: {}", escape_error(err.as_ref()));
+    for cause in err.chain().skip(1) {
+        eprintln!("{cause_label}: {}", escape_error(cause));
+    }
+}
+
+/// One link of an error chain as printed by [`print_error`].
+fn escape_error(e: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(c) = e.downcast_ref::<crate::process::CommandError>() {
+        return c.escaped();
+    }
+    // The export gate's failure is one line per problem, each escaped on its own.
+    if let Some(g) = e.downcast_ref::<crate::package::gate::GateError>() {
+        let mut s = format!("export gate failed for {}:", escape(&g.library));
+        for l in &g.lines {
+            s.push_str("\n  ");
+            s.push_str(&escape(l));
+        }
+        return s;
+    }
+    escape_message(&e.to_string()).into_owned()
+}
+
+/// Escape an untrusted string for a terminal: the result holds no C0 control character (newline,
+/// tab and carriage return included), no DEL, no C1 control (U+0080–U+009F, e.g. the one-byte CSI
+/// U+009B) and no Unicode bidirectional override or isolate (U+202A–U+202E, U+2066–U+2069, which
+/// can make a terminal show text in another order than it is). They become `\n`, `\r`, `\t`,
+/// `\e` (ESC) or `\xNN` / `\u{NNNN}`; everything else, a backslash included, is kept as it is.
+/// Borrowed when nothing needs escaping.
+///
+/// Use it for every file name, archive member name, log line and error text that came from
+/// outside rcclfix. `--json` output must not use it (the JSON encoder escapes exactly).
+pub fn escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape`] for a path (not UTF-8 bytes become U+FFFD first, as `Path::display` does).
+pub fn escape_path(p: &Path) -> String {
+    escape(&p.to_string_lossy()).into_owned()
+}
+
+/// [`escape`] for a message rcclfix composed: like [`escape`], except that a newline directly
+/// followed by `help: ` or `note: ` (the hint lines of the style guide) is kept, so hints still
+/// stand on their own line. Any other newline, one inside a file name included, is shown as `\n`.
+///
+/// A file name that itself holds `"\nhelp: "` therefore shows as a line starting with `help:`;
+/// its text is still escaped, so it cannot hide or rewrite other output.
+pub fn escape_message(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut rest = s;
+    while let Some((i, c)) = rest.char_indices().next() {
+        debug_assert_eq!(i, 0);
+        let after = &rest[c.len_utf8()..];
+        if c == '\n' && (after.starts_with("help: ") || after.starts_with("note: ")) {
+            out.push('\n');
+        } else {
+            push_escaped(&mut out, c);
+        }
+        rest = after;
+    }
+    Cow::Owned(out)
+}
+
+/// A [`Display`] wrapper that escapes what the inner value displays ([`escape`]):
+/// `ui::status("Scanning", ui::Esc(path.display()))`.
+#[derive(Debug, Clone, Copy)]
+pub struct Esc<T>(pub T);
+
+impl<T: Display> Display for Esc<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0.to_string();
+        f.write_str(&escape(&s))
+    }
+}
+
+/// Whether `c` is shown escaped by [`escape`].
+pub fn needs_escape(c: char) -> bool {
+    c.is_control() // C0, DEL and C1 (Unicode category Cc)
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    if !needs_escape(c) {
+        out.push(c);
+        return;
+    }
+    let _ = match c {
+        '\n' => out.write_str("\\n"),
+        '\r' => out.write_str("\\r"),
+        '\t' => out.write_str("\\t"),
+        '\x1b' => out.write_str("\\e"),
+        c if (c as u32) < 0x100 => write!(out, "\\x{:02x}", c as u32),
+        c => write!(out, "\\u{{{:04x}}}", c as u32),
+    };
+}
+
+/// Lay out a text table: a header row and rows of cells, each column as wide as its widest cell
+/// (in characters), two spaces between columns, the last column unpadded. Cells are escaped
+/// ([`escape`]), so a long or hostile value widens its column instead of breaking the layout.
+/// A row shorter than the header leaves its missing cells empty.
+pub fn columns<S: AsRef<str>>(head: &[&str], rows: &[Vec<S>]) -> String {
+    fn cell<S: AsRef<str>>(r: &[S], i: usize) -> Cow<'_, str> {
+        r.get(i).map_or(Cow::Borrowed(""), |c| escape(c.as_ref()))
+    }
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, wi) in w.iter_mut().enumerate() {
+            *wi = (*wi).max(cell(r, i).chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<Cow<'_, str>>| {
+        let n = cells.len();
+        for (i, c) in cells.into_iter().enumerate() {
+            if i + 1 == n {
+                out.push_str(&c);
+            } else {
+                let pad = w[i] - c.chars().count();
+                out.push_str(&c);
+                out.extend(std::iter::repeat(' ').take(pad + 2));
+            }
+        }
+        out.push('\n');
+    };
+    line(head.iter().map(|h| Cow::Borrowed(*h)).collect());
+    for r in rows {
+        line((0..head.len()).map(|i| cell(r, i)).collect());
+    }
+    out
 }
 
 /// Whether the error chain contains a broken pipe (e.g. `rcclfix scan | head`), which exits 0.
@@ -82,4 +383,88 @@ pub fn exit_quietly_on_broken_stdout() {
         }
         default(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_keeps_plain_text_borrowed() {
+        assert!(matches!(escape("lib/librccl.so.1 ✓"), Cow::Borrowed(_)));
+        assert_eq!(escape("a\\b"), "a\\b");
+    }
+
+    #[test]
+    fn escape_control_characters() {
+        assert_eq!(escape("\x1b]0;title\x07x"), "\\e]0;title\\x07x");
+        assert_eq!(escape("\x1b[2J"), "\\e[2J");
+        assert_eq!(escape("a\nb\r\tc\x7f"), "a\\nb\\r\\tc\\x7f");
+        assert_eq!(escape("\u{9b}31m"), "\\x9b31m");
+        assert_eq!(escape("\u{202e}gpj.exe"), "\\u{202e}gpj.exe");
+        assert_eq!(escape("\0"), "\\x00");
+    }
+
+    #[test]
+    fn escaped_text_has_no_control_character() {
+        let all: String = (0u32..0x3000).filter_map(char::from_u32).collect();
+        assert!(!escape(&all).chars().any(needs_escape));
+        assert!(!escape_message(&all)
+            .chars()
+            .any(|c| c != '\n' && needs_escape(c)));
+    }
+
+    #[test]
+    fn escape_message_keeps_hint_lines_only() {
+        assert_eq!(
+            escape_message("cannot read a\nb.so\nhelp: pass --lib"),
+            "cannot read a\\nb.so\nhelp: pass --lib"
+        );
+        assert_eq!(escape_message("x\nnote: y\x1b"), "x\nnote: y\\e");
+        assert_eq!(escape_message("x\nhelpful"), "x\\nhelpful");
+    }
+
+    #[test]
+    fn esc_wrapper_escapes_display() {
+        let p = Path::new("/tmp/a\x1b[2Jb");
+        assert_eq!(Esc(p.display()).to_string(), "/tmp/a\\e[2Jb");
+        assert_eq!(escape_path(p), "/tmp/a\\e[2Jb");
+    }
+
+    #[test]
+    fn columns_fit_the_widest_cell() {
+        let t = columns(
+            &["A", "B", "C"],
+            &[
+                vec!["2.30.4-rocm7.14.0-device-linker", "x", "last"],
+                vec!["1", "a\x1b[2Jb", "z"],
+            ],
+        );
+        assert_eq!(
+            t,
+            "A                                B        C\n\
+             2.30.4-rocm7.14.0-device-linker  x        last\n\
+             1                                a\\e[2Jb  z\n"
+        );
+    }
+
+    #[test]
+    fn color_from_args() {
+        assert_eq!(
+            ColorChoice::from_args(["rcclfix", "scan"]),
+            ColorChoice::Auto
+        );
+        assert_eq!(
+            ColorChoice::from_args(["rcclfix", "--color", "never", "scan"]),
+            ColorChoice::Never
+        );
+        assert_eq!(
+            ColorChoice::from_args(["rcclfix", "--color=always", "--color=never"]),
+            ColorChoice::Never
+        );
+        assert_eq!(
+            ColorChoice::from_args(["rcclfix", "--", "--color=never"]),
+            ColorChoice::Auto
+        );
+    }
 }

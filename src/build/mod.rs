@@ -181,10 +181,7 @@ fn check_targets(targets: &[String]) -> anyhow::Result<()> {
     if targets.is_empty() {
         bail!("no gfx targets given");
     }
-    for t in targets {
-        crate::recipe::check_target("--targets", t)?;
-    }
-    Ok(())
+    crate::recipe::check_target_list("--targets", targets)
 }
 
 /// Empty the work folder `work` (whatever an interrupted or refused run left there), create
@@ -469,7 +466,7 @@ pub fn build(
     }
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
-        crate::ui::stderr_is_tty(),
+        crate::ui::progress_bars(),
     );
     let res = engine.run_streamed(&tc, &spec("build", ninja_argv), &mut log, |l| {
         progress.line(l)

@@ -38,16 +38,20 @@ pub fn parse_ninja_status(line: &str) -> Option<(u64, u64, &str)> {
 }
 
 impl Progress {
-    /// Start showing progress for `label` (e.g. `rccl 2.13.4`). `tty`: draw a bar, else heartbeat lines.
+    /// Start showing progress for `label` (e.g. `rccl 2.13.4`). `tty`: draw a bar (pass
+    /// [`crate::ui::progress_bars`]), else heartbeat lines (which `-q` silences). The bar is
+    /// coloured only when [`crate::ui::color`] says so; ninja's text is escaped.
     pub fn start(label: &str, tty: bool) -> Progress {
         let state = Arc::new(Mutex::new(State::default()));
         let stop = Arc::new(AtomicBool::new(false));
         if tty {
             let bar = ProgressBar::new(0);
             bar.set_style(
-                ProgressStyle::with_template(
-                    "{prefix:>12.green.bold} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}",
-                )
+                ProgressStyle::with_template(if crate::ui::color() {
+                    "{prefix:>12.green.bold} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}"
+                } else {
+                    "{prefix:>12} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}"
+                })
                 .expect("valid template")
                 .progress_chars("=> "),
             );
@@ -72,18 +76,20 @@ impl Progress {
                     next += HEARTBEAT;
                     let s = st.lock().unwrap();
                     let e = started.elapsed().as_secs();
-                    eprintln!(
-                        "{:>12} {label}: [{}/{}] {}m{:02}s elapsed; last step: {}",
+                    crate::ui::status(
                         "Building",
-                        s.done,
-                        s.total,
-                        e / 60,
-                        e % 60,
-                        if s.last.is_empty() {
-                            "configure/ninja start"
-                        } else {
-                            &s.last
-                        }
+                        format_args!(
+                            "{label}: [{}/{}] {}m{:02}s elapsed; last step: {}",
+                            s.done,
+                            s.total,
+                            e / 60,
+                            e % 60,
+                            if s.last.is_empty() {
+                                "configure/ninja start"
+                            } else {
+                                &s.last
+                            }
+                        ),
                     );
                 }
             }
@@ -102,7 +108,7 @@ impl Progress {
             let mut s = self.state.lock().unwrap();
             s.done = n;
             s.total = m;
-            s.last = text.chars().take(120).collect();
+            s.last = crate::ui::escape(text).chars().take(120).collect();
             if let Some(b) = &self.bar {
                 b.set_length(m);
                 b.set_position(n);

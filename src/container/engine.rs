@@ -98,7 +98,10 @@ impl EngineConfig {
     pub fn load() -> anyhow::Result<EngineConfig> {
         let user = crate::recipe::home().join("engines.toml");
         let (text, origin) = if user.exists() {
-            (fs_err::read_to_string(&user)?, user.display().to_string())
+            (
+                crate::fsutil::read_text_capped(&user, 1 << 20, "an engine configuration")?,
+                user.display().to_string(),
+            )
         } else {
             (
                 EMBEDDED_ENGINES_TOML.to_owned(),
@@ -238,7 +241,7 @@ impl Engine {
         if which::which("docker").is_ok()
             && Cmd::new("probe docker daemon", "docker")
                 .args(["version", "--format", "{{.Server.Version}}"])
-                .read()
+                .read_with_deadline(crate::process::PROBE_DEADLINE)
                 .is_ok()
         {
             return Engine::of_kind(EngineKind::Docker);

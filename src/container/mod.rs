@@ -93,21 +93,21 @@ impl ToolchainArgs {
                 if json {
                     println!("{}", serde_json::to_string_pretty(&rows)?);
                 } else {
-                    println!(
-                        "{:<16} {:<10} {:>8}  {}",
-                        "TOOLCHAIN", "STATE", "SIZE", "DESCRIPTION"
+                    let rows: Vec<Vec<String>> = rows
+                        .iter()
+                        .map(|r| {
+                            let size = r
+                                .stamp
+                                .as_ref()
+                                .map(|s| format!("{:.1} GB", s.rootfs_bytes as f64 / 1e9))
+                                .unwrap_or_default();
+                            vec![r.name.clone(), r.state.clone(), size, r.description.clone()]
+                        })
+                        .collect();
+                    print!(
+                        "{}",
+                        crate::ui::columns(&["TOOLCHAIN", "STATE", "SIZE", "DESCRIPTION"], &rows)
                     );
-                    for r in rows {
-                        let size = r
-                            .stamp
-                            .as_ref()
-                            .map(|s| format!("{:.1} GB", s.rootfs_bytes as f64 / 1e9))
-                            .unwrap_or_default();
-                        println!(
-                            "{:<16} {:<10} {:>8}  {}",
-                            r.name, r.state, size, r.description
-                        );
-                    }
                 }
             }
             ToolchainCmd::Run {

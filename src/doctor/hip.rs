@@ -9,7 +9,7 @@
 //! = 15 in the HIP 6+ numbering, `hipDeviceGetPCIBusId`, `hipRuntimeGetVersion`); CLR `hip_device.cpp`.
 
 use std::ffi::{c_char, c_int};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -143,7 +143,9 @@ pub fn probe_in_process() -> HipProbe {
     }
 }
 
-/// Run the probe in a child (`<current exe> doctor --internal-hip-probe`), with [`PROBE_TIMEOUT`].
+/// Run the probe in a child (`<current exe> doctor --internal-hip-probe`), with [`PROBE_TIMEOUT`]
+/// as its deadline ([`crate::process::Cmd::read_with_deadline`]: killed past it, output drained
+/// while it runs).
 pub fn probe() -> HipProbe {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -153,49 +155,23 @@ pub fn probe() -> HipProbe {
             }
         }
     };
-    let child = std::process::Command::new(exe)
-        .args(["doctor", "--internal-hip-probe"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            return HipProbe::Failed {
-                reason: format!("cannot start the probe: {e}"),
-            }
-        }
-    };
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() > PROBE_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return HipProbe::Failed {
-                    reason: format!(
-                        "the HIP runtime did not answer within {}s",
-                        PROBE_TIMEOUT.as_secs()
-                    ),
-                };
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => {
-                return HipProbe::Failed {
-                    reason: format!("waiting for the probe: {e}"),
-                }
-            }
-        }
+    let cmd =
+        crate::process::Cmd::new("the HIP probe", exe).args(["doctor", "--internal-hip-probe"]);
+    match cmd.read_with_deadline(PROBE_TIMEOUT) {
+        Ok(out) => serde_json::from_str(out.trim()).unwrap_or_else(|_| HipProbe::Failed {
+            reason: "the probe printed no result (the HIP runtime failed to initialise)".into(),
+        }),
+        Err(e) if e.downcast_ref::<crate::process::DeadlineError>().is_some() => HipProbe::Failed {
+            reason: format!(
+                "the HIP runtime did not answer within {}s",
+                PROBE_TIMEOUT.as_secs()
+            ),
+        },
+        Err(e) if e.downcast_ref::<crate::process::CommandError>().is_some() => HipProbe::Failed {
+            reason: "the probe crashed (the HIP runtime failed to initialise)".into(),
+        },
+        Err(e) => HipProbe::Failed {
+            reason: format!("cannot start the probe: {}", e.root_cause()),
+        },
     }
-    let mut out = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        use std::io::Read;
-        let _ = s.read_to_string(&mut out);
-    }
-    serde_json::from_str(out.trim()).unwrap_or_else(|_| HipProbe::Failed {
-        reason: "the probe crashed or printed no result (the HIP runtime failed to initialise)"
-            .into(),
-    })
 }

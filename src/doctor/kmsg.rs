@@ -168,7 +168,7 @@ pub fn from_system() -> KernelLog {
     let mut why = vec![];
     for (prog, args) in tries {
         let cmd = Cmd::new(format!("read the kernel log with {prog}"), prog).args(args.iter());
-        match cmd.read() {
+        match cmd.read_with_deadline(crate::process::PROBE_DEADLINE) {
             Ok(out) if !out.trim().is_empty() => {
                 return parse(
                     &out,

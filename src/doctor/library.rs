@@ -70,7 +70,7 @@ pub fn python_site_packages() -> Vec<PathBuf> {
     match Cmd::new("ask python3 for site-packages", "python3")
         .arg("-c")
         .arg(code)
-        .read()
+        .read_with_deadline(crate::process::PROBE_DEADLINE)
     {
         Ok(out) => out
             .lines()

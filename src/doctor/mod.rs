@@ -410,7 +410,17 @@ impl DoctorArgs {
         if let Some(out) = &self.capture {
             let n = capture::write(out, &sysfs, &proc, &kernel_log)?;
             crate::ui::status("Captured", format!("{} ({n} files)", out.display()));
-            println!("{}", out.display());
+            if self.json {
+                // `--json` is JSON whatever the mode: the snapshot written and its file count.
+                let doc = serde_json::json!({
+                    "schema_version": SCHEMA_VERSION,
+                    "snapshot": out.to_string_lossy(),
+                    "files": n,
+                });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                println!("{}", out.display());
+            }
             return Ok(ExitCode::SUCCESS);
         }
         let mut libraries: Vec<library::Candidate> = self

@@ -483,7 +483,10 @@ pub fn list_devices(sysfs: &Path) -> Vec<PciDevice> {
             match read_device(&dir) {
                 Ok(d) => Some(d),
                 Err(err) => {
-                    tracing::debug!("skipping {}: {err:#}", dir.display());
+                    tracing::debug!(
+                        "skipping {}",
+                        crate::ui::Esc(format!("{}: {err:#}", dir.display()))
+                    );
                     None
                 }
             }

@@ -8,25 +8,15 @@ use std::fmt::Write;
 use super::hip::HipProbe;
 use super::{GpuReport, Report, VerdictKind};
 use crate::scan::TargetState;
+use crate::ui::escape as e;
 
 /// `s` with control characters escaped for a terminal (C0, DEL, C1 and the bidirectional
 /// overrides as `\x1b`, `\u{202e}`; a newline never splits a report line). Printable text,
 /// including non-ASCII, is kept.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if c.is_control() || bidi {
-            if (c as u32) < 0x100 {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            } else {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    // Every string from the machine, a snapshot, a log or a config file goes through the one
+    // escaping path (`--json` carries the exact values).
+    crate::ui::escape(s).into_owned()
 }
 
 fn gpu_block(out: &mut String, g: &GpuReport) {
@@ -58,11 +48,11 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
             out,
             "    {}  {}  {}{}",
             h.bdf,
-            h.id,
+            e(&h.id.to_string()),
             h.role,
             h.emulated
                 .as_deref()
-                .map(|e| format!(" [{e}]"))
+                .map(|x| format!(" [{}]", e(x)))
                 .unwrap_or_default()
         );
         if let Some(a) = &h.atomics {
@@ -138,7 +128,7 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
                 kernels.len()
             ),
             TargetState::Clean { kernels } => format!("clean ({kernels} kernels)"),
-            TargetState::Unknown { reason } => format!("unknown: {reason}"),
+            TargetState::Unknown { reason } => format!("unknown: {}", e(reason)),
         };
         let _ = writeln!(out, "  library {}: {}", esc(p), esc(&t));
     }
@@ -171,7 +161,7 @@ pub fn text(r: &Report) -> String {
         let _ = writeln!(
             out,
             "Hypervisor: {} ({}{})\n",
-            h.name.as_deref().unwrap_or("?"),
+            e(h.name.as_deref().unwrap_or("?")),
             if dmi.is_empty() {
                 "no DMI data".to_owned()
             } else {

@@ -414,7 +414,7 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     );
     let report = gate::check(&build.library, &opts.gate)?;
     for n in &report.notes {
-        eprintln!("note: {}", printable(n));
+        crate::ui::note(n);
     }
     if !report.needed_added.is_empty() || !report.needed_removed.is_empty() {
         crate::ui::warn(printable(&format!(
@@ -430,11 +430,11 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         }
         .into());
     }
-    eprintln!(
-        "note: export gate passed: SONAME {}, {} nccl/rccl exports",
+    crate::ui::note(format_args!(
+        "export gate passed: SONAME {}, {} nccl/rccl exports",
         gate::RCCL_SONAME,
         report.nccl_exports
-    );
+    ));
 
     let mtime = source_date_epoch()?;
     if opts.dbgsym && !formats.contains(&Format::Deb) {

@@ -91,11 +91,22 @@ pub struct CleanImage {
     pub kernels: usize,
 }
 
+/// One replaced byte range of the output: `bytes` go at file offset `offset` (same length as
+/// what they replace). A walk holds only these, never a copy of the whole file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    /// File offset (or offset in the plain bundle, inside a CCOB's own walk).
+    pub offset: usize,
+    /// The new bytes.
+    pub bytes: Vec<u8>,
+}
+
 /// What a walk over a file produced.
 #[derive(Debug, Default)]
 pub struct Walk {
-    /// The file as it should be written (same length as the input).
-    pub bytes: Vec<u8>,
+    /// Where the output differs from the input, sorted by offset, disjoint. Apply them with
+    /// [`apply_edits`], or copy the file with them (what `patch` writes).
+    pub edits: Vec<Edit>,
     /// How the input was read: `code-object`, `bundle`, `ccob`, `host-elf`.
     pub kind: String,
     /// Rewritten images.
@@ -134,15 +145,15 @@ pub fn wanted(processor: &str, targets: &[String]) -> bool {
     targets.is_empty() || targets.iter().any(|t| verdict::runs_on(processor, t))
 }
 
-/// Walk `data` and patch every requested code object in a copy of it.
+/// Walk `data` and compute the edits that patch every requested code object.
 ///
-/// Errors: a [`Located`] refusal for the first image that cannot be proven or rewritten, or for
-/// device code that cannot be read at all.
-pub fn walk(data: &[u8], targets: &[String]) -> Res<Walk> {
-    let mut w = Walk {
-        bytes: data.to_vec(),
-        ..Default::default()
-    };
+/// Memory: beyond `data`, one code object's copy at a time while it is rewritten, and for a CCOB
+/// its plain bundle (at most `limits.max_bundle_bytes`) plus the new compressed payload.
+///
+/// Errors: a [`Located`] refusal for the first image that cannot be proven or rewritten, for
+/// device code that cannot be read at all, or for a CCOB that claims more than the limit.
+pub fn walk(data: &[u8], targets: &[String], limits: &Limits) -> Res<Walk> {
+    let mut w = Walk::default();
     match input::sniff(data) {
         Some(input::Format::CodeObject) => {
             w.kind = "code-object".into();
@@ -175,7 +186,9 @@ pub fn walk(data: &[u8], targets: &[String]) -> Res<Walk> {
                 ));
             }
             match h.fatbin {
-                Some((off, bytes)) => region(&mut w, data, off as usize, bytes.len(), targets)?,
+                Some((off, bytes)) => {
+                    region(&mut w, data, off as usize, bytes.len(), targets, limits)?
+                }
                 None if !h.rdc.is_empty() => {
                     return Err(refuse(
                         "-fgpu-rdc sections",
@@ -188,11 +201,11 @@ pub fn walk(data: &[u8], targets: &[String]) -> Res<Walk> {
         }
         Some(input::Format::Bundle) => {
             w.kind = "bundle".into();
-            region(&mut w, data, 0, data.len(), targets)?;
+            region(&mut w, data, 0, data.len(), targets, limits)?;
         }
         Some(input::Format::Ccob) => {
             w.kind = "ccob".into();
-            region(&mut w, data, 0, data.len(), targets)?;
+            region(&mut w, data, 0, data.len(), targets, limits)?;
         }
         _ => {
             return Err(refuse(
@@ -202,12 +215,75 @@ pub fn walk(data: &[u8], targets: &[String]) -> Res<Walk> {
             ))
         }
     }
+    w.edits.sort_by_key(|e| e.offset);
     Ok(w)
+}
+
+/// Memory limits of a patch walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest uncompressed size a CCOB may claim; a larger claim is refused before anything
+    /// is decompressed.
+    pub max_bundle_bytes: u64,
+}
+
+/// The output as bytes: `data` with `edits` applied (a copy; for tests and small inputs).
+pub fn apply_edits(data: &[u8], edits: &[Edit]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    for e in edits {
+        out[e.offset..e.offset + e.bytes.len()].copy_from_slice(&e.bytes);
+    }
+    out
+}
+
+/// The byte ranges `[start, end)` where `edits` differ from `data`, merged where they touch.
+pub fn changed_ranges(data: &[u8], edits: &[Edit]) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for e in edits {
+        for (k, (a, b)) in data[e.offset..].iter().zip(&e.bytes).enumerate() {
+            if a != b {
+                let i = (e.offset + k) as u64;
+                match ranges.last_mut() {
+                    Some((_, end)) if *end == i => *end += 1,
+                    _ => ranges.push((i, i + 1)),
+                }
+            }
+        }
+    }
+    ranges
+}
+
+/// The spans where `new` differs from `old` (same length), as edits at `base`; runs closer than
+/// 16 bytes are joined.
+fn diff_edits(old: &[u8], new: &[u8], base: usize) -> Vec<Edit> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, (a, b)) in old.iter().zip(new).enumerate() {
+        if a != b {
+            match spans.last_mut() {
+                Some((_, end)) if i <= *end + 16 => *end = i + 1,
+                _ => spans.push((i, i + 1)),
+            }
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(a, b)| Edit {
+            offset: base + a,
+            bytes: new[a..b].to_vec(),
+        })
+        .collect()
 }
 
 /// Walk a `.hip_fatbin` (or a whole bundle file) at `base..base+len` with the scanner's walk
 /// (formats.md §6). Unreadable device code refuses: it could hide a declaration.
-fn region(w: &mut Walk, data: &[u8], base: usize, len: usize, targets: &[String]) -> Res<()> {
+fn region(
+    w: &mut Walk,
+    data: &[u8],
+    base: usize,
+    len: usize,
+    targets: &[String],
+    limits: &Limits,
+) -> Res<()> {
     let sect = &data[base..base + len];
     let mut pos = 0;
     while let Some(item) = bundle::next_item(sect, pos) {
@@ -217,7 +293,7 @@ fn region(w: &mut Walk, data: &[u8], base: usize, len: usize, targets: &[String]
                 pos = bundle::align_up(offset + end.max(1));
             }
             bundle::Item::Ccob { offset } => {
-                let end = ccob(w, sect, base, offset, targets)?;
+                let end = ccob(w, sect, base, offset, targets, limits)?;
                 pos = bundle::align_up(offset + end.max(1));
             }
             bundle::Item::Unknown { offset, end } => {
@@ -232,7 +308,7 @@ fn region(w: &mut Walk, data: &[u8], base: usize, len: usize, targets: &[String]
     Ok(())
 }
 
-/// Patch the plain bundle at `sect[offset..]` (file offset `base + offset`) into `w.bytes`;
+/// Patch the plain bundle at `sect[offset..]` (file offset `base + offset`) into `w.edits`;
 /// return its end relative to `offset`.
 fn plain_bundle(
     w: &mut Walk,
@@ -303,7 +379,7 @@ fn image(
                 w.skipped.push(format!("code object ({})", p.processor));
                 return Ok(());
             }
-            w.bytes[file_off..file_off + co.len()].copy_from_slice(&p.bytes);
+            w.edits.extend(diff_edits(co, &p.bytes, file_off));
             w.images.push(ImageRecord {
                 entry_id: entry_id.into(),
                 processor: p.processor,
@@ -324,10 +400,28 @@ fn image(
 
 /// Patch the CCOB at `sect[offset..]` (file offset `base + offset`); return its end relative to
 /// `offset` (its total size).
-fn ccob(w: &mut Walk, sect: &[u8], base: usize, offset: usize, targets: &[String]) -> Res<usize> {
+fn ccob(
+    w: &mut Walk,
+    sect: &[u8],
+    base: usize,
+    offset: usize,
+    targets: &[String],
+    limits: &Limits,
+) -> Res<usize> {
     let at = base + offset;
     let loc = format!("compressed bundle at 0x{at:x}");
     let unproven = |r: String| refuse(loc.clone(), RefusalKind::Unproven, r);
+    // The claim is checked before anything is allocated for it.
+    let claimed = sccob::parse_header(&sect[offset..])
+        .map_err(|p| unproven(p.reason))?
+        .uncompressed_size;
+    if claimed > limits.max_bundle_bytes {
+        return Err(unproven(format!(
+            "it claims {claimed} bytes uncompressed, over the limit of {} bytes; set {}=<bytes> to raise it",
+            limits.max_bundle_bytes,
+            super::MAX_BUNDLE_ENV
+        )));
+    }
     // The scanner's decoder: header, bounded decompression, size and hash checks.
     let d = sccob::decode(&sect[offset..]).map_err(|p| unproven(p.reason))?;
     let h = &d.header;
@@ -340,12 +434,9 @@ fn ccob(w: &mut Walk, sect: &[u8], base: usize, offset: usize, targets: &[String
         sccob::Method::Zlib => (0u16, "zlib"),
         sccob::Method::Zstd => (1u16, "zstd"),
     };
-    let plain = d.bundle;
+    let mut plain = d.bundle;
     // Patch the inner bundle in a walk of its own, then move its records into ours.
-    let mut inner = Walk {
-        bytes: plain.clone(),
-        ..Default::default()
-    };
+    let mut inner = Walk::default();
     plain_bundle(&mut inner, &plain, 0, 0, targets).map_err(|mut l| {
         l.location = format!("{loc}: {}", l.location);
         l
@@ -355,7 +446,11 @@ fn ccob(w: &mut Walk, sect: &[u8], base: usize, offset: usize, targets: &[String
     if inner.images.is_empty() {
         return Ok(total);
     }
-    let new_plain = inner.bytes;
+    // The patched bundle, edited in place (no second copy).
+    for e in &inner.edits {
+        plain[e.offset..e.offset + e.bytes.len()].copy_from_slice(&e.bytes);
+    }
+    let new_plain = plain;
     let kernels: Vec<String> = inner
         .images
         .iter()
@@ -379,35 +474,45 @@ fn ccob(w: &mut Walk, sect: &[u8], base: usize, offset: usize, targets: &[String
             refusal: Refusal {
                 kind: RefusalKind::Unproven,
                 kernels,
-                reason: format!(
-                    "the recompressed bundle does not fit: {} bytes at best ({label}), the original space is {total} bytes",
-                    hlen + smallest
-                ),
+                reason: if smallest == usize::MAX {
+                    format!(
+                        "the recompressed bundle does not fit: more than {} bytes at every level ({label}), the original space is {total} bytes",
+                        hlen + room + (room / 16).max(64 << 10)
+                    )
+                } else {
+                    format!(
+                        "the recompressed bundle does not fit: {} bytes at best ({label}), the original space is {total} bytes",
+                        hlen + smallest
+                    )
+                },
             },
         });
     };
-    // Round trip over the whole padded payload, as a reader that ignores the total size sees it.
-    let check = match method {
-        1 => zstd::bulk::decompress(&payload, new_plain.len()).ok(),
-        _ => {
-            let mut v = Vec::new();
-            flate2::read::ZlibDecoder::new(&payload[..])
-                .read_to_end(&mut v)
-                .ok()
-                .map(|_| v)
-        }
+    // Round trip over the whole padded payload, as a reader that ignores the total size sees it,
+    // compared step by step (no second copy of the bundle).
+    let same = match method {
+        1 => zstd::stream::read::Decoder::with_buffer(&payload[..])
+            .map(|d| reads_exactly(d, &new_plain))
+            .unwrap_or(false),
+        _ => reads_exactly(flate2::read::ZlibDecoder::new(&payload[..]), &new_plain),
     };
-    if check.as_deref() != Some(&new_plain[..]) {
+    if !same {
         return Err(unproven(
             "internal: the recompressed bundle does not decompress to the patched bundle".into(),
         ));
     }
     let new_hash = sccob::md5_low64(&new_plain);
-    let out = &mut w.bytes[at..at + total];
+    drop(new_plain);
     // Total and uncompressed sizes stay as they were; only the hash and the payload change.
     let hash_at = if version == 2 { 16 } else { 24 };
-    out[hash_at..hash_at + 8].copy_from_slice(&new_hash.to_le_bytes());
-    out[hlen..].copy_from_slice(&payload);
+    w.edits.push(Edit {
+        offset: at + hash_at,
+        bytes: new_hash.to_le_bytes().to_vec(),
+    });
+    w.edits.push(Edit {
+        offset: at + hlen,
+        bytes: payload,
+    });
     let rec = CcobRecord {
         offset: at as u64,
         total_size: total as u64,
@@ -426,6 +531,25 @@ fn ccob(w: &mut Walk, sect: &[u8], base: usize, offset: usize, targets: &[String
     Ok(total)
 }
 
+/// Whether `r` yields exactly `want` and then ends.
+fn reads_exactly(mut r: impl Read, want: &[u8]) -> bool {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pos = 0;
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return pos == want.len(),
+            Ok(n) => {
+                if want.get(pos..pos + n) != Some(&buf[..n]) {
+                    return false;
+                }
+                pos += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
 /// The outcome of [`recompress`].
 struct Recompressed {
     /// Compression level used.
@@ -434,7 +558,8 @@ struct Recompressed {
     payload: Option<Vec<u8>>,
     /// Length of the stream alone.
     frame_len: usize,
-    /// The smallest stream seen, for the refusal message.
+    /// The smallest stream seen, for the refusal message (`usize::MAX`: every one overflowed
+    /// its buffer).
     smallest: usize,
 }
 
@@ -445,8 +570,15 @@ struct Recompressed {
 fn recompress(method: u16, plain: &[u8], room: usize) -> Result<Recompressed, String> {
     let mut smallest = usize::MAX;
     if method == 1 {
+        // The stream is compressed into a buffer a little larger than the space it must fit,
+        // never one of the bundle's size; a stream that overflows it cannot fit anyway.
+        let cap = room + (room / 16).max(64 << 10);
         for &lvl in ZSTD_LEVELS {
-            let mut c = zstd::bulk::compress(plain, lvl).map_err(|e| format!("zstd: {e}"))?;
+            let mut z = zstd::bulk::Compressor::new(lvl).map_err(|e| format!("zstd: {e}"))?;
+            let mut c = Vec::with_capacity(cap);
+            if z.compress_to_buffer(plain, &mut c).is_err() {
+                continue; // more than `cap` bytes
+            }
             smallest = smallest.min(c.len());
             let frame = c.len();
             let slack = room.checked_sub(frame);

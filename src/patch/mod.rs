@@ -136,29 +136,55 @@ fn fmt_kernels(k: &[String]) -> String {
     }
 }
 
-/// Patch `data` in memory. Returns the new bytes (same length) and the record (with empty paths
-/// and digests, filled in by [`patch_file`]).
+/// The environment variable that raises (or lowers) [`DEFAULT_MAX_BUNDLE_BYTES`]: a byte count,
+/// optionally with a `K`, `M`, `G` (or `KiB`, `MiB`, `GiB`) suffix, powers of 1024.
+pub const MAX_BUNDLE_ENV: &str = "RCCLFIX_MAX_BUNDLE_BYTES";
+/// The largest uncompressed size a compressed bundle (CCOB) may claim for `patch` to decompress
+/// it (1 GiB): the patched bundle is held in memory while it is recompressed.
+pub const DEFAULT_MAX_BUNDLE_BYTES: u64 = 1 << 30;
+
+/// The walk limits: [`DEFAULT_MAX_BUNDLE_BYTES`], or [`MAX_BUNDLE_ENV`] when set.
 ///
-/// Errors: [`PatchRefused`] when any requested code object cannot be proven or rewritten.
-pub fn patch_bytes(
+/// Errors: the variable is set but is not a size.
+pub fn limits_from_env() -> anyhow::Result<container::Limits> {
+    let max = match std::env::var(MAX_BUNDLE_ENV) {
+        Ok(v) => parse_size(&v)
+            .with_context(|| format!("{MAX_BUNDLE_ENV}={v:?}: not a size (e.g. 4G)"))?,
+        Err(_) => DEFAULT_MAX_BUNDLE_BYTES,
+    };
+    Ok(container::Limits {
+        max_bundle_bytes: max,
+    })
+}
+
+/// `4096`, `64K`, `512MiB`, `4G` → bytes (powers of 1024). `None` for anything else.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1u64 << shift)
+}
+
+/// Walk `data` and return the edits and the record (with empty paths and digests).
+fn plan(
     name: &str,
     data: &[u8],
     opts: &PatchOptions,
-) -> Result<(Vec<u8>, PatchRecord), PatchRefused> {
-    let w = container::walk(data, &opts.targets).map_err(|l| PatchRefused {
+    limits: &container::Limits,
+) -> Result<(Vec<container::Edit>, PatchRecord), PatchRefused> {
+    let w = container::walk(data, &opts.targets, limits).map_err(|l| PatchRefused {
         file: name.to_string(),
         location: l.location,
         refusal: l.refusal,
     })?;
-    let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for (i, (a, b)) in data.iter().zip(&w.bytes).enumerate() {
-        if a != b {
-            match ranges.last_mut() {
-                Some((_, end)) if *end == i as u64 => *end += 1,
-                _ => ranges.push((i as u64, i as u64 + 1)),
-            }
-        }
-    }
     let rec = PatchRecord {
         schema_version: PATCH_SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -173,10 +199,26 @@ pub fn patch_bytes(
         images: w.images,
         clean: w.clean,
         skipped: w.skipped,
-        changed_ranges: ranges,
+        changed_ranges: container::changed_ranges(data, &w.edits),
         unverified: UNVERIFIED.to_string(),
     };
-    Ok((w.bytes, rec))
+    Ok((w.edits, rec))
+}
+
+/// Patch `data` in memory. Returns the new bytes (same length) and the record (with empty paths
+/// and digests, filled in by [`patch_file`]). Uses [`DEFAULT_MAX_BUNDLE_BYTES`].
+///
+/// Errors: [`PatchRefused`] when any requested code object cannot be proven or rewritten.
+pub fn patch_bytes(
+    name: &str,
+    data: &[u8],
+    opts: &PatchOptions,
+) -> Result<(Vec<u8>, PatchRecord), PatchRefused> {
+    let limits = container::Limits {
+        max_bundle_bytes: DEFAULT_MAX_BUNDLE_BYTES,
+    };
+    let (edits, rec) = plan(name, data, opts, &limits)?;
+    Ok((container::apply_edits(data, &edits), rec))
 }
 
 /// Patch the library at `input` and write the result to `output` atomically (temp + rename),
@@ -212,14 +254,17 @@ pub fn patch_in_place(path: &Path, opts: &PatchOptions) -> anyhow::Result<PatchR
 }
 
 fn write_patched(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Result<PatchRecord> {
-    let cannot_read = |e: std::io::Error| anyhow::anyhow!("cannot read {}: {e}", input.display());
-    let meta = std::fs::metadata(input).map_err(cannot_read)?;
-    if meta.is_dir() {
-        anyhow::bail!("cannot read {}: is a directory", input.display());
-    }
+    let limits = limits_from_env()?;
+    // A FIFO, device or folder is refused before it is opened (reading one could block forever).
+    let (file, meta) = crate::fsutil::open_regular(input)?;
     let perms = meta.permissions();
-    let data = std::fs::read(input).map_err(cannot_read)?;
-    let (bytes, mut rec) = patch_bytes(&input.display().to_string(), &data, opts)?;
+    let reading = || format!("cannot read {}", input.display());
+    // The input is mapped, not read: the walk touches only the device code, and the hashes and
+    // the copy go through the file, so memory is the device code plus one code object (or one
+    // CCOB's bundle) at a time, whatever the file's size.
+    let map = map_file(&file, meta.len()).with_context(reading)?;
+    let data: &[u8] = map.as_deref().unwrap_or(&[]);
+    let (edits, mut rec) = plan(&input.display().to_string(), data, opts, &limits)?;
     if !opts.targets.is_empty() && rec.images.is_empty() && rec.clean.is_empty() {
         return Err(NoCodeObject {
             file: input.display().to_string(),
@@ -228,10 +273,9 @@ fn write_patched(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Re
         }
         .into());
     }
-    use sha2::Digest;
     rec.input = input.display().to_string();
     rec.output = output.display().to_string();
-    rec.input_sha256 = hex::encode(sha2::Sha256::digest(&data));
+    rec.input_sha256 = sha256_of(&file).with_context(reading)?;
     if rec.images.is_empty() {
         // Nothing to rewrite: no copy is written; in place, the file is the (unchanged) output.
         if input == output {
@@ -239,48 +283,131 @@ fn write_patched(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Re
         }
         return Ok(rec);
     }
-    // Re-check a changed result before writing it: the patched images must now read as clean.
-    if !rec.images.is_empty() {
-        let (_, again) = patch_bytes(&output.display().to_string(), &bytes, opts)
-            .context("internal: the patched output does not re-read")?;
-        if !again.images.is_empty() {
-            anyhow::bail!("internal: the patched output still declares hidden_hostcall_buffer");
-        }
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let writing = || format!("writing {}", output.display());
+    let mut tmp = crate::fsutil::TempFile::new_in(dir).with_context(writing)?;
+    copy_with_edits(&file, &edits, tmp.as_file_mut())
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))?;
+    drop(edits);
+    drop(map);
+    drop(file);
+    // Re-check the written result before it replaces anything: the patched images must now read
+    // as clean. This reads the temporary file itself, through a mapping of its own.
+    let out_map = map_file(tmp.as_file(), meta.len()).with_context(writing)?;
+    let out_data: &[u8] = out_map.as_deref().unwrap_or(&[]);
+    let (_, again) = plan(&output.display().to_string(), out_data, opts, &limits)
+        .context("internal: the patched output does not re-read")?;
+    if !again.images.is_empty() {
+        anyhow::bail!("internal: the patched output still declares hidden_hostcall_buffer");
     }
-    crate::fsutil::atomic_write(output, &bytes)
-        .with_context(|| format!("writing {}", output.display()))?;
-    fs_err::set_permissions(output, perms)?;
-    rec.output_sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+    drop(out_map);
+    rec.output_sha256 = sha256_of(tmp.as_file()).with_context(writing)?;
+    use std::os::unix::fs::PermissionsExt;
+    tmp.persist(output, perms.mode() & 0o7777)
+        .with_context(writing)?;
     rec.written = true;
     Ok(rec)
+}
+
+/// Copy `input` to `out` with `edits` applied: the unchanged stretches are copied file to file
+/// (`copy_file_range`, so they never pass through this process's memory), the edits written.
+fn copy_with_edits(
+    input: &std::fs::File,
+    edits: &[container::Edit],
+    out: &mut std::fs::File,
+) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let len = input.metadata()?.len();
+    let mut src = input;
+    let mut copy = |out: &mut std::fs::File, from: u64, to: u64| -> std::io::Result<()> {
+        src.seek(SeekFrom::Start(from))?;
+        let n = std::io::copy(&mut Read::take(&mut src, to - from), out)?;
+        if n != to - from {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the input changed while it was patched",
+            ));
+        }
+        Ok(())
+    };
+    let mut pos = 0u64;
+    for e in edits {
+        copy(out, pos, e.offset as u64)?;
+        out.write_all(&e.bytes)?;
+        pos = (e.offset + e.bytes.len()) as u64;
+    }
+    copy(out, pos, len)?;
+    out.flush()
+}
+
+/// sha256 of an open file from its start, lowercase hex, streamed in 1 MiB steps.
+fn sha256_of(file: &std::fs::File) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = file;
+    f.seek(SeekFrom::Start(0))?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// A read-only mapping of `file` (`None` for an empty file, which cannot be mapped).
+fn map_file(file: &std::fs::File, len: u64) -> std::io::Result<Option<memmap2::Mmap>> {
+    if len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the mapping is read-only and private to this process; a file truncated by another
+    // process meanwhile would fault (SIGBUS), as for every mapped input the scanner reads.
+    unsafe { memmap2::Mmap::map(file) }.map(Some)
 }
 
 /// The proof of a record as text, one block per rewritten kernel (what `--explain` prints).
 pub fn explain(rec: &PatchRecord) -> String {
     use std::fmt::Write;
+    // Entry IDs, processors and kernel names come from the input: escaped for the terminal.
+    use crate::ui::escape as e;
     let mut s = String::new();
     for img in &rec.images {
         let place = if img.entry_id.is_empty() {
             "code object".to_string()
         } else {
-            img.entry_id.clone()
+            e(&img.entry_id).into_owned()
         };
         let _ = writeln!(
             s,
             "{place} ({}, code object v{}, {}):",
-            img.processor, img.code_object_version, img.container
+            e(&img.processor),
+            img.code_object_version,
+            img.container
         );
         for k in &img.kernels {
             let _ = writeln!(
                 s,
                 "  kernel {}: {} -> {} at kernarg offset {} size {} (kernarg segment {} bytes, unchanged)",
-                k.name, k.from, k.to, k.arg_offset, k.arg_size, k.kernarg_segment_size
+                e(&k.name),
+                k.from,
+                k.to,
+                k.arg_offset,
+                k.arg_size,
+                k.kernarg_segment_size
             );
-            let _ = writeln!(s, "    declared because: {}", k.cause);
+            let _ = writeln!(s, "    declared because: {}", e(&k.cause.to_string()));
         }
         let _ = writeln!(s, "  proof:");
         for st in &img.proof.statements {
-            let _ = writeln!(s, "    - {st}");
+            let _ = writeln!(s, "    - {}", e(&st.to_string()));
         }
         for n in &img.notes {
             let _ = writeln!(s, "  metadata note descriptor at code-object offset {} ({} bytes) rewritten at the same length", n.offset, n.size);
@@ -343,7 +470,7 @@ impl PatchArgs {
                     None => return Err(err),
                 };
                 crate::ui::print_error(&err);
-                eprintln!("note: nothing was written");
+                crate::ui::note("nothing was written");
                 return Ok(ExitCode::from(code));
             }
         };
@@ -352,11 +479,11 @@ impl PatchArgs {
             let mut targets: Vec<String> = rec.clean.iter().map(|c| c.processor.clone()).collect();
             targets.sort();
             targets.dedup();
-            eprintln!(
+            crate::ui::message(format_args!(
                 "nothing to patch: no kernel of {} declares hidden_hostcall_buffer; {} was not written",
                 if targets.is_empty() { "the input".to_string() } else { targets.join(", ") },
                 self.out.display()
-            );
+            ));
             if self.json {
                 println!("{}", serde_json::to_string_pretty(&rec)?);
             } else if self.explain {

@@ -154,6 +154,9 @@ pub fn render_table(
     kernels: bool,
 ) -> String {
     use std::fmt::Write as _;
+    // Every field from the input (paths, member names, targets, kernel names, reasons) is
+    // escaped for the terminal; `--json` carries the exact values.
+    use crate::ui::escape as e;
     let mut s = String::new();
     let with_code: Vec<_> = report
         .files
@@ -186,7 +189,7 @@ pub fn render_table(
             .sum();
         let mut kinds: Vec<String> = imgs
             .iter()
-            .map(|(_, i)| format!("{} COv{}", i.container, i.code_object_version))
+            .map(|(_, i)| format!("{} COv{}", e(&i.container), i.code_object_version))
             .collect();
         kinds.sort();
         kinds.dedup();
@@ -201,7 +204,8 @@ pub fn render_table(
             ),
             TargetState::Unknown { reason } => ("unknown", reason.clone()),
         };
-        let _ = writeln!(s, "{t:<16} {state:<9} {nk:>7} {nh:>8}  {detail}");
+        let (t_shown, detail) = (e(t), e(&detail));
+        let _ = writeln!(s, "{t_shown:<16} {state:<9} {nk:>7} {nh:>8}  {detail}");
         if kernels || matches!(st, TargetState::Declares { .. }) {
             for (f, i) in &imgs {
                 for k in &i.kernels {
@@ -212,16 +216,16 @@ pub fn render_table(
                     let _ = writeln!(
                         s,
                         "    {mark:<8} {}  [{}{}]",
-                        k.name,
-                        short(&f.path),
+                        e(&k.name),
+                        e(short(&f.path)),
                         if i.processor != *t {
-                            format!(", {}", i.processor)
+                            format!(", {}", e(&i.processor))
                         } else {
                             String::new()
                         }
                     );
                     if let Some(w) = &k.why {
-                        let _ = writeln!(s, "             why: {w}");
+                        let _ = writeln!(s, "             why: {}", e(w));
                     }
                 }
             }
@@ -241,12 +245,15 @@ pub fn render_table(
             let p = u
                 .processor
                 .as_deref()
-                .map(|p| format!(" [{p}]"))
+                .map(|p| format!(" [{}]", e(p)))
                 .unwrap_or_default();
             let _ = writeln!(
                 s,
                 "  {} at offset {} ({}){p}: {}",
-                f.path, u.offset, u.class, u.reason
+                e(&f.path),
+                u.offset,
+                e(&u.class),
+                e(&u.reason)
             );
         }
     }
@@ -257,8 +264,8 @@ pub fn render_table(
             let _ = writeln!(
                 s,
                 "  {} ({}): {} image(s), {} kernel(s), {} unreadable",
-                f.path,
-                f.kind,
+                e(&f.path),
+                e(&f.kind),
                 f.images.len(),
                 n,
                 f.unreadable.len()

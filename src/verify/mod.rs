@@ -26,6 +26,7 @@ pub mod supervise;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -91,6 +92,28 @@ impl VerifyArgs {
         } else {
             print!("{}", report.render());
         }
+        // Errors and their explanation go to stderr (stdout carries the result), in both modes.
+        for c in &report.cases {
+            if let (Some(msg), CaseStatus::Hung | CaseStatus::Error) = (&c.message, c.status) {
+                let hung = if c.status == CaseStatus::Hung {
+                    " hung"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "error: case {} ({}){hung}: {}",
+                    c.id,
+                    c.name,
+                    crate::ui::escape(msg)
+                );
+            }
+        }
+        for e in &report.errors {
+            eprintln!("error: {}", crate::ui::escape(e));
+        }
+        for d in &report.diagnosis {
+            eprintln!("{}", crate::ui::escape(d));
+        }
         Ok(ExitCode::from(report.exit_code()))
     }
 
@@ -133,7 +156,13 @@ pub fn verify_for_build_with(
     let kind = args
         .runtime
         .unwrap_or_else(|| abi::guess_runtime(&args.lib));
-    match probe_devices(exe, &args.lib, kind, args.runtime_lib.as_deref()) {
+    match probe_devices(
+        exe,
+        &args.lib,
+        kind,
+        args.runtime_lib.as_deref(),
+        args.init_timeout,
+    ) {
         Ok(n) if n >= args.gpus.len() as i32 => {}
         Ok(n) => {
             crate::ui::warn(format!(
@@ -156,14 +185,17 @@ pub fn verify_for_build_with(
     Ok(Some((serde_json::to_value(&report)?, pass)))
 }
 
-/// Load only the runtime in a `verify-child` of `exe` and return the device count it sees.
+/// Load only the runtime in a `verify-child` of `exe` and return the device count it sees;
+/// the child is killed after `init_timeout` seconds.
 ///
-/// Errors: the runtime cannot be loaded or cannot count devices (no driver, no GPU).
+/// Errors: the runtime cannot be loaded or cannot count devices (no driver, no GPU); the child
+/// does not finish within `init_timeout` ([`crate::process::DeadlineError`]).
 pub fn probe_devices(
     exe: &Path,
     lib: &Path,
     kind: RuntimeKind,
     runtime_lib: Option<&Path>,
+    init_timeout: f64,
 ) -> anyhow::Result<i32> {
     let mut cmd = crate::process::Cmd::new("probe GPUs", exe)
         .args([
@@ -177,7 +209,8 @@ pub fn probe_devices(
     if let Some(r) = runtime_lib {
         cmd = cmd.arg("--runtime-lib").arg(r);
     }
-    let out = cmd.read()?;
+    // The runtime's initialisation may hang (a wedged driver): the probe gets the set-up deadline.
+    let out = cmd.read_with_deadline(Duration::from_secs_f64(init_timeout))?;
     for line in out.lines() {
         if let Some(Event::Loaded { device_count, .. }) = protocol::decode(line)? {
             return Ok(device_count);
@@ -203,11 +236,23 @@ pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
 /// [`run_suite`] with the `rcclfix` executable that runs the children.
 pub fn run_suite_with(exe: &Path, args: &VerifyArgs) -> anyhow::Result<Report> {
     let lib = &args.lib;
-    if !lib.exists() {
-        anyhow::bail!("{}: no such file\nhelp: pass the NCCL-API library, e.g. --lib /opt/rocm/lib/librccl.so.1", lib.display());
+    // Checked without opening it: opening a FIFO would block until something writes it.
+    match std::fs::metadata(lib) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::bail!("{}: no such file\nhelp: pass the NCCL-API library, e.g. --lib /opt/rocm/lib/librccl.so.1", lib.display());
+        }
+        Err(e) => anyhow::bail!("cannot read {}: {e}", lib.display()),
+        Ok(m) if !m.is_file() => anyhow::bail!(
+            "{}: not a regular file ({})",
+            lib.display(),
+            crate::fsutil::file_kind(&m)
+        ),
+        Ok(_) => {}
     }
-    if std::fs::File::open(lib).is_err() || lib.is_dir() {
-        anyhow::bail!("{}: not a readable file", lib.display());
+    // Readable? (O_NONBLOCK: the file may have been swapped for a FIFO since the check.)
+    crate::fsutil::open_regular(lib)?;
+    if let Some(r) = &args.runtime_lib {
+        crate::fsutil::require_regular(r).context("--runtime-lib")?;
     }
     let lib_abs = std::path::absolute(lib).with_context(|| lib.display().to_string())?;
     let nranks = args.gpus.len();

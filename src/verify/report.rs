@@ -209,19 +209,21 @@ impl Report {
     }
 
     /// The nccl-tests-like table, header lines starting with `#`, then failures and the summary.
+    /// [`Report::errors`] and [`Report::diagnosis`] are not in it: `verify` prints them on stderr.
     pub fn render(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "# library: {}", self.library);
+        use crate::ui::escape as e;
+        let _ = writeln!(s, "# library: {}", e(&self.library));
         if let Some(l) = &self.loaded {
             let _ = writeln!(
                 s,
                 "# loaded:  {} (NCCL API {})",
-                l,
-                self.nccl_version.as_deref().unwrap_or("?")
+                e(l),
+                e(self.nccl_version.as_deref().unwrap_or("?"))
             );
         }
         if let Some(r) = &self.runtime_path {
-            let _ = writeln!(s, "# runtime: {} ({})", r, self.runtime.as_str());
+            let _ = writeln!(s, "# runtime: {} ({})", e(r), self.runtime.as_str());
         }
         let others: Vec<&String> = self
             .mapped
@@ -232,11 +234,11 @@ impl Report {
             let _ = writeln!(
                 s,
                 "# also mapped: {}",
-                others
+                e(&others
                     .iter()
                     .map(|m| m.as_str())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "))
             );
         }
         let atomics: Vec<String> = self
@@ -340,19 +342,15 @@ impl Report {
             if let (Some(msg), CaseStatus::Hung | CaseStatus::Error) = (&c.message, c.status) {
                 let _ = writeln!(
                     s,
-                    "# {} {} (case {}): {msg}",
+                    "# {} {} (case {}): {}",
                     c.status.as_str(),
                     c.name,
-                    c.id
+                    c.id,
+                    e(msg)
                 );
             }
         }
-        for e in &self.errors {
-            let _ = writeln!(s, "# error: {e}");
-        }
-        for d in &self.diagnosis {
-            let _ = writeln!(s, "# {d}");
-        }
+        // `errors` and `diagnosis` are printed on stderr by `verify` (and are in the JSON).
         let count = |st: CaseStatus| self.cases.iter().filter(|c| c.status == st).count();
         let _ = writeln!(
             s,

@@ -3067,7 +3067,7 @@ fn log_lines_are_escaped_for_the_terminal() {
         "{:?}",
         o.text
     );
-    assert!(o.text.contains("\\x1b]0;pwned\\x07\\x1b[2J"), "{}", o.text);
+    assert!(o.text.contains("\\e]0;pwned\\x07\\e[2J"), "{}", o.text);
     let raw = o.json["logs"][0]["findings"][0]["line"].as_str().unwrap();
     assert!(raw.starts_with("\x1b]0;pwned\x07"), "{raw:?}");
 }

@@ -105,7 +105,7 @@ pub fn interrupt_when_temp_appears(
 fn interrupted_patch_leaves_nothing() {
     let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/patch/libdispatch-plain.so");
-    for signal in ["INT", "TERM"] {
+    for (signal, code) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("r.so");
         let st = interrupt_when_temp_appears(
@@ -117,7 +117,7 @@ fn interrupted_patch_leaves_nothing() {
             d.path(),
             signal,
         );
-        assert_eq!(st.code(), Some(130), "SIG{signal}");
+        assert_eq!(st.code(), Some(code), "SIG{signal} exits 128 + its number");
         let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
         assert!(left.is_empty(), "SIG{signal} left {left:?}");
     }
@@ -131,4 +131,90 @@ fn scratch_temp_dir_is_removed_on_drop() {
     assert!(t.path().starts_with(d.path()));
     drop(t);
     assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn temp_names_carry_the_pid() {
+    use rcclfix::fsutil::stale_temp_pid;
+    assert_eq!(
+        stale_temp_pid(".rcclfix-1234-AbCd12.tmp"),
+        Some((1234, false))
+    );
+    assert_eq!(
+        stale_temp_pid(".rcclfix-partial-77-xYz123"),
+        Some((77, true))
+    );
+    for other in [
+        ".rcclfix-AbCd12.tmp",
+        ".rcclfix-clone-AbCd12",
+        ".rcclfix-12-.tmp",
+        ".rcclfix--x.tmp",
+        "rcclfix-12-x.tmp",
+        ".rcclfix-1x2-abc.tmp",
+    ] {
+        assert_eq!(stale_temp_pid(other), None, "{other}");
+    }
+}
+
+/// SIGKILL cannot be caught, so the killed run leaves its temporary file; the next run that writes
+/// into the same folder removes it (its pid is gone), and leaves alone a temp name whose process is
+/// alive and names that are not ours.
+#[test]
+fn the_next_run_removes_temp_files_a_sigkill_left() {
+    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/patch/libdispatch-plain.so");
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("r.so");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+        .arg("patch")
+        .arg(&lib)
+        .arg("--out")
+        .arg(&out)
+        .env("RCCLFIX_TEST_PAUSE_MS", "60000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let start = std::time::Instant::now();
+    while names().is_empty() {
+        assert!(child.try_wait().unwrap().is_none(), "exited before writing");
+        assert!(start.elapsed().as_secs() < 60, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let left = names();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].starts_with(&format!(".rcclfix-{}-", child.id())) && left[0].ends_with(".tmp"),
+        "{left:?}"
+    );
+    // Not stale: our own (live) pid; not ours: no pid in the name.
+    let live = format!(".rcclfix-{}-AbCdEf.tmp", std::process::id());
+    std::fs::write(d.path().join(&live), b"in flight").unwrap();
+    std::fs::write(d.path().join(".rcclfix-AbCdEf.tmp"), b"not ours").unwrap();
+
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+        .arg("-q")
+        .arg("patch")
+        .arg(&lib)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{st:?}");
+    assert_eq!(
+        names(),
+        vec![live, ".rcclfix-AbCdEf.tmp".to_owned(), "r.so".to_owned()],
+        "the killed run's temp file is gone, the others stay"
+    );
 }

@@ -3,6 +3,7 @@ mod build;
 mod cli;
 mod doctor;
 mod fsutil;
+mod hostile;
 mod hostile_package;
 mod matrix;
 mod package;

@@ -687,7 +687,7 @@ fn a_library_without_the_nccl_api_is_reported_by_the_child() {
 // runtime (our own C, no NCCL or HIP code). With it the real parent, child, protocol, watchdog,
 // checks and diagnosis run without a GPU; FAKENCCL_FAULT picks the fault.
 
-fn fake_lib() -> std::path::PathBuf {
+pub(crate) fn fake_lib() -> std::path::PathBuf {
     static LIB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     LIB.get_or_init(|| {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify-fake");
