@@ -395,7 +395,12 @@ pub fn check_manifest(path: &Path, m: &Manifest) -> anyhow::Result<()> {
         ));
     }
     check("recipe", &m.recipe, word(&m.recipe, "._+-", MAX_WORD))?;
-    check("tag", &m.tag, tag(&m.tag))?;
+    match &m.branch {
+        // A branch-pinned build (recipe `source.branch`) has no tag; the branch obeys the same
+        // ref-name grammar.
+        Some(b) if m.tag.is_empty() => check("branch", b, tag(b))?,
+        _ => check("tag", &m.tag, tag(&m.tag))?,
+    }
     check("commit", &m.commit, commit(&m.commit))?;
     check(
         "toolchain",

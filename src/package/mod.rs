@@ -826,7 +826,7 @@ fn deb_spec(
             "RCCL {} from {} at {}, built by rcclfix {} (recipe {}) for {targets}{}; \
              no kernel declares hidden_hostcall_buffer.",
             m.rccl_version,
-            m.tag,
+            m.rev_label(),
             short(&m.commit),
             m.rcclfix_version,
             m.recipe,
@@ -924,7 +924,7 @@ fn wheel_spec(
             pkg = wheel::IMPORT_PACKAGE,
             dis = wheel::DISABLE_ENV,
             recipe = m.recipe,
-            tag = m.tag,
+            tag = m.rev_label(),
             commit = m.commit,
             tc = m.toolchain,
         ),
