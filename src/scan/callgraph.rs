@@ -380,7 +380,8 @@ enum Ref {
 }
 
 /// A target before it is resolved: an address, or an undefined symbol (index into `externs`);
-/// `got` when it names the symbol whose GOT slot is addressed.
+/// the flag is set when the code addresses the symbol's GOT slot (`R_AMDGPU_GOTPCREL*`), not the
+/// symbol itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Raw {
     Addr(u64, bool),
@@ -391,6 +392,7 @@ enum Raw {
 const R_REL32: u32 = 4;
 const R_GOTPCREL: u32 = 7;
 const R_GOTPCREL32_LO: u32 = 8;
+const R_GOTPCREL32_HI: u32 = 9;
 const R_REL32_LO: u32 = 10;
 const R_RELATIVE64: u32 = 13;
 
@@ -414,7 +416,7 @@ struct Image<'a> {
     funcs: Vec<(u64, u64, String, bool)>,
     /// Data objects: (address, size, name).
     objects: Vec<(u64, u64, String)>,
-    /// Relocations in executable code: address → (type, target, addend-free target for GOT).
+    /// Relocations in executable code: address → (relocation type, target).
     code_relocs: HashMap<u64, (u32, Raw)>,
     /// Relocations in data: (address, target), sorted by address.
     data_relocs: Vec<(u64, Raw)>,
@@ -755,7 +757,7 @@ fn read_image(data: &[u8], e_flags: u32) -> Result<Image<'_>, String> {
             let ty = r.r_type(e, false);
             let addend = r.r_addend(e) as u64;
             let isym = r.r_sym(e, false) as usize;
-            let got = matches!(ty, R_GOTPCREL | R_GOTPCREL32_LO | 9);
+            let got = matches!(ty, R_GOTPCREL | R_GOTPCREL32_LO | R_GOTPCREL32_HI);
             let raw = if ty == R_RELATIVE64 || isym == 0 {
                 Raw::Addr(addend, false)
             } else {
