@@ -235,8 +235,48 @@ fn escape_error(e: &(dyn std::error::Error + 'static)) -> String {
         }
         return s;
     }
+    if let Some(m) = e.downcast_ref::<LinesError>() {
+        let mut s = escape(&m.head).into_owned();
+        for l in &m.lines {
+            s.push('\n');
+            s.push_str(&escape(l));
+        }
+        if let Some(h) = &m.help {
+            s.push_str("\nhelp: ");
+            s.push_str(&escape(h));
+        }
+        return s;
+    }
     escape_message(&e.to_string()).into_owned()
 }
+
+/// An error of one head line, one line per problem and an optional `help:` line, each escaped on
+/// its own by [`print_error`] (so a kernel or file name cannot split or forge a line, while the
+/// problems still stand one per line), e.g. the scan gate's failure in `build`.
+#[derive(Debug)]
+pub struct LinesError {
+    /// The first line, e.g. `scan gate failed for librccl.so.1.0: no output written`.
+    pub head: String,
+    /// One line per problem.
+    pub lines: Vec<String>,
+    /// The text of a trailing `help:` line.
+    pub help: Option<String>,
+}
+
+impl std::fmt::Display for LinesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.head)?;
+        for l in &self.lines {
+            write!(f, "\n{l}")?;
+        }
+        if let Some(h) = &self.help {
+            write!(f, "\nhelp: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LinesError {}
 
 /// Escape an untrusted string for a terminal: the result holds no C0 control character (newline,
 /// tab and carriage return included), no DEL, no C1 control (U+0080–U+009F, e.g. the one-byte CSI

@@ -530,12 +530,19 @@ pub fn build(
     if !gate.passed() {
         let kept = work.join("scan.json");
         crate::fsutil::atomic_write(&kept, scan_json.as_bytes())?;
-        let lines = gate.failures().join("\n");
-        return Ok(Outcome::CheckFailed(anyhow::anyhow!(
-            "scan gate failed for {}: no output written\n{lines}\nhelp: the scan report is {}; NDEBUG strategy was {}",
-            lib.file_name().unwrap_or_default().to_string_lossy(),
-            kept.display(),
-            serde_json::to_value(strategy)?.as_str().unwrap_or_default()
+        return Ok(Outcome::CheckFailed(anyhow::Error::new(
+            crate::ui::LinesError {
+                head: format!(
+                    "scan gate failed for {}: no output written",
+                    lib.file_name().unwrap_or_default().to_string_lossy()
+                ),
+                lines: gate.failures(),
+                help: Some(format!(
+                    "the scan report is {}; NDEBUG strategy was {}",
+                    kept.display(),
+                    serde_json::to_value(strategy)?.as_str().unwrap_or_default()
+                )),
+            },
         )));
     }
 

@@ -601,15 +601,7 @@ fn librccl1_graphs() {
     );
     let x = inputs.join("librccl1_5.4.3-3+b1");
     let lib = x.join("usr/lib/x86_64-linux-gnu/librccl.so.1.0");
-    if !lib.exists() {
-        let st = Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(&deb)
-            .arg(&x)
-            .status()
-            .expect("dpkg-deb");
-        assert!(st.success(), "dpkg-deb -x {}", deb.display());
-    }
+    super::differential::extract_deb_once(&deb, &x, &lib);
     let r = scan(&lib);
     let declaring: usize = r
         .files

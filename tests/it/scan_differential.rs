@@ -387,6 +387,39 @@ fn differential_fixtures() {
     assert!(total >= 60, "compared only {total} kernels");
 }
 
+/// Extract `deb` into `x` once, for every test that needs it: into a private folder beside `x`
+/// first, then renamed into place, so a test running at the same time never reads a half-written
+/// `lib` (two tests extracting into `x` at once did race in CI).
+pub(crate) fn extract_deb_once(deb: &Path, x: &Path, lib: &Path) {
+    if lib.exists() {
+        return;
+    }
+    let tmp = x.with_file_name(format!(
+        ".{}.extract-{}-{:?}",
+        x.file_name().unwrap().to_string_lossy(),
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let st = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(deb)
+        .arg(&tmp)
+        .status()
+        .expect("dpkg-deb");
+    assert!(st.success(), "dpkg-deb -x {}", deb.display());
+    if std::fs::rename(&tmp, x).is_err() {
+        // Another test put it in place first.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    assert!(
+        lib.exists(),
+        "{} missing after extracting {}",
+        lib.display(),
+        deb.display()
+    );
+}
+
 /// The Debian librccl1 5.4.3 library: the `.deb` from `$RCCLFIX_TEST_INPUTS`, extracted with
 /// dpkg-deb (an outside oracle), compared kernel by kernel with the trixie LLVM tools; and the
 /// `.deb` scanned directly must find the same library inside.
@@ -407,15 +440,7 @@ fn differential_librccl1() {
     );
     let x = inputs.join("librccl1_5.4.3-3+b1");
     let lib = x.join("usr/lib/x86_64-linux-gnu/librccl.so.1.0");
-    if !lib.exists() {
-        let st = Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(&deb)
-            .arg(&x)
-            .status()
-            .expect("dpkg-deb");
-        assert!(st.success(), "dpkg-deb -x {}", deb.display());
-    }
+    extract_deb_once(&deb, &x, &lib);
     let tools = Tools::new("trixie");
     let (want, _) = oracle(&tools, &lib);
     let n = compare(&tools, &lib);
