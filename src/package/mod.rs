@@ -236,7 +236,9 @@ impl BuildFolder {
             fs_err::read(&spath).context("the build folder needs the scanner's report")?;
         let scan: crate::scan::model::ScanReport = serde_json::from_slice(&scan_json)
             .with_context(|| format!("{}: not a valid rcclfix scan report", spath.display()))?;
-        if scan.schema_version != crate::scan::model::SCHEMA_VERSION {
+        // Version 2 changed only the CLI's default `--json` shape; the build's full report has
+        // the same fields in versions 1 and 2 (docs/scan-json.md).
+        if !(1..=crate::scan::model::SCHEMA_VERSION).contains(&scan.schema_version) {
             anyhow::bail!(
                 "{}: scan schema version {} (this rcclfix reads {})",
                 spath.display(),
