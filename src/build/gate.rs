@@ -61,10 +61,16 @@ impl GateResult {
 ///
 /// Errors: the library cannot be opened (unreadable device code is an `unknown` verdict, not an error).
 pub fn run(lib: &Path, display: &str, targets: &[String]) -> anyhow::Result<GateResult> {
-    let mut report = crate::scan::scan_path(
+    // The gate checks the CCOB hashes too: it is our own output, whose bytes should be exactly
+    // what the compiler wrote (the runtime does not check them; docs/scan-json.md).
+    let mut report = crate::scan::scan_path_with(
         lib,
         &ScanOptions {
             targets: targets.to_vec(),
+        },
+        &crate::scan::Settings {
+            verify_hash: true,
+            ..Default::default()
         },
     )?;
     let scanned = lib.display().to_string();

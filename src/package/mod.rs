@@ -252,7 +252,9 @@ impl BuildFolder {
             serde_json::from_slice(&scan_json).map_err(|e| {
                 anyhow::anyhow!("{}: not a valid rcclfix scan report: {e}", spath.display())
             })?;
-        if scan.schema_version != crate::scan::model::SCHEMA_VERSION {
+        // Version 2 changed only the CLI's default `--json` shape; the build's full report has
+        // the same fields in versions 1 and 2 (docs/scan-json.md).
+        if !(1..=crate::scan::model::SCHEMA_VERSION).contains(&scan.schema_version) {
             anyhow::bail!(
                 "{}: scan schema version {} (this rcclfix reads {})",
                 spath.display(),

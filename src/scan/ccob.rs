@@ -67,6 +67,12 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 /// Errors (offsets relative to `buf`): wrong magic, truncated header, unknown version or method,
 /// a total size past the end of `buf` or smaller than the header.
 pub fn parse_header(buf: &[u8]) -> Result<Header, Problem> {
+    parse_header_in(buf, buf.len() as u64)
+}
+
+/// [`parse_header`] for a header whose CCOB is `avail` bytes long at most (a stream: `buf` holds
+/// only the header's bytes).
+pub fn parse_header_in(buf: &[u8], avail: u64) -> Result<Header, Problem> {
     if buf.len() < 8 || &buf[..4] != CCOB_MAGIC {
         if buf.len() >= 4 && &buf[..4] == CCOB_MAGIC {
             return Err(Problem::new(
@@ -132,14 +138,11 @@ pub fn parse_header(buf: &[u8]) -> Result<Header, Problem> {
                 format!("CCOB total size {t} is smaller than its {header_len}-byte header"),
             ));
         }
-        if t > buf.len() as u64 {
+        if t > avail {
             return Err(Problem::new(
                 8,
                 "truncated",
-                format!(
-                    "CCOB total size {t} runs past the end of the data ({} bytes)",
-                    buf.len()
-                ),
+                format!("CCOB total size {t} runs past the end of the data ({avail} bytes)"),
             ));
         }
     }
@@ -346,7 +349,7 @@ fn decode_inner(buf: &[u8], verify_hash: bool, huge: bool) -> Result<Decoded<Byt
             return Err(Problem::new(
                 hoff,
                 "hash-mismatch",
-                format!("CCOB hash mismatch: stored {:016x}, MD5-low-64 of the decompressed bundle is {got:016x}", header.hash),
+                format!("CCOB hash mismatch (the payload is corrupt or was changed): stored {:016x}, MD5-low-64 of the decompressed bundle is {got:016x}", header.hash),
             ));
         }
     }
@@ -523,4 +526,245 @@ fn stream_zlib<'a>(
         }
     }
     Ok((written, z.total_in() as usize))
+}
+
+/// The header and the compressed payload of the CCOB at `buf[0]`, after the header checks and
+/// the bomb check: for v2/v3 the `total_size - header` bytes; for v1 zstd its first frame; for v1
+/// zlib everything after the header (the zlib stream says where it ends).
+///
+/// Errors (offsets relative to `buf`): see [`parse_header`]; `bomb` when the claimed size exceeds
+/// [`MAX_RATIO`] × payload or [`MAX_UNCOMPRESSED`]; `decompress` for a v1 zstd payload with no
+/// complete frame.
+pub fn open(buf: &[u8]) -> Result<(Header, &[u8]), Problem> {
+    let header = parse_header(buf)?;
+    let h = header.header_len;
+    let mut payload = match header.total_size {
+        Some(t) => &buf[h..t as usize],
+        None => &buf[h..],
+    };
+    check_claim(&header, payload.len() as u64)?;
+    if header.version == 1 && header.method == Method::Zstd {
+        match zstd::zstd_safe::find_frame_compressed_size(payload) {
+            Ok(n) if n <= payload.len() => payload = &payload[..n],
+            _ => {
+                return Err(Problem::new(
+                    h as u64,
+                    "decompress",
+                    "CCOB v1 zstd payload: no complete zstd frame",
+                ))
+            }
+        }
+    }
+    Ok((header, payload))
+}
+
+/// Offsets of the uncompressed-size and hash fields in a header of `version`.
+fn field_offsets(version: u16) -> (u64, u64) {
+    match version {
+        1 => (8, 12),
+        2 => (12, 16),
+        _ => (16, 24),
+    }
+}
+
+/// The bomb check: the claimed uncompressed size against [`MAX_RATIO`] × `payload_len` (plus
+/// 64 KiB) and [`MAX_UNCOMPRESSED`].
+pub fn check_claim(header: &Header, payload_len: u64) -> Result<(), Problem> {
+    let claimed = header.uncompressed_size;
+    let cap = payload_len
+        .saturating_mul(MAX_RATIO)
+        .saturating_add(64 << 10)
+        .min(MAX_UNCOMPRESSED);
+    if claimed > cap {
+        return Err(Problem::new(
+            field_offsets(header.version).0,
+            "bomb",
+            format!(
+                "CCOB claims {claimed} uncompressed bytes from a {payload_len}-byte payload (limit {cap}); refusing to decompress"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The payload decoder behind a [`Checked`] stream.
+pub enum Decoder<P: std::io::BufRead> {
+    /// zstd frames.
+    Zstd(zstd::stream::read::Decoder<'static, P>),
+    /// A zlib stream.
+    Zlib(flate2::bufread::ZlibDecoder<P>),
+}
+
+impl<P: std::io::BufRead> std::io::Read for Decoder<P> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Decoder::Zstd(d) => d.read(out),
+            Decoder::Zlib(d) => d.read(out),
+        }
+    }
+}
+
+/// The decompressed bundle as a stream: at most the header's uncompressed size is handed out;
+/// the bytes are counted and (optionally) hashed as they pass, and the first decoder error or an
+/// output longer than the stored size is remembered, so no second copy is needed for the checks.
+pub struct Checked<D> {
+    inner: D,
+    n: u64,
+    claimed: u64,
+    md5: Option<Md5>,
+    error: Option<String>,
+    over: bool,
+}
+
+impl<D: std::io::Read> std::io::Read for Checked<D> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let stopped = || std::io::Error::other("CCOB payload stream stopped");
+        if self.error.is_some() || self.over {
+            return Err(stopped());
+        }
+        if out.is_empty() {
+            return Ok(0);
+        }
+        if self.n >= self.claimed {
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe) {
+                Ok(0) => Ok(0),
+                Ok(_) => {
+                    self.over = true;
+                    Err(stopped())
+                }
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    Err(stopped())
+                }
+            };
+        }
+        let want = out.len().min((self.claimed - self.n) as usize);
+        match self.inner.read(&mut out[..want]) {
+            Ok(k) => {
+                if let Some(m) = &mut self.md5 {
+                    m.update(&out[..k]);
+                }
+                self.n += k as u64;
+                Ok(k)
+            }
+            Err(e) => {
+                self.error = Some(e.to_string());
+                Err(stopped())
+            }
+        }
+    }
+}
+
+/// The stream [`decode_streamed`] hands to its reader.
+pub type DecodedStream<P> = super::stream::Stream<Checked<Decoder<P>>>;
+
+/// Decode the CCOB payload `payload` (its compressed bytes, e.g. from [`open`]) as a stream and
+/// let `read` consume the decompressed bundle (typically [`super::stream::read_bundle`]); then
+/// read the rest, and check the decoded size against the header (and the MD5-low-64 hash when
+/// `verify_hash`).
+///
+/// Returns `Ok((result of read, compressed bytes used))`; the inner `Err` is a problem in the
+/// decompressed bundle (offset inside it). Memory: the decoder's window (zstd: at most 128 MiB,
+/// its default limit) plus whatever `read` keeps; the bundle is never held whole.
+///
+/// Errors (offsets relative to the CCOB header): `decompress` (the payload is corrupt, or the
+/// decompressed size differs from the header's), `hash-mismatch`; they take precedence over a
+/// problem `read` found, since a bad stream explains it.
+pub fn decode_streamed<P: std::io::BufRead, T>(
+    header: &Header,
+    payload: P,
+    verify_hash: bool,
+    read: impl FnOnce(&mut DecodedStream<P>) -> Result<T, super::stream::Fail>,
+) -> Result<(Result<T, Problem>, u64), Problem> {
+    let h = header.header_len as u64;
+    let (uoff, hoff) = field_offsets(header.version);
+    let claimed = header.uncompressed_size;
+    let method = match header.method {
+        Method::Zlib => "zlib",
+        Method::Zstd => "zstd",
+    };
+    let dec = match header.method {
+        Method::Zstd => Decoder::Zstd(
+            zstd::stream::read::Decoder::with_buffer(payload)
+                .map_err(|e| Problem::new(h, "decompress", format!("CCOB payload: zstd: {e}")))?,
+        ),
+        Method::Zlib => Decoder::Zlib(flate2::bufread::ZlibDecoder::new(payload)),
+    };
+    let mut s = super::stream::Stream::new(Checked {
+        inner: dec,
+        n: 0,
+        claimed,
+        md5: verify_hash.then(Md5::new),
+        error: None,
+        over: false,
+    });
+    let result = read(&mut s);
+    // Whatever the reader left: count it (and hash it) to the end of the stream.
+    let mut scratch = vec![0u8; 64 << 10];
+    while let Ok(k) = std::io::Read::read(&mut s, &mut scratch) {
+        if k == 0 {
+            break;
+        }
+    }
+    let c = s.into_inner();
+    if let Some(e) = &c.error {
+        return Err(if e.contains("Destination buffer is too small") {
+            Problem::new(
+                uoff,
+                "decompress",
+                format!("CCOB decompressed size mismatch: the {method} stream holds more than the {claimed} bytes the header states"),
+            )
+        } else {
+            Problem::new(
+                h,
+                "decompress",
+                format!(
+                    "CCOB payload is corrupt: the {method} stream fails after {} of the {claimed} decompressed bytes the header states ({})",
+                    c.n,
+                    e.to_lowercase()
+                ),
+            )
+        });
+    }
+    if c.over {
+        return Err(too_long(claimed as usize)).map_err(|mut p| {
+            p.offset = uoff;
+            p.reason.push_str(" (decompressed size mismatch)");
+            p
+        });
+    }
+    if c.n != claimed {
+        return Err(Problem::new(
+            uoff,
+            "decompress",
+            format!(
+                "CCOB decompressed size mismatch: the payload decompresses to {} bytes but the header says {claimed}",
+                c.n
+            ),
+        ));
+    }
+    if let Some(m) = c.md5 {
+        let got = u64::from_le_bytes(m.finalize()[..8].try_into().unwrap());
+        if got != header.hash {
+            return Err(Problem::new(
+                hoff,
+                "hash-mismatch",
+                format!("CCOB hash mismatch (the payload is corrupt or was changed): stored {:016x}, MD5-low-64 of the decompressed bundle is {got:016x}", header.hash),
+            ));
+        }
+    }
+    let used = match c.inner {
+        Decoder::Zlib(z) => z.total_in(),
+        Decoder::Zstd(_) => 0,
+    };
+    let result = result.map_err(|f| match f {
+        super::stream::Fail::Bad(p) => p,
+        super::stream::Fail::Io { at, error } => Problem::new(
+            at,
+            "truncated",
+            format!("decompressed bundle ends early: {error}"),
+        ),
+    });
+    Ok((result, used))
 }

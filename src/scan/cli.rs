@@ -1,17 +1,20 @@
-//! `rcclfix scan` arguments, table and JSON output, and the exit-code contract.
+//! `rcclfix scan` arguments, table and JSON output, environment scans (`--python`, `--rocm`), and
+//! the exit-code contract.
 //!
-//! The JSON document is a [`ScanReport`] plus a `targets` map of [`TargetState`] and the
-//! `exit_code`; its schema is documented in `docs/scan-json.md` (version [`SCHEMA_VERSION`]).
+//! `--json` writes the compact document (per target the state and counts, per image one line of
+//! facts, every declaring kernel); `--json=full` (or `--json --kernels`) the full one ([`ScanJson`]:
+//! the [`ScanReport`] with every kernel). Both are documented in `docs/scan-json.md` (version
+//! [`super::model::SCHEMA_VERSION`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::model::{ScanReport, TargetState, SCHEMA_VERSION};
-use super::{scan_path_with, ScanOptions, Settings};
+use super::model::{FileReport, ImageReport, KernelReport, ScanReport, TargetState};
+use super::{scan_paths_with, ScanOptions, Settings};
 
 const AFTER_HELP: &str = "\
 Exit codes:
@@ -21,36 +24,84 @@ Exit codes:
   3  some device code that may belong to a requested target could not be read (unknown), or there
      is no device image for a requested target
 
-Without --target every target found is requested. A scan for gfx1100 also reads generic entries
-(gfx11-generic). The --json schema is documented in docs/scan-json.md.";
+Without --target every target found is requested (with --python/--rocm: the GPUs of this machine
+when KFD lists them). A scan for gfx1100 also reads generic entries (gfx11-generic).
+
+The CCOB MD5 hash is checked only with --verify-hash. Nothing that loads a compressed bundle at
+run time checks it: clang/lib/Driver/OffloadBundler.cpp (LLVM 21.1.8) recomputes it in
+CompressedOffloadBundle::decompress only under `if (Verbose)` (OFFLOAD_BUNDLER_VERBOSE=1,
+lines 1278-1324) and only prints \"Hashes match\"; CLR (hip_code_object.cpp, ROCm 6.4.3) hands
+compressed bundles to comgr's unbundle action, which calls that function, and comgr 7.0.2
+(comgr-cache-bundler-command.cpp, lines 155-178) uses the header with the hash as its cache key
+without checking it. Sizes and the compressed stream are always checked. Details and the
+--json schema: docs/scan-json.md.
+
+Memory: one decoded code object per thread at most (--max-code-object caps one); archive members
+up to --memory-budget are held whole, larger ones are streamed.";
+
+/// `--json` document shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JsonShape {
+    /// Per target the state and counts, per image one line, every declaring kernel.
+    Compact,
+    /// Every kernel of every image, with every hidden argument.
+    Full,
+}
 
 /// `rcclfix scan PATH…`
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct ScanArgs {
     /// Files or folders: .so, executable, .o, code object, bundle, CCOB, .deb, .whl, tar, directory.
-    #[arg(required = true)]
+    #[arg(required_unless_present_any = ["python", "rocm"])]
     pub paths: Vec<PathBuf>,
     /// Only these gfx targets (comma-separated), e.g. gfx1100.
     #[arg(long, value_delimiter = ',')]
     pub target: Vec<String>,
-    /// Print JSON (schema version in the output) instead of a table.
+    /// Print JSON instead of a table: `--json` the compact document, `--json=full` every kernel.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "compact", value_name = "SHAPE")]
+    pub json: Option<JsonShape>,
+    /// Check each CCOB's MD5-low-64 hash (off by default: no runtime loader checks it; see below).
     #[arg(long)]
-    pub json: bool,
-    /// Skip the CCOB MD5 check (sizes are still checked): faster on large compressed images.
-    #[arg(long)]
+    pub verify_hash: bool,
+    /// Ignored (the hash check is off by default now; kept so old scripts keep working).
+    #[arg(long, hide = true, conflicts_with = "verify_hash")]
     pub no_hash_check: bool,
-    /// List every kernel per target (also enabled by the global -v).
+    /// List every kernel per target (also enabled by the global -v); with --json: the full shape.
     #[arg(short = 'k', long)]
     pub kernels: bool,
+    /// Worker threads (0: one per core).
+    #[arg(short = 'j', long, default_value_t = 0, value_name = "N")]
+    pub jobs: usize,
+    /// Largest single code object held in memory (e.g. 4G); a bigger one is reported unknown.
+    #[arg(long, env = "RCCLFIX_SCAN_MAX_CODE_OBJECT", default_value = "4G", value_parser = parse_size, value_name = "SIZE")]
+    pub max_code_object: u64,
+    /// Archive members up to this size are read into memory; larger ones are streamed.
+    #[arg(long, env = "RCCLFIX_SCAN_MEMORY_BUDGET", default_value = "256M", value_parser = parse_size, value_name = "SIZE")]
+    pub memory_budget: u64,
+    /// Scan a Python environment: the site-packages (with torch/lib) of PYTHON (default python3).
+    #[arg(long, num_args = 0..=1, default_missing_value = "python3", value_name = "PYTHON")]
+    pub python: Option<PathBuf>,
+    /// Scan a ROCm install's lib/ folder (default /opt/rocm).
+    #[arg(long, num_args = 0..=1, default_missing_value = "/opt/rocm", value_name = "ROOT")]
+    pub rocm: Option<PathBuf>,
+    /// Where KFD's topology is read to name this machine's GPUs (tests).
+    #[arg(long, hide = true, default_value = "/sys")]
+    pub sysfs: PathBuf,
 }
 
-/// The `--json` document: the report, the verdict per target, and the exit code.
+fn parse_size(s: &str) -> Result<u64, String> {
+    super::parse_size(s)
+}
+
+/// The full `--json` document: the report, the verdict per target, and the exit code.
 #[derive(Debug, Serialize)]
 pub struct ScanJson<'a> {
     /// The full report (schema_version, rcclfix_version, files).
     #[serde(flatten)]
     pub report: &'a ScanReport,
+    /// `full`.
+    pub shape: &'static str,
     /// Verdict per requested target (all targets found when none was requested).
     pub targets: BTreeMap<String, TargetState>,
     /// Device code that could not be attributed to any target (may belong to any).
@@ -78,6 +129,12 @@ pub fn exit_code(states: &BTreeMap<String, TargetState>, unattributed: usize) ->
     }
 }
 
+/// A scanned environment (`--python`, `--rocm`): what was walked, and the GPUs of this machine.
+struct Env {
+    what: String,
+    roots: Vec<PathBuf>,
+}
+
 impl ScanArgs {
     /// Run the scan and print the result (the global `-v` count lists kernels like `--kernels`).
     pub fn run(self) -> anyhow::Result<ExitCode> {
@@ -86,34 +143,93 @@ impl ScanArgs {
 
     /// Run the scan; `verbose` is the global `-v` count.
     ///
-    /// Errors: an empty `--target` string; a path cannot be read or is not a recognised input (exit 2
-    /// via `main`).
+    /// Errors: an empty `--target` string; a path cannot be read or is not a recognised input;
+    /// `--python` cannot run the interpreter; `--rocm` has no `lib/` (exit 2 via `main`).
     pub fn run_with_verbosity(self, verbose: u8) -> anyhow::Result<ExitCode> {
         if self.target.iter().any(|t| t.trim().is_empty()) {
             anyhow::bail!("--target: empty gfx target (e.g. --target gfx1100)");
         }
-        let opts = ScanOptions {
-            targets: self.target.clone(),
+        let mut paths = self.paths.clone();
+        let mut env = None;
+        if let Some(py) = &self.python {
+            let e = python_env(py)?;
+            paths.extend(e.roots.iter().cloned());
+            env = Some(e);
+        }
+        if let Some(root) = &self.rocm {
+            let lib = root.join("lib");
+            if !lib.is_dir() {
+                anyhow::bail!(
+                    "--rocm {}: no lib/ folder there\nhelp: give the ROCm install's root, e.g. --rocm /opt/rocm-6.4.3",
+                    root.display()
+                );
+            }
+            paths.push(lib.clone());
+            let e = env.get_or_insert(Env {
+                what: String::new(),
+                roots: Vec::new(),
+            });
+            e.what = if e.what.is_empty() {
+                format!("ROCm install {}", root.display())
+            } else {
+                format!("{} and ROCm install {}", e.what, root.display())
+            };
+            e.roots.push(lib);
+        }
+        let walks = env.is_some() || paths.iter().any(|p| p.is_dir());
+        let progress = if walks && crate::ui::stderr_is_tty() {
+            let pb = indicatif::ProgressBar::new(0);
+            pb.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} {msg:24} [{bar:30}] {pos}/{len} bundles",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            pb.set_message("scanning");
+            pb.enable_steady_tick(std::time::Duration::from_millis(120));
+            pb
+        } else {
+            indicatif::ProgressBar::hidden()
         };
         let settings = Settings {
-            verify_hash: !self.no_hash_check,
+            verify_hash: self.verify_hash,
+            max_code_object: self.max_code_object,
+            memory_budget: self.memory_budget,
+            jobs: self.jobs,
+            progress: progress.clone(),
         };
-        let mut report = ScanReport {
-            schema_version: SCHEMA_VERSION,
-            rcclfix_version: env!("CARGO_PKG_VERSION").into(),
-            files: Vec::new(),
+        let scanned = scan_paths_with(&paths, &ScanOptions::default(), &settings);
+        progress.finish_and_clear();
+        let mut report = scanned?;
+        let found = report.processors();
+        let gpus = if env.is_some() && self.target.is_empty() {
+            machine_gpus(&self.sysfs)
+        } else {
+            Vec::new()
         };
-        for p in &self.paths {
-            let r = scan_path_with(p, &opts, &settings)?;
-            report.files.extend(r.files);
-        }
-        let requested = if self.target.is_empty() {
-            report.processors()
+        let explicit: Vec<String> = if self.target.is_empty() {
+            gpus.clone()
         } else {
             self.target.clone()
         };
-        let states = report.target_states(&requested);
-        let unattributed = if self.target.is_empty() {
+        if !explicit.is_empty() {
+            report.retain_targets(&explicit);
+        }
+        let requested = if explicit.is_empty() {
+            report.processors()
+        } else {
+            explicit.clone()
+        };
+        let mut states = report.target_states(&requested);
+        for (t, st) in states.iter_mut() {
+            if let TargetState::Unknown { reason } = st {
+                if reason.starts_with("no device image for") && !found.is_empty() {
+                    *reason = format!("no device code for {t}; found: {}", found.join(", "));
+                }
+            }
+        }
+        let unattributed = if explicit.is_empty() {
             report
                 .files
                 .iter()
@@ -125,25 +241,476 @@ impl ScanArgs {
         };
         let code = exit_code(&states, unattributed);
         let mut out = std::io::stdout().lock();
-        if self.json {
-            let doc = ScanJson {
-                report: &report,
-                targets: states,
-                unattributed_unknown: unattributed,
-                exit_code: code,
-            };
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            writeln!(out)?;
-        } else {
-            write!(
-                out,
-                "{}",
-                render_table(&report, &states, self.kernels || verbose > 0)
-            )?;
+        let shape = match self.json {
+            Some(JsonShape::Compact) if self.kernels => Some(JsonShape::Full),
+            s => s,
+        };
+        match shape {
+            Some(JsonShape::Full) => {
+                let doc = ScanJson {
+                    report: &report,
+                    shape: "full",
+                    targets: states,
+                    unattributed_unknown: unattributed,
+                    exit_code: code,
+                };
+                serde_json::to_writer_pretty(&mut out, &doc)?;
+                writeln!(out)?;
+            }
+            Some(JsonShape::Compact) => {
+                write_compact(&mut out, &report, &states, unattributed, code)?;
+            }
+            None => {
+                if let Some(e) = &env {
+                    write!(out, "{}", render_summary(&report, e, &gpus, &requested))?;
+                    if verbose > 0 || self.kernels {
+                        writeln!(out)?;
+                        write!(out, "{}", render_table(&report, &states, true))?;
+                    }
+                } else {
+                    let mut table = render_table(&report, &states, self.kernels || verbose > 0);
+                    if !explicit.is_empty() && table.starts_with("no device code found\n") {
+                        let what = if found.is_empty() {
+                            "no device code found".to_owned()
+                        } else {
+                            format!(
+                                "no device code for {}; found: {}",
+                                explicit.join(", "),
+                                found.join(", ")
+                            )
+                        };
+                        table = format!("{what}\n{}", &table["no device code found\n".len()..]);
+                    }
+                    write!(out, "{table}")?;
+                }
+            }
         }
         out.flush()?;
         Ok(ExitCode::from(code))
     }
+}
+
+/// Ask `python` for its site-packages (and torch's package folder, found without importing it).
+/// The interpreter gets 60 s.
+fn python_env(python: &Path) -> anyhow::Result<Env> {
+    const PROBE: &str = r#"
+import json, os, site, sys, sysconfig
+p = []
+try:
+    p += site.getsitepackages()
+except Exception:
+    pass
+if getattr(site, "ENABLE_USER_SITE", False):
+    p.append(site.getusersitepackages())
+for k in ("purelib", "platlib"):
+    p.append(sysconfig.get_paths().get(k, ""))
+try:
+    import importlib.util
+    s = importlib.util.find_spec("torch")
+    if s and s.submodule_search_locations:
+        p += [os.path.join(d, "lib") for d in s.submodule_search_locations]
+except Exception:
+    pass
+print(json.dumps({"paths": p, "version": sys.version.split()[0], "prefix": sys.prefix}))
+"#;
+    let shown = python.display().to_string();
+    let mut child = std::process::Command::new(python)
+        .args(["-I", "-c", PROBE])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("--python {shown}: cannot run it: {e}\nhelp: give the interpreter of the environment, e.g. --python .venv/bin/python"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!("--python {shown}: no answer within 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output()?;
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        anyhow::bail!(
+            "--python {shown}: the interpreter failed ({}): {}",
+            o.status,
+            err.lines().last().unwrap_or("").trim()
+        );
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        paths: Vec<String>,
+        version: String,
+        prefix: String,
+    }
+    let p: Probe = serde_json::from_slice(&o.stdout).map_err(|e| {
+        anyhow::anyhow!("--python {shown}: unexpected answer from the interpreter: {e}")
+    })?;
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for d in p.paths.iter().filter(|d| !d.is_empty()) {
+        let Ok(c) = std::fs::canonicalize(d) else {
+            continue;
+        };
+        if c.is_dir() && !roots.iter().any(|r| c.starts_with(r)) {
+            roots.retain(|r| !r.starts_with(&c));
+            roots.push(c);
+        }
+    }
+    if roots.is_empty() {
+        anyhow::bail!(
+            "--python {shown}: Python {} at {} has no site-packages folder",
+            p.version,
+            p.prefix
+        );
+    }
+    Ok(Env {
+        what: format!("Python {} at {}", p.version, p.prefix),
+        roots,
+    })
+}
+
+/// The gfx targets of this machine's GPUs from KFD's topology under `sysfs` (empty when none).
+fn machine_gpus(sysfs: &Path) -> Vec<String> {
+    let mut v: Vec<String> = crate::doctor::kfd::read_topology(sysfs)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| g.gfx)
+        .filter(|g| !g.is_empty())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The per-library summary of an environment scan: one row per file with device code, the
+/// affected ones first (declares, then unknown, then clean), each with its verdict for the
+/// requested targets (this machine's GPUs when known), the declaring kernels and the targets it
+/// carries.
+fn render_summary(report: &ScanReport, env: &Env, gpus: &[String], requested: &[String]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let rel = |p: &str| -> String {
+        for r in &env.roots {
+            let r = r.display().to_string();
+            if let Some(rest) = p.strip_prefix(&r) {
+                return rest.trim_start_matches('/').to_owned();
+            }
+        }
+        p.to_owned()
+    };
+    let libs: Vec<&FileReport> = report
+        .files
+        .iter()
+        .filter(|f| !f.images.is_empty() || !f.unreadable.is_empty())
+        .collect();
+    let _ = writeln!(
+        s,
+        "{}: {} librar{} with device code under {}",
+        env.what,
+        libs.len(),
+        if libs.len() == 1 { "y" } else { "ies" },
+        env.roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if gpus.is_empty() {
+        let _ = writeln!(
+            s,
+            "verdicts for {}",
+            if requested.is_empty() {
+                "every target found".to_owned()
+            } else {
+                requested.join(", ")
+            }
+        );
+    } else {
+        let _ = writeln!(s, "verdicts for this machine's GPUs: {}", gpus.join(", "));
+    }
+    struct Row {
+        rank: u8,
+        path: String,
+        state: &'static str,
+        declaring: usize,
+        targets: String,
+        note: String,
+    }
+    let mut rows: Vec<Row> = libs
+        .iter()
+        .map(|f| {
+            let one = ScanReport {
+                schema_version: report.schema_version,
+                rcclfix_version: report.rcclfix_version.clone(),
+                files: vec![(*f).clone()],
+            };
+            let want = if requested.is_empty() {
+                one.processors()
+            } else {
+                requested.to_vec()
+            };
+            let states = one.target_states(&want);
+            let declaring: usize = states
+                .values()
+                .map(|st| match st {
+                    TargetState::Declares { kernels } => kernels.len(),
+                    _ => 0,
+                })
+                .sum();
+            let (rank, state) = if states
+                .values()
+                .any(|s| matches!(s, TargetState::Declares { .. }))
+            {
+                (0, "declares")
+            } else if states.is_empty()
+                || states
+                    .values()
+                    .any(|s| matches!(s, TargetState::Unknown { .. }))
+            {
+                (1, "unknown")
+            } else {
+                (2, "clean")
+            };
+            let mut procs: Vec<&str> = f.images.iter().map(|i| i.processor.as_str()).collect();
+            procs.sort_by_key(|t| target_order(t));
+            procs.dedup();
+            let targets = if procs.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("{} ({})", procs.join(" "), procs.len())
+            };
+            let note = if !f.unreadable.is_empty() {
+                format!("{} unreadable", f.unreadable.len())
+            } else {
+                String::new()
+            };
+            Row {
+                rank,
+                path: rel(&f.path),
+                state,
+                declaring,
+                targets,
+                note,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| (a.rank, &a.path).cmp(&(b.rank, &b.path)));
+    if rows.is_empty() {
+        return s;
+    }
+    let w = rows
+        .iter()
+        .map(|r| r.path.len())
+        .max()
+        .unwrap_or(7)
+        .clamp(7, 60);
+    let _ = writeln!(
+        s,
+        "{:<w$}  {:<8}  {:>9}  TARGETS",
+        "LIBRARY", "VERDICT", "DECLARING"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<w$}  {:<8}  {:>9}  {}{}",
+            r.path,
+            r.state,
+            r.declaring,
+            r.targets,
+            if r.note.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", r.note)
+            }
+        );
+    }
+    s
+}
+
+/// A target's line in the compact document.
+#[derive(Debug, Serialize)]
+struct TargetLine {
+    state: &'static str,
+    images: usize,
+    kernels: usize,
+    declaring: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// An image's line in the compact document: its facts and counts, no kernels.
+#[derive(Debug, Serialize)]
+struct ImageLine<'a> {
+    entry_id: &'a str,
+    processor: &'a str,
+    target_id: &'a str,
+    code_object_version: u32,
+    container: &'a str,
+    bundle_offset: u64,
+    size: u64,
+    e_flags: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata_target: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[u64]>::is_empty")]
+    metadata_version: &'a [u64],
+    metadata_notes: u32,
+    kernels: usize,
+    declaring: usize,
+    hostcall_users: &'a [String],
+}
+
+/// A declaring kernel's line in the compact document (`image`: index into the file's `images`).
+#[derive(Debug, Serialize)]
+struct KernelLine<'a> {
+    image: usize,
+    processor: &'a str,
+    #[serde(flatten)]
+    kernel: &'a KernelReport,
+}
+
+/// Write the compact document: one JSON object per line for every target, image, declaring
+/// kernel and unreadable record (docs/scan-json.md, "Compact").
+///
+/// Errors: writing to `out` failed.
+pub fn write_compact(
+    out: &mut impl Write,
+    report: &ScanReport,
+    states: &BTreeMap<String, TargetState>,
+    unattributed: usize,
+    code: u8,
+) -> anyhow::Result<()> {
+    writeln!(out, "{{")?;
+    writeln!(out, "  \"schema_version\": {},", report.schema_version)?;
+    writeln!(
+        out,
+        "  \"rcclfix_version\": {},",
+        serde_json::to_string(&report.rcclfix_version)?
+    )?;
+    writeln!(out, "  \"shape\": \"compact\",")?;
+    writeln!(out, "  \"targets\": {{")?;
+    let n = states.len();
+    for (i, (t, st)) in states.iter().enumerate() {
+        let imgs: Vec<&ImageReport> = report
+            .files
+            .iter()
+            .flat_map(|f| &f.images)
+            .filter(|img| super::verdict::runs_on(&img.processor, t))
+            .collect();
+        let line = TargetLine {
+            state: match st {
+                TargetState::Declares { .. } => "declares",
+                TargetState::Clean { .. } => "clean",
+                TargetState::Unknown { .. } => "unknown",
+            },
+            images: imgs.len(),
+            kernels: imgs.iter().map(|i| i.kernels.len()).sum(),
+            declaring: match st {
+                TargetState::Declares { kernels } => kernels.len(),
+                _ => 0,
+            },
+            reason: match st {
+                TargetState::Unknown { reason } => Some(reason.clone()),
+                _ => None,
+            },
+        };
+        writeln!(
+            out,
+            "    {}: {}{}",
+            serde_json::to_string(t)?,
+            serde_json::to_string(&line)?,
+            comma(i, n)
+        )?;
+    }
+    writeln!(out, "  }},")?;
+    writeln!(out, "  \"unattributed_unknown\": {unattributed},")?;
+    writeln!(out, "  \"exit_code\": {code},")?;
+    writeln!(out, "  \"files\": [")?;
+    let nf = report.files.len();
+    for (fi, f) in report.files.iter().enumerate() {
+        writeln!(out, "    {{")?;
+        writeln!(out, "      \"path\": {},", serde_json::to_string(&f.path)?)?;
+        writeln!(out, "      \"kind\": {},", serde_json::to_string(&f.kind)?)?;
+        let images: Vec<ImageLine> = f
+            .images
+            .iter()
+            .map(|i| ImageLine {
+                entry_id: &i.entry_id,
+                processor: &i.processor,
+                target_id: &i.target_id,
+                code_object_version: i.code_object_version,
+                container: &i.container,
+                bundle_offset: i.bundle_offset,
+                size: i.size,
+                e_flags: i.e_flags,
+                metadata_target: i.metadata_target.as_deref(),
+                metadata_version: &i.metadata_version,
+                metadata_notes: i.metadata_notes,
+                kernels: i.kernels.len(),
+                declaring: i.kernels.iter().filter(|k| k.declares_hostcall).count(),
+                hostcall_users: &i.hostcall_users,
+            })
+            .collect();
+        let kernels: Vec<KernelLine> = f
+            .images
+            .iter()
+            .enumerate()
+            .flat_map(|(ii, i)| {
+                i.kernels
+                    .iter()
+                    .filter(|k| k.declares_hostcall)
+                    .map(move |k| KernelLine {
+                        image: ii,
+                        processor: &i.processor,
+                        kernel: k,
+                    })
+            })
+            .collect();
+        write_lines(out, "images", &images, false)?;
+        write_lines(out, "kernels", &kernels, false)?;
+        write_lines(out, "unreadable", &f.unreadable, true)?;
+        writeln!(out, "    }}{}", comma(fi, nf))?;
+    }
+    writeln!(out, "  ]")?;
+    writeln!(out, "}}")?;
+    Ok(())
+}
+
+fn comma(i: usize, n: usize) -> &'static str {
+    if i + 1 < n {
+        ","
+    } else {
+        ""
+    }
+}
+
+/// `"key": [` one compact object per line `]` at file level.
+fn write_lines<T: Serialize>(
+    out: &mut impl Write,
+    key: &str,
+    items: &[T],
+    last: bool,
+) -> anyhow::Result<()> {
+    let end = if last { "" } else { "," };
+    if items.is_empty() {
+        writeln!(out, "      \"{key}\": []{end}")?;
+        return Ok(());
+    }
+    writeln!(out, "      \"{key}\": [")?;
+    for (i, it) in items.iter().enumerate() {
+        writeln!(
+            out,
+            "        {}{}",
+            serde_json::to_string(it)?,
+            comma(i, items.len())
+        )?;
+    }
+    writeln!(out, "      ]{end}")?;
+    Ok(())
 }
 
 /// Render the human table: one row per target (counts first), optional kernel lists, then every

@@ -19,6 +19,7 @@ pub mod elf;
 pub mod input;
 pub mod meta;
 pub mod model;
+pub mod stream;
 pub mod verdict;
 pub mod walk;
 
@@ -34,19 +35,76 @@ pub struct ScanOptions {
     pub targets: Vec<String>,
 }
 
-/// How device code is read (the parts of a scan that do not change its result on good input).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How device code is read: the parts of a scan that change its cost, never its result on
+/// good input (a limit turns what exceeds it into an `unknown` record naming the limit).
+#[derive(Debug, Clone)]
 pub struct Settings {
-    /// Check the CCOB MD5-low-64 hash (default). MD5 runs at roughly a quarter of zstd's decode
-    /// speed, so turning it off trades the integrity check for speed on large compressed images;
-    /// sizes and the stream itself are still checked.
+    /// Check the CCOB MD5-low-64 hash (`--verify-hash`; off by default). Nothing that loads a CCOB
+    /// at run time checks it (clang `OffloadBundler.cpp` computes it only for
+    /// `OFFLOAD_BUNDLER_VERBOSE=1` and only prints whether it matches; see docs/scan-json.md), so
+    /// the verdict on what the runtime loads does not depend on it. Sizes and the stream are
+    /// always checked.
     pub verify_hash: bool,
+    /// Largest single code object held in memory (a CCOB entry, a member, a streamed entry), in
+    /// bytes ([`DEFAULT_MAX_CODE_OBJECT`], `--max-code-object`, `RCCLFIX_SCAN_MAX_CODE_OBJECT`).
+    /// A bigger one is an `unknown` record (class `too-large`) that names the limit.
+    pub max_code_object: u64,
+    /// Archive members up to this size are read into memory whole; larger ones are streamed
+    /// (read more than once, never held), in bytes ([`DEFAULT_MEMORY_BUDGET`], `--memory-budget`,
+    /// `RCCLFIX_SCAN_MEMORY_BUDGET`).
+    pub memory_budget: u64,
+    /// Worker threads (`--jobs`); 0: one per core. Each holds at most one decoded code object.
+    pub jobs: usize,
+    /// Progress of a long walk (a hidden bar when none is drawn).
+    pub progress: indicatif::ProgressBar,
 }
 
+/// Default [`Settings::max_code_object`]: 4 GiB.
+pub const DEFAULT_MAX_CODE_OBJECT: u64 = 4 << 30;
+/// Default [`Settings::memory_budget`]: 256 MiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 256 << 20;
+
 impl Default for Settings {
+    /// Hash check off, the default limits (or `RCCLFIX_SCAN_MAX_CODE_OBJECT` /
+    /// `RCCLFIX_SCAN_MEMORY_BUDGET` when set to a valid size), one thread per core, no progress.
     fn default() -> Self {
-        Settings { verify_hash: true }
+        let env = |k: &str, d: u64| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| parse_size(&v).ok())
+                .unwrap_or(d)
+        };
+        Settings {
+            verify_hash: false,
+            max_code_object: env("RCCLFIX_SCAN_MAX_CODE_OBJECT", DEFAULT_MAX_CODE_OBJECT),
+            memory_budget: env("RCCLFIX_SCAN_MEMORY_BUDGET", DEFAULT_MEMORY_BUDGET),
+            jobs: 0,
+            progress: indicatif::ProgressBar::hidden(),
+        }
     }
+}
+
+/// Parse a size: bytes, or a number with `K`, `M`, `G`, `T` (binary multiples; `KiB`, `MB` and
+/// `k` are read the same), e.g. `4G`, `512MiB`, `65536`.
+///
+/// Errors: no number, a fraction, an unknown unit, or more than 2^64 - 1 bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 4G, 512M, 65536)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("{s:?}: unknown unit (use K, M, G or T)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 /// A problem found while parsing device code: a byte offset (relative to the buffer the parser was
@@ -99,15 +157,23 @@ pub fn scan_path(path: &Path, opts: &ScanOptions) -> anyhow::Result<ScanReport> 
     scan_path_with(path, opts, &Settings::default())
 }
 
-/// [`scan_path`] with explicit [`Settings`] (e.g. `verify_hash: false` for `--no-hash-check`).
+/// [`scan_path`] with explicit [`Settings`] (e.g. `verify_hash: true` for `--verify-hash`).
 pub fn scan_path_with(
     path: &Path,
     opts: &ScanOptions,
     settings: &Settings,
 ) -> anyhow::Result<ScanReport> {
-    let mut files = Vec::new();
-    input::scan_top(path, &mut files, settings)?;
-    Ok(report_of(files, opts))
+    scan_paths_with(&[path.to_owned()], opts, settings)
+}
+
+/// Scan several files and folders in one run (their jobs share the pool); the files come back
+/// in the order given, each folder in name order. Errors: as [`scan_path`] for any of them.
+pub fn scan_paths_with(
+    paths: &[std::path::PathBuf],
+    opts: &ScanOptions,
+    settings: &Settings,
+) -> anyhow::Result<ScanReport> {
+    Ok(report_of(input::scan_paths(paths, settings)?, opts))
 }
 
 /// The report for scanned `files`, kept to the requested targets.
@@ -127,7 +193,13 @@ fn report_of(files: Vec<FileReport>, opts: &ScanOptions) -> ScanReport {
 /// displayed as `name`. Same formats and errors as [`scan_path`] for a single file.
 pub fn scan_bytes(name: &str, data: &[u8], opts: &ScanOptions) -> anyhow::Result<ScanReport> {
     let mut files = Vec::new();
-    input::scan_buffer(name, data, true, 0, &mut files, &Settings::default())?;
+    let settings = Settings::default();
+    let known = input::with_pool(&settings, || {
+        input::scan_buffer(name, data, true, 0, &mut files, &settings)
+    })?;
+    if !known {
+        anyhow::bail!("{name}: not a recognised input at offset 0");
+    }
     Ok(report_of(files, opts))
 }
 

@@ -6,8 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Version of the JSON schema below; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON schema below; bumped on any incompatible change. Version 2: `scan --json`
+/// writes the compact document by default (`--json=full` this full one); this full report (the
+/// build's `scan.json`) has the same fields as version 1.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The whole result of one `rcclfix scan`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -110,7 +112,7 @@ pub struct Unreadable {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry_id: Option<String>,
     /// Short machine-readable class: `kpack`, `bitcode`, `truncated`, `bad-magic`, `hash-mismatch`,
-    /// `decompress`, `bomb`, `metadata`, `io`, `not-regular`, `unsupported`.
+    /// `decompress`, `bomb`, `metadata`, `io`, `not-regular`, `unsupported`, `too-large`.
     #[serde(default)]
     pub class: String,
     /// Why, e.g. `device code externalized (kpack)`, `CCOB hash mismatch`.

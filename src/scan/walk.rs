@@ -7,66 +7,320 @@
 
 use super::bundle::{self, EntryId, Item};
 use super::model::{FileReport, HiddenArg, ImageReport, KernelReport, Unreadable};
-use super::{ccob, codeobj, elf, verdict, Problem, Settings};
+use super::{ccob, codeobj, elf, stream, verdict, Problem, Settings};
 
 /// Bitcode magics: raw `BC C0 DE` and the bitcode wrapper `DE C0 17 0B`.
 pub fn is_bitcode(b: &[u8]) -> bool {
     b.starts_with(b"BC\xC0\xDE") || b.starts_with(&[0xDE, 0xC0, 0x17, 0x0B])
 }
 
-/// Walk a buffer holding bundles back to back (a `.hip_fatbin`, a raw bundle or CCOB file).
-/// `base` is the buffer's offset in the file.
+/// What one unit of work found: images and unreadable records, appended to its file in order.
+#[derive(Debug, Default)]
+pub struct Part {
+    /// Images, in file order.
+    pub images: Vec<ImageReport>,
+    /// Unreadable records, in file order.
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl Part {
+    /// Append to `file` (images and records keep their order).
+    pub fn append_to(self, file: &mut FileReport) {
+        file.images.extend(self.images);
+        file.unreadable.extend(self.unreadable);
+    }
+
+    fn unreadable(u: Unreadable) -> Part {
+        Part {
+            images: Vec::new(),
+            unreadable: vec![u],
+        }
+    }
+}
+
+/// One unit of work over bytes in memory, independent of every other: a plain bundle, a CCOB,
+/// an `-fgpu-rdc` section or a bare code object. [`Job::run`] may run on any thread; a job never
+/// starts other parallel work, so each worker holds at most one decoded code object at a time.
+#[derive(Debug)]
+pub enum Job<'a> {
+    /// A parsed plain bundle at file offset `base`: its entries are parsed in place.
+    Plain {
+        /// The bundle.
+        bundle: bundle::Bundle<'a>,
+        /// File offset of the bundle.
+        base: u64,
+    },
+    /// The CCOB at `data[0]` (file offset `base`): decoded as a stream.
+    Ccob {
+        /// From the CCOB header to the end of the container.
+        data: &'a [u8],
+        /// File offset of the CCOB header.
+        base: u64,
+    },
+    /// An `-fgpu-rdc` section `__CLANG_OFFLOAD_BUNDLE__<id>` at file offset `off`.
+    Rdc {
+        /// The entry ID from the section name.
+        id: &'a str,
+        /// File offset of the section.
+        off: u64,
+        /// The section bytes.
+        bytes: &'a [u8],
+    },
+    /// A bare code object file.
+    CodeObject {
+        /// The whole file.
+        data: &'a [u8],
+    },
+    /// Records found while locating the work (kpack markers, bad bundle headers, unknown data).
+    Done(Part),
+}
+
+impl Job<'_> {
+    /// Do the work.
+    pub fn run(self, opts: &Settings) -> Part {
+        match self {
+            Job::Plain { bundle, base } => {
+                let mut part = Part::default();
+                scan_entries(&bundle, base, "plain", None, &mut part);
+                part
+            }
+            Job::Ccob { data, base } => scan_ccob(data, base, opts).0,
+            Job::Rdc { id, off, bytes } => rdc_section(id, off, bytes),
+            Job::CodeObject { data } => {
+                let mut part = Part::default();
+                match codeobj::parse(data) {
+                    Ok(co) => {
+                        let id = EntryId::parse("");
+                        let img = image("", &id, "none", 0, data.len() as u64, co);
+                        part.images.push(img);
+                    }
+                    Err(p) => part.unreadable.push(p.unreadable(0, None, None)),
+                }
+                part
+            }
+            Job::Done(p) => p,
+        }
+    }
+}
+
+/// Walk a buffer holding bundles back to back (a `.hip_fatbin`, a raw bundle or CCOB file) and
+/// process every bundle on this thread. `base` is the buffer's offset in the file.
 pub fn scan_fatbin(data: &[u8], base: u64, file: &mut FileReport, opts: &Settings) {
+    let mut jobs = Vec::new();
+    locate_fatbin(data, base, opts, &mut jobs);
+    for j in jobs {
+        j.run(opts).append_to(file);
+    }
+}
+
+/// Find the bundles of a buffer holding them back to back and turn each into a [`Job`], in
+/// file order. Only headers are read here (a plain bundle's entry table, a CCOB's sizes); a v1
+/// zlib CCOB, whose end only its stream knows, is decoded here.
+pub fn locate_fatbin<'a>(data: &'a [u8], base: u64, opts: &Settings, jobs: &mut Vec<Job<'a>>) {
     let mut pos = 0usize;
     while let Some(item) = bundle::next_item(data, pos) {
         match item {
             Item::Plain { offset } => match bundle::parse_bundle(&data[offset..]) {
                 Ok(b) => {
-                    scan_entries(&b, base + offset as u64, "plain", None, file);
                     pos = bundle::align_up(offset + (b.end as usize).max(1));
+                    jobs.push(Job::Plain {
+                        bundle: b,
+                        base: base + offset as u64,
+                    });
                 }
                 Err(p) => {
-                    file.unreadable
-                        .push(p.unreadable(base + offset as u64, None, None));
+                    jobs.push(Job::Done(Part::unreadable(p.unreadable(
+                        base + offset as u64,
+                        None,
+                        None,
+                    ))));
                     pos = bundle::resync(data, offset + 1);
                 }
             },
-            Item::Ccob { offset } => match ccob::decode_mapped(&data[offset..], opts.verify_hash) {
-                Ok(d) => {
-                    let label = d.header.label();
-                    match bundle::parse_bundle(&d.bundle) {
-                        Ok(b) => scan_entries(&b, base + offset as u64, &label, Some(&label), file),
-                        Err(p) => file.unreadable.push(Unreadable {
-                            offset: base + offset as u64,
-                            processor: None,
-                            entry_id: None,
-                            class: p.class.to_owned(),
-                            reason: format!(
-                                "{label}: decompressed bundle at +{}: {}",
-                                p.offset, p.reason
-                            ),
-                        }),
+            Item::Ccob { offset } => {
+                let at = &data[offset..];
+                let extent = match ccob::parse_header(at) {
+                    Err(p) => {
+                        jobs.push(Job::Done(Part::unreadable(p.unreadable(
+                            base + offset as u64,
+                            None,
+                            None,
+                        ))));
+                        pos = bundle::resync(data, offset + 1);
+                        continue;
                     }
-                    pos = bundle::align_up(offset + d.consumed.max(1));
+                    Ok(h) => match (h.total_size, h.method) {
+                        (Some(t), _) => Some(t as usize),
+                        (None, ccob::Method::Zstd) => {
+                            zstd::zstd_safe::find_frame_compressed_size(&at[h.header_len..])
+                                .ok()
+                                .map(|n| h.header_len + n)
+                        }
+                        (None, ccob::Method::Zlib) => None,
+                    },
+                };
+                let base = base + offset as u64;
+                match extent {
+                    Some(n) if n <= at.len() => {
+                        jobs.push(Job::Ccob { data: at, base });
+                        pos = bundle::align_up(offset + n.max(1));
+                    }
+                    _ => {
+                        let (part, consumed) = scan_ccob(at, base, opts);
+                        jobs.push(Job::Done(part));
+                        pos = match consumed {
+                            Some(n) => bundle::align_up(offset + n.max(1)),
+                            None => bundle::resync(data, offset + 1),
+                        };
+                    }
                 }
-                Err(p) => {
-                    file.unreadable
-                        .push(p.unreadable(base + offset as u64, None, None));
-                    pos = bundle::resync(data, offset + 1);
-                }
-            },
+            }
             Item::Unknown { offset, end } => {
-                file.unreadable.push(Unreadable {
-                    offset: base + offset as u64,
-                    processor: None,
-                    entry_id: None,
-                    class: "bad-magic".into(),
-                    reason: format!("{} bytes of unknown data (no offload bundle or CCOB magic at a 4096-byte boundary)", end - offset),
-                });
+                jobs.push(Job::Done(Part::unreadable(unknown_data(
+                    base + offset as u64,
+                    (end - offset) as u64,
+                ))));
                 pos = end;
             }
         }
     }
+}
+
+/// The record for `len` bytes of unknown data at file offset `at` in a `.hip_fatbin`.
+pub fn unknown_data(at: u64, len: u64) -> Unreadable {
+    Unreadable {
+        offset: at,
+        processor: None,
+        entry_id: None,
+        class: "bad-magic".into(),
+        reason: format!(
+            "{len} bytes of unknown data (no offload bundle or CCOB magic at a 4096-byte boundary)"
+        ),
+    }
+}
+
+/// Decode the CCOB at `data[0]` (file offset `base`) as a stream and read its bundle entry by
+/// entry. Returns what it found and the bytes the CCOB occupies (`None` when its header or
+/// payload could not be read).
+pub fn scan_ccob(data: &[u8], base: u64, opts: &Settings) -> (Part, Option<usize>) {
+    let (header, payload) = match ccob::open(data) {
+        Ok(x) => x,
+        Err(p) => return (Part::unreadable(p.unreadable(base, None, None)), None),
+    };
+    let (mut part, consumed) = scan_ccob_as(&header, payload, base, opts.verify_hash, opts);
+    if !opts.verify_hash && !part.unreadable.is_empty() {
+        // Something inside did not read: say whether the payload itself is corrupt (the hash is
+        // not checked on good input, so this costs nothing there).
+        let (check, _) = scan_ccob_as(&header, payload, base, true, opts);
+        if check.unreadable.iter().any(|u| u.class == "hash-mismatch") {
+            part = check;
+        }
+    }
+    (part, consumed)
+}
+
+fn scan_ccob_as(
+    header: &ccob::Header,
+    payload: &[u8],
+    base: u64,
+    verify_hash: bool,
+    opts: &Settings,
+) -> (Part, Option<usize>) {
+    let label = header.label();
+    let payload_len = payload.len();
+    let mut part = Part::default();
+    let r = ccob::decode_streamed(header, payload, verify_hash, |s| {
+        let mut found = Vec::new();
+        let end = stream::read_bundle(
+            s,
+            header.uncompressed_size,
+            opts.max_code_object,
+            |e, body| {
+                found.push((
+                    e.index,
+                    entry_or_too_large(e, body, base, &label, Some(&label)),
+                ));
+            },
+        )?;
+        found.sort_by_key(|(i, _)| *i);
+        Ok((found, end))
+    });
+    match r {
+        Err(p) => (Part::unreadable(p.unreadable(base, None, None)), None),
+        Ok((Err(p), used)) => {
+            part.unreadable.push(Unreadable {
+                offset: base,
+                processor: None,
+                entry_id: None,
+                class: p.class.to_owned(),
+                reason: format!(
+                    "{label}: decompressed bundle at +{}: {}",
+                    p.offset, p.reason
+                ),
+            });
+            (part, Some(consumed(header, payload_len, used)))
+        }
+        Ok((Ok((found, _)), used)) => {
+            for (_, r) in found {
+                match r {
+                    Some(Ok(img)) => part.images.push(img),
+                    Some(Err(u)) => part.unreadable.push(u),
+                    None => {}
+                }
+            }
+            (part, Some(consumed(header, payload_len, used)))
+        }
+    }
+}
+
+/// Bytes a CCOB occupies: its total size (v2/v3), its zstd frame (v1 zstd: the payload [`ccob::open`]
+/// cut), or what the zlib stream used (v1 zlib).
+fn consumed(h: &ccob::Header, payload_len: usize, zlib_used: u64) -> usize {
+    match (h.total_size, h.method) {
+        (Some(t), _) => t as usize,
+        (None, ccob::Method::Zstd) => h.header_len + payload_len,
+        (None, ccob::Method::Zlib) => h.header_len + zlib_used as usize,
+    }
+}
+
+/// The record for one entry met in a decompressed (or streamed) bundle at file offset
+/// `bundle_offset`; `None` for the host. `inner`: the container label when the bundle was
+/// decompressed.
+pub fn entry_or_too_large(
+    e: &stream::StreamEntry,
+    body: stream::Body<'_>,
+    bundle_offset: u64,
+    container: &str,
+    inner: Option<&str>,
+) -> Option<Result<ImageReport, Unreadable>> {
+    match body {
+        stream::Body::Bytes(data) => {
+            entry_record(&e.id, e.offset, data, bundle_offset, container, inner)
+        }
+        stream::Body::TooLarge { limit } => {
+            let id = EntryId::parse(&e.id);
+            let what = match inner {
+                Some(l) => format!("{l}: bundle entry {} at +{}", e.id, e.offset),
+                None => format!(
+                    "bundle entry {} at file offset {}",
+                    e.id,
+                    bundle_offset + e.offset
+                ),
+            };
+            Some(Err(Unreadable {
+                offset: bundle_offset + if inner.is_some() { 0 } else { e.offset },
+                processor: Some(id.processor().to_owned()).filter(|p| !p.is_empty()),
+                entry_id: Some(e.id.clone()),
+                class: "too-large".into(),
+                reason: too_large(&what, e.size, limit),
+            }))
+        }
+    }
+}
+
+/// The reason for a code object over the limit: what, its size, the limit, and how to raise it.
+pub fn too_large(what: &str, size: u64, limit: u64) -> String {
+    format!("{what} is a {size}-byte code object, more than the {limit}-byte limit on one code object held in memory; raise it with --max-code-object SIZE or RCCLFIX_SCAN_MAX_CODE_OBJECT")
 }
 
 /// Process the entries of one parsed bundle at file offset `bundle_offset`. `inner` is set when
@@ -76,83 +330,98 @@ fn scan_entries(
     bundle_offset: u64,
     container: &str,
     inner: Option<&str>,
-    file: &mut FileReport,
+    part: &mut Part,
 ) {
     for e in &b.entries {
-        let id = EntryId::parse(e.id);
-        if id.is_host() {
-            continue;
-        }
-        let at = match inner {
-            None => bundle_offset + e.offset,
-            Some(_) => bundle_offset,
-        };
-        let where_ = |p: &Problem| match inner {
-            None => String::new(),
-            Some(l) => format!("{l}: entry at +{} (+{} inside it): ", e.offset, p.offset),
-        };
-        let processor = Some(id.processor().to_owned()).filter(|p| !p.is_empty());
-        if !id.is_amdgcn() {
-            let what = if id.triple.starts_with("spirv") {
-                "SPIR-V (compiled by the runtime's JIT; its hidden arguments are decided then)"
-            } else {
-                "not an AMDGPU entry"
-            };
-            file.unreadable.push(Unreadable {
-                offset: at,
-                processor: Some(if id.target_id.is_empty() {
-                    id.triple.clone()
-                } else {
-                    id.target_id.to_owned()
-                }),
-                entry_id: Some(e.id.to_owned()),
-                class: "unsupported".into(),
-                reason: format!("bundle entry {}: {what}", e.id),
-            });
-            continue;
-        }
-        if e.data.is_empty() {
-            file.unreadable.push(Unreadable {
-                offset: at,
-                processor,
-                entry_id: Some(e.id.to_owned()),
-                class: "truncated".into(),
-                reason: format!("bundle entry {} is empty", e.id),
-            });
-            continue;
-        }
-        if is_bitcode(e.data) {
-            file.unreadable.push(Unreadable {
-                offset: at,
-                processor,
-                entry_id: Some(e.id.to_owned()),
-                class: "bitcode".into(),
-                reason: format!("bundle entry {}: not yet linked (bitcode); the hostcall declaration is decided at the device link", e.id),
-            });
-            continue;
-        }
-        match codeobj::parse(e.data) {
-            Ok(co) => {
-                let img = image(e.id, &id, container, bundle_offset, e.data.len() as u64, co);
-                file.images.push(img);
-            }
-            Err(p) => {
-                let reason = format!("{}bundle entry {}: {}", where_(&p), e.id, p.reason);
-                let off = if inner.is_some() {
-                    bundle_offset
-                } else {
-                    at + p.offset
-                };
-                file.unreadable.push(Unreadable {
-                    offset: off,
-                    processor,
-                    entry_id: Some(e.id.to_owned()),
-                    class: p.class.to_owned(),
-                    reason,
-                });
-            }
+        match entry_record(e.id, e.offset, e.data, bundle_offset, container, inner) {
+            Some(Ok(img)) => part.images.push(img),
+            Some(Err(u)) => part.unreadable.push(u),
+            None => {}
         }
     }
+}
+
+/// The image (or the record of why not) for one bundle entry `id` at `e_offset` in a bundle at
+/// file offset `bundle_offset`; `None` for the host entry. `inner` is set (the container label)
+/// when the bundle was decompressed: offsets inside it are not file offsets.
+fn entry_record(
+    e_id: &str,
+    e_offset: u64,
+    data: &[u8],
+    bundle_offset: u64,
+    container: &str,
+    inner: Option<&str>,
+) -> Option<Result<ImageReport, Unreadable>> {
+    let id = EntryId::parse(e_id);
+    if id.is_host() {
+        return None;
+    }
+    let at = match inner {
+        None => bundle_offset + e_offset,
+        Some(_) => bundle_offset,
+    };
+    let where_ = |p: &Problem| match inner {
+        None => String::new(),
+        Some(l) => format!("{l}: entry at +{e_offset} (+{} inside it): ", p.offset),
+    };
+    let processor = Some(id.processor().to_owned()).filter(|p| !p.is_empty());
+    if !id.is_amdgcn() {
+        let what = if id.triple.starts_with("spirv") {
+            "SPIR-V (compiled by the runtime's JIT; its hidden arguments are decided then)"
+        } else {
+            "not an AMDGPU entry"
+        };
+        return Some(Err(Unreadable {
+            offset: at,
+            processor: Some(if id.target_id.is_empty() {
+                id.triple.clone()
+            } else {
+                id.target_id.to_owned()
+            }),
+            entry_id: Some(e_id.to_owned()),
+            class: "unsupported".into(),
+            reason: format!("bundle entry {e_id}: {what}"),
+        }));
+    }
+    if data.is_empty() {
+        return Some(Err(Unreadable {
+            offset: at,
+            processor,
+            entry_id: Some(e_id.to_owned()),
+            class: "truncated".into(),
+            reason: format!("bundle entry {e_id} is empty"),
+        }));
+    }
+    if is_bitcode(data) {
+        return Some(Err(Unreadable {
+            offset: at,
+            processor,
+            entry_id: Some(e_id.to_owned()),
+            class: "bitcode".into(),
+            reason: format!("bundle entry {e_id}: not yet linked (bitcode); the hostcall declaration is decided at the device link"),
+        }));
+    }
+    Some(match codeobj::parse(data) {
+        Ok(co) => {
+            let img = image(e_id, &id, container, bundle_offset, data.len() as u64, co);
+            Ok(img)
+        }
+        Err(p) => {
+            let reason = format!("{}bundle entry {e_id}: {}", where_(&p), p.reason);
+            let off = if inner.is_some() {
+                bundle_offset
+            } else {
+                at + p.offset
+            };
+            Err(Unreadable {
+                offset: off,
+                processor,
+                entry_id: Some(e_id.to_owned()),
+                class: p.class.to_owned(),
+                reason,
+            })
+        }
+    })
 }
 
 /// Build the report of one code object, with each declaring kernel's `why` ([`verdict::explain`]).
@@ -219,28 +488,61 @@ pub fn image(
 
 /// Scan a bare code object file (no bundle around it).
 pub fn scan_code_object_file(data: &[u8], file: &mut FileReport) {
-    match codeobj::parse(data) {
-        Ok(co) => {
-            let id = EntryId::parse("");
-            let img = image("", &id, "none", 0, data.len() as u64, co);
-            file.images.push(img);
-        }
-        Err(p) => file.unreadable.push(p.unreadable(0, None, None)),
-    }
+    Job::CodeObject { data }
+        .run(&Settings::default())
+        .append_to(file);
 }
 
-/// Scan a host ELF's device code into `file`. Returns `false` when the ELF carries none.
+/// Scan a host ELF's device code into `file` on this thread. Returns `false` when the ELF carries
+/// none.
 pub fn scan_host_elf(data: &[u8], file: &mut FileReport, opts: &Settings) -> bool {
+    let mut jobs = Vec::new();
+    let found = locate_host_elf(data, &mut file.kind, opts, &mut jobs);
+    for j in jobs {
+        j.run(opts).append_to(file);
+    }
+    found
+}
+
+/// The [`Job`]s of a host ELF, in file order: kpack markers, the `.hip_fatbin` bundles, the
+/// `-fgpu-rdc` sections. Sets `kind` (`host-elf`, or `rdc-object` for an object with rdc sections
+/// only). Returns `false` when the ELF carries no device code.
+pub fn locate_host_elf<'a>(
+    data: &'a [u8],
+    kind: &mut String,
+    opts: &Settings,
+    jobs: &mut Vec<Job<'a>>,
+) -> bool {
     let h = match elf::inspect(data) {
         Ok(h) => h,
         Err(p) => {
-            file.unreadable.push(p.unreadable(0, None, None));
+            jobs.push(Job::Done(Part::unreadable(p.unreadable(0, None, None))));
             return true;
         }
     };
     if !h.has_device_code() {
         return false;
     }
+    if let Some(u) = kpack_record(&h) {
+        jobs.push(Job::Done(Part::unreadable(u)));
+    }
+    if let Some((off, bytes)) = h.fatbin {
+        *kind = "host-elf".into();
+        locate_fatbin(bytes, off, opts, jobs);
+    }
+    if !h.rdc.is_empty() {
+        if h.fatbin.is_none() {
+            *kind = "rdc-object".into();
+        }
+        for (id, off, bytes) in h.rdc {
+            jobs.push(Job::Rdc { id, off, bytes });
+        }
+    }
+    true
+}
+
+/// The kpack record of a host ELF: `.hip_fatbin` NOBITS, or an HIPK wrapper.
+pub fn kpack_record(h: &elf::HostElf<'_>) -> Option<Unreadable> {
     let hipk = h.wrappers.iter().find(|(_, m)| *m == elf::HIPK);
     if let Some(off) = h.fatbin_nobits {
         let why = if hipk.is_some() || h.kpack_ref.is_some() {
@@ -248,57 +550,51 @@ pub fn scan_host_elf(data: &[u8], file: &mut FileReport, opts: &Settings) -> boo
         } else {
             ""
         };
-        file.unreadable.push(Unreadable {
+        Some(Unreadable {
             offset: off,
             processor: None,
             entry_id: None,
             class: "kpack".into(),
             reason: format!("device code externalized{why}: .hip_fatbin is NOBITS, the code objects live in a separate .kpack file"),
-        });
-    } else if let Some((off, _)) = hipk {
-        file.unreadable.push(Unreadable {
+        })
+    } else {
+        hipk.map(|(off, _)| Unreadable {
             offset: *off,
             processor: None,
             entry_id: None,
             class: "kpack".into(),
             reason: "device code externalized (kpack): HIPK fat binary wrapper".into(),
+        })
+    }
+}
+
+/// One `-fgpu-rdc` section `__CLANG_OFFLOAD_BUNDLE__<id_str>` at file offset `off`.
+pub fn rdc_section(id_str: &str, off: u64, bytes: &[u8]) -> Part {
+    let mut part = Part::default();
+    let id = EntryId::parse(id_str);
+    if id.is_host() {
+        return part;
+    }
+    if is_bitcode(bytes) {
+        part.unreadable.push(Unreadable {
+            offset: off,
+            processor: Some(id.processor().to_owned()).filter(|p| !p.is_empty()),
+            entry_id: Some(id_str.to_owned()),
+            class: "bitcode".into(),
+            reason: format!("section __CLANG_OFFLOAD_BUNDLE__{id_str}: not yet linked (bitcode, -fgpu-rdc object); the hostcall declaration is decided at the device link"),
         });
-    }
-    if let Some((off, bytes)) = h.fatbin {
-        file.kind = "host-elf".into();
-        scan_fatbin(bytes, off, file, opts);
-    }
-    if !h.rdc.is_empty() {
-        if h.fatbin.is_none() {
-            file.kind = "rdc-object".into();
-        }
-        for (id_str, off, bytes) in &h.rdc {
-            let id = EntryId::parse(id_str);
-            if id.is_host() {
-                continue;
+    } else {
+        match codeobj::parse(bytes) {
+            Ok(co) => {
+                let img = image(id_str, &id, "rdc-section", off, bytes.len() as u64, co);
+                part.images.push(img);
             }
-            if is_bitcode(bytes) {
-                file.unreadable.push(Unreadable {
-                    offset: *off,
-                    processor: Some(id.processor().to_owned()).filter(|p| !p.is_empty()),
-                    entry_id: Some((*id_str).to_owned()),
-                    class: "bitcode".into(),
-                    reason: format!("section __CLANG_OFFLOAD_BUNDLE__{id_str}: not yet linked (bitcode, -fgpu-rdc object); the hostcall declaration is decided at the device link"),
-                });
-            } else {
-                match codeobj::parse(bytes) {
-                    Ok(co) => {
-                        let img = image(id_str, &id, "rdc-section", *off, bytes.len() as u64, co);
-                        file.images.push(img);
-                    }
-                    Err(p) => file.unreadable.push(p.unreadable(
-                        *off,
-                        Some(id.processor().to_owned()),
-                        Some((*id_str).to_owned()),
-                    )),
-                }
-            }
+            Err(p) => part.unreadable.push(p.unreadable(
+                off,
+                Some(id.processor().to_owned()),
+                Some(id_str.to_owned()),
+            )),
         }
     }
-    true
+    part
 }

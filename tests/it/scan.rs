@@ -14,6 +14,8 @@ mod callgraph;
 mod differential;
 #[path = "scan_malformed.rs"]
 mod malformed;
+#[path = "scan_scale.rs"]
+mod scale;
 
 pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -280,7 +282,7 @@ fn golden() {
 fn json_schema() {
     let r = scan(&fixture("trixie/kernels.so"));
     let v = serde_json::to_value(&r).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     let back: ScanReport = serde_json::from_value(v).unwrap();
     assert_eq!(back, r);
     let k = &r.files[0].images[0].kernels;

@@ -190,21 +190,76 @@ fn ccob_total_size_smaller_than_header() {
     bad("ccob-total.bin", &c, "smaller than its 24-byte header");
 }
 
+/// A wrong stored hash over a good payload: the runtime loads the payload (nothing checks the
+/// hash, docs/scan-json.md), so the default scan reads it; `--verify-hash` reports the mismatch.
 #[test]
 fn ccob_hash_mismatch() {
     let mut c = ccob_bytes();
     c[16] ^= 0xff;
-    bad("ccob-hash.bin", &c, "CCOB hash mismatch");
+    let (_d, p) = tmp("ccob-hash.bin", &c);
+    let r = scan::scan_path(&p, &ScanOptions::default()).unwrap();
+    assert_eq!(verdicts(&r), "gfx1100: declares k_assert k_printf");
+    let settings = scan::Settings {
+        verify_hash: true,
+        ..Default::default()
+    };
+    let r = scan::scan_path_with(&p, &ScanOptions::default(), &settings).unwrap();
+    let u = &r.files[0].unreadable;
+    assert!(
+        u.len() == 1 && u[0].class == "hash-mismatch" && u[0].reason.contains("CCOB hash mismatch"),
+        "{u:?}"
+    );
+    assert!(r.files[0].images.is_empty());
 }
 
+/// A corrupt payload says what is wrong (corrupt stream, size mismatch, hash mismatch), never
+/// zstd's own "Destination buffer is too small", wherever the damage is.
 #[test]
 fn ccob_corrupt_payload() {
-    let mut c = ccob_bytes();
-    let mid = c.len() / 2;
-    for b in &mut c[mid..mid + 64] {
+    let c = ccob_bytes();
+    let usize_at = 12;
+    let claimed = u32::from_le_bytes(c[usize_at..usize_at + 4].try_into().unwrap());
+    let mut cases: Vec<(String, Vec<u8>, &str)> = Vec::new();
+    let mut mid = c.clone();
+    let m = c.len() / 2;
+    for b in &mut mid[m..m + 64] {
         *b ^= 0x5a;
     }
-    bad("ccob-corrupt.bin", &c, "CCOB");
+    // Decodes to other bytes: the scan checks the hash then, and says so.
+    cases.push((
+        "mid".into(),
+        mid,
+        "CCOB hash mismatch (the payload is corrupt",
+    ));
+    for at in [24usize, 29, 31, 33] {
+        let mut x = c.clone();
+        x[at] ^= 0xff;
+        cases.push((format!("at{at}"), x, "CCOB "));
+    }
+    let mut short = c.clone();
+    short[usize_at..usize_at + 4].copy_from_slice(&(claimed - 1000).to_le_bytes());
+    cases.push(("short".into(), short, "decompressed size mismatch"));
+    let mut long = c.clone();
+    long[usize_at..usize_at + 4].copy_from_slice(&(claimed + 1000).to_le_bytes());
+    cases.push(("long".into(), long, "CCOB decompressed size mismatch"));
+    for (name, bytes, expect) in cases {
+        let (_d, p) = tmp(&format!("ccob-{name}.bin"), &bytes);
+        let (text, _) = outcome(&p);
+        assert!(
+            text.contains(expect),
+            "{name}: expected {expect:?} in {text}"
+        );
+        assert!(
+            ["payload is corrupt", "size mismatch", "hash mismatch"]
+                .iter()
+                .any(|w| text.contains(w)),
+            "{name}: says neither corrupt nor size mismatch: {text}"
+        );
+        assert!(
+            !text.contains("Destination buffer"),
+            "{name}: zstd's words leak: {text}"
+        );
+    }
 }
 
 #[test]
@@ -646,7 +701,7 @@ fn tar_member_claiming_15_gib_is_unknown_not_reserved() {
     assert!(
         out.contains("liar.tar!usr/lib/big.so")
             && out.contains(
-                "tar member at byte 0 claims 16106127360 bytes, more than the 4294967296-byte limit"
+                "tar member at byte 0 claims 16106127360 bytes at 512, past the end of the archive"
             ),
         "{out}"
     );

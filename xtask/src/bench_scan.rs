@@ -76,7 +76,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     cmd!(sh, "cargo build --release --quiet --bin rcclfix").run()?;
     let rcclfix = crate::project_root().join("target/release/rcclfix");
     let inputs = crate::inputs::dir();
-    crate::inputs::fetch(sh)?;
+    crate::inputs::fetch(sh, crate::inputs::PACKAGES)?;
     let x = inputs.join("librccl1_5.4.3-3+b1");
     let lib_src = x.join("usr/lib/x86_64-linux-gnu/librccl.so.1.0");
     if !lib_src.exists() {

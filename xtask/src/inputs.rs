@@ -1,6 +1,7 @@
-//! Test inputs: real Debian packages the scanner tests read, downloaded into
-//! `$RCCLFIX_TEST_INPUTS` (default `target/test-inputs`) with a scratch `APT_CONFIG`, so the host's
-//! apt state is never touched.
+//! Test and benchmark inputs: real Debian packages the scanner tests ([`PACKAGES`]) and
+//! `cargo xtask bench-scan` ([`BENCH_PACKAGES`]) read, downloaded into `$RCCLFIX_TEST_INPUTS`
+//! (default `target/test-inputs`) with a scratch `APT_CONFIG`, so the host's apt state is never
+//! touched. `cargo xtask inputs [--bench]` fetches them alone.
 //!
 //! The mirror is read from the host's own apt sources (`/etc/apt/sources.list.d/debian.sources`,
 //! deb822 `URIs:`, or the first `deb` line of `/etc/apt/sources.list`); no host name is written
@@ -11,8 +12,25 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
-/// Packages fetched: (package=version, the file apt writes).
+/// Packages the tests read: (package=version, the file apt writes).
 pub const PACKAGES: &[(&str, &str)] = &[("librccl1=5.4.3-3+b1", "librccl1_5.4.3-3+b1_amd64.deb")];
+
+/// Packages only `bench-scan` reads: Debian trixie's librocsparse0 5.7.1 (346 MB `.deb`, a 1.2 GB
+/// library with plain offload bundles for ten targets).
+pub const BENCH_PACKAGES: &[(&str, &str)] =
+    &[("librocsparse0=5.7.1-6", "librocsparse0_5.7.1-6_amd64.deb")];
+
+/// `cargo xtask inputs [--bench]`: download the test inputs (and with `--bench` the benchmark's).
+pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
+    match rest {
+        [] => fetch(sh, PACKAGES),
+        [b] if b == "--bench" => {
+            fetch(sh, PACKAGES)?;
+            fetch(sh, BENCH_PACKAGES)
+        }
+        _ => anyhow::bail!("usage: cargo xtask inputs [--bench]"),
+    }
+}
 
 /// `$RCCLFIX_TEST_INPUTS`, default `<root>/target/test-inputs`.
 pub fn dir() -> PathBuf {
@@ -41,11 +59,11 @@ fn mirror() -> anyhow::Result<String> {
     anyhow::bail!("cannot find a Debian mirror in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list")
 }
 
-/// Download every [`PACKAGES`] entry that is not in [`dir`] yet.
-pub fn fetch(sh: &Shell) -> anyhow::Result<()> {
+/// Download every entry of `packages` (e.g. [`PACKAGES`]) that is not in [`dir`] yet.
+pub fn fetch(sh: &Shell, packages: &[(&str, &str)]) -> anyhow::Result<()> {
     let out = dir();
     std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
-    let missing: Vec<_> = PACKAGES
+    let missing: Vec<_> = packages
         .iter()
         .filter(|(_, f)| !out.join(f).exists())
         .collect();

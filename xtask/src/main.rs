@@ -6,6 +6,7 @@
 //!   calls it.
 //! - `toolchain [NAME]`: build the toolchain rootfs the slow tests use (`rcclfix toolchain build`).
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
+//! - `inputs [--bench]`: download the Debian packages the slow tests (and the scan benchmark) read.
 //! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
@@ -31,12 +32,13 @@ fn main() -> anyhow::Result<()> {
         "test" => test::run(&sh, &rest),
         "toolchain" => toolchain::run(&sh, &rest),
         "fixtures" => fixtures::run(&sh, &rest),
+        "inputs" => inputs::run(&sh, &rest),
         "bench-scan" => bench_scan::run(&sh, &rest),
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
         "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
         "bench-verify" => bench_verify::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, bench-scan, fixtures-patch, doctor-fixtures, ci-tools, bench-verify"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, ci-tools, bench-verify"),
     }
 }
 

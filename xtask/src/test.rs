@@ -15,7 +15,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     crate::toolchain::ensure(sh, crate::toolchain::TEST_TOOLCHAIN)?;
     // The patch and scan differential tests read code object v6 / CCOB with clang-21's tools.
     crate::toolchain::ensure(sh, "debian-sid")?;
-    crate::inputs::fetch(sh)?;
+    crate::inputs::fetch(sh, crate::inputs::PACKAGES)?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
     Ok(())
