@@ -550,6 +550,27 @@ pub fn patch_text(p: &str, root: Option<&Path>) -> anyhow::Result<String> {
     bail!("patch {p:?} not found (looked at {})", tried.join(", "))
 }
 
+/// Each recipe patch with the sha256 of its text ([`patch_text`]), in recipe order, without
+/// applying anything (the artifact cache's key; `apply_patches_and_files` records the same digests).
+///
+/// Errors: a patch is missing.
+pub fn patch_digests(
+    recipe: &Recipe,
+    recipe_root: Option<&Path>,
+) -> anyhow::Result<Vec<FileDigest>> {
+    recipe
+        .build
+        .patches
+        .iter()
+        .map(|p| {
+            Ok(FileDigest {
+                path: p.clone(),
+                sha256: hex::encode(sha2::Sha256::digest(patch_text(p, recipe_root)?.as_bytes())),
+            })
+        })
+        .collect()
+}
+
 /// Apply the recipe's patches in order with `git apply` in `tree` (the repository root), and
 /// create its `extra_files` under `src_dir`. Returns each patch with its sha256.
 ///

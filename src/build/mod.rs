@@ -18,6 +18,7 @@
 //!    `manifest.json`, `build.log`) in a temporary folder, optionally `--verify`, then rename it into
 //!    place; optionally `--package`.
 
+pub mod cache;
 pub mod gate;
 pub mod ndebug;
 pub mod progress;
@@ -81,6 +82,10 @@ pub struct BuildArgs {
     /// gate it, and return the result without writing an output folder (set by `prove`, not a flag).
     #[arg(skip)]
     pub control: bool,
+    /// Build even when the output folder was built from the same inputs (the artifact cache
+    /// otherwise reuses it after re-running the scan gate on it).
+    #[arg(long)]
+    pub rebuild: bool,
 }
 
 impl BuildArgs {
@@ -204,6 +209,140 @@ pub fn fresh_work_folder(work: &Path, fetched: &crate::source::Fetched) -> anyho
     Ok(tree)
 }
 
+/// The CMake configure arguments for `recipe` and `targets` (source `/src[/subdir]`, build `/build`,
+/// Ninja, compiler, ROCm path, build type, `GPU_TARGETS`/`AMDGPU_TARGETS`, the recipe's options and
+/// the NDEBUG strategy's flags); a ccache launcher is added by `build` when used.
+pub fn configure_args(recipe: &Recipe, targets: &[String]) -> Vec<String> {
+    let tc_desc = &recipe.toolchain;
+    let strategy = recipe.build.ndebug;
+    let guest_src = if recipe.source.subdir.is_empty() {
+        "/src".to_owned()
+    } else {
+        format!("/src/{}", recipe.source.subdir)
+    };
+    let target_list = targets.join(";");
+    let mut cmake_args: Vec<String> = vec![
+        "-S".into(),
+        guest_src,
+        "-B".into(),
+        "/build".into(),
+        "-G".into(),
+        "Ninja".into(),
+        format!("-DCMAKE_CXX_COMPILER={}", tc_desc.cxx),
+        format!("-DROCM_PATH={}", tc_desc.rocm_path),
+        format!("-DCMAKE_BUILD_TYPE={}", recipe.build.build_type),
+        format!("-DGPU_TARGETS={target_list}"),
+        format!("-DAMDGPU_TARGETS={target_list}"),
+    ];
+    cmake_args.extend(ndebug::recipe_options(
+        strategy,
+        &recipe.build.cmake_options,
+    ));
+    cmake_args.extend(ndebug::cmake_flags(strategy, &recipe.build.cmake_options));
+    cmake_args
+}
+
+/// The artifact-cache key of this build ([`cache::BuildKey`]) with toolchain identity
+/// `toolchain_id`.
+///
+/// Errors: a patch cannot be found.
+fn build_key(
+    recipe: &Recipe,
+    recipe_root: Option<&Path>,
+    commit: &str,
+    targets: &[String],
+    toolchain_id: &str,
+) -> anyhow::Result<cache::BuildKey> {
+    Ok(cache::BuildKey {
+        rcclfix_version: env!("CARGO_PKG_VERSION").into(),
+        recipe: serde_json::to_value(recipe)?,
+        commit: commit.into(),
+        patches: crate::source::patch_digests(recipe, recipe_root)?,
+        extra_files: cache::BuildKey::extra_file_digests(recipe),
+        toolchain_id: toolchain_id.into(),
+        targets: targets.to_vec(),
+        ndebug_strategy: strategy_name(recipe.build.ndebug),
+        cmake_args: configure_args(recipe, targets),
+        post_link_patch: recipe.build.post_link_patch,
+    })
+}
+
+fn strategy_name(s: NdebugStrategy) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The artifact cache: when `dest` was built for `key` and its library is intact, re-run the scan
+/// gate on it and return the outcome; `None` means build (the reason is printed when the folder
+/// exists but is stale).
+///
+/// Errors: the library cannot be scanned.
+fn try_reuse(
+    args: &BuildArgs,
+    dest: &Path,
+    key: &cache::BuildKey,
+    targets: &[String],
+    started: Instant,
+) -> anyhow::Result<Option<Outcome>> {
+    if args.rebuild {
+        return Ok(None);
+    }
+    let m = match cache::lookup(dest, key) {
+        cache::Lookup::Missing => return Ok(None),
+        cache::Lookup::Stale(why) => {
+            crate::ui::status("Rebuilding", why);
+            return Ok(None);
+        }
+        cache::Lookup::Hit(m) => m,
+    };
+    let lib = dest.join(&m.library.file);
+    let gate = gate::run(&lib, &m.library.file, targets)?;
+    if !gate.passed() {
+        crate::ui::status(
+            "Rebuilding",
+            format_args!(
+                "the cached library {} no longer passes the scan gate: {}",
+                lib.display(),
+                gate.failures().join("; ")
+            ),
+        );
+        return Ok(None);
+    }
+    let built = m.cache.as_ref().map(|c| c.built_at_unix).unwrap_or(0);
+    crate::ui::status(
+        "Reused",
+        format_args!(
+            "{} (built {}, {} ago, from the same inputs; key {}); gate re-run: {} clean in {}\nhelp: pass --rebuild to build it again",
+            dest.display(),
+            cache::fmt_utc(built),
+            fmt_secs(cache::now_unix().saturating_sub(built) as f64),
+            &key.sha256()[..12],
+            targets.join(","),
+            fmt_ms(started.elapsed().as_secs_f64())
+        ),
+    );
+    if !args.package.is_empty() {
+        let pkg_dir = args
+            .package_dir
+            .clone()
+            .unwrap_or_else(|| args.out_dir.clone());
+        for p in crate::package::package_build_dir(dest, &args.package, &pkg_dir)? {
+            crate::ui::status("Packaged", p.display());
+        }
+    }
+    Ok(Some(Outcome::Built(dest.to_owned())))
+}
+
+fn fmt_ms(s: f64) -> String {
+    if s < 10.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else {
+        fmt_secs(s)
+    }
+}
+
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
 /// (patches are looked up there).
 pub fn build(
@@ -258,6 +397,25 @@ pub fn build(
         },
     )?;
 
+    // The artifact cache: a rootfs (or host) toolchain is identified by its stamp without any engine
+    // work, so an unchanged build is answered here; an image toolchain is looked up once prepared.
+    // Control builds and --verify always build.
+    let cacheable = !args.control && !args.verify;
+    let mut key = None;
+    let mut early_tc = None;
+    if cacheable {
+        if let Some(n) = &recipe.toolchain.name {
+            if let Ok(tc) = container::Toolchain::local(n) {
+                let k = build_key(recipe, recipe_root, &fetched.commit, &targets, tc.id())?;
+                if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+                    return Ok(o);
+                }
+                key = Some(k);
+                early_tc = Some(tc);
+            }
+        }
+    }
+
     // A fresh work folder holding exactly the verified commit, patched.
     let work = crate::recipe::home().join("work").join(format!(
         "{}{}-{}",
@@ -280,13 +438,30 @@ pub fn build(
     if let Some(n) = &tc_desc.name {
         container::toolchain::ensure_built(n)?;
     }
-    let mut tc = container::Toolchain::for_recipe(tc_desc)?;
+    let mut tc = match early_tc {
+        Some(tc) => tc,
+        None => container::Toolchain::for_recipe(tc_desc)?,
+    };
     let engine = container::Engine::select(container::requested_engine(args.engine)?, &tc)?;
+    let content_id = tc.id().to_owned();
     container::prepare(&engine, &mut tc)?;
     crate::ui::status(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
     );
+    if cacheable && key.is_none() {
+        // An image toolchain: its identity is the image id known after `prepare`.
+        let id = if content_id.is_empty() {
+            tc.id()
+        } else {
+            &content_id
+        };
+        let k = build_key(recipe, recipe_root, &fetched.commit, &targets, id)?;
+        if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+            return Ok(o);
+        }
+        key = Some(k);
+    }
 
     // NDEBUG injection.
     let strategy = recipe.build.ndebug;
@@ -297,30 +472,8 @@ pub fn build(
             .with_context(|| format!("{}: cannot inject NDEBUG", cml.display()))?;
         crate::fsutil::atomic_write(&cml, new.as_bytes())?;
     }
-    let guest_src = if recipe.source.subdir.is_empty() {
-        "/src".to_owned()
-    } else {
-        format!("/src/{}", recipe.source.subdir)
-    };
     let target_list = targets.join(";");
-    let mut cmake_args: Vec<String> = vec![
-        "-S".into(),
-        guest_src,
-        "-B".into(),
-        "/build".into(),
-        "-G".into(),
-        "Ninja".into(),
-        format!("-DCMAKE_CXX_COMPILER={}", tc_desc.cxx),
-        format!("-DROCM_PATH={}", tc_desc.rocm_path),
-        format!("-DCMAKE_BUILD_TYPE={}", recipe.build.build_type),
-        format!("-DGPU_TARGETS={target_list}"),
-        format!("-DAMDGPU_TARGETS={target_list}"),
-    ];
-    cmake_args.extend(ndebug::recipe_options(
-        strategy,
-        &recipe.build.cmake_options,
-    ));
-    cmake_args.extend(ndebug::cmake_flags(strategy, &recipe.build.cmake_options));
+    let mut cmake_args = configure_args(recipe, &targets);
 
     // ccache (RCCLFIX_CCACHE_DIR): mounted at /ccache and used as the compiler launcher when the
     // toolchain has ccache; the cache is outside the work folder so it survives fresh builds.
@@ -598,6 +751,11 @@ pub fn build(
         gate: gate.summary(),
         verify: None,
         patched,
+        cache: key.as_ref().map(|k| crate::manifest::CacheRecord {
+            key: k.sha256(),
+            inputs: serde_json::to_value(k).expect("a BuildKey serialises"),
+            built_at_unix: cache::now_unix(),
+        }),
     };
     if args.verify {
         crate::ui::status("Verifying", format_args!("{} on two GPUs", lib_name));

@@ -286,7 +286,11 @@ fn recipe_missing_field_is_one_line() {
     let f = write_recipe(t.path(), "notag.toml", &text);
     let o = rcclfix(t.path(), &["build", "--recipe", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("source.tag is empty (give `tag`, or `branch` with `commit`)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("source.tag is empty (give `tag`, or `branch` with `commit`)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -580,18 +584,28 @@ pub(crate) fn test_engine() -> &'static str {
 }
 
 fn build_minihip(t: &Path, home: &Path, recipe_file: &Path, engine: &str) -> Output {
-    rcclfix(
-        home,
-        &[
-            "build",
-            "--recipe",
-            recipe_file.to_str().unwrap(),
-            "--out-dir",
-            t.join("out").to_str().unwrap(),
-            "--engine",
-            engine,
-        ],
-    )
+    build_minihip_with(t, home, recipe_file, engine, &[])
+}
+
+fn build_minihip_with(
+    t: &Path,
+    home: &Path,
+    recipe_file: &Path,
+    engine: &str,
+    extra: &[&str],
+) -> Output {
+    let out = t.join("out");
+    let mut args = vec![
+        "build",
+        "--recipe",
+        recipe_file.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+        "--engine",
+        engine,
+    ];
+    args.extend(extra);
+    rcclfix(home, &args)
 }
 
 pub(crate) fn out_entries(t: &Path) -> Vec<String> {
@@ -764,17 +778,114 @@ fn minihip_with_injection_passes_the_gate_and_writes_a_complete_folder() {
     );
     check_complete_output(t.path(), &commit, engine);
 
-    // A second build reuses the source cache (no "Cloning") and replaces the folder atomically;
-    // under bubblewrap too when podman was the first engine.
+    // A second build with --rebuild reuses the source cache (no "Cloning"), not the artifact
+    // cache, and replaces the folder atomically; under bubblewrap too when podman was the first
+    // engine.
     let second = if engine == "podman" && which::which("bwrap").is_ok() {
         "bubblewrap"
     } else {
         engine
     };
-    let o = build_minihip(t.path(), &home, &f, second);
+    let o = build_minihip_with(t.path(), &home, &f, second, &["--rebuild"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("Cloning"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Reused"), "{}", stderr(&o));
     check_complete_output(t.path(), &commit, second);
+}
+
+#[test]
+fn minihip_artifact_cache_reuses_and_rebuilds_on_a_changed_input_or_a_tampered_library() {
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    let (repo, commit) = minihip_repo(t.path());
+    let text = recipe(&repo, Some(&commit), "compile-definition", "");
+    let f = write_recipe(t.path(), "cd.toml", &text);
+    let engine = test_engine();
+    let dir = t.path().join("out/rccl-0.1.0-gfx1100");
+    let o = build_minihip(t.path(), &home, &f, engine);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Reused"), "{}", stderr(&o));
+    let manifest = std::fs::read(dir.join("manifest.json")).unwrap();
+    let m = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+    let rec = m.cache.expect("manifest.cache is written");
+    assert_eq!(rec.key.len(), 64);
+    let lib_mtime = std::fs::metadata(dir.join("librccl.so.1.0"))
+        .unwrap()
+        .modified()
+        .unwrap();
+
+    // Same inputs: reused, same folder, gate re-run, nothing rewritten.
+    let o = build_minihip(t.path(), &home, &f, engine);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        dir.display().to_string()
+    );
+    let reused = err
+        .lines()
+        .find(|l| l.contains("Reused"))
+        .unwrap_or_else(|| panic!("no Reused line:\n{err}"));
+    assert!(reused.contains(&dir.display().to_string()), "{reused}");
+    assert!(reused.contains(" UTC"), "says when: {reused}");
+    assert!(reused.contains("gate re-run: gfx1100 clean"), "{reused}");
+    assert!(!err.contains("Configuring"), "{err}");
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), manifest);
+    assert_eq!(
+        std::fs::metadata(dir.join("librccl.so.1.0"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        lib_mtime
+    );
+
+    // A changed key input (a CMake option): rebuilt, and the changed inputs are named.
+    let f2 = write_recipe(
+        t.path(),
+        "cd2.toml",
+        &format!("{text}cmake_options = [\"-DMH_UNUSED_OPTION=1\"]\n"),
+    );
+    let o = build_minihip(t.path(), &home, &f2, engine);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let why = err
+        .lines()
+        .find(|l| l.contains("Rebuilding"))
+        .unwrap_or_else(|| panic!("no Rebuilding line:\n{err}"));
+    assert!(
+        why.contains("cmake_args") && why.contains("recipe"),
+        "{why}"
+    );
+    assert!(err.contains("Configuring"), "{err}");
+    let m2 = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+    assert_ne!(m2.cache.unwrap().key, rec.key);
+    assert!(m2.cmake_args.iter().any(|a| a == "-DMH_UNUSED_OPTION=1"));
+
+    // A tampered cached library: rebuilt, saying why.
+    let lib = dir.join("librccl.so.1.0");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    bytes.push(0);
+    std::fs::write(&lib, &bytes).unwrap();
+    let o = build_minihip(t.path(), &home, &f2, engine);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let why = err
+        .lines()
+        .find(|l| l.contains("Rebuilding"))
+        .unwrap_or_else(|| panic!("no Rebuilding line:\n{err}"));
+    assert!(
+        why.contains("librccl.so.1.0") && why.contains("modified after the build"),
+        "{why}"
+    );
+    let m3 = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+    assert_eq!(
+        m3.library.sha256,
+        rcclfix::fsutil::sha256_file(&lib).unwrap()
+    );
 }
 
 #[test]

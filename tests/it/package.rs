@@ -268,6 +268,7 @@ fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
         gate: BTreeMap::from([("gfx1100".to_owned(), "clean".to_owned())]),
         verify: None,
         patched: None,
+        cache: None,
     };
     m.save(&dir.join("manifest.json")).unwrap();
     let scan = rcclfix::scan::model::ScanReport {

@@ -531,6 +531,7 @@ fn manifest_for(r: &Recipe, gate: &str) -> rcclfix::manifest::Manifest {
         gate: [("gfx1100".to_owned(), gate.to_owned())].into(),
         verify: None,
         patched: None,
+        cache: None,
     }
 }
 
