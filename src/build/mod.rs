@@ -19,6 +19,7 @@
 //!    place; optionally `--package`.
 
 pub mod cache;
+pub mod eta;
 pub mod gate;
 pub mod ndebug;
 pub mod progress;
@@ -343,6 +344,14 @@ fn fmt_ms(s: f64) -> String {
     }
 }
 
+/// Where the timing record of builds of `recipe_id` for `targets` lives:
+/// `$RCCLFIX_HOME/records/<recipe>-<targets>.ninja_log` (the last finished build's `.ninja_log`).
+pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
+    crate::recipe::home()
+        .join("records")
+        .join(format!("{recipe_id}-{}.ninja_log", targets.join("+")))
+}
+
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
 /// (patches are looked up there).
 pub fn build(
@@ -620,15 +629,65 @@ pub fn build(
     if let Some(j) = args.jobs {
         ninja_argv.push(format!("-j{j}"));
     }
+    // ninja's own default -j: cores + 2 (2 cores: 3).
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()) + 2,
+        |j| j as usize,
+    );
+    let record_path = timing_record_path(recipe.id(), &targets);
+    let record = match fs_err::read_to_string(&record_path) {
+        Ok(t) => match eta::Record::parse(&t) {
+            Ok(r) if !r.steps.is_empty() => Some(r),
+            Ok(_) => None,
+            Err(e) => {
+                crate::ui::warn(format_args!(
+                    "{}: {e}; no remaining-time estimate",
+                    record_path.display()
+                ));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    crate::ui::status(
+        "Compiling",
+        format_args!(
+            "with ninja; {}",
+            match &record {
+                Some(r) => format!(
+                    "the last build of this recipe took {} in ninja ({})",
+                    fmt_secs(r.wall()),
+                    record_path.display()
+                ),
+                None => "no timing record of an earlier build: elapsed time only".into(),
+            }
+        ),
+    );
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
         crate::ui::stderr_is_tty(),
+        progress::EtaInput {
+            record,
+            jobs,
+            ninja_log: Some(build_dir.join(".ninja_log")),
+            targets: targets.join(","),
+        },
     );
-    let res = engine.run_streamed(&tc, &spec("build", ninja_argv), &mut log, |l| {
-        progress.line(l)
-    });
+    let mut build_spec = spec("build", ninja_argv);
+    build_spec
+        .env
+        .push(("NINJA_STATUS".into(), eta::NINJA_STATUS.into()));
+    let res = engine.run_streamed(&tc, &build_spec, &mut log, |l| progress.line(l));
     progress.finish();
     res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
+    // The step timings of this build: the record the next build's estimate uses.
+    let ninja_log_path = build_dir.join(".ninja_log");
+    if let Ok(text) = fs_err::read(&ninja_log_path) {
+        if let Some(d) = record_path.parent() {
+            fs_err::create_dir_all(d)?;
+        }
+        crate::fsutil::atomic_write(&record_path, &text)?;
+    }
     let build_seconds = build_started.elapsed().as_secs_f64();
     log.flush()?;
     drop(log);
@@ -720,6 +779,9 @@ pub fn build(
     }
     crate::fsutil::atomic_write(&out.path().join("scan.json"), scan_json.as_bytes())?;
     fs_err::copy(&log_path, out.path().join("build.log"))?;
+    if ninja_log_path.is_file() {
+        fs_err::copy(&ninja_log_path, out.path().join("ninja_log"))?;
+    }
     let mut manifest = Manifest {
         schema_version: MANIFEST_SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").into(),
