@@ -39,12 +39,15 @@ impl State {
         let (Some((path, off)), Some(est)) = (&mut self.ninja_log, &mut self.est) else {
             return;
         };
-        let Ok(bytes) = std::fs::read(&*path) else {
+        // Only the bytes appended since the last call (ninja writes whole lines).
+        use std::io::{Read, Seek};
+        let Ok(mut f) = std::fs::File::open(&*path) else {
             return;
         };
-        let Some(new) = bytes.get(*off as usize..) else {
+        let mut new = vec![];
+        if f.seek(std::io::SeekFrom::Start(*off)).is_err() || f.read_to_end(&mut new).is_err() {
             return;
-        };
+        }
         let Some(end) = new.iter().rposition(|&b| b == b'\n') else {
             return;
         };
@@ -264,6 +267,42 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_eta_follows_the_live_ninja_log_and_names_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join(".ninja_log");
+        let record = eta::Record::parse(
+            "# ninja log v6\n0\t10000\t0\ta.o\t1\n0\t10000\t0\tb.o\t2\n10000\t610000\t0\tlibrccl.so.1.0\t3\n",
+        )
+        .unwrap();
+        let p = Progress::start(
+            "rccl test",
+            false,
+            EtaInput {
+                record: Some(record),
+                jobs: 2,
+                ninja_log: Some(live.clone()),
+                targets: "gfx1100".into(),
+            },
+        );
+        // This run's compiles took twice as long as the record's; the link is running.
+        std::fs::write(
+            &live,
+            "# ninja log v6\n0\t20000\t0\ta.o\t1\n0\t20000\t0\tb.o\t2\n",
+        )
+        .unwrap();
+        p.line("[2/3 1] Building CXX object b.o");
+        let text = p.state.lock().unwrap().eta_text();
+        assert!(text.contains("2.00x the recorded time"), "{text}");
+        assert!(text.contains("about 20m left"), "{text}");
+        assert!(text.contains("device link for gfx1100"), "{text}");
+        p.finish();
+
+        let p = Progress::start("rccl test", false, EtaInput::default());
+        let text = p.state.lock().unwrap().eta_text();
+        assert!(text.contains("no timing record"), "{text}");
+    }
 
     #[test]
     fn ninja_status_lines() {
