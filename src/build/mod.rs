@@ -61,7 +61,7 @@ pub struct BuildArgs {
     /// Where output folders go.
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub out_dir: PathBuf,
-    /// ninja -j (default: ninja's own).
+    /// ninja -j (default: the CPU cores, fewer when RAM is short; see `choose_jobs`).
     #[arg(long, short = 'j')]
     pub jobs: Option<u32>,
     /// Refuse to pin an unpinned tag on first fetch (the recipe or lockfile must pin it).
@@ -342,6 +342,27 @@ fn fmt_ms(s: f64) -> String {
     } else {
         fmt_secs(s)
     }
+}
+
+/// RAM one compile job is assumed to need, in GiB (hipcc on RCCL's largest generated sources;
+/// an estimate, not a measurement), when choosing `-j`.
+pub const COMPILE_JOB_GIB: f64 = 2.0;
+
+/// The `-j` for ninja when `--jobs` is not given: one job per CPU core (ninja's own default is cores
+/// + 2, which oversubscribes a 2-core machine by half), fewer when the available RAM cannot hold
+/// that many compile jobs at [`COMPILE_JOB_GIB`] each, never below 1. The device link runs alone
+/// (every compile is its input), so `link_ram_gib` is checked against the whole available RAM, not
+/// divided between jobs: when it does not fit, `build` warns and `-j` drops to 1 so nothing competes
+/// with the link for memory.
+pub fn choose_jobs(cores: usize, avail_gib: Option<f64>, link_ram_gib: f64) -> u32 {
+    let mut j = cores.max(1) as f64;
+    if let Some(a) = avail_gib {
+        j = j.min((a / COMPILE_JOB_GIB).floor());
+        if a < link_ram_gib {
+            j = 1.0;
+        }
+    }
+    j.max(1.0) as u32
 }
 
 /// Where the timing record of builds of `recipe_id` for `targets` lives:
@@ -625,15 +646,19 @@ pub fn build(
     )?;
 
     // Build.
-    let mut ninja_argv = vec!["ninja".to_owned(), "-C".into(), "/build".into()];
-    if let Some(j) = args.jobs {
-        ninja_argv.push(format!("-j{j}"));
-    }
-    // ninja's own default -j: cores + 2 (2 cores: 3).
-    let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()) + 2,
-        |j| j as usize,
-    );
+    let jobs = args.jobs.unwrap_or_else(|| {
+        choose_jobs(
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            available_ram_gib(),
+            recipe.build.link_ram_gib,
+        )
+    });
+    let ninja_argv = vec![
+        "ninja".to_owned(),
+        "-C".into(),
+        "/build".into(),
+        format!("-j{jobs}"),
+    ];
     let record_path = timing_record_path(recipe.id(), &targets);
     let record = match fs_err::read_to_string(&record_path) {
         Ok(t) => match eta::Record::parse(&t) {
@@ -652,7 +677,7 @@ pub fn build(
     crate::ui::status(
         "Compiling",
         format_args!(
-            "with ninja; {}",
+            "with ninja -j{jobs}; {}",
             match &record {
                 Some(r) => format!(
                     "the last build of this recipe took {} in ninja ({})",
@@ -663,12 +688,13 @@ pub fn build(
             }
         ),
     );
+    writeln!(log, "# rcclfix: ninja -j{jobs}")?;
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
         crate::ui::stderr_is_tty(),
         progress::EtaInput {
             record,
-            jobs,
+            jobs: jobs as usize,
             ninja_log: Some(build_dir.join(".ninja_log")),
             targets: targets.join(","),
         },
@@ -859,6 +885,24 @@ pub fn build(
         }
     }
     Ok(Outcome::Built(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_follow_cores_and_ram() {
+        // A 2-core machine runs 2 jobs, not ninja's default 3.
+        assert_eq!(choose_jobs(2, Some(16.0), 8.0), 2);
+        assert_eq!(choose_jobs(16, Some(64.0), 8.0), 16);
+        // RAM for 3 compile jobs only.
+        assert_eq!(choose_jobs(16, Some(7.0), 4.0), 3);
+        // Not enough RAM for the link: one job.
+        assert_eq!(choose_jobs(8, Some(6.0), 18.5), 1);
+        assert_eq!(choose_jobs(0, None, 8.0), 1);
+        assert_eq!(choose_jobs(4, None, 8.0), 4);
+    }
 }
 
 fn fmt_secs(s: f64) -> String {
