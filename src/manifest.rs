@@ -41,6 +41,9 @@ pub struct Manifest {
     pub toolchain: String,
     /// Toolchain identity: the image id, or `sha256:` of the rootfs stamp.
     pub toolchain_id: String,
+    /// Digest of an image toolchain's base image, as pinned in `rcclfix.lock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolchain_digest: Option<String>,
     /// Engine used: `podman`, `docker`, `bubblewrap`, `host`.
     pub engine: String,
     /// gfx targets built and gated.

@@ -64,7 +64,8 @@ pub struct BuildArgs {
     /// ninja -j (default: the CPU cores, fewer when RAM is short; see `choose_jobs`).
     #[arg(long, short = 'j')]
     pub jobs: Option<u32>,
-    /// Refuse to pin an unpinned tag on first fetch (the recipe or lockfile must pin it).
+    /// Refuse to pin an unpinned tag on first fetch or an image toolchain's digest on first use
+    /// (the recipe or lockfile must pin them).
     #[arg(long)]
     pub locked: bool,
     /// Allow recipes whose status is experimental or unfixable-by-rebuild (the gate still judges).
@@ -474,6 +475,12 @@ pub fn build(
     };
     let engine = container::Engine::select(container::requested_engine(args.engine)?, &tc)?;
     let content_id = tc.id().to_owned();
+    container::toolchain::pin_base_image(
+        &engine,
+        &mut tc,
+        args.locked,
+        &crate::source::user_lockfile(),
+    )?;
     container::prepare(&engine, &mut tc)?;
     crate::ui::status(
         "Toolchain",
@@ -821,6 +828,7 @@ pub fn build(
         patches,
         toolchain: tc.name().into(),
         toolchain_id: tc.id().into(),
+        toolchain_digest: tc.base_digest().map(str::to_owned),
         engine: engine.name().into(),
         targets: targets.clone(),
         ndebug_strategy: serde_json::to_value(strategy)?

@@ -1043,3 +1043,98 @@ fn toolchain_run_under_bubblewrap_works_from_a_folder_outside_tmp() {
         stderr(&o)
     );
 }
+
+/// Images this test made in the engine's store, removed when it ends.
+struct TestImages(Vec<String>);
+
+impl Drop for TestImages {
+    fn drop(&mut self) {
+        for r in &self.0 {
+            let _ = Command::new("podman").args(["rmi", "-f", r]).output();
+        }
+    }
+}
+
+fn podman(args: &[&str]) -> String {
+    let o = Command::new("podman").args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "podman {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+#[test]
+fn toolchain_image_digest_is_pinned_and_a_retagged_image_is_refused() {
+    if !slow() || which::which("podman").is_err() {
+        return;
+    }
+    use rcclfix::container::{toolchain, Engine, EngineKind, Toolchain};
+    let t = tempfile::tempdir().unwrap();
+    let name = format!("localhost/rcclfix-test-digest-{}", std::process::id());
+    let reference = format!("{name}:v1");
+    let mut images = TestImages(vec![]);
+    // Two different one-file images, imported from tars this test writes.
+    for (suffix, body) in [("a", "first\n"), ("b", "second\n")] {
+        let root = t.path().join(suffix);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("content"), body).unwrap();
+        let tar = t.path().join(format!("{suffix}.tar"));
+        let st = Command::new("tar")
+            .arg("-C")
+            .arg(&root)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let r = format!("{name}-{suffix}:latest");
+        podman(&["import", tar.to_str().unwrap(), &r]);
+        images.0.push(r);
+    }
+    images.0.push(reference.clone());
+    podman(&["tag", &images.0[0], &reference]);
+    let digest_of = |r: &str| podman(&["image", "inspect", "--format", "{{.Digest}}", r]);
+    let (da, db) = (digest_of(&images.0[0]), digest_of(&images.0[1]));
+    assert_ne!(da, db);
+
+    let containerfile = "containers/rocm-7.2.1/Containerfile";
+    let mut tc = Toolchain::image(&reference, containerfile);
+    let engine = Engine::select(Some(EngineKind::Podman), &tc).unwrap();
+    let lock = t.path().join("home/rcclfix.lock");
+
+    // --locked refuses to pin.
+    let err = toolchain::pin_base_image(&engine, &mut tc, true, &lock).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("--locked refuses to pin") && msg.contains(&da),
+        "{msg}"
+    );
+    assert!(!lock.exists());
+
+    // First use pins the digest beside the commit pins.
+    let got = toolchain::pin_base_image(&engine, &mut tc, false, &lock).unwrap();
+    assert_eq!(got.as_deref(), Some(da.as_str()));
+    assert_eq!(tc.base_digest(), Some(da.as_str()));
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(text.contains("[[image]]") && text.contains(&da), "{text}");
+    let parsed = rcclfix::recipe::Lockfile::load(&lock).unwrap();
+    assert_eq!(parsed.image_digest(&reference), Some(da.as_str()));
+    // The same image again is fine, also with --locked.
+    let mut tc2 = Toolchain::image(&reference, containerfile);
+    toolchain::pin_base_image(&engine, &mut tc2, true, &lock).unwrap();
+
+    // The tag now names another image: refused, naming both digests; the pin stays.
+    podman(&["tag", &images.0[1], &reference]);
+    let mut tc3 = Toolchain::image(&reference, containerfile);
+    let err = toolchain::pin_base_image(&engine, &mut tc3, false, &lock).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains(&da) && msg.contains(&db) && msg.contains(&reference),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), text);
+    drop(images);
+}

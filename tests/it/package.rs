@@ -253,6 +253,7 @@ fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
         patches: vec![],
         toolchain: "debian-trixie".into(),
         toolchain_id: "sha256:00".into(),
+        toolchain_digest: None,
         engine: "bubblewrap".into(),
         targets: vec!["gfx1100".into()],
         ndebug_strategy: "cmake-build-type".into(),

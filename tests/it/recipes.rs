@@ -516,6 +516,7 @@ fn manifest_for(r: &Recipe, gate: &str) -> rcclfix::manifest::Manifest {
         patches: vec![],
         toolchain: r.toolchain.image.clone().unwrap_or_default(),
         toolchain_id: "sha256:00".into(),
+        toolchain_digest: None,
         engine: "host".into(),
         targets: vec!["gfx1100".into()],
         ndebug_strategy: "cxx-flags".into(),
