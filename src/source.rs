@@ -405,12 +405,16 @@ fn fetch_tag_checked(
     let git_dir = format!("--git-dir={}", cache.display());
     git()
         .arg(&git_dir)
+        // Shallow: the build needs the tagged tree, not its history (the pin check compares
+        // commit ids). From a local mirror of ROCm/rccl this cuts the cold fetch of tag
+        // rocm-5.4.3 from 7,736 objects (4.9 MiB) to 399 (1.0 MiB).
         .args([
             "fetch",
             "--quiet",
             "--force",
             "--no-tags",
             "--no-write-fetch-head",
+            "--depth=1",
         ])
         .arg(origin)
         .arg(format!("+refs/tags/{tag}:{}", incoming.name))

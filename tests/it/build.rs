@@ -560,6 +560,45 @@ fn first_fetch_of_an_unpinned_tag_pins_it() {
     assert_eq!(lock.get("minihip", "v0.1.0"), Some(commit.as_str()));
 }
 
+#[test]
+fn a_tag_is_fetched_shallow_and_checks_out_verified() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, _) = minihip_repo(t.path());
+    for n in ["one", "two"] {
+        std::fs::write(repo.join("HISTORY"), format!("{n}\n")).unwrap();
+        git(&repo, &["add", "HISTORY"]);
+        git(&repo, &["commit", "-q", "-m", n]);
+    }
+    git(&repo, &["tag", "-f", "-a", "v0.1.0", "-m", "v0.1.0"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &source_only(&recipe(&repo, Some(&head), "none", "")),
+    );
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    // Only the tagged commit came over, not its two ancestors.
+    let cache = source_cache(&home);
+    let gd = format!("--git-dir={}", cache.display());
+    assert_eq!(
+        git(t.path(), &[&gd, "rev-parse", "--is-shallow-repository"]),
+        "true"
+    );
+    assert_eq!(
+        git(t.path(), &[&gd, "rev-list", "--count", "refs/tags/v0.1.0"]),
+        "1"
+    );
+    let src = home.join("work/minihip-gfx1100/src");
+    rcclfix::source::verify_checkout(&src, &head).unwrap();
+    // A second fetch of the same tag needs nothing from the origin and checks out again.
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Fetching"), "{}", stderr(&o));
+    rcclfix::source::verify_checkout(&src, &head).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Slow: real toolchain, real engine, real compiler.
 
