@@ -590,12 +590,13 @@ pub fn build(
     let mut configure_out = String::new();
     let mut cmake_argv = vec!["cmake".to_owned()];
     cmake_argv.extend(cmake_args.iter().cloned());
-    engine
-        .run_streamed(&tc, &spec("configure", cmake_argv), &mut log, |l| {
-            configure_out.push_str(l);
-            configure_out.push('\n');
-        })
-        .with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
+    let phase = crate::ui::Phase::start(&format!("configuring rccl {}", recipe.rccl_version));
+    let configured = engine.run_streamed(&tc, &spec("configure", cmake_argv), &mut log, |l| {
+        configure_out.push_str(l);
+        configure_out.push('\n');
+    });
+    drop(phase);
+    configured.with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
 
     // Checks before the long build.
     let ninja_text = fs_err::read_to_string(build_dir.join("build.ninja"))?;

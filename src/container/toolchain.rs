@@ -374,6 +374,11 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
                         engine.name()
                     ),
                 );
+                let _phase = crate::ui::Phase::start(&format!(
+                    "importing {} into {}",
+                    tc.name,
+                    engine.name()
+                ));
                 let tmp = crate::fsutil::TempDir::new_in(&toolchains_dir(), ".rcclfix-import-")?;
                 let tar = tmp.path().join("rootfs.tar");
                 Cmd::new("pack the toolchain rootfs", "tar")
@@ -705,6 +710,7 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
             desc.suite, desc.variant
         ),
     );
+    let phase = crate::ui::Phase::start(&format!("debootstrapping {name}"));
     Cmd::new(format!("debootstrap {}", desc.suite), "debootstrap")
         .arg(format!("--variant={}", desc.variant))
         .arg(format!("--components={}", desc.components.join(",")))
@@ -718,6 +724,7 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
                 log_path.display()
             )
         })?;
+    drop(phase);
 
     let mut conf = desc.apt_conf.join("\n");
     conf.push('\n');
@@ -743,11 +750,13 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
         "Installing",
         format_args!("{} packages into {name}", desc.packages.len()),
     );
+    let phase = crate::ui::Phase::start(&format!("installing packages into {name}"));
     in_root("apt-get update", &["apt-get", "update", "-q"]).stream(&mut log, |_| {})?;
     let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
     install.extend(desc.packages.iter().map(|s| s.as_str()));
     in_root("apt-get install", &install).stream(&mut log, |_| {})?;
     in_root("apt-get clean", &["apt-get", "clean"]).stream(&mut log, |_| {})?;
+    drop(phase);
     let listing = in_root(
         "list packages",
         &["dpkg-query", "-W", "-f=${Package}=${Version}\\n"],
@@ -806,7 +815,7 @@ pub fn ensure_built(name: &str) -> anyhow::Result<()> {
     crate::ui::status(
         "Toolchain",
         format_args!(
-            "{name} is not built yet: building it first (once; about a minute and 1.3 GB)"
+            "{name} is not built yet: building it first (once; 1.3–1.4 GB, 1–4 min measured: 191 s on a busy 2-core machine)"
         ),
     );
     build_rootfs(name, false).map(|_| ())
