@@ -210,17 +210,12 @@ impl Estimator {
         self.finished = finished;
         self.running = running;
         let started = (finished + running).min(self.record.steps.len());
-        // Steps start in the record's order: the first `started` not-yet-stamped are running or
-        // done; a newly started one started now (ninja starts the next step as one finishes).
-        let mut k = 0;
-        for i in 0..self.record.steps.len() {
-            if k >= started {
-                break;
+        // Steps start in the record's order: the first `started` are running or done; a newly
+        // started one started now (ninja starts the next step as one finishes).
+        for at in self.started_at.iter_mut().take(started) {
+            if at.is_none() {
+                *at = Some(now);
             }
-            if self.started_at[i].is_none() {
-                self.started_at[i] = Some(now);
-            }
-            k += 1;
         }
     }
 

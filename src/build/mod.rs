@@ -349,8 +349,8 @@ fn fmt_ms(s: f64) -> String {
 /// an estimate, not a measurement), when choosing `-j`.
 pub const COMPILE_JOB_GIB: f64 = 2.0;
 
-/// The `-j` for ninja when `--jobs` is not given: one job per CPU core (ninja's own default is cores
-/// + 2, which oversubscribes a 2-core machine by half), fewer when the available RAM cannot hold
+/// The `-j` for ninja when `--jobs` is not given: one job per CPU core (ninja's own default is
+/// cores plus 2, which oversubscribes a 2-core machine by half), fewer when the available RAM cannot hold
 /// that many compile jobs at [`COMPILE_JOB_GIB`] each, never below 1. The device link runs alone
 /// (every compile is its input), so `link_ram_gib` is checked against the whole available RAM, not
 /// divided between jobs: when it does not fit, `build` warns and `-j` drops to 1 so nothing competes
@@ -896,24 +896,6 @@ pub fn build(
     Ok(Outcome::Built(dir))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jobs_follow_cores_and_ram() {
-        // A 2-core machine runs 2 jobs, not ninja's default 3.
-        assert_eq!(choose_jobs(2, Some(16.0), 8.0), 2);
-        assert_eq!(choose_jobs(16, Some(64.0), 8.0), 16);
-        // RAM for 3 compile jobs only.
-        assert_eq!(choose_jobs(16, Some(7.0), 4.0), 3);
-        // Not enough RAM for the link: one job.
-        assert_eq!(choose_jobs(8, Some(6.0), 18.5), 1);
-        assert_eq!(choose_jobs(0, None, 8.0), 1);
-        assert_eq!(choose_jobs(4, None, 8.0), 4);
-    }
-}
-
 fn fmt_secs(s: f64) -> String {
     let s = s.round() as u64;
     format!("{}m{:02}s", s / 60, s % 60)
@@ -985,4 +967,22 @@ pub fn read_soname(path: &Path) -> anyhow::Result<Option<String>> {
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_follow_cores_and_ram() {
+        // A 2-core machine runs 2 jobs, not ninja's default 3.
+        assert_eq!(choose_jobs(2, Some(16.0), 8.0), 2);
+        assert_eq!(choose_jobs(16, Some(64.0), 8.0), 16);
+        // RAM for 3 compile jobs only.
+        assert_eq!(choose_jobs(16, Some(7.0), 4.0), 3);
+        // Not enough RAM for the link: one job.
+        assert_eq!(choose_jobs(8, Some(6.0), 18.5), 1);
+        assert_eq!(choose_jobs(0, None, 8.0), 1);
+        assert_eq!(choose_jobs(4, None, 8.0), 4);
+    }
 }
