@@ -41,6 +41,9 @@ pub struct Manifest {
     pub toolchain: String,
     /// Toolchain identity: the image id, or `sha256:` of the rootfs stamp.
     pub toolchain_id: String,
+    /// Digest of an image toolchain's base image, as pinned in `rcclfix.lock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolchain_digest: Option<String>,
     /// Engine used: `podman`, `docker`, `bubblewrap`, `host`.
     pub engine: String,
     /// gfx targets built and gated.
@@ -63,6 +66,21 @@ pub struct Manifest {
     /// `patch` record (what was rewritten and the proof), when the library was patched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patched: Option<serde_json::Value>,
+    /// The build key this folder was built for and when (`build`'s artifact cache,
+    /// `src/build/cache.rs`); absent in folders from an older rcclfix, which are then rebuilt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheRecord>,
+}
+
+/// The artifact-cache record of an output folder.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CacheRecord {
+    /// sha256 (hex) of the key's JSON form (`BuildKey::sha256`).
+    pub key: String,
+    /// The key's inputs, so a later build can say which one changed.
+    pub inputs: serde_json::Value,
+    /// When the folder was built, seconds since the Unix epoch.
+    pub built_at_unix: u64,
 }
 
 /// A file and its digest.

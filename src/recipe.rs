@@ -475,15 +475,30 @@ pub fn find<'a>(all: &'a BTreeMap<String, Recipe>, tag: &str) -> anyhow::Result<
     )
 }
 
-/// The lockfile: tag → commit pins recorded on first fetch of an unpinned recipe.
+/// The lockfile: tag → commit pins recorded on first fetch of an unpinned recipe, and toolchain
+/// image → digest pins recorded on first use of an image toolchain.
 ///
-/// Format (TOML): `[[pin]] recipe = "…" tag = "…" commit = "…"`.
+/// Format (TOML): `[[pin]] recipe = "…" tag = "…" commit = "…"` and
+/// `[[image]] reference = "…" digest = "sha256:…"`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Lockfile {
     /// The pins, sorted by recipe then tag.
     #[serde(default)]
     pub pin: Vec<Pin>,
+    /// Image digest pins, sorted by reference.
+    #[serde(default, rename = "image", skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePin>,
+}
+
+/// One image pin: the digest an image reference had when first used.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(deny_unknown_fields)]
+pub struct ImagePin {
+    /// The reference as the recipe names it, e.g. `rocm/dev-ubuntu-24.04:7.2.1-complete`.
+    pub reference: String,
+    /// `sha256:` digest of the image (the engine's `.Digest`).
+    pub digest: String,
 }
 
 /// One lockfile entry.
@@ -510,8 +525,38 @@ impl Lockfile {
             for p in user.pin {
                 lock.set(&p.recipe, &p.tag, &p.commit);
             }
+            for i in user.images {
+                lock.set_image(&i.reference, &i.digest);
+            }
         }
         Ok(lock)
+    }
+
+    /// The user's lockfile at `path` alone (empty when it does not exist), for adding pins.
+    pub fn load_user(path: &Path) -> anyhow::Result<Lockfile> {
+        if !path.exists() {
+            return Ok(Lockfile::default());
+        }
+        let text = fs_err::read_to_string(path)?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))
+    }
+
+    /// The pinned digest of image `reference`.
+    pub fn image_digest(&self, reference: &str) -> Option<&str> {
+        self.images
+            .iter()
+            .find(|p| p.reference == reference)
+            .map(|p| p.digest.as_str())
+    }
+
+    /// Record or replace an image pin.
+    pub fn set_image(&mut self, reference: &str, digest: &str) {
+        self.images.retain(|p| p.reference != reference);
+        self.images.push(ImagePin {
+            reference: reference.into(),
+            digest: digest.into(),
+        });
+        self.images.sort();
     }
 
     /// The pinned commit for (recipe, tag).
@@ -536,7 +581,7 @@ impl Lockfile {
     /// Write atomically to `path`.
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         let text = format!(
-            "# rcclfix.lock: tag → commit pins recorded on first fetch; checked on every later fetch.\n{}",
+            "# rcclfix.lock: tag → commit pins recorded on first fetch and image → digest pins recorded on\n# first use; checked on every later fetch and use.\n{}",
             toml::to_string_pretty(self)?
         );
         if let Some(d) = path.parent() {

@@ -425,6 +425,73 @@ pub fn exit_quietly_on_broken_stdout() {
     }));
 }
 
+/// How often a [`Phase`] prints its heartbeat line when stderr is not a terminal.
+pub const PHASE_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// A long phase that prints nothing of its own (debootstrap, an image import, CMake's configure):
+/// on a terminal a spinner with the phase and the elapsed time, otherwise a heartbeat line
+/// (`  Still configuring: 0m45s elapsed`) every [`PHASE_HEARTBEAT`]. Ends when dropped.
+pub struct Phase {
+    bar: Option<indicatif::ProgressBar>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Phase {
+    /// Start showing `what` (e.g. `configuring rccl 2.13.4`).
+    pub fn start(what: &str) -> Phase {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        if progress_bars() {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner:.green} {msg} [{elapsed}]")
+                    .expect("valid template"),
+            );
+            bar.set_message(what.to_owned());
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            return Phase {
+                bar: Some(bar),
+                stop,
+                thread: None,
+            };
+        }
+        let (sp, what) = (stop.clone(), what.to_owned());
+        let thread = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut next = started + PHASE_HEARTBEAT;
+            while !sp.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                if std::time::Instant::now() >= next {
+                    next += PHASE_HEARTBEAT;
+                    let e = started.elapsed().as_secs();
+                    status(
+                        "Still",
+                        format_args!("{what}: {}m{:02}s elapsed", e / 60, e % 60),
+                    );
+                }
+            }
+        });
+        Phase {
+            bar: None,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Phase {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

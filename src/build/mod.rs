@@ -18,6 +18,8 @@
 //!    `manifest.json`, `build.log`) in a temporary folder, optionally `--verify`, then rename it into
 //!    place; optionally `--package`.
 
+pub mod cache;
+pub mod eta;
 pub mod gate;
 pub mod ndebug;
 pub mod progress;
@@ -59,10 +61,11 @@ pub struct BuildArgs {
     /// Where output folders go.
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub out_dir: PathBuf,
-    /// ninja -j (default: ninja's own).
+    /// ninja -j (default: the CPU cores, fewer when RAM is short; see `choose_jobs`).
     #[arg(long, short = 'j')]
     pub jobs: Option<u32>,
-    /// Refuse to pin an unpinned tag on first fetch (the recipe or lockfile must pin it).
+    /// Refuse to pin an unpinned tag on first fetch or an image toolchain's digest on first use
+    /// (the recipe or lockfile must pin them).
     #[arg(long)]
     pub locked: bool,
     /// Allow recipes whose status is experimental or unfixable-by-rebuild (the gate still judges).
@@ -81,6 +84,10 @@ pub struct BuildArgs {
     /// gate it, and return the result without writing an output folder (set by `prove`, not a flag).
     #[arg(skip)]
     pub control: bool,
+    /// Build even when the output folder was built from the same inputs (the artifact cache
+    /// otherwise reuses it after re-running the scan gate on it).
+    #[arg(long)]
+    pub rebuild: bool,
 }
 
 impl BuildArgs {
@@ -201,6 +208,169 @@ pub fn fresh_work_folder(work: &Path, fetched: &crate::source::Fetched) -> anyho
     Ok(tree)
 }
 
+/// The CMake configure arguments for `recipe` and `targets` (source `/src[/subdir]`, build `/build`,
+/// Ninja, compiler, ROCm path, build type, `GPU_TARGETS`/`AMDGPU_TARGETS`, the recipe's options and
+/// the NDEBUG strategy's flags); a ccache launcher is added by `build` when used.
+pub fn configure_args(recipe: &Recipe, targets: &[String]) -> Vec<String> {
+    let tc_desc = &recipe.toolchain;
+    let strategy = recipe.build.ndebug;
+    let guest_src = if recipe.source.subdir.is_empty() {
+        "/src".to_owned()
+    } else {
+        format!("/src/{}", recipe.source.subdir)
+    };
+    let target_list = targets.join(";");
+    let mut cmake_args: Vec<String> = vec![
+        "-S".into(),
+        guest_src,
+        "-B".into(),
+        "/build".into(),
+        "-G".into(),
+        "Ninja".into(),
+        format!("-DCMAKE_CXX_COMPILER={}", tc_desc.cxx),
+        format!("-DROCM_PATH={}", tc_desc.rocm_path),
+        format!("-DCMAKE_BUILD_TYPE={}", recipe.build.build_type),
+        format!("-DGPU_TARGETS={target_list}"),
+        format!("-DAMDGPU_TARGETS={target_list}"),
+    ];
+    cmake_args.extend(ndebug::recipe_options(
+        strategy,
+        &recipe.build.cmake_options,
+    ));
+    cmake_args.extend(ndebug::cmake_flags(strategy, &recipe.build.cmake_options));
+    cmake_args
+}
+
+/// The artifact-cache key of this build ([`cache::BuildKey`]) with toolchain identity
+/// `toolchain_id`.
+///
+/// Errors: a patch cannot be found.
+fn build_key(
+    recipe: &Recipe,
+    recipe_root: Option<&Path>,
+    commit: &str,
+    targets: &[String],
+    toolchain_id: &str,
+) -> anyhow::Result<cache::BuildKey> {
+    Ok(cache::BuildKey {
+        rcclfix_version: env!("CARGO_PKG_VERSION").into(),
+        recipe: serde_json::to_value(recipe)?,
+        commit: commit.into(),
+        patches: crate::source::patch_digests(recipe, recipe_root)?,
+        extra_files: cache::BuildKey::extra_file_digests(recipe),
+        toolchain_id: toolchain_id.into(),
+        targets: targets.to_vec(),
+        ndebug_strategy: strategy_name(recipe.build.ndebug),
+        cmake_args: configure_args(recipe, targets),
+        post_link_patch: recipe.build.post_link_patch,
+    })
+}
+
+fn strategy_name(s: NdebugStrategy) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The artifact cache: when `dest` was built for `key` and its library is intact, re-run the scan
+/// gate on it and return the outcome; `None` means build (the reason is printed when the folder
+/// exists but is stale).
+///
+/// Errors: the library cannot be scanned.
+fn try_reuse(
+    args: &BuildArgs,
+    dest: &Path,
+    key: &cache::BuildKey,
+    targets: &[String],
+    started: Instant,
+) -> anyhow::Result<Option<Outcome>> {
+    if args.rebuild {
+        return Ok(None);
+    }
+    let m = match cache::lookup(dest, key) {
+        cache::Lookup::Missing => return Ok(None),
+        cache::Lookup::Stale(why) => {
+            crate::ui::status("Rebuilding", why);
+            return Ok(None);
+        }
+        cache::Lookup::Hit(m) => m,
+    };
+    let lib = dest.join(&m.library.file);
+    let gate = gate::run(&lib, &m.library.file, targets)?;
+    if !gate.passed() {
+        crate::ui::status(
+            "Rebuilding",
+            format_args!(
+                "the cached library {} no longer passes the scan gate: {}",
+                lib.display(),
+                gate.failures().join("; ")
+            ),
+        );
+        return Ok(None);
+    }
+    let built = m.cache.as_ref().map(|c| c.built_at_unix).unwrap_or(0);
+    crate::ui::status(
+        "Reused",
+        format_args!(
+            "{} (built {}, {} ago, from the same inputs; key {}); gate re-run: {} clean in {}\nhelp: pass --rebuild to build it again",
+            dest.display(),
+            cache::fmt_utc(built),
+            fmt_secs(cache::now_unix().saturating_sub(built) as f64),
+            &key.sha256()[..12],
+            targets.join(","),
+            fmt_ms(started.elapsed().as_secs_f64())
+        ),
+    );
+    if !args.package.is_empty() {
+        let pkg_dir = args
+            .package_dir
+            .clone()
+            .unwrap_or_else(|| args.out_dir.clone());
+        for p in crate::package::package_build_dir(dest, &args.package, &pkg_dir)? {
+            crate::ui::status("Packaged", p.display());
+        }
+    }
+    Ok(Some(Outcome::Built(dest.to_owned())))
+}
+
+fn fmt_ms(s: f64) -> String {
+    if s < 10.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else {
+        fmt_secs(s)
+    }
+}
+
+/// RAM one compile job is assumed to need, in GiB (hipcc on RCCL's largest generated sources;
+/// an estimate, not a measurement), when choosing `-j`.
+pub const COMPILE_JOB_GIB: f64 = 2.0;
+
+/// The `-j` for ninja when `--jobs` is not given: one job per CPU core (ninja's own default is
+/// cores plus 2, which oversubscribes a 2-core machine by half), fewer when the available RAM cannot hold
+/// that many compile jobs at [`COMPILE_JOB_GIB`] each, never below 1. The device link runs alone
+/// (every compile is its input), so `link_ram_gib` is checked against the whole available RAM, not
+/// divided between jobs: when it does not fit, `build` warns and `-j` drops to 1 so nothing competes
+/// with the link for memory.
+pub fn choose_jobs(cores: usize, avail_gib: Option<f64>, link_ram_gib: f64) -> u32 {
+    let mut j = cores.max(1) as f64;
+    if let Some(a) = avail_gib {
+        j = j.min((a / COMPILE_JOB_GIB).floor());
+        if a < link_ram_gib {
+            j = 1.0;
+        }
+    }
+    j.max(1.0) as u32
+}
+
+/// Where the timing record of builds of `recipe_id` for `targets` lives:
+/// `$RCCLFIX_HOME/records/<recipe>-<targets>.ninja_log` (the last finished build's `.ninja_log`).
+pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
+    crate::recipe::home()
+        .join("records")
+        .join(format!("{recipe_id}-{}.ninja_log", targets.join("+")))
+}
+
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
 /// (patches are looked up there).
 pub fn build(
@@ -255,6 +425,25 @@ pub fn build(
         },
     )?;
 
+    // The artifact cache: a rootfs (or host) toolchain is identified by its stamp without any engine
+    // work, so an unchanged build is answered here; an image toolchain is looked up once prepared.
+    // Control builds and --verify always build.
+    let cacheable = !args.control && !args.verify;
+    let mut key = None;
+    let mut early_tc = None;
+    if cacheable {
+        if let Some(n) = &recipe.toolchain.name {
+            if let Ok(tc) = container::Toolchain::local(n) {
+                let k = build_key(recipe, recipe_root, &fetched.commit, &targets, tc.id())?;
+                if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+                    return Ok(o);
+                }
+                key = Some(k);
+                early_tc = Some(tc);
+            }
+        }
+    }
+
     // A fresh work folder holding exactly the verified commit, patched.
     let work = crate::recipe::home().join("work").join(format!(
         "{}{}-{}",
@@ -277,13 +466,36 @@ pub fn build(
     if let Some(n) = &tc_desc.name {
         container::toolchain::ensure_built(n)?;
     }
-    let mut tc = container::Toolchain::for_recipe(tc_desc)?;
+    let mut tc = match early_tc {
+        Some(tc) => tc,
+        None => container::Toolchain::for_recipe(tc_desc)?,
+    };
     let engine = container::Engine::select(container::requested_engine(args.engine)?, &tc)?;
+    let content_id = tc.id().to_owned();
+    container::toolchain::pin_base_image(
+        &engine,
+        &mut tc,
+        args.locked,
+        &crate::source::user_lockfile(),
+    )?;
     container::prepare(&engine, &mut tc)?;
     crate::ui::status(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
     );
+    if cacheable && key.is_none() {
+        // An image toolchain: its identity is the image id known after `prepare`.
+        let id = if content_id.is_empty() {
+            tc.id()
+        } else {
+            &content_id
+        };
+        let k = build_key(recipe, recipe_root, &fetched.commit, &targets, id)?;
+        if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+            return Ok(o);
+        }
+        key = Some(k);
+    }
 
     // NDEBUG injection.
     let strategy = recipe.build.ndebug;
@@ -294,30 +506,8 @@ pub fn build(
             .with_context(|| format!("{}: cannot inject NDEBUG", cml.display()))?;
         crate::fsutil::atomic_write(&cml, new.as_bytes())?;
     }
-    let guest_src = if recipe.source.subdir.is_empty() {
-        "/src".to_owned()
-    } else {
-        format!("/src/{}", recipe.source.subdir)
-    };
     let target_list = targets.join(";");
-    let mut cmake_args: Vec<String> = vec![
-        "-S".into(),
-        guest_src,
-        "-B".into(),
-        "/build".into(),
-        "-G".into(),
-        "Ninja".into(),
-        format!("-DCMAKE_CXX_COMPILER={}", tc_desc.cxx),
-        format!("-DROCM_PATH={}", tc_desc.rocm_path),
-        format!("-DCMAKE_BUILD_TYPE={}", recipe.build.build_type),
-        format!("-DGPU_TARGETS={target_list}"),
-        format!("-DAMDGPU_TARGETS={target_list}"),
-    ];
-    cmake_args.extend(ndebug::recipe_options(
-        strategy,
-        &recipe.build.cmake_options,
-    ));
-    cmake_args.extend(ndebug::cmake_flags(strategy, &recipe.build.cmake_options));
+    let mut cmake_args = configure_args(recipe, &targets);
 
     // ccache (RCCLFIX_CCACHE_DIR): mounted at /ccache and used as the compiler launcher when the
     // toolchain has ccache; the cache is outside the work folder so it survives fresh builds.
@@ -397,12 +587,13 @@ pub fn build(
     let mut configure_out = String::new();
     let mut cmake_argv = vec!["cmake".to_owned()];
     cmake_argv.extend(cmake_args.iter().cloned());
-    engine
-        .run_streamed(&tc, &spec("configure", cmake_argv), &mut log, |l| {
-            configure_out.push_str(l);
-            configure_out.push('\n');
-        })
-        .with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
+    let phase = crate::ui::Phase::start(&format!("configuring rccl {}", recipe.rccl_version));
+    let configured = engine.run_streamed(&tc, &spec("configure", cmake_argv), &mut log, |l| {
+        configure_out.push_str(l);
+        configure_out.push('\n');
+    });
+    drop(phase);
+    configured.with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
 
     // Checks before the long build.
     let ninja_text = fs_err::read_to_string(build_dir.join("build.ninja"))?;
@@ -460,19 +651,74 @@ pub fn build(
     )?;
 
     // Build.
-    let mut ninja_argv = vec!["ninja".to_owned(), "-C".into(), "/build".into()];
-    if let Some(j) = args.jobs {
-        ninja_argv.push(format!("-j{j}"));
-    }
+    let jobs = args.jobs.unwrap_or_else(|| {
+        choose_jobs(
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            available_ram_gib(),
+            recipe.build.link_ram_gib,
+        )
+    });
+    let ninja_argv = vec![
+        "ninja".to_owned(),
+        "-C".into(),
+        "/build".into(),
+        format!("-j{jobs}"),
+    ];
+    let record_path = timing_record_path(recipe.id(), &targets);
+    let record = match fs_err::read_to_string(&record_path) {
+        Ok(t) => match eta::Record::parse(&t) {
+            Ok(r) if !r.steps.is_empty() => Some(r),
+            Ok(_) => None,
+            Err(e) => {
+                crate::ui::warn(format_args!(
+                    "{}: {e}; no remaining-time estimate",
+                    record_path.display()
+                ));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    crate::ui::status(
+        "Compiling",
+        format_args!(
+            "with ninja -j{jobs}; {}",
+            match &record {
+                Some(r) => format!(
+                    "the last build of this recipe took {} in ninja ({})",
+                    fmt_secs(r.wall()),
+                    record_path.display()
+                ),
+                None => "no timing record of an earlier build: elapsed time only".into(),
+            }
+        ),
+    );
+    writeln!(log, "# rcclfix: ninja -j{jobs}")?;
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
         crate::ui::progress_bars(),
+        progress::EtaInput {
+            record,
+            jobs: jobs as usize,
+            ninja_log: Some(build_dir.join(".ninja_log")),
+            targets: targets.join(","),
+        },
     );
-    let res = engine.run_streamed(&tc, &spec("build", ninja_argv), &mut log, |l| {
-        progress.line(l)
-    });
+    let mut build_spec = spec("build", ninja_argv);
+    build_spec
+        .env
+        .push(("NINJA_STATUS".into(), eta::NINJA_STATUS.into()));
+    let res = engine.run_streamed(&tc, &build_spec, &mut log, |l| progress.line(l));
     progress.finish();
     res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
+    // The step timings of this build: the record the next build's estimate uses.
+    let ninja_log_path = build_dir.join(".ninja_log");
+    if let Ok(text) = fs_err::read(&ninja_log_path) {
+        if let Some(d) = record_path.parent() {
+            fs_err::create_dir_all(d)?;
+        }
+        crate::fsutil::atomic_write(&record_path, &text)?;
+    }
     let build_seconds = build_started.elapsed().as_secs_f64();
     log.flush()?;
     drop(log);
@@ -571,6 +817,9 @@ pub fn build(
     }
     crate::fsutil::atomic_write(&out.path().join("scan.json"), scan_json.as_bytes())?;
     fs_err::copy(&log_path, out.path().join("build.log"))?;
+    if ninja_log_path.is_file() {
+        fs_err::copy(&ninja_log_path, out.path().join("ninja_log"))?;
+    }
     let mut manifest = Manifest {
         schema_version: MANIFEST_SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").into(),
@@ -584,6 +833,7 @@ pub fn build(
         patches,
         toolchain: tc.name().into(),
         toolchain_id: tc.id().into(),
+        toolchain_digest: tc.base_digest().map(str::to_owned),
         engine: engine.name().into(),
         targets: targets.clone(),
         ndebug_strategy: serde_json::to_value(strategy)?
@@ -602,6 +852,11 @@ pub fn build(
         gate: gate.summary(),
         verify: None,
         patched,
+        cache: key.as_ref().map(|k| crate::manifest::CacheRecord {
+            key: k.sha256(),
+            inputs: serde_json::to_value(k).expect("a BuildKey serialises"),
+            built_at_unix: cache::now_unix(),
+        }),
     };
     if args.verify {
         crate::ui::status("Verifying", format_args!("{} on two GPUs", lib_name));
@@ -716,4 +971,22 @@ pub fn read_soname(path: &Path) -> anyhow::Result<Option<String>> {
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_follow_cores_and_ram() {
+        // A 2-core machine runs 2 jobs, not ninja's default 3.
+        assert_eq!(choose_jobs(2, Some(16.0), 8.0), 2);
+        assert_eq!(choose_jobs(16, Some(64.0), 8.0), 16);
+        // RAM for 3 compile jobs only.
+        assert_eq!(choose_jobs(16, Some(7.0), 4.0), 3);
+        // Not enough RAM for the link: one job.
+        assert_eq!(choose_jobs(8, Some(6.0), 18.5), 1);
+        assert_eq!(choose_jobs(0, None, 8.0), 1);
+        assert_eq!(choose_jobs(4, None, 8.0), 4);
+    }
 }

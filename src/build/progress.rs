@@ -1,8 +1,14 @@
-//! Build progress on stderr, driven by ninja's `[n/m] description` lines.
+//! Build progress on stderr, driven by ninja's `[n/m r] description` lines (`NINJA_STATUS`
+//! [`super::eta::NINJA_STATUS`]) and by the build's own `.ninja_log`, which ninja appends to as each
+//! step ends.
 //!
 //! On a terminal: an indicatif bar with elapsed time, ticking every second so the silent device link
 //! still shows time passing. Not on a terminal: a heartbeat line every [`HEARTBEAT`] while a step is
 //! running (the RCCL device link prints nothing for minutes to over an hour).
+//!
+//! With a timing record of an earlier build of the same recipe and targets ([`super::eta`]), both
+//! show the predicted remaining time and name a long step while it runs (the device link); without
+//! one they say so and show elapsed time only.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,14 +16,103 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::eta::{self, Estimator};
+
 /// How often the non-terminal heartbeat prints.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     done: u64,
     total: u64,
     last: String,
+    est: Option<Estimator>,
+    /// The build's `.ninja_log` on the host and how far it was read.
+    ninja_log: Option<(std::path::PathBuf, u64)>,
+    targets: String,
+    started: Instant,
+}
+
+impl State {
+    /// Read the lines ninja appended to `.ninja_log` since the last call and feed their durations.
+    fn poll_log(&mut self) {
+        let (Some((path, off)), Some(est)) = (&mut self.ninja_log, &mut self.est) else {
+            return;
+        };
+        // Only the bytes appended since the last call (ninja writes whole lines).
+        use std::io::{Read, Seek};
+        let Ok(mut f) = std::fs::File::open(&*path) else {
+            return;
+        };
+        let mut new = vec![];
+        if f.seek(std::io::SeekFrom::Start(*off)).is_err() || f.read_to_end(&mut new).is_err() {
+            return;
+        }
+        let Some(end) = new.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        for l in String::from_utf8_lossy(&new[..end]).lines() {
+            let f: Vec<&str> = l.split('\t').collect();
+            if let [s, e, _, out, _] = f[..] {
+                if let (Ok(s), Ok(e)) = (s.parse::<u64>(), e.parse::<u64>()) {
+                    est.finished(out, e.saturating_sub(s) as f64 / 1000.0);
+                }
+            }
+        }
+        *off += end as u64 + 1;
+    }
+
+    /// The ETA text: remaining time and the long step running, or why there is none.
+    fn eta_text(&mut self) -> String {
+        self.poll_log();
+        let Some(est) = &self.est else {
+            return "no timing record for this recipe yet: elapsed time only".into();
+        };
+        let e = est.estimate(self.started.elapsed().as_secs_f64());
+        let mut t = if e.overrun > 0.0 {
+            format!(
+                "running {} longer than the record predicts (speed {:.2}x the record)",
+                fmt_mins(e.overrun),
+                e.speed
+            )
+        } else {
+            format!(
+                "about {} left (steps run at {:.2}x the recorded time)",
+                fmt_mins(e.remaining),
+                e.speed
+            )
+        };
+        if let Some((out, secs)) = e.long_running.first() {
+            t.push_str("; running: ");
+            t.push_str(&eta::describe_step(out, *secs, &self.targets));
+        }
+        t
+    }
+}
+
+/// `12m`, `1h05m`, `40s`.
+fn fmt_mins(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m", (s + 30) / 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    }
+}
+
+/// What the progress display knows about the build before it starts.
+#[derive(Debug, Default)]
+pub struct EtaInput {
+    /// A timing record of an earlier build of the same recipe and targets.
+    pub record: Option<eta::Record>,
+    /// The `-j` ninja runs with.
+    pub jobs: usize,
+    /// This build's `.ninja_log` on the host (read as ninja appends to it).
+    pub ninja_log: Option<std::path::PathBuf>,
+    /// The targets, for naming the device link (`gfx1100`).
+    pub targets: String,
 }
 
 /// Progress of one ninja run. Feed it every output line with [`Progress::line`]; call
@@ -29,20 +124,27 @@ pub struct Progress {
     heartbeat: Option<std::thread::JoinHandle<()>>,
 }
 
-/// Parse ninja's status prefix: `[12/60] Building CXX object …` → `(12, 60, "Building CXX object …")`.
+/// Parse ninja's status prefix: `[12/60] Building CXX object …` → `(12, 60, "Building CXX object …")`
+/// (also `[12/60 3] …`, with the running count of [`super::eta::NINJA_STATUS`]).
 pub fn parse_ninja_status(line: &str) -> Option<(u64, u64, &str)> {
-    let rest = line.strip_prefix('[')?;
-    let (nums, text) = rest.split_once(']')?;
-    let (n, m) = nums.split_once('/')?;
-    Some((n.trim().parse().ok()?, m.trim().parse().ok()?, text.trim()))
+    eta::parse_status(line).map(|(n, m, _, t)| (n, m, t))
 }
 
 impl Progress {
     /// Start showing progress for `label` (e.g. `rccl 2.13.4`). `tty`: draw a bar (pass
     /// [`crate::ui::progress_bars`]), else heartbeat lines (which `-q` silences). The bar is
     /// coloured only when [`crate::ui::color`] says so; ninja's text is escaped.
-    pub fn start(label: &str, tty: bool) -> Progress {
-        let state = Arc::new(Mutex::new(State::default()));
+    pub fn start(label: &str, tty: bool, input: EtaInput) -> Progress {
+        let started = Instant::now();
+        let state = Arc::new(Mutex::new(State {
+            done: 0,
+            total: 0,
+            last: String::new(),
+            est: input.record.map(|r| Estimator::new(r, input.jobs)),
+            ninja_log: input.ninja_log.map(|p| (p, 0)),
+            targets: input.targets,
+            started,
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         if tty {
             let bar = ProgressBar::new(0);
@@ -58,34 +160,48 @@ impl Progress {
             bar.set_prefix("Building");
             bar.set_message(label.to_owned());
             bar.enable_steady_tick(Duration::from_secs(1));
+            let (st, sp, b) = (state.clone(), stop.clone(), bar.clone());
+            // Refresh the ETA every 2 s (the bar's own tick only redraws).
+            let ticker = std::thread::spawn(move || {
+                let mut n = 0u32;
+                while !sp.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(250));
+                    n += 1;
+                    if n % 8 == 0 {
+                        let mut s = st.lock().unwrap();
+                        let msg = format!("{} | {}", s.eta_text(), s.last);
+                        b.set_message(msg);
+                    }
+                }
+            });
             return Progress {
                 bar: Some(bar),
                 state,
                 stop,
-                heartbeat: None,
+                heartbeat: Some(ticker),
             };
         }
         let (st, sp) = (state.clone(), stop.clone());
         let label = label.to_owned();
-        let started = Instant::now();
         let heartbeat = std::thread::spawn(move || {
             let mut next = started + HEARTBEAT;
             while !sp.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(250));
                 if Instant::now() >= next {
                     next += HEARTBEAT;
-                    let s = st.lock().unwrap();
+                    let mut s = st.lock().unwrap();
                     let e = started.elapsed().as_secs();
+                    let eta = s.eta_text();
                     crate::ui::status(
                         "Building",
                         format_args!(
-                            "{label}: [{}/{}] {}m{:02}s elapsed; last step: {}",
+                            "{label}: [{}/{}] {}m{:02}s elapsed; {eta}; last finished: {}",
                             s.done,
                             s.total,
                             e / 60,
                             e % 60,
                             if s.last.is_empty() {
-                                "configure/ninja start"
+                                "none yet"
                             } else {
                                 &s.last
                             }
@@ -104,15 +220,20 @@ impl Progress {
 
     /// Feed one output line; ninja status lines advance the progress.
     pub fn line(&self, line: &str) {
-        if let Some((n, m, text)) = parse_ninja_status(line) {
+        if let Some((n, m, r, text)) = eta::parse_status(line) {
             let mut s = self.state.lock().unwrap();
             s.done = n;
             s.total = m;
+            // ninja's descriptions come from the build files: control characters are escaped.
             s.last = crate::ui::escape(text).chars().take(120).collect();
+            let now = s.started.elapsed().as_secs_f64();
+            s.poll_log();
+            if let Some(est) = &mut s.est {
+                est.status(n as usize, r.unwrap_or(0) as usize, now);
+            }
             if let Some(b) = &self.bar {
                 b.set_length(m);
                 b.set_position(n);
-                b.set_message(s.last.clone());
             }
         }
     }
@@ -142,6 +263,42 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_eta_follows_the_live_ninja_log_and_names_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join(".ninja_log");
+        let record = eta::Record::parse(
+            "# ninja log v6\n0\t10000\t0\ta.o\t1\n0\t10000\t0\tb.o\t2\n10000\t610000\t0\tlibrccl.so.1.0\t3\n",
+        )
+        .unwrap();
+        let p = Progress::start(
+            "rccl test",
+            false,
+            EtaInput {
+                record: Some(record),
+                jobs: 2,
+                ninja_log: Some(live.clone()),
+                targets: "gfx1100".into(),
+            },
+        );
+        // This run's compiles took twice as long as the record's; the link is running.
+        std::fs::write(
+            &live,
+            "# ninja log v6\n0\t20000\t0\ta.o\t1\n0\t20000\t0\tb.o\t2\n",
+        )
+        .unwrap();
+        p.line("[2/3 1] Building CXX object b.o");
+        let text = p.state.lock().unwrap().eta_text();
+        assert!(text.contains("2.00x the recorded time"), "{text}");
+        assert!(text.contains("about 20m left"), "{text}");
+        assert!(text.contains("device link for gfx1100"), "{text}");
+        p.finish();
+
+        let p = Progress::start("rccl test", false, EtaInput::default());
+        let text = p.state.lock().unwrap().eta_text();
+        assert!(text.contains("no timing record"), "{text}");
+    }
 
     #[test]
     fn ninja_status_lines() {

@@ -202,6 +202,8 @@ pub fn prove(
         package: vec![],
         package_dir: None,
         control,
+        // prove measures a real build: never answered from the artifact cache.
+        rebuild: true,
     };
     let strategy_name = |s: NdebugStrategy| {
         serde_json::to_value(s)

@@ -560,6 +560,45 @@ fn first_fetch_of_an_unpinned_tag_pins_it() {
     assert_eq!(lock.get("minihip", "v0.1.0"), Some(commit.as_str()));
 }
 
+#[test]
+fn a_tag_is_fetched_shallow_and_checks_out_verified() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let (repo, _) = minihip_repo(t.path());
+    for n in ["one", "two"] {
+        std::fs::write(repo.join("HISTORY"), format!("{n}\n")).unwrap();
+        git(&repo, &["add", "HISTORY"]);
+        git(&repo, &["commit", "-q", "-m", n]);
+    }
+    git(&repo, &["tag", "-f", "-a", "v0.1.0", "-m", "v0.1.0"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &source_only(&recipe(&repo, Some(&head), "none", "")),
+    );
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    // Only the tagged commit came over, not its two ancestors.
+    let cache = source_cache(&home);
+    let gd = format!("--git-dir={}", cache.display());
+    assert_eq!(
+        git(t.path(), &[&gd, "rev-parse", "--is-shallow-repository"]),
+        "true"
+    );
+    assert_eq!(
+        git(t.path(), &[&gd, "rev-list", "--count", "refs/tags/v0.1.0"]),
+        "1"
+    );
+    let src = home.join("work/minihip-gfx1100/src");
+    rcclfix::source::verify_checkout(&src, &head).unwrap();
+    // A second fetch of the same tag needs nothing from the origin and checks out again.
+    let o = build_until_engine(&home, t.path(), &f, &[]);
+    assert!(stopped_at_engine(&o), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Fetching"), "{}", stderr(&o));
+    rcclfix::source::verify_checkout(&src, &head).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Slow: real toolchain, real engine, real compiler.
 
@@ -584,18 +623,28 @@ pub(crate) fn test_engine() -> &'static str {
 }
 
 fn build_minihip(t: &Path, home: &Path, recipe_file: &Path, engine: &str) -> Output {
-    rcclfix(
-        home,
-        &[
-            "build",
-            "--recipe",
-            recipe_file.to_str().unwrap(),
-            "--out-dir",
-            t.join("out").to_str().unwrap(),
-            "--engine",
-            engine,
-        ],
-    )
+    build_minihip_with(t, home, recipe_file, engine, &[])
+}
+
+fn build_minihip_with(
+    t: &Path,
+    home: &Path,
+    recipe_file: &Path,
+    engine: &str,
+    extra: &[&str],
+) -> Output {
+    let out = t.join("out");
+    let mut args = vec![
+        "build",
+        "--recipe",
+        recipe_file.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+        "--engine",
+        engine,
+    ];
+    args.extend(extra);
+    rcclfix(home, &args)
 }
 
 pub(crate) fn out_entries(t: &Path) -> Vec<String> {
@@ -768,17 +817,114 @@ fn minihip_with_injection_passes_the_gate_and_writes_a_complete_folder() {
     );
     check_complete_output(t.path(), &commit, engine);
 
-    // A second build reuses the source cache (no "Cloning") and replaces the folder atomically;
-    // under bubblewrap too when podman was the first engine.
+    // A second build with --rebuild reuses the source cache (no "Cloning"), not the artifact
+    // cache, and replaces the folder atomically; under bubblewrap too when podman was the first
+    // engine.
     let second = if engine == "podman" && which::which("bwrap").is_ok() {
         "bubblewrap"
     } else {
         engine
     };
-    let o = build_minihip(t.path(), &home, &f, second);
+    let o = build_minihip_with(t.path(), &home, &f, second, &["--rebuild"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("Cloning"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Reused"), "{}", stderr(&o));
     check_complete_output(t.path(), &commit, second);
+}
+
+#[test]
+fn minihip_artifact_cache_reuses_and_rebuilds_on_a_changed_input_or_a_tampered_library() {
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    let (repo, commit) = minihip_repo(t.path());
+    let text = recipe(&repo, Some(&commit), "compile-definition", "");
+    let f = write_recipe(t.path(), "cd.toml", &text);
+    let engine = test_engine();
+    let dir = t.path().join("out/rccl-0.1.0-gfx1100");
+    let o = build_minihip(t.path(), &home, &f, engine);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Reused"), "{}", stderr(&o));
+    let manifest = std::fs::read(dir.join("manifest.json")).unwrap();
+    let m = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+    let rec = m.cache.expect("manifest.cache is written");
+    assert_eq!(rec.key.len(), 64);
+    let lib_mtime = std::fs::metadata(dir.join("librccl.so.1.0"))
+        .unwrap()
+        .modified()
+        .unwrap();
+
+    // Same inputs: reused, same folder, gate re-run, nothing rewritten.
+    let o = build_minihip(t.path(), &home, &f, engine);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        dir.display().to_string()
+    );
+    let reused = err
+        .lines()
+        .find(|l| l.contains("Reused"))
+        .unwrap_or_else(|| panic!("no Reused line:\n{err}"));
+    assert!(reused.contains(&dir.display().to_string()), "{reused}");
+    assert!(reused.contains(" UTC"), "says when: {reused}");
+    assert!(reused.contains("gate re-run: gfx1100 clean"), "{reused}");
+    assert!(!err.contains("Configuring"), "{err}");
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), manifest);
+    assert_eq!(
+        std::fs::metadata(dir.join("librccl.so.1.0"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        lib_mtime
+    );
+
+    // A changed key input (a CMake option): rebuilt, and the changed inputs are named.
+    let f2 = write_recipe(
+        t.path(),
+        "cd2.toml",
+        &format!("{text}cmake_options = [\"-DMH_UNUSED_OPTION=1\"]\n"),
+    );
+    let o = build_minihip(t.path(), &home, &f2, engine);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let why = err
+        .lines()
+        .find(|l| l.contains("Rebuilding"))
+        .unwrap_or_else(|| panic!("no Rebuilding line:\n{err}"));
+    assert!(
+        why.contains("cmake_args") && why.contains("recipe"),
+        "{why}"
+    );
+    assert!(err.contains("Configuring"), "{err}");
+    let m2 = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+    assert_ne!(m2.cache.unwrap().key, rec.key);
+    assert!(m2.cmake_args.iter().any(|a| a == "-DMH_UNUSED_OPTION=1"));
+
+    // A tampered cached library: rebuilt, saying why.
+    let lib = dir.join("librccl.so.1.0");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    bytes.push(0);
+    std::fs::write(&lib, &bytes).unwrap();
+    let o = build_minihip(t.path(), &home, &f2, engine);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let why = err
+        .lines()
+        .find(|l| l.contains("Rebuilding"))
+        .unwrap_or_else(|| panic!("no Rebuilding line:\n{err}"));
+    assert!(
+        why.contains("librccl.so.1.0") && why.contains("modified after the build"),
+        "{why}"
+    );
+    let m3 = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+    assert_eq!(
+        m3.library.sha256,
+        rcclfix::fsutil::sha256_file(&lib).unwrap()
+    );
 }
 
 #[test]
@@ -935,4 +1081,99 @@ fn toolchain_run_under_bubblewrap_works_from_a_folder_outside_tmp() {
         "{}",
         stderr(&o)
     );
+}
+
+/// Images this test made in the engine's store, removed when it ends.
+struct TestImages(Vec<String>);
+
+impl Drop for TestImages {
+    fn drop(&mut self) {
+        for r in &self.0 {
+            let _ = Command::new("podman").args(["rmi", "-f", r]).output();
+        }
+    }
+}
+
+fn podman(args: &[&str]) -> String {
+    let o = Command::new("podman").args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "podman {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
+#[test]
+fn toolchain_image_digest_is_pinned_and_a_retagged_image_is_refused() {
+    if !slow() || which::which("podman").is_err() {
+        return;
+    }
+    use rcclfix::container::{toolchain, Engine, EngineKind, Toolchain};
+    let t = tempfile::tempdir().unwrap();
+    let name = format!("localhost/rcclfix-test-digest-{}", std::process::id());
+    let reference = format!("{name}:v1");
+    let mut images = TestImages(vec![]);
+    // Two different one-file images, imported from tars this test writes.
+    for (suffix, body) in [("a", "first\n"), ("b", "second\n")] {
+        let root = t.path().join(suffix);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("content"), body).unwrap();
+        let tar = t.path().join(format!("{suffix}.tar"));
+        let st = Command::new("tar")
+            .arg("-C")
+            .arg(&root)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let r = format!("{name}-{suffix}:latest");
+        podman(&["import", tar.to_str().unwrap(), &r]);
+        images.0.push(r);
+    }
+    images.0.push(reference.clone());
+    podman(&["tag", &images.0[0], &reference]);
+    let digest_of = |r: &str| podman(&["image", "inspect", "--format", "{{.Digest}}", r]);
+    let (da, db) = (digest_of(&images.0[0]), digest_of(&images.0[1]));
+    assert_ne!(da, db);
+
+    let containerfile = "containers/rocm-7.2.1/Containerfile";
+    let mut tc = Toolchain::image(&reference, containerfile);
+    let engine = Engine::select(Some(EngineKind::Podman), &tc).unwrap();
+    let lock = t.path().join("home/rcclfix.lock");
+
+    // --locked refuses to pin.
+    let err = toolchain::pin_base_image(&engine, &mut tc, true, &lock).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("--locked refuses to pin") && msg.contains(&da),
+        "{msg}"
+    );
+    assert!(!lock.exists());
+
+    // First use pins the digest beside the commit pins.
+    let got = toolchain::pin_base_image(&engine, &mut tc, false, &lock).unwrap();
+    assert_eq!(got.as_deref(), Some(da.as_str()));
+    assert_eq!(tc.base_digest(), Some(da.as_str()));
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(text.contains("[[image]]") && text.contains(&da), "{text}");
+    let parsed = rcclfix::recipe::Lockfile::load(&lock).unwrap();
+    assert_eq!(parsed.image_digest(&reference), Some(da.as_str()));
+    // The same image again is fine, also with --locked.
+    let mut tc2 = Toolchain::image(&reference, containerfile);
+    toolchain::pin_base_image(&engine, &mut tc2, true, &lock).unwrap();
+
+    // The tag now names another image: refused, naming both digests; the pin stays.
+    podman(&["tag", &images.0[1], &reference]);
+    let mut tc3 = Toolchain::image(&reference, containerfile);
+    let err = toolchain::pin_base_image(&engine, &mut tc3, false, &lock).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains(&da) && msg.contains(&db) && msg.contains(&reference),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), text);
+    drop(images);
 }

@@ -271,6 +271,7 @@ pub(crate) fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
         patches: vec![],
         toolchain: "debian-trixie".into(),
         toolchain_id: "sha256:00".into(),
+        toolchain_digest: None,
         engine: "bubblewrap".into(),
         targets: vec!["gfx1100".into()],
         ndebug_strategy: "cmake-build-type".into(),
@@ -289,6 +290,7 @@ pub(crate) fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
         gate: BTreeMap::from([("gfx1100".to_owned(), "clean".to_owned())]),
         verify: None,
         patched: None,
+        cache: None,
     };
     m.save(&dir.join("manifest.json")).unwrap();
     let scan = rcclfix::scan::model::ScanReport {

@@ -516,6 +516,7 @@ fn manifest_for(r: &Recipe, gate: &str) -> rcclfix::manifest::Manifest {
         patches: vec![],
         toolchain: r.toolchain.image.clone().unwrap_or_default(),
         toolchain_id: "sha256:00".into(),
+        toolchain_digest: None,
         engine: "host".into(),
         targets: vec!["gfx1100".into()],
         ndebug_strategy: "cxx-flags".into(),
@@ -531,6 +532,7 @@ fn manifest_for(r: &Recipe, gate: &str) -> rcclfix::manifest::Manifest {
         gate: [("gfx1100".to_owned(), gate.to_owned())].into(),
         verify: None,
         patched: None,
+        cache: None,
     }
 }
 

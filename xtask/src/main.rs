@@ -10,8 +10,11 @@
 //! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
+//! - `bench-build`: `rcclfix build` against bare cmake + ninja in the same toolchain, and the
+//!   no-op rebuild, on the miniature HIP project.
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 
+mod bench_build;
 mod bench_scan;
 mod bench_verify;
 mod doctor_fixtures;
@@ -38,7 +41,8 @@ fn main() -> anyhow::Result<()> {
         "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
         "bench-verify" => bench_verify::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, ci-tools, bench-verify"),
+        "bench-build" => bench_build::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, ci-tools, bench-verify, bench-build"),
     }
 }
 

@@ -1,0 +1,532 @@
+//! Remaining-time estimates for a ninja build from the per-step durations of an earlier build.
+//!
+//! ninja appends one line per finished edge to `.ninja_log` (format v5+, ninja's
+//! `src/build_log.cc`): `start_ms \t end_ms \t mtime \t output \t command_hash`, times relative to
+//! the start of that ninja run; an edge with several outputs writes one line per output with the
+//! same times and hash. [`Record::parse`] turns such a log into one [`Step`] per edge.
+//!
+//! [`Estimator`] predicts the rest of a run from a record: it learns this run's speed from the
+//! steps that finished (their durations in this run's `.ninja_log` against the record's), knows how
+//! many steps run (`%r` in `NINJA_STATUS`), takes the running steps to be the next ones in the
+//! record's start order, and simulates the remaining steps on as many slots as ninja used. A step
+//! that started in the record only after every earlier step had ended (the device link) is a
+//! barrier: it waits for everything before it.
+
+use std::collections::HashMap;
+
+/// A step is "long" (named while it runs) when it took at least this long in the record.
+pub const LONG_STEP_S: f64 = 60.0;
+
+/// `NINJA_STATUS` rcclfix sets: finished/total, then the number of running edges.
+pub const NINJA_STATUS: &str = "[%f/%t %r] ";
+
+/// One edge of a recorded build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The first output ninja logged for the edge (relative to the build folder).
+    pub output: String,
+    /// Start and end, seconds since the start of the recorded ninja run.
+    pub start: f64,
+    /// End, seconds.
+    pub end: f64,
+    /// Whether it started only after every earlier step ended (a dependency barrier).
+    pub barrier: bool,
+}
+
+impl Step {
+    /// Duration in seconds.
+    pub fn secs(&self) -> f64 {
+        self.end - self.start
+    }
+}
+
+/// A recorded build: its steps in start order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Steps sorted by start time.
+    pub steps: Vec<Step>,
+}
+
+/// Strip the build folder prefix ninja sometimes logs (`/build/x` and `x` for one edge).
+fn norm(output: &str) -> &str {
+    output.strip_prefix("/build/").unwrap_or(output)
+}
+
+impl Record {
+    /// Parse a `.ninja_log` (`# ninja log v5` … `v7`). Only the last run in the log counts: a
+    /// start time lower than the previous line's starts a new run (ninja appends runs).
+    ///
+    /// Errors: no header, or a line that is not five tab-separated fields with numeric times.
+    pub fn parse(text: &str) -> anyhow::Result<Record> {
+        let mut lines = text.lines();
+        let head = lines.next().unwrap_or_default();
+        if !head.starts_with("# ninja log v") {
+            anyhow::bail!("not a ninja log (first line {:?})", head);
+        }
+        let mut edges: Vec<(u64, u64, String, String)> = vec![];
+        let mut seen: HashMap<(u64, u64, String), ()> = HashMap::new();
+        for (i, l) in lines.enumerate() {
+            if l.trim().is_empty() {
+                continue;
+            }
+            let f: Vec<&str> = l.split('\t').collect();
+            if f.len() != 5 {
+                anyhow::bail!("ninja log line {}: expected 5 tab-separated fields", i + 2);
+            }
+            let num = |s: &str| {
+                s.parse::<u64>()
+                    .map_err(|_| anyhow::anyhow!("ninja log line {}: bad time {s:?}", i + 2))
+            };
+            let (start, end) = (num(f[0])?, num(f[1])?);
+            if end < start {
+                anyhow::bail!("ninja log line {}: ends before it starts", i + 2);
+            }
+            if let Some(last) = edges.last() {
+                if end < last.1 && start < last.0 && start == 0 {
+                    // A later ninja run appended to the same log.
+                    edges.clear();
+                    seen.clear();
+                }
+            }
+            if seen.insert((start, end, f[4].to_owned()), ()).is_some() {
+                continue;
+            }
+            edges.push((start, end, norm(f[3]).to_owned(), f[4].to_owned()));
+        }
+        edges.sort_by_key(|e| (e.0, e.1));
+        let mut steps = vec![];
+        let mut max_end = 0u64;
+        for (idx, (s, e, out, _)) in edges.into_iter().enumerate() {
+            steps.push(Step {
+                output: out,
+                start: s as f64 / 1000.0,
+                end: e as f64 / 1000.0,
+                barrier: idx > 0 && s >= max_end,
+            });
+            max_end = max_end.max(e);
+        }
+        Ok(Record { steps })
+    }
+
+    /// Wall time of the recorded run, seconds.
+    pub fn wall(&self) -> f64 {
+        self.steps.iter().map(|s| s.end).fold(0.0, f64::max)
+    }
+
+    /// The most steps that ran at once in the record.
+    pub fn parallelism(&self) -> usize {
+        let mut ev: Vec<(f64, i32)> = vec![];
+        for s in &self.steps {
+            ev.push((s.start, 1));
+            ev.push((s.end, -1));
+        }
+        ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let (mut cur, mut max) = (0i32, 0i32);
+        for (_, d) in ev {
+            cur += d;
+            max = max.max(cur);
+        }
+        max.max(1) as usize
+    }
+}
+
+/// What the estimator says at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// Predicted seconds until ninja finishes.
+    pub remaining: f64,
+    /// This run's step durations over the record's (1.5 = 50 % slower); 1.0 before any step
+    /// finished.
+    pub speed: f64,
+    /// The long steps believed running now, with their recorded duration in seconds.
+    pub long_running: Vec<(String, f64)>,
+    /// Seconds by which the running steps have already exceeded the record scaled by `speed`
+    /// (0 when on time).
+    pub overrun: f64,
+}
+
+/// Predicts the rest of one ninja run from a [`Record`] (see the module docs). Feed it what ninja
+/// says with [`Estimator::status`] and each finished step's duration with [`Estimator::finished`].
+#[derive(Debug, Clone)]
+pub struct Estimator {
+    record: Record,
+    index: HashMap<String, usize>,
+    done: Vec<bool>,
+    started_at: Vec<Option<f64>>,
+    sum_actual: f64,
+    sum_recorded: f64,
+    finished: usize,
+    running: usize,
+    slots: usize,
+}
+
+impl Estimator {
+    /// An estimator for a run like `record`, with ninja running at most `jobs` steps at once.
+    pub fn new(record: Record, jobs: usize) -> Estimator {
+        let n = record.steps.len();
+        let index = record
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.output.clone(), i))
+            .collect();
+        Estimator {
+            record,
+            index,
+            done: vec![false; n],
+            started_at: vec![None; n],
+            sum_actual: 0.0,
+            sum_recorded: 0.0,
+            finished: 0,
+            running: 0,
+            slots: jobs.max(1),
+        }
+    }
+
+    /// The record this estimator predicts from.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// A step of this run finished: its first output and how long it took (seconds), from this
+    /// run's `.ninja_log`. Outputs the record does not know are ignored.
+    pub fn finished(&mut self, output: &str, secs: f64) {
+        if let Some(&i) = self.index.get(norm(output)) {
+            if !self.done[i] {
+                self.done[i] = true;
+                let rec = self.record.steps[i].secs();
+                // Steps under 0.2 s measure process start, not speed.
+                if rec >= 0.2 {
+                    self.sum_actual += secs;
+                    self.sum_recorded += rec;
+                }
+            }
+        }
+    }
+
+    /// ninja's status at time `now` (seconds since ninja started): `finished` steps done, `running`
+    /// steps running (`%f` and `%r`).
+    pub fn status(&mut self, finished: usize, running: usize, now: f64) {
+        self.finished = finished;
+        self.running = running;
+        let started = (finished + running).min(self.record.steps.len());
+        // Steps start in the record's order: the first `started` are running or done; a newly
+        // started one started now (ninja starts the next step as one finishes).
+        for at in self.started_at.iter_mut().take(started) {
+            if at.is_none() {
+                *at = Some(now);
+            }
+        }
+    }
+
+    fn speed(&self) -> f64 {
+        if self.sum_recorded > 0.0 {
+            (self.sum_actual / self.sum_recorded).clamp(0.05, 20.0)
+        } else {
+            1.0
+        }
+    }
+
+    /// The estimate at time `now` (seconds since ninja started).
+    pub fn estimate(&self, now: f64) -> Estimate {
+        let speed = self.speed();
+        // Running: the first `running` steps (in record order) that started and are not done.
+        let mut running = vec![];
+        let mut pending = vec![];
+        let started = self.finished + self.running;
+        for (i, s) in self.record.steps.iter().enumerate() {
+            if self.done[i] {
+                continue;
+            }
+            if i < started && running.len() < self.running {
+                running.push(i);
+            } else {
+                pending.push(s);
+            }
+        }
+        let mut overrun: f64 = 0.0;
+        let mut slots: Vec<f64> = running
+            .iter()
+            .map(|&i| {
+                let s = &self.record.steps[i];
+                let ran = now - self.started_at[i].unwrap_or(now);
+                let left = s.secs() * speed - ran;
+                if left < 0.0 {
+                    overrun = overrun.max(-left);
+                }
+                left.max(0.0)
+            })
+            .collect();
+        let n_slots = self.slots.max(slots.len()).max(1);
+        while slots.len() < n_slots {
+            slots.push(0.0);
+        }
+        // Greedy list scheduling of the pending steps; a barrier waits for all earlier ones.
+        for s in pending {
+            if s.barrier {
+                let t = slots.iter().cloned().fold(0.0, f64::max);
+                slots.iter_mut().for_each(|x| *x = t);
+            }
+            let (i, _) = slots
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .expect("at least one slot");
+            slots[i] += s.secs() * speed;
+        }
+        let remaining = slots.iter().cloned().fold(0.0, f64::max);
+        let long_running = running
+            .iter()
+            .map(|&i| &self.record.steps[i])
+            .filter(|s| s.secs() >= LONG_STEP_S)
+            .map(|s| (s.output.clone(), s.secs()))
+            .collect();
+        Estimate {
+            remaining,
+            speed,
+            long_running,
+            overrun,
+        }
+    }
+}
+
+/// Parse a `NINJA_STATUS` prefix as rcclfix sets it ([`NINJA_STATUS`]): `[12/60 3] text` →
+/// `(12, 60, Some(3), "text")`; ninja's default `[12/60] text` → `(12, 60, None, "text")`.
+pub fn parse_status(line: &str) -> Option<(u64, u64, Option<u64>, &str)> {
+    let rest = line.strip_prefix('[')?;
+    let (nums, text) = rest.split_once(']')?;
+    let (n, rest) = nums.split_once('/')?;
+    let mut it = rest.split_whitespace();
+    let m = it.next()?.parse().ok()?;
+    let r = match it.next() {
+        Some(x) => Some(x.parse().ok()?),
+        None => None,
+    };
+    if it.next().is_some() {
+        return None;
+    }
+    Some((n.trim().parse().ok()?, m, r, text.trim()))
+}
+
+/// A human name for a long step: the device link of the library, or its output path.
+pub fn describe_step(output: &str, recorded_secs: f64, targets: &str) -> String {
+    let mins = (recorded_secs / 60.0).round().max(1.0);
+    let file = output.rsplit('/').next().unwrap_or(output);
+    if file.starts_with("librccl.so") {
+        format!(
+            "device link for {targets} (-fgpu-rdc: all device code linked and optimised in one single-threaded process, ~{mins:.0} min in the recorded build)"
+        )
+    } else {
+        format!("{file} (~{mins:.0} min in the recorded build)")
+    }
+}
+
+/// One simulated run for tests and measurements: `record`'s steps, each taking its recorded
+/// duration times `factor(step)`, scheduled in record order on `jobs` slots with the barriers kept.
+/// Returns (step index, start, end) in seconds, in start order.
+pub fn replay(
+    record: &Record,
+    jobs: usize,
+    factor: impl Fn(&Step) -> f64,
+) -> Vec<(usize, f64, f64)> {
+    let mut slots = vec![0.0f64; jobs.max(1)];
+    let mut out = vec![];
+    for (i, s) in record.steps.iter().enumerate() {
+        if s.barrier {
+            let t = slots.iter().cloned().fold(0.0, f64::max);
+            slots.iter_mut().for_each(|x| *x = t);
+        }
+        let (k, _) = slots
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .expect("a slot");
+        let start = slots[k];
+        let end = start + s.secs() * factor(s);
+        slots[k] = end;
+        out.push((i, start, end));
+    }
+    out
+}
+
+/// Feed `run` (from [`replay`]) to an estimator built on `record` and return, for each fraction of
+/// the run's true wall time in `at` (e.g. 0.25), the predicted and the true remaining seconds.
+///
+/// The events are what a live build gives: at each step's end, its duration (the `.ninja_log`
+/// line) and ninja's status line with the finished and running counts.
+pub fn replay_errors(
+    record: &Record,
+    jobs: usize,
+    run: &[(usize, f64, f64)],
+    at: &[f64],
+) -> Vec<(f64, f64)> {
+    let wall = run.iter().map(|r| r.2).fold(0.0, f64::max);
+    let mut ends: Vec<&(usize, f64, f64)> = run.iter().collect();
+    ends.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let mut est = Estimator::new(record.clone(), jobs);
+    let mut out = vec![];
+    let mut next = 0;
+    let mut finished = 0;
+    for &frac in at {
+        let t = wall * frac;
+        while next < ends.len() && ends[next].2 <= t {
+            let (i, s, e) = *ends[next];
+            est.finished(&record.steps[i].output, e - s);
+            finished += 1;
+            let running = run.iter().filter(|r| r.1 <= e && r.2 > e).count();
+            est.status(finished, running, e);
+            next += 1;
+        }
+        out.push((est.estimate(t).remaining, wall - t));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = include_str!("../../tests/data/eta/rccl-2.21.5-debian-sid-control.ninja_log");
+
+    #[test]
+    fn parses_the_recorded_rccl_build() {
+        let r = Record::parse(LOG).unwrap();
+        // 393 edges in ninja's [n/m] count; the log holds the edges that ran.
+        assert!(r.steps.len() > 250, "{}", r.steps.len());
+        let link = r
+            .steps
+            .iter()
+            .find(|s| s.output == "librccl.so.1.0")
+            .unwrap();
+        assert!(link.barrier);
+        assert!((link.secs() - 1212.575).abs() < 0.01, "{}", link.secs());
+        assert!((r.wall() - 2160.736).abs() < 0.01);
+        assert!(r.parallelism() >= 2);
+        assert!(Record::parse("nope\n").is_err());
+        assert!(Record::parse("# ninja log v5\n1\t2\tx\n").is_err());
+    }
+
+    #[test]
+    fn status_lines_with_and_without_the_running_count() {
+        assert_eq!(
+            parse_status("[3/60 2] Linking CXX shared library librccl.so"),
+            Some((3, 60, Some(2), "Linking CXX shared library librccl.so"))
+        );
+        assert_eq!(parse_status("[3/60] x"), Some((3, 60, None, "x")));
+        assert_eq!(parse_status("[3/60 2 1] x"), None);
+        assert_eq!(parse_status("ninja: no work to do."), None);
+    }
+
+    /// The error of each prediction relative to the true remaining time.
+    fn errors(r: &Record, jobs: usize, run: &[(usize, f64, f64)]) -> Vec<f64> {
+        let at = [0.25, 0.5, 0.75];
+        let res = replay_errors(r, jobs, run, &at);
+        let errs: Vec<f64> = res.iter().map(|(p, t)| (p - t) / t).collect();
+        eprintln!(
+            "ETA at 25/50/75 %: {}",
+            res.iter()
+                .zip(&errs)
+                .map(|((p, t), e)| format!(
+                    "predicted {p:.0} s, truth {t:.0} s ({:+.1} %)",
+                    e * 100.0
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        errs
+    }
+
+    fn jitter(s: &Step) -> f64 {
+        let h = s
+            .output
+            .bytes()
+            .fold(7u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+        0.8 + 0.4 * f64::from(h % 1000) / 1000.0
+    }
+
+    #[test]
+    fn the_recorded_build_replayed_slower_is_predicted_within_15_percent() {
+        let r = Record::parse(LOG).unwrap();
+        let jobs = r.parallelism();
+        // The real schedule of the recorded build, every step 1.5x slower (a slower machine).
+        let run: Vec<_> = r
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.start * 1.5, s.end * 1.5))
+            .collect();
+        for e in errors(&r, jobs, &run) {
+            assert!(e.abs() < 0.15, "{:.1} %", e * 100.0);
+        }
+        // Rescheduled on the same slots, every step 1.6x slower, the compiles with ±20 % per step
+        // around that.
+        let run = replay(&r, jobs, |s| {
+            if s.secs() >= LONG_STEP_S {
+                1.6
+            } else {
+                1.6 * jitter(s)
+            }
+        });
+        for e in errors(&r, jobs, &run) {
+            assert!(e.abs() < 0.15, "{:.1} %", e * 100.0);
+        }
+    }
+
+    #[test]
+    fn a_link_slower_or_faster_than_the_compiles_is_off_by_that_ratio_at_most() {
+        // The estimate learns the speed from finished steps; the link runs alone and nothing
+        // finishes during it, so a link that scales differently from the compiles (another core
+        // count, a busy machine) is off by the difference of the two factors times the link's
+        // recorded length, plus 5 % for the compiles' jitter.
+        let r = Record::parse(LOG).unwrap();
+        let jobs = r.parallelism();
+        let rec_link = r.steps.iter().map(Step::secs).fold(0.0, f64::max);
+        for (compile, link) in [(1.6, 1.4), (1.2, 1.5)] {
+            let run = replay(&r, jobs, |s| {
+                if s.secs() >= LONG_STEP_S {
+                    link
+                } else {
+                    compile * jitter(s)
+                }
+            });
+            let at = [0.25, 0.5, 0.75];
+            errors(&r, jobs, &run);
+            for (pred, truth) in replay_errors(&r, jobs, &run, &at) {
+                let bound = (compile - link).abs() * rec_link + 0.05 * truth;
+                assert!(
+                    (pred - truth).abs() <= bound,
+                    "predicted {pred:.0} s, truth {truth:.0} s, bound {bound:.0} s"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_running_link_is_named_and_an_overrun_is_reported() {
+        let r = Record::parse(LOG).unwrap();
+        let n = r.steps.len();
+        let link = r
+            .steps
+            .iter()
+            .position(|s| s.output == "librccl.so.1.0")
+            .unwrap();
+        let mut e = Estimator::new(r.clone(), 2);
+        for s in &r.steps[..link] {
+            e.finished(&s.output, s.secs());
+        }
+        let t0 = r.steps[link].start;
+        e.status(link, 1, t0);
+        let at = e.estimate(t0 + 60.0);
+        assert_eq!(at.long_running.len(), 1);
+        assert_eq!(at.long_running[0].0, "librccl.so.1.0");
+        assert!(
+            (at.remaining - (r.wall() - t0 - 60.0)).abs() < 5.0,
+            "{at:?}"
+        );
+        let late = e.estimate(t0 + 1300.0);
+        assert!(late.overrun > 80.0, "{late:?}");
+        assert!(n > link);
+        assert!(describe_step("librccl.so.1.0", 1212.0, "gfx1100")
+            .starts_with("device link for gfx1100"));
+    }
+}
