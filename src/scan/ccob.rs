@@ -587,15 +587,22 @@ pub fn check_claim(header: &Header, payload_len: u64) -> Result<(), Problem> {
     Ok(())
 }
 
-/// The payload decoder behind a [`Checked`] stream.
-pub enum Decoder<P: std::io::BufRead> {
+/// The payload decoder behind a [`Checked`] stream (zstd on a context of this thread).
+pub enum Decoder<'c, P: std::io::BufRead> {
     /// zstd frames.
-    Zstd(zstd::stream::read::Decoder<'static, P>),
+    Zstd(zstd::stream::read::Decoder<'c, P>),
     /// A zlib stream.
     Zlib(flate2::bufread::ZlibDecoder<P>),
 }
 
-impl<P: std::io::BufRead> std::io::Read for Decoder<P> {
+thread_local! {
+    /// One zstd context per thread, reused from bundle to bundle: its window (up to 128 MiB for
+    /// clang's long-distance frames) is allocated and paged in once, not once per bundle.
+    static DCTX: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl<P: std::io::BufRead> std::io::Read for Decoder<'_, P> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         match self {
             Decoder::Zstd(d) => d.read(out),
@@ -657,7 +664,7 @@ impl<D: std::io::Read> std::io::Read for Checked<D> {
 }
 
 /// The stream [`decode_streamed`] hands to its reader.
-pub type DecodedStream<P> = super::stream::Stream<Checked<Decoder<P>>>;
+pub type DecodedStream<'c, P> = super::stream::Stream<Checked<Decoder<'c, P>>>;
 
 /// Decode the CCOB payload `payload` (its compressed bytes, e.g. from [`open`]) as a stream and
 /// let `read` consume the decompressed bundle (typically [`super::stream::read_bundle`]); then
@@ -675,7 +682,30 @@ pub fn decode_streamed<P: std::io::BufRead, T>(
     header: &Header,
     payload: P,
     verify_hash: bool,
-    read: impl FnOnce(&mut DecodedStream<P>) -> Result<T, super::stream::Fail>,
+    read: impl FnOnce(&mut DecodedStream<'_, P>) -> Result<T, super::stream::Fail>,
+) -> Result<(Result<T, Problem>, u64), Problem> {
+    if header.method == Method::Zstd {
+        return DCTX.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => {
+                let ctx = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+                let _ = ctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly);
+                decode_on(header, payload, verify_hash, Some(ctx), read)
+            }
+            Err(_) => {
+                let mut ctx = zstd::zstd_safe::DCtx::create();
+                decode_on(header, payload, verify_hash, Some(&mut ctx), read)
+            }
+        });
+    }
+    decode_on(header, payload, verify_hash, None, read)
+}
+
+fn decode_on<'c, P: std::io::BufRead, T>(
+    header: &Header,
+    payload: P,
+    verify_hash: bool,
+    ctx: Option<&'c mut zstd::zstd_safe::DCtx<'static>>,
+    read: impl FnOnce(&mut DecodedStream<'c, P>) -> Result<T, super::stream::Fail>,
 ) -> Result<(Result<T, Problem>, u64), Problem> {
     let h = header.header_len as u64;
     let (uoff, hoff) = field_offsets(header.version);
@@ -684,12 +714,15 @@ pub fn decode_streamed<P: std::io::BufRead, T>(
         Method::Zlib => "zlib",
         Method::Zstd => "zstd",
     };
-    let dec = match header.method {
-        Method::Zstd => Decoder::Zstd(
+    let dec = match (header.method, ctx) {
+        (Method::Zstd, Some(ctx)) => {
+            Decoder::Zstd(zstd::stream::read::Decoder::with_context(payload, ctx))
+        }
+        (Method::Zstd, None) => Decoder::Zstd(
             zstd::stream::read::Decoder::with_buffer(payload)
                 .map_err(|e| Problem::new(h, "decompress", format!("CCOB payload: zstd: {e}")))?,
         ),
-        Method::Zlib => Decoder::Zlib(flate2::bufread::ZlibDecoder::new(payload)),
+        (Method::Zlib, _) => Decoder::Zlib(flate2::bufread::ZlibDecoder::new(payload)),
     };
     let mut s = super::stream::Stream::new(Checked {
         inner: dec,

@@ -134,7 +134,8 @@ pub struct CodeObject {
 }
 
 /// Whether a symbol name is a known user of the hostcall buffer (printf, assert, device malloc,
-/// sanitizers, the hostcall primitive itself). Source: ROCm-Device-Libs `ockl/src/hostcall.cl`,
+/// sanitizers, the hostcall primitive itself). Every name starts with `_`, `p`, `m` or `f`
+/// ([`parse`] skips other symbols by their first byte). Source: ROCm-Device-Libs `ockl/src/hostcall.cl`,
 /// `services.cl`, `dm.cl`, `cprintf.cl`; HIP `amd_device_functions.h` (`__assert_fail`).
 pub fn is_hostcall_user(name: &str) -> bool {
     const EXACT: &[&str] = &[
@@ -314,6 +315,10 @@ pub fn parse(data: &[u8]) -> Result<CodeObject, Problem> {
             .map_err(|e| Problem::new(0, "bad-elf", format!("symbol table: {e}")))?;
         for sym in syms.iter() {
             if let Ok(name) = syms.symbol_name(endian, sym) {
+                // Every hostcall user starts with `_`, `p`, `m` or `f` (is_hostcall_user).
+                if !matches!(name.first(), Some(b'_' | b'p' | b'm' | b'f')) {
+                    continue;
+                }
                 if let Ok(name) = std::str::from_utf8(name) {
                     if is_hostcall_user(name) {
                         users.push(name.to_owned());

@@ -1192,7 +1192,13 @@ fn walk_stream<R: Read>(
                 push_records(part, got);
                 match r {
                     Ok(_) => {}
-                    Err(stream::Fail::Bad(p)) => part.unreadable.push(p.unreadable(at, None, None)),
+                    Err(stream::Fail::Bad(p)) => {
+                        part.unreadable.push(p.unreadable(at, None, None));
+                        // Go on past the magic even when nothing of the bundle was consumed.
+                        if s.pos() == start + pos {
+                            s.consume(1);
+                        }
+                    }
                     Err(stream::Fail::Io { error, .. }) => return Err(error),
                 }
             }

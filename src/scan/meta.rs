@@ -5,6 +5,9 @@
 //! llvm `AMDGPUHSAMetadataStreamer.cpp`; shared/reference/formats.md §10, §11. Unknown keys are
 //! ignored; integers of any msgpack width are accepted; every note is merged.
 
+use std::borrow::Cow;
+
+#[cfg(test)]
 use rmpv::ValueRef;
 
 /// Metadata merged from every note of one code object.
@@ -38,8 +41,9 @@ pub struct KernelMeta {
 /// One kernel argument.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArgMeta {
-    /// `.value_kind` in the v3+ snake_case spelling (v2 CamelCase is normalised).
-    pub value_kind: String,
+    /// `.value_kind` in the v3+ snake_case spelling (v2 CamelCase is normalised); a known kind
+    /// borrows the spelling from [`intern_value_kind`] instead of allocating.
+    pub value_kind: Cow<'static, str>,
     /// `.offset` in the kernarg segment, bytes (v2: computed from `Size` and `Align`).
     pub offset: u64,
     /// `.size` in bytes.
@@ -81,6 +85,15 @@ const VALUE_KINDS: &[&str] = &[
     "hidden_queue_ptr",
 ];
 
+/// A value kind as a shared string when it is one of the known kinds (no allocation for the
+/// millions of arguments of a large library), else owned.
+pub fn intern_value_kind(k: &str) -> Cow<'static, str> {
+    match VALUE_KINDS.iter().find(|v| **v == k) {
+        Some(v) => Cow::Borrowed(v),
+        None => Cow::Owned(k.to_owned()),
+    }
+}
+
 /// Normalise a v2 CamelCase value kind (`HiddenMultiGridSyncArg`, `HiddenMultigridSyncArg`) to the
 /// v3 spelling by comparing case- and underscore-insensitively; unknown kinds become snake_case.
 pub fn normalise_value_kind(v2: &str) -> String {
@@ -104,12 +117,14 @@ pub fn normalise_value_kind(v2: &str) -> String {
     out
 }
 
+#[cfg(test)]
 fn get<'a>(map: &'a [(ValueRef<'a>, ValueRef<'a>)], key: &str) -> Option<&'a ValueRef<'a>> {
     map.iter()
         .find(|(k, _)| as_str(k) == Some(key))
         .map(|(_, v)| v)
 }
 
+#[cfg(test)]
 fn as_str<'a>(v: &'a ValueRef<'a>) -> Option<&'a str> {
     match v {
         ValueRef::String(s) => s.as_str(),
@@ -117,6 +132,7 @@ fn as_str<'a>(v: &'a ValueRef<'a>) -> Option<&'a str> {
     }
 }
 
+#[cfg(test)]
 fn as_u64(v: &ValueRef<'_>) -> Option<u64> {
     match v {
         ValueRef::Integer(i) => i.as_u64(),
@@ -124,96 +140,369 @@ fn as_u64(v: &ValueRef<'_>) -> Option<u64> {
     }
 }
 
+/// A MessagePack reader over a note descriptor that borrows strings and skips what it does not
+/// need without building a value tree (the metadata of a large library holds millions of
+/// values). Source: the MessagePack specification (formats: fixmap/fixarray/fixstr, nil, bool,
+/// bin/ext/str 8–32, float, uint/int 8–64, map/array 16/32).
+struct Rd<'a> {
+    b: &'a [u8],
+    p: usize,
+}
+
+/// One MessagePack item as [`Rd::next`] reads it (containers: only their length).
+enum Tok<'a> {
+    Str(&'a [u8]),
+    Uint(u64),
+    Int(i64),
+    Array(u32),
+    Map(u32),
+    Other,
+}
+
+/// Nested containers accepted (as `rmpv`'s depth limit used before).
+const MAX_DEPTH: u32 = 32;
+
+impl<'a> Rd<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let e = self
+            .p
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| format!("truncated at byte {}", self.p))?;
+        let r = &self.b[self.p..e];
+        self.p = e;
+        Ok(r)
+    }
+
+    fn be(&mut self, n: usize) -> Result<u64, String> {
+        Ok(self.take(n)?.iter().fold(0u64, |a, &b| (a << 8) | b as u64))
+    }
+
+    fn next(&mut self) -> Result<Tok<'a>, String> {
+        let m = self.take(1)?[0];
+        Ok(match m {
+            0x00..=0x7f => Tok::Uint(m as u64),
+            0x80..=0x8f => Tok::Map((m & 0x0f) as u32),
+            0x90..=0x9f => Tok::Array((m & 0x0f) as u32),
+            0xa0..=0xbf => Tok::Str(self.take((m & 0x1f) as usize)?),
+            0xc0 | 0xc2 | 0xc3 => Tok::Other,
+            0xc1 => return Err(format!("reserved marker 0xc1 at byte {}", self.p - 1)),
+            0xc4..=0xc6 => {
+                let n = self.be(1 << (m - 0xc4))? as usize;
+                self.take(n)?;
+                Tok::Other
+            }
+            0xc7..=0xc9 => {
+                let n = self.be(1 << (m - 0xc7))? as usize;
+                self.take(n.checked_add(1).ok_or("ext length overflow")?)?;
+                Tok::Other
+            }
+            0xca => {
+                self.take(4)?;
+                Tok::Other
+            }
+            0xcb => {
+                self.take(8)?;
+                Tok::Other
+            }
+            0xcc..=0xcf => Tok::Uint(self.be(1 << (m - 0xcc))?),
+            0xd0..=0xd3 => {
+                let n = 1usize << (m - 0xd0);
+                let v = self.be(n)?;
+                let shift = 64 - 8 * n as u32;
+                Tok::Int(((v << shift) as i64) >> shift)
+            }
+            0xd4..=0xd8 => {
+                self.take(1 + (1usize << (m - 0xd4)))?;
+                Tok::Other
+            }
+            0xd9..=0xdb => {
+                let n = self.be(1 << (m - 0xd9))? as usize;
+                Tok::Str(self.take(n)?)
+            }
+            0xdc | 0xdd => Tok::Array(self.be(2 << (m - 0xdc))? as u32),
+            0xde | 0xdf => Tok::Map(self.be(2 << (m - 0xde))? as u32),
+            0xe0..=0xff => Tok::Int(m as i8 as i64),
+        })
+    }
+
+    /// Skip one whole value (validating it), `depth` containers deep.
+    fn skip(&mut self, depth: u32) -> Result<(), String> {
+        let items = match self.next()? {
+            Tok::Array(n) => n as u64,
+            Tok::Map(n) => 2 * n as u64,
+            _ => return Ok(()),
+        };
+        if depth >= MAX_DEPTH {
+            return Err(format!("nested deeper than {MAX_DEPTH} containers"));
+        }
+        // Every item takes at least one byte: a count beyond the bytes left is a lie.
+        if items > (self.b.len() - self.p) as u64 {
+            return Err(format!(
+                "container of {items} items at byte {} runs past the end",
+                self.p
+            ));
+        }
+        for _ in 0..items {
+            self.skip(depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// The next map key: its bytes when it is a string; any other key is skipped.
+    fn key(&mut self, depth: u32) -> Result<Option<&'a [u8]>, String> {
+        let at = self.p;
+        match self.next()? {
+            Tok::Str(k) => Ok(Some(k)),
+            Tok::Array(_) | Tok::Map(_) => {
+                self.p = at;
+                self.skip(depth)?;
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The next value if it is a string (else `None`, value skipped).
+    fn str_value(&mut self, depth: u32) -> Result<Option<&'a [u8]>, String> {
+        let at = self.p;
+        match self.next()? {
+            Tok::Str(s) => Ok(Some(s)),
+            _ => {
+                self.p = at;
+                self.skip(depth)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The next value as an unsigned integer (negative, non-integer: `None`, value skipped).
+    fn u64_value(&mut self, depth: u32) -> Result<Option<u64>, String> {
+        let at = self.p;
+        match self.next()? {
+            Tok::Uint(v) => Ok(Some(v)),
+            Tok::Int(v) => Ok(u64::try_from(v).ok()),
+            _ => {
+                self.p = at;
+                self.skip(depth)?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+fn utf8(b: &[u8]) -> Option<&str> {
+    std::str::from_utf8(b).ok()
+}
+
 /// Parse one `NT_AMDGPU_METADATA` descriptor (a msgpack map) and merge it into `md`.
+///
+/// The whole value is validated first (as one msgpack value, at most 32 containers deep), then
+/// read in one pass that keeps only the fields below; for a key given twice the first counts.
 ///
 /// Errors: not msgpack, not a map, `amdhsa.kernels` not an array of maps, a kernel without a
 /// string `.name`, `.args` not an array of maps, an arg without a string `.value_kind`.
 pub fn merge_msgpack(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
-    let mut rd = desc;
-    let root = rmpv::decode::read_value_ref_with_max_depth(&mut rd, 32)
-        .map_err(|e| format!("metadata note is not valid msgpack: {e}"))?;
-    let ValueRef::Map(top) = &root else {
+    let before = md.kernels.len();
+    let r = merge_pass(desc, md).map_err(|e| match (Rd { b: desc, p: 0 }).skip(0) {
+        // Invalid msgpack anywhere is reported as such, before any shape problem.
+        Err(v) => format!("metadata note is not valid msgpack: {v}"),
+        Ok(()) => e,
+    });
+    dedupe(md, before);
+    r
+}
+
+/// Keep the first of kernels with the same name and symbol (notes repeated by a link are
+/// merged, not double-counted); `from`: where the kernels just added start.
+fn dedupe(md: &mut Metadata, from: usize) {
+    if md.kernels.len() == from {
+        return;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(md.kernels.len());
+    let keep: Vec<bool> = md
+        .kernels
+        .iter()
+        .map(|k| seen.insert((k.name.as_str(), k.symbol.as_str())))
+        .collect();
+    if keep.iter().all(|&k| k) {
+        return;
+    }
+    let mut i = 0;
+    md.kernels.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+}
+
+/// One pass over a note: every value is read or skipped (and so validated) once.
+fn merge_pass(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
+    let bad = |e: String| format!("metadata note is not valid msgpack: {e}");
+    let mut r = Rd { b: desc, p: 0 };
+    let Tok::Map(n) = r.next().map_err(bad)? else {
         return Err("metadata note: top level is not a msgpack map".into());
     };
     md.notes += 1;
-    if let Some(v) = get(top, "amdhsa.version") {
-        let ValueRef::Array(a) = v else {
-            return Err("metadata note: amdhsa.version is not an array".into());
-        };
-        md.version = a.iter().filter_map(as_u64).collect();
-    }
-    if let Some(v) = get(top, "amdhsa.target") {
-        md.target = Some(
-            as_str(v)
-                .ok_or("metadata note: amdhsa.target is not a string")?
-                .to_owned(),
-        );
-    }
-    if get(top, "amdhsa.printf").is_some() {
-        md.has_printf_formats = true;
-    }
-    let Some(kernels) = get(top, "amdhsa.kernels") else {
-        return Ok(());
-    };
-    let ValueRef::Array(kernels) = kernels else {
-        return Err("metadata note: amdhsa.kernels is not an array".into());
-    };
-    for (i, k) in kernels.iter().enumerate() {
-        let ValueRef::Map(k) = k else {
-            return Err(format!("metadata note: amdhsa.kernels[{i}] is not a map"));
-        };
-        let name = get(k, ".name")
-            .and_then(as_str)
-            .ok_or_else(|| format!("metadata note: amdhsa.kernels[{i}] has no string .name"))?
-            .to_owned();
-        let symbol = get(k, ".symbol")
-            .and_then(as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let kernarg_segment_size = get(k, ".kernarg_segment_size")
-            .and_then(as_u64)
-            .unwrap_or(0);
-        let mut args = Vec::new();
-        if let Some(a) = get(k, ".args") {
-            let ValueRef::Array(a) = a else {
-                return Err(format!(
-                    "metadata note: kernel {name}: .args is not an array"
-                ));
-            };
-            for (j, arg) in a.iter().enumerate() {
-                let ValueRef::Map(arg) = arg else {
-                    return Err(format!(
-                        "metadata note: kernel {name}: .args[{j}] is not a map"
-                    ));
+    let (mut seen_version, mut seen_target, mut seen_kernels) = (false, false, false);
+    for _ in 0..n {
+        let key = r.key(1).map_err(bad)?;
+        match key {
+            Some(b"amdhsa.version") if !seen_version => {
+                seen_version = true;
+                let Tok::Array(k) = r.next().map_err(bad)? else {
+                    return Err("metadata note: amdhsa.version is not an array".into());
                 };
-                let value_kind = get(arg, ".value_kind")
-                    .and_then(as_str)
-                    .ok_or_else(|| {
-                        format!(
-                            "metadata note: kernel {name}: .args[{j}] has no string .value_kind"
-                        )
-                    })?
-                    .to_owned();
-                let offset = get(arg, ".offset").and_then(as_u64).unwrap_or(0);
-                let size = get(arg, ".size").and_then(as_u64).unwrap_or(0);
-                args.push(ArgMeta {
-                    value_kind,
-                    offset,
-                    size,
-                });
+                md.version.clear();
+                for _ in 0..k {
+                    if let Some(v) = r.u64_value(2).map_err(bad)? {
+                        md.version.push(v);
+                    }
+                }
             }
+            Some(b"amdhsa.target") if !seen_target => {
+                seen_target = true;
+                let t = r
+                    .str_value(1)
+                    .map_err(bad)?
+                    .and_then(utf8)
+                    .ok_or("metadata note: amdhsa.target is not a string")?;
+                md.target = Some(t.to_owned());
+            }
+            Some(b"amdhsa.printf") => {
+                md.has_printf_formats = true;
+                r.skip(1).map_err(bad)?;
+            }
+            Some(b"amdhsa.kernels") if !seen_kernels => {
+                seen_kernels = true;
+                let Tok::Array(k) = r.next().map_err(bad)? else {
+                    return Err("metadata note: amdhsa.kernels is not an array".into());
+                };
+                md.kernels.reserve(k as usize);
+                for i in 0..k {
+                    let kernel = read_kernel(&mut r, i as usize, bad)?;
+                    md.kernels.push(kernel);
+                }
+            }
+            _ => r.skip(1).map_err(bad)?,
         }
-        push_kernel(
-            md,
-            KernelMeta {
-                name,
-                symbol,
-                kernarg_segment_size,
-                args,
-            },
-        );
     }
     Ok(())
+}
+
+fn read_kernel(
+    r: &mut Rd<'_>,
+    i: usize,
+    bad: impl Fn(String) -> String + Copy,
+) -> Result<KernelMeta, String> {
+    let Tok::Map(n) = r.next().map_err(bad)? else {
+        return Err(format!("metadata note: amdhsa.kernels[{i}] is not a map"));
+    };
+    let mut name: Option<Option<&str>> = None;
+    let mut symbol: Option<Option<&str>> = None;
+    let mut kss: Option<Option<u64>> = None;
+    // The first .args: its arguments, or how it is malformed (worded once the name is known).
+    enum Args {
+        Ok(Vec<ArgMeta>),
+        NotArray,
+        NotMap(usize),
+        NoKind(usize),
+    }
+    let mut args: Option<Args> = None;
+    for _ in 0..n {
+        let key = r.key(3).map_err(bad)?;
+        match key {
+            Some(b".name") if name.is_none() => {
+                name = Some(r.str_value(3).map_err(bad)?.and_then(utf8))
+            }
+            Some(b".symbol") if symbol.is_none() => {
+                symbol = Some(r.str_value(3).map_err(bad)?.and_then(utf8))
+            }
+            Some(b".kernarg_segment_size") if kss.is_none() => {
+                kss = Some(r.u64_value(3).map_err(bad)?)
+            }
+            Some(b".args") if args.is_none() => {
+                let at = r.p;
+                let Tok::Array(k) = r.next().map_err(bad)? else {
+                    r.p = at;
+                    r.skip(3).map_err(bad)?;
+                    args = Some(Args::NotArray);
+                    continue;
+                };
+                let mut v = Vec::with_capacity(k as usize);
+                let mut problem = None;
+                for j in 0..k as usize {
+                    if problem.is_some() {
+                        r.skip(4).map_err(bad)?;
+                        continue;
+                    }
+                    let at = r.p;
+                    let Tok::Map(m) = r.next().map_err(bad)? else {
+                        r.p = at;
+                        r.skip(4).map_err(bad)?;
+                        problem = Some(Args::NotMap(j));
+                        continue;
+                    };
+                    let mut kind: Option<Option<&str>> = None;
+                    let (mut off, mut size): (Option<Option<u64>>, Option<Option<u64>>) =
+                        (None, None);
+                    for _ in 0..m {
+                        let key = r.key(5).map_err(bad)?;
+                        match key {
+                            Some(b".value_kind") if kind.is_none() => {
+                                kind = Some(r.str_value(5).map_err(bad)?.and_then(utf8))
+                            }
+                            Some(b".offset") if off.is_none() => {
+                                off = Some(r.u64_value(5).map_err(bad)?)
+                            }
+                            Some(b".size") if size.is_none() => {
+                                size = Some(r.u64_value(5).map_err(bad)?)
+                            }
+                            _ => r.skip(5).map_err(bad)?,
+                        }
+                    }
+                    match kind.flatten() {
+                        Some(k) => v.push(ArgMeta {
+                            value_kind: intern_value_kind(k),
+                            offset: off.flatten().unwrap_or(0),
+                            size: size.flatten().unwrap_or(0),
+                        }),
+                        None => problem = Some(Args::NoKind(j)),
+                    }
+                }
+                args = Some(problem.unwrap_or(Args::Ok(v)));
+            }
+            _ => r.skip(3).map_err(bad)?,
+        }
+    }
+    let name = name
+        .flatten()
+        .ok_or_else(|| format!("metadata note: amdhsa.kernels[{i}] has no string .name"))?
+        .to_owned();
+    let args = match args {
+        None => Vec::new(),
+        Some(Args::Ok(v)) => v,
+        Some(Args::NotArray) => {
+            return Err(format!(
+                "metadata note: kernel {name}: .args is not an array"
+            ))
+        }
+        Some(Args::NotMap(j)) => {
+            return Err(format!(
+                "metadata note: kernel {name}: .args[{j}] is not a map"
+            ))
+        }
+        Some(Args::NoKind(j)) => {
+            return Err(format!(
+                "metadata note: kernel {name}: .args[{j}] has no string .value_kind"
+            ))
+        }
+    };
+    Ok(KernelMeta {
+        name,
+        symbol: symbol.flatten().unwrap_or_default().to_owned(),
+        kernarg_segment_size: kss.flatten().unwrap_or(0),
+        args,
+    })
 }
 
 /// Add a kernel unless a kernel with the same name and symbol is already there (notes repeated by
@@ -340,7 +629,7 @@ pub fn merge_yaml_v2(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
             let align = align.max(1);
             off = off.div_ceil(align).saturating_mul(align);
             args.push(ArgMeta {
-                value_kind: vk,
+                value_kind: intern_value_kind(&vk),
                 offset: off,
                 size,
             });
@@ -360,8 +649,171 @@ pub fn merge_yaml_v2(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
 }
 
 #[cfg(test)]
+/// The former `rmpv` tree reader, kept as the oracle of the tests.
+///
+/// Errors: not msgpack, not a map, `amdhsa.kernels` not an array of maps, a kernel without a
+/// string `.name`, `.args` not an array of maps, an arg without a string `.value_kind`.
+pub(crate) fn merge_msgpack_rmpv(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
+    let mut rd = desc;
+    let root = rmpv::decode::read_value_ref_with_max_depth(&mut rd, 32)
+        .map_err(|e| format!("metadata note is not valid msgpack: {e}"))?;
+    let ValueRef::Map(top) = &root else {
+        return Err("metadata note: top level is not a msgpack map".into());
+    };
+    md.notes += 1;
+    if let Some(v) = get(top, "amdhsa.version") {
+        let ValueRef::Array(a) = v else {
+            return Err("metadata note: amdhsa.version is not an array".into());
+        };
+        md.version = a.iter().filter_map(as_u64).collect();
+    }
+    if let Some(v) = get(top, "amdhsa.target") {
+        md.target = Some(
+            as_str(v)
+                .ok_or("metadata note: amdhsa.target is not a string")?
+                .to_owned(),
+        );
+    }
+    if get(top, "amdhsa.printf").is_some() {
+        md.has_printf_formats = true;
+    }
+    let Some(kernels) = get(top, "amdhsa.kernels") else {
+        return Ok(());
+    };
+    let ValueRef::Array(kernels) = kernels else {
+        return Err("metadata note: amdhsa.kernels is not an array".into());
+    };
+    for (i, k) in kernels.iter().enumerate() {
+        let ValueRef::Map(k) = k else {
+            return Err(format!("metadata note: amdhsa.kernels[{i}] is not a map"));
+        };
+        let name = get(k, ".name")
+            .and_then(as_str)
+            .ok_or_else(|| format!("metadata note: amdhsa.kernels[{i}] has no string .name"))?
+            .to_owned();
+        let symbol = get(k, ".symbol")
+            .and_then(as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let kernarg_segment_size = get(k, ".kernarg_segment_size")
+            .and_then(as_u64)
+            .unwrap_or(0);
+        let mut args = Vec::new();
+        if let Some(a) = get(k, ".args") {
+            let ValueRef::Array(a) = a else {
+                return Err(format!(
+                    "metadata note: kernel {name}: .args is not an array"
+                ));
+            };
+            for (j, arg) in a.iter().enumerate() {
+                let ValueRef::Map(arg) = arg else {
+                    return Err(format!(
+                        "metadata note: kernel {name}: .args[{j}] is not a map"
+                    ));
+                };
+                let value_kind = get(arg, ".value_kind")
+                    .and_then(as_str)
+                    .ok_or_else(|| {
+                        format!(
+                            "metadata note: kernel {name}: .args[{j}] has no string .value_kind"
+                        )
+                    })?
+                    .to_owned();
+                let offset = get(arg, ".offset").and_then(as_u64).unwrap_or(0);
+                let size = get(arg, ".size").and_then(as_u64).unwrap_or(0);
+                args.push(ArgMeta {
+                    value_kind: intern_value_kind(&value_kind),
+                    offset,
+                    size,
+                });
+            }
+        }
+        push_kernel(
+            md,
+            KernelMeta {
+                name,
+                symbol,
+                kernarg_segment_size,
+                args,
+            },
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `NT_AMDGPU_METADATA` descriptor of a code object file.
+    fn note_desc(co: &[u8]) -> &[u8] {
+        let at = co
+            .windows(8)
+            .position(|w| w == b"AMDGPU\0\0")
+            .expect("an AMDGPU note");
+        let h = at - 12;
+        let descsz = u32::from_le_bytes(co[h + 4..h + 8].try_into().unwrap()) as usize;
+        &co[at + 8..at + 8 + descsz]
+    }
+
+    fn same(d: &[u8]) {
+        let (mut a, mut b) = (Metadata::default(), Metadata::default());
+        let (ra, rb) = (merge_msgpack(d, &mut a), merge_msgpack_rmpv(d, &mut b));
+        match (&ra, &rb) {
+            (Ok(()), Ok(())) => {
+                assert_eq!(
+                    (
+                        &a.version,
+                        &a.target,
+                        a.has_printf_formats,
+                        &a.kernels,
+                        a.notes
+                    ),
+                    (
+                        &b.version,
+                        &b.target,
+                        b.has_printf_formats,
+                        &b.kernels,
+                        b.notes
+                    )
+                );
+            }
+            (Err(x), Err(y)) if y.starts_with("metadata note is not valid msgpack") => {
+                assert!(
+                    x.starts_with("metadata note is not valid msgpack"),
+                    "{x} / {y}"
+                )
+            }
+            (Err(x), Err(y)) => assert_eq!(x, y),
+            _ => panic!("new {ra:?}, rmpv {rb:?} on {d:02x?}"),
+        }
+    }
+
+    /// The streaming reader agrees with the `rmpv` tree reader on real notes and on every
+    /// single-byte change and every truncation of them.
+    #[test]
+    fn msgpack_reader_matches_rmpv() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for rel in [
+            "tests/fixtures/sid/kernels.co",
+            "tests/fixtures/trixie/kernels.co",
+            "tests/fixtures/patch/table-printf-v6.co",
+        ] {
+            let co = std::fs::read(root.join(rel)).unwrap();
+            let desc = note_desc(&co);
+            same(desc);
+            for i in 0..desc.len() {
+                for x in [0x01u8, 0x10, 0x80, 0xff] {
+                    let mut d = desc.to_vec();
+                    d[i] ^= x;
+                    same(&d);
+                }
+            }
+            for cut in 0..desc.len() {
+                same(&desc[..cut]);
+            }
+        }
+    }
 
     #[test]
     fn v2_value_kinds() {
@@ -395,7 +847,7 @@ mod tests {
         let kinds: Vec<_> = k
             .args
             .iter()
-            .map(|a| (a.value_kind.as_str(), a.offset))
+            .map(|a| (a.value_kind.as_ref(), a.offset))
             .collect();
         assert_eq!(
             kinds,

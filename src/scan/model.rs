@@ -92,8 +92,9 @@ pub struct KernelReport {
 /// A hidden kernel argument.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HiddenArg {
-    /// `.value_kind`, normalised to the v3+ snake_case spelling.
-    pub value_kind: String,
+    /// `.value_kind`, normalised to the v3+ snake_case spelling (a known kind is shared, not
+    /// allocated per argument).
+    pub value_kind: std::borrow::Cow<'static, str>,
     /// `.offset` within the kernarg segment, in bytes.
     pub offset: u64,
     /// `.size` in bytes.

@@ -293,8 +293,46 @@ pub fn read_bundle<R: Read>(
         .max(header_end);
     let mut order: Vec<&StreamEntry> = entries.iter().collect();
     order.sort_by_key(|e| (e.offset, e.index));
-    let mut data = Vec::new();
-    for e in order {
+    with_scratch(|data| read_entries(s, start, &order, limit, data, &mut on_entry))?;
+    let at = rel(s);
+    if end > at && s.skip(end - at).map_err(io(at))? < end - at {
+        return Err(eof(rel(s)));
+    }
+    Ok(end)
+}
+
+thread_local! {
+    /// The code-object buffer of this thread, reused from entry to entry (a fresh one for every
+    /// entry would page in new memory each time).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Run `f` with this thread's code-object buffer (or a new one if it is in use); a buffer that
+/// grew past 256 MiB is given back afterwards.
+fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            let r = f(&mut buf);
+            if buf.capacity() as u64 > super::input::MAX_RESERVE {
+                *buf = Vec::new();
+            }
+            r
+        }
+        Err(_) => f(&mut Vec::new()),
+    })
+}
+
+fn read_entries<R: Read>(
+    s: &mut Stream<R>,
+    start: u64,
+    order: &[&StreamEntry],
+    limit: u64,
+    data: &mut Vec<u8>,
+    on_entry: &mut impl FnMut(&StreamEntry, Body<'_>),
+) -> Result<(), Fail> {
+    let rel = |s: &Stream<R>| s.pos() - start;
+    let io = |at: u64| move |error| Fail::Io { at, error };
+    for &e in order {
         if e.size == 0 {
             on_entry(e, Body::Bytes(&[]));
             continue;
@@ -332,16 +370,12 @@ pub fn read_bundle<R: Read>(
             on_entry(e, Body::TooLarge { limit });
             continue;
         }
-        if s.read_to(&mut data, e.size).map_err(io(e.offset))? < e.size {
+        if s.read_to(data, e.size).map_err(io(e.offset))? < e.size {
             return Err(eof(rel(s)));
         }
-        on_entry(e, Body::Bytes(&data));
+        on_entry(e, Body::Bytes(data));
     }
-    let at = rel(s);
-    if end > at && s.skip(end - at).map_err(io(at))? < end - at {
-        return Err(eof(rel(s)));
-    }
-    Ok(end)
+    Ok(())
 }
 
 fn skip_exact<R: Read>(s: &mut Stream<R>, n: u64, start: u64) -> Result<(), Fail> {

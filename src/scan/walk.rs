@@ -439,27 +439,34 @@ pub fn image(
         id.target_id.to_owned()
     };
     let processor = target_id.split(':').next().unwrap_or("").to_owned();
-    let kernels = co
-        .metadata
+    let meta = co.metadata;
+    // The metadata's strings move into the report (160,000 kernels in one library).
+    let kernels = meta
         .kernels
-        .iter()
+        .into_iter()
         .map(|k| {
-            let hidden_args: Vec<HiddenArg> = k
+            let n = k
                 .args
                 .iter()
                 .filter(|a| a.value_kind.starts_with("hidden_"))
-                .map(|a| HiddenArg {
-                    value_kind: a.value_kind.clone(),
-                    offset: a.offset,
-                    size: a.size,
-                })
-                .collect();
+                .count();
+            let mut hidden_args: Vec<HiddenArg> = Vec::with_capacity(n);
+            hidden_args.extend(
+                k.args
+                    .into_iter()
+                    .filter(|a| a.value_kind.starts_with("hidden_"))
+                    .map(|a| HiddenArg {
+                        value_kind: a.value_kind,
+                        offset: a.offset,
+                        size: a.size,
+                    }),
+            );
             let declares_hostcall = hidden_args
                 .iter()
                 .any(|a| a.value_kind == "hidden_hostcall_buffer");
             KernelReport {
-                name: k.name.clone(),
-                symbol: k.symbol.clone(),
+                name: k.name,
+                symbol: k.symbol,
                 kernarg_segment_size: k.kernarg_segment_size,
                 hidden_args,
                 declares_hostcall,
@@ -477,9 +484,9 @@ pub fn image(
         kernels,
         hostcall_users: co.hostcall_users,
         e_flags: co.e_flags,
-        metadata_target: co.metadata.target.clone(),
-        metadata_version: co.metadata.version.clone(),
-        metadata_notes: co.metadata.notes,
+        metadata_target: meta.target,
+        metadata_version: meta.version,
+        metadata_notes: meta.notes,
         size,
     };
     verdict::explain(&mut img, &co.traces);

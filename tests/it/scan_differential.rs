@@ -308,7 +308,7 @@ fn ours(file: &Path) -> (Truth, Vec<String>) {
                     k.name.clone(),
                     k.hidden_args
                         .iter()
-                        .map(|a| (a.value_kind.clone(), a.offset))
+                        .map(|a| (a.value_kind.to_string(), a.offset))
                         .collect(),
                 );
             }

@@ -631,7 +631,7 @@ fn code_object_v2_yaml_note() {
     let kinds: Vec<_> = k
         .hidden_args
         .iter()
-        .map(|a| (a.value_kind.as_str(), a.offset))
+        .map(|a| (a.value_kind.as_ref(), a.offset))
         .collect();
     assert_eq!(
         kinds,

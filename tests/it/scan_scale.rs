@@ -648,3 +648,47 @@ fn an_honest_ccob_of_1_gib_scans_in_bounded_memory() {
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("k_assert") && t.contains("ccob-v3-zstd"), "{t}");
 }
+
+/// Streamed members cut anywhere, or holding a bundle magic with no header after it, are
+/// unknown, never clean, and never hang.
+#[test]
+fn streamed_members_cut_anywhere_are_unknown() {
+    let d = tempfile::tempdir().unwrap();
+    let so = lib("sid/two-tu-ccob.so");
+    let mut cuts: Vec<usize> = (1..24).map(|i| so.len() * i / 24).collect();
+    cuts.push(64);
+    let mut raw = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    raw.extend_from_slice(&[1, 2, 3]);
+    for (i, cut) in cuts.iter().enumerate() {
+        let whl = d.path().join(format!("cut{i}.whl"));
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&whl).unwrap());
+        let o = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        z.start_file("lib/libk.so", o).unwrap();
+        z.write_all(&so[..*cut]).unwrap();
+        z.start_file("lib/raw.bundle", o).unwrap();
+        z.write_all(&raw).unwrap();
+        z.finish().unwrap();
+        let mut c = Command::new("timeout");
+        c.arg("60")
+            .arg(env!("CARGO_BIN_EXE_rcclfix"))
+            .args(["scan", "--json=full"])
+            .arg(&whl)
+            .env("RCCLFIX_SCAN_MEMORY_BUDGET", "8");
+        let o = run(&mut c);
+        assert!(
+            matches!(o.status.code(), Some(1 | 3)),
+            "cut at {cut}: {}",
+            text(&o)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_ne!(v["exit_code"], 0, "cut at {cut}");
+        let raw_file = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with("raw.bundle"))
+            .unwrap_or_else(|| panic!("cut at {cut}: {v}"));
+        assert!(!raw_file["unreadable"].as_array().unwrap().is_empty());
+    }
+}
