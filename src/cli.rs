@@ -1,7 +1,5 @@
-//! Command-line types (clap derive) and dispatch. Each subcommand's own arguments live in its module
-//! (`scan::ScanArgs`, `build::BuildArgs`, …) so the module that uses a flag also owns it.
-
-use std::process::ExitCode;
+//! Command-line types (clap derive): the global flags and the subcommand list. Each subcommand's
+//! own arguments and its run function live in `src/cmd/<subcommand>.rs`.
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -33,30 +31,30 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Build RCCL from a pinned recipe, gate it with the scanner, write out/rccl-<version>-<targets>/.
-    Build(crate::build::BuildArgs),
+    Build(crate::cmd::build::Args),
     /// Prove a recipe's fix: build it without NDEBUG (the control) and as the recipe says, and
     /// compare which kernels declare hidden_hostcall_buffer (exit 0 only when the control declares
     /// and the fix is clean).
-    Prove(crate::build::prove::ProveArgs),
+    Prove(crate::cmd::prove::Args),
     /// Report, per gfx target and kernel, whether hidden_hostcall_buffer is declared, and why.
-    Scan(crate::scan::cli::ScanArgs),
+    Scan(crate::cmd::scan::Args),
     /// Two-GPU all_reduce/all_gather correctness run against constructed truth.
-    Verify(crate::verify::VerifyArgs),
+    Verify(crate::cmd::verify::Args),
     /// Write drop-in .deb and .whl overlays from a build folder.
-    Package(crate::package::PackageArgs),
+    Package(crate::cmd::package::Args),
     /// Am I affected, and is the fix a VM setting, a rebuild, or neither?
-    Doctor(crate::doctor::DoctorArgs),
+    Doctor(crate::cmd::doctor::Args),
     /// The recipes per ROCm release, as a table or a GitHub Actions matrix.
-    Matrix(crate::matrix::MatrixArgs),
+    Matrix(crate::cmd::matrix::Args),
     /// Recipe maintenance (pin tags to commits in the lockfile).
-    Recipe(crate::recipe::RecipeArgs),
+    Recipe(crate::cmd::recipe::Args),
     /// Toolchain images: build the Debian-package rootfs, list what is cached.
-    Toolchain(crate::container::ToolchainArgs),
+    Toolchain(crate::cmd::toolchain::Args),
     /// Remove a provably unused hidden_hostcall_buffer declaration from a linked library.
-    Patch(crate::patch::PatchArgs),
+    Patch(crate::cmd::patch::Args),
     /// Internal: the child process that loads the NCCL-API library for `verify`.
     #[command(hide = true)]
-    VerifyChild(crate::verify::ChildArgs),
+    VerifyChild(crate::cmd::verify::ChildArgs),
 }
 
 /// Parse the process's command line with clap's own messages coloured as `--color`/`NO_COLOR`
@@ -72,23 +70,4 @@ pub fn parse() -> Cli {
     let matches = Cli::command().color(color).get_matches_from(args);
     Cli::from_arg_matches(&matches)
         .unwrap_or_else(|e| e.with_cmd(&Cli::command().color(color)).exit())
-}
-
-/// Run the parsed command line and return the process exit code.
-///
-/// Errors: whatever the subcommand returns; `main` prints the chain and exits 2.
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        Command::Build(a) => a.run(),
-        Command::Prove(a) => a.run(),
-        Command::Scan(a) => a.run_with_verbosity(cli.verbose),
-        Command::Verify(a) => a.run(),
-        Command::Package(a) => a.run(),
-        Command::Doctor(a) => a.run(),
-        Command::Matrix(a) => a.run(),
-        Command::Recipe(a) => a.run(),
-        Command::Toolchain(a) => a.run(),
-        Command::Patch(a) => a.run(),
-        Command::VerifyChild(a) => a.run(),
-    }
 }

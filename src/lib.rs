@@ -12,8 +12,44 @@ pub const EXIT_ERROR: u8 = 2;
 /// Exit code: some device code could not be read (scan reports `unknown`).
 pub const EXIT_UNKNOWN: u8 = 3;
 
-/// Command-line types (clap derive) and dispatch to the subcommands.
+/// A check the user asked for failed (a gate, a lint, a comparison): `main` prints the error
+/// chain like any other and exits [`EXIT_CHECK_FAILED`] (1) instead of [`EXIT_ERROR`] (2).
+///
+/// Use it as the leaf (`Err(CheckFailed::new("…").into())`) or as context over a detailed error
+/// (`Err(anyhow::Error::new(lines).context(CheckFailed::new("scan gate failed")))`); `main`
+/// looks for it anywhere in the chain ([`CheckFailed::in_chain`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckFailed {
+    /// The one-line summary, e.g. `scan gate failed for librccl.so.1.0`.
+    pub message: String,
+}
+
+impl CheckFailed {
+    /// A failed check with this summary line.
+    pub fn new(message: impl Into<String>) -> CheckFailed {
+        CheckFailed {
+            message: message.into(),
+        }
+    }
+
+    /// Whether `err` or any error in its chain is a [`CheckFailed`].
+    pub fn in_chain(err: &anyhow::Error) -> bool {
+        err.chain().any(|e| e.is::<CheckFailed>())
+    }
+}
+
+impl std::fmt::Display for CheckFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CheckFailed {}
+
+/// Command-line types (clap derive): global flags and the subcommand list.
 pub mod cli;
+/// The command layer: one file per subcommand, the only place that renders results.
+pub mod cmd;
 /// Atomic file and directory output (temp + rename).
 pub mod fsutil;
 /// Running host processes with logged argv and a kept stderr tail.

@@ -14,14 +14,19 @@ fn main() -> ExitCode {
         rcclfix::ui::print_error(&err);
         return ExitCode::from(rcclfix::EXIT_ERROR);
     }
-    match rcclfix::cli::run(cli) {
+    let ui = rcclfix::ui::get();
+    match rcclfix::cmd::run(cli, &ui) {
         Ok(code) => code,
         Err(err) => {
             if rcclfix::ui::is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
             rcclfix::ui::print_error(&err);
-            ExitCode::from(rcclfix::EXIT_ERROR)
+            if rcclfix::CheckFailed::in_chain(&err) {
+                ExitCode::from(rcclfix::EXIT_CHECK_FAILED)
+            } else {
+                ExitCode::from(rcclfix::EXIT_ERROR)
+            }
         }
     }
 }

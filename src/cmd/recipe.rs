@@ -1,0 +1,15 @@
+//! `rcclfix recipe`: recipe maintenance (`recipe pin`).
+
+use std::process::ExitCode;
+
+use crate::ui::Ui;
+
+/// The subcommand's arguments (clap).
+pub type Args = crate::recipe::RecipeArgs;
+
+/// Run the subcommand and return its exit code.
+///
+/// Errors: whatever the domain returns; a failed check is a [`crate::CheckFailed`] (exit 1).
+pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
+    a.run()
+}
