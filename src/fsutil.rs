@@ -599,3 +599,19 @@ pub fn read_text_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<Str
         )
     })
 }
+
+/// A read-only, private memory map of an open input file (`memmap2::Mmap::map`), the one place
+/// rcclfix maps files (scan, package's strip and ELF checks, patch, build's SONAME read).
+///
+/// Errors: the `mmap(2)` error (e.g. `ENODEV` for a file system that cannot map, `EINVAL` for an
+/// empty file: callers that accept empty inputs check the length first).
+///
+/// Caveat: a file truncated by another process while it is mapped makes the next read of a page
+/// past the new end fault (`SIGBUS`), the usual limit of mmap-based readers (ripgrep, the `object`
+/// crate's examples); inputs are opened with [`open_regular`], so devices and FIFOs never get here.
+pub fn map_readonly(file: &impl std::os::fd::AsRawFd) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the map is read-only and private; nothing in this process writes the file while it
+    // is mapped. Another process truncating it is the SIGBUS caveat above: a crash, never a wrong
+    // value read.
+    unsafe { memmap2::Mmap::map(file.as_raw_fd()) }
+}

@@ -951,8 +951,7 @@ fn dev_link_name(file: &str) -> Option<String> {
 pub fn read_soname(path: &Path) -> anyhow::Result<Option<String>> {
     use object::read::elf::{Dyn, FileHeader, SectionHeader};
     let file = fs_err::File::open(path)?;
-    // SAFETY: read-only map of a file rcclfix just wrote and nothing else modifies.
-    let map = unsafe { memmap2::Mmap::map(&file) }
+    let map = crate::fsutil::map_readonly(&file)
         .with_context(|| format!("cannot map {}", path.display()))?;
     let data: &[u8] = &map;
     let hdr = object::elf::FileHeader64::<object::Endianness>::parse(data)

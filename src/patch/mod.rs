@@ -368,9 +368,7 @@ fn map_file(file: &std::fs::File, len: u64) -> std::io::Result<Option<memmap2::M
     if len == 0 {
         return Ok(None);
     }
-    // SAFETY: the mapping is read-only and private to this process; a file truncated by another
-    // process meanwhile would fault (SIGBUS), as for every mapped input the scanner reads.
-    unsafe { memmap2::Mmap::map(file) }.map(Some)
+    crate::fsutil::map_readonly(file).map(Some)
 }
 
 /// The proof of a record as text, one block per rewritten kernel (what `--explain` prints).
