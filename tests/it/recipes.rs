@@ -17,9 +17,7 @@ pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub(crate) fn slow() -> bool {
-    std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1")
-}
+use crate::support::slow;
 
 /// The ROCm/rccl mirror from `RCCLFIX_GIT_MIRROR`: `None` (with a printed note) when unset; a
 /// missing directory is an error, never a silent skip.

@@ -154,6 +154,7 @@ pub fn in_rootfs(root: &Path, work: &Path) -> Vec<String> {
         "HOME",
         "/tmp",
         "--unshare-pid",
+        "--unshare-net",
         "--die-with-parent",
     ]
     .iter()

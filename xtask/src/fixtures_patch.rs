@@ -359,7 +359,7 @@ fn tc(sh: &Shell, t: &Toolchain, work: &Path, argv: &[&str]) -> anyhow::Result<(
     let rootfs = &t.rootfs;
     cmd!(
         sh,
-        "bwrap --ro-bind {rootfs} / --proc /proc --dev /dev --tmpfs /tmp --bind {work} /tmp/w --chdir /tmp/w --unshare-pid --die-with-parent {argv...}"
+        "bwrap --ro-bind {rootfs} / --proc /proc --dev /dev --tmpfs /tmp --bind {work} /tmp/w --chdir /tmp/w --unshare-pid --unshare-net --die-with-parent {argv...}"
     )
     .run()
     .with_context(|| format!("in {}: {}", rootfs.display(), argv.join(" ")))?;
