@@ -96,7 +96,7 @@ impl EngineConfig {
     ///
     /// Errors: the file does not parse (one line naming the file).
     pub fn load() -> anyhow::Result<EngineConfig> {
-        let user = crate::recipe::home().join("engines.toml");
+        let user = crate::paths::engines_toml();
         let (text, origin) = if user.exists() {
             (
                 crate::fsutil::read_text_capped(&user, 1 << 20, "an engine configuration")?,

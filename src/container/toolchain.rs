@@ -183,7 +183,7 @@ pub struct Stamp {
 
 /// Where local toolchains live: `$RCCLFIX_HOME/toolchains`.
 pub fn toolchains_dir() -> PathBuf {
-    crate::recipe::home().join("toolchains")
+    crate::paths::toolchains_dir()
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

@@ -13,7 +13,7 @@ use crate::support::{slow, Minihip};
 
 /// The real toolchains folder (where `rcclfix toolchain build` put the rootfs).
 fn real_toolchains() -> PathBuf {
-    rcclfix::container::toolchain::toolchains_dir()
+    rcclfix::paths::toolchains_dir()
 }
 
 /// A scratch `RCCLFIX_HOME` whose `toolchains` points at the real one.

@@ -85,9 +85,7 @@ pub(crate) fn control_chars(s: &str) -> Vec<char> {
 /// The rootfs of toolchain `debian-<suite>` (`rcclfix toolchain build` put it under
 /// `$RCCLFIX_HOME/toolchains`).
 pub(crate) fn toolchain_rootfs(suite: &str) -> PathBuf {
-    rcclfix::container::toolchain::toolchains_dir()
-        .join(format!("debian-{suite}"))
-        .join("rootfs")
+    rcclfix::paths::toolchain_rootfs(&format!("debian-{suite}"))
 }
 
 /// Panic unless toolchain `debian-<suite>` has `usr/bin/<program>` (the slow tests need it).
