@@ -4,6 +4,7 @@
 //!
 //! `rcclfix toolchain build <name>` / `list` / `run <name> -- argv…` live here too.
 
+pub mod containerfile;
 pub mod engine;
 pub mod toolchain;
 

@@ -1,4 +1,4 @@
-//! Recipe consistency: every embedded recipe parses and passes `rcclfix::matrix::check_all` against
+//! Recipe consistency: every embedded recipe parses and passes `recipe::check::check_all` against
 //! this checkout (Containerfiles, records, tag naming, pipeline/NDEBUG rules), matches the RCCL
 //! version table of `shared/reference/rccl.md` §1, and — where a git mirror of ROCm/rccl is given in
 //! `RCCLFIX_GIT_MIRROR` — has the commit pin and `makefiles/version.mk` version the tag really has.
@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rcclfix::matrix::{
-    check_against_mirror, check_all, check_recipe, embedded_lockfile, parse_containerfile,
-    CheckReport,
+use rcclfix::container::containerfile::parse_containerfile;
+use rcclfix::recipe::check::{
+    check_against_mirror, check_all, check_recipe, embedded_lockfile, CheckReport,
 };
 use rcclfix::recipe::{embedded, Lockfile, Recipe, Status};
 
@@ -198,8 +198,8 @@ fn recipe_names_are_unique_and_the_bare_version_is_the_default() {
 #[test]
 fn statuses_match_what_is_known() {
     for r in embedded().unwrap().values() {
-        let v = rcclfix::matrix::version_tuple(&r.rccl_version);
-        if v >= rcclfix::matrix::DEVICE_LINKER_FROM {
+        let v = rcclfix::recipe::check::version_tuple(&r.rccl_version);
+        if v >= rcclfix::recipe::check::DEVICE_LINKER_FROM {
             // Nothing from 2.28 on is proven on hardware yet (rccl.md §4, §5).
             assert!(
                 matches!(r.status, Status::Experimental | Status::UnfixableByRebuild),

@@ -14,6 +14,8 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
+pub mod check;
+
 include!(concat!(env!("OUT_DIR"), "/recipes.rs"));
 
 /// The recipe chosen when `--tag` is not given: the one whose proof is on record (`rcclfix prove`:
