@@ -1113,7 +1113,7 @@ fn toolchain_image_digest_is_pinned_and_a_retagged_image_is_refused() {
 
     let containerfile = "containers/rocm-7.2.1/Containerfile";
     let mut tc = Toolchain::image(&reference, containerfile);
-    let engine = Engine::select(Some(EngineKind::Podman), &tc).unwrap();
+    let engine = Engine::select(Some(EngineKind::Podman), &tc.root(), tc.name()).unwrap();
     let lock = t.path().join("home/rcclfix.lock");
 
     // --locked refuses to pin.
