@@ -21,47 +21,35 @@ use super::abi::{
 use super::cases::{self, Case, Collective, DType, Placement};
 use super::protocol::{self, Event, RankCheck};
 
-/// Arguments of the hidden child process that loads the library (set by `rcclfix verify`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct ChildArgs {
+/// What the hidden child process that loads the library does (its command line, set by
+/// `rcclfix verify`, is `crate::cmd::verify::ChildArgs`).
+#[derive(Debug, Clone)]
+pub struct ChildOptions {
     /// The NCCL-API library.
-    #[arg(long)]
     pub lib: PathBuf,
     /// GPU runtime flavour.
-    #[arg(long, value_enum)]
     pub runtime: RuntimeKind,
     /// Runtime library to load instead of searching.
-    #[arg(long)]
     pub runtime_lib: Option<PathBuf>,
     /// Device indices, one per rank.
-    #[arg(long, value_delimiter = ',', default_value = "0,1")]
     pub gpus: Vec<i32>,
     /// Drive only this rank (`ncclCommInitRank`); without it, all ranks (`ncclCommInitAll`).
-    #[arg(long)]
     pub rank: Option<usize>,
     /// Hex of the `ncclUniqueId` made by rank 0 (ranks ≥ 1).
-    #[arg(long)]
     pub unique_id: Option<String>,
     /// Seconds each case may take on the GPU before it counts as hung.
-    #[arg(long, default_value_t = 30.0)]
     pub timeout: f64,
     /// Large size in bytes.
-    #[arg(long, default_value_t = cases::DEFAULT_LARGE_BYTES)]
     pub large_bytes: usize,
     /// Timed iterations per case.
-    #[arg(long, default_value_t = 20)]
     pub iters: usize,
     /// Untimed warm-up iterations per case.
-    #[arg(long, default_value_t = 1)]
     pub warmup: usize,
     /// `CASE:INDEX`: flip one expected element (fault injection for the checker).
-    #[arg(long)]
     pub inject_wrong_expectation: Option<String>,
     /// `CASE` or `init`: the last rank never joins that collective (or the communicator).
-    #[arg(long)]
     pub inject_hang: Option<String>,
     /// Only load the runtime and report the device count.
-    #[arg(long)]
     pub probe: bool,
 }
 
@@ -113,7 +101,7 @@ struct RankCtx {
 }
 
 struct Child {
-    args: ChildArgs,
+    args: ChildOptions,
     nranks: usize,
     rt: Option<Runtime>,
     nccl: Option<Nccl>,
@@ -122,7 +110,7 @@ struct Child {
     case: Option<usize>,
 }
 
-impl ChildArgs {
+impl ChildOptions {
     /// Run the child; the exit code is 0 after `Done`, 2 after an `Error` event.
     pub fn run(self) -> anyhow::Result<ExitCode> {
         let nranks = self.gpus.len();

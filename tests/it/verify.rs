@@ -900,8 +900,8 @@ fn fake_rccl_install() -> std::path::PathBuf {
     dir.join("librccl.so.1")
 }
 
-fn small_args(lib: &std::path::Path) -> rcclfix::verify::VerifyArgs {
-    let mut args = rcclfix::verify::VerifyArgs::for_library(lib);
+fn small_args(lib: &std::path::Path) -> rcclfix::verify::Options {
+    let mut args = rcclfix::verify::Options::for_library(lib);
     args.large_bytes = 65536;
     args.iters = 2;
     args
