@@ -470,7 +470,11 @@ pub fn build(
         Some(tc) => tc,
         None => container::Toolchain::for_recipe(tc_desc)?,
     };
-    let engine = container::Engine::select(container::requested_engine(args.engine)?, &tc)?;
+    let engine = container::Engine::select(
+        container::requested_engine(args.engine)?,
+        &tc.root(),
+        tc.name(),
+    )?;
     let content_id = tc.id().to_owned();
     container::toolchain::pin_base_image(
         &engine,
@@ -528,7 +532,7 @@ pub fn build(
         let dir = PathBuf::from(dir);
         fs_err::create_dir_all(&dir)?;
         let probe = RunSpec::new("probe ccache", vec!["ccache".into(), "--version".into()]);
-        if engine.read(&tc, &probe).is_ok() {
+        if engine.read(&tc.root(), &probe).is_ok() {
             mounts.push(Mount {
                 host: fs_err::canonicalize(&dir)?,
                 guest: "/ccache".into(),
@@ -588,10 +592,11 @@ pub fn build(
     let mut cmake_argv = vec!["cmake".to_owned()];
     cmake_argv.extend(cmake_args.iter().cloned());
     let phase = crate::ui::Phase::start(&format!("configuring rccl {}", recipe.rccl_version));
-    let configured = engine.run_streamed(&tc, &spec("configure", cmake_argv), &mut log, |l| {
-        configure_out.push_str(l);
-        configure_out.push('\n');
-    });
+    let configured =
+        engine.run_streamed(&tc.root(), &spec("configure", cmake_argv), &mut log, |l| {
+            configure_out.push_str(l);
+            configure_out.push('\n');
+        });
     drop(phase);
     configured.with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
 
@@ -708,7 +713,7 @@ pub fn build(
     build_spec
         .env
         .push(("NINJA_STATUS".into(), eta::NINJA_STATUS.into()));
-    let res = engine.run_streamed(&tc, &build_spec, &mut log, |l| progress.line(l));
+    let res = engine.run_streamed(&tc.root(), &build_spec, &mut log, |l| progress.line(l));
     progress.finish();
     res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
     // The step timings of this build: the record the next build's estimate uses.

@@ -319,9 +319,12 @@ fn doctor(t: &Tree, dmesg: Option<&Path>, extra: &[&str]) -> Out {
 }
 
 fn run_doctor(args: &[String]) -> Out {
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let j = Command::new(bin).args(args).arg("--json").output().unwrap();
-    let text = Command::new(bin).args(args).output().unwrap();
+    let j = crate::support::rcclfix()
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let text = crate::support::rcclfix().args(args).output().unwrap();
     assert_eq!(
         j.status.code(),
         text.status.code(),
@@ -1077,8 +1080,7 @@ fn capture_round_trip_without_serials_or_host_names() {
     assert_eq!(before.verdict(), "rebuild", "{}", before.text);
 
     let tar_path = t.path().join("snap.tar");
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let st = Command::new(bin)
+    let st = crate::support::rcclfix()
         .args(["doctor", "--sysfs"])
         .arg(t.sys())
         .arg("--proc")
@@ -1261,8 +1263,7 @@ fn proxmox_hostpci_forms() {
 #[test]
 fn bad_input_is_one_clear_line() {
     let t = Tree::new();
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let o = Command::new(bin)
+    let o = crate::support::rcclfix()
         .args(["doctor", "--log", "/nonexistent/run.log", "--sysfs"])
         .arg(t.sys())
         .output()
@@ -1273,7 +1274,7 @@ fn bad_input_is_one_clear_line() {
     assert!(o.stdout.is_empty());
     let bad = t.path().join("empty.conf");
     std::fs::write(&bad, "memory: 4096\n").unwrap();
-    let o = Command::new(bin)
+    let o = crate::support::rcclfix()
         .args(["doctor", "--vm-config"])
         .arg(&bad)
         .arg("--sysfs")
@@ -1284,7 +1285,7 @@ fn bad_input_is_one_clear_line() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no hostpciN line"));
     let snap = t.path().join("not-a-snapshot");
     std::fs::create_dir_all(&snap).unwrap();
-    let o = Command::new(bin)
+    let o = crate::support::rcclfix()
         .args(["doctor", "--snapshot"])
         .arg(&snap)
         .output()
@@ -1474,7 +1475,7 @@ fn hip_probe_without_runtime_is_absent() {
         eprintln!("skipped: a HIP runtime is installed here");
         return;
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+    let o = crate::support::rcclfix()
         .args(["doctor", "--internal-hip-probe"])
         .output()
         .unwrap();
@@ -1588,8 +1589,7 @@ fn no_atomics_but_clean_library_is_not_this_bug() {
 /// Run `rcclfix doctor` with `args`, killing it after 30 s (a hang is the defect under test).
 fn run_bounded(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
     use std::io::Read;
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let mut child = Command::new(bin)
+    let mut child = crate::support::rcclfix()
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -1818,7 +1818,6 @@ fn random_gpu_config_never_yields_a_refusal() {
 #[test]
 fn missing_sysfs_or_proc_is_an_error_not_no_gpu() {
     let t = Tree::new();
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
     let missing = t.path().join("no-such-sys");
     let file = t.dmesg("");
     for (sys, proc, flag, p) in [
@@ -1826,7 +1825,7 @@ fn missing_sysfs_or_proc_is_an_error_not_no_gpu() {
         (t.sys(), missing.clone(), "--proc", missing.as_path()),
         (file.clone(), t.proc(), "--sysfs", file.as_path()),
     ] {
-        let mut c = Command::new(bin);
+        let mut c = crate::support::rcclfix();
         c.args(["doctor", "--no-hip", "--no-library", "--dmesg"])
             .arg(&file)
             .arg("--sysfs")
@@ -1868,8 +1867,7 @@ fn capture_without_amd_gpu_reads_back() {
     )]);
     let d = t.dmesg("[    1.0] i915 0000:02:00.0: [drm] GuC firmware loaded\n");
     let tar_path = t.path().join("snap.tar");
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let st = Command::new(bin)
+    let st = crate::support::rcclfix()
         .args(["doctor", "--sysfs"])
         .arg(t.sys())
         .arg("--proc")
@@ -1936,7 +1934,6 @@ fn capture_without_amd_gpu_reads_back() {
 #[test]
 fn garbage_snapshot_error_is_short_and_printable() {
     let t = Tree::new();
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
     let random = t.path().join("random.bin");
     std::fs::write(&random, garbage(7, 3000)).unwrap();
     // A tar-looking header (ustar magic) over random bytes: the archive reader's own error quotes
@@ -1946,7 +1943,7 @@ fn garbage_snapshot_error_is_short_and_printable() {
     b[257..263].copy_from_slice(b"ustar\0");
     std::fs::write(&fake, &b).unwrap();
     for f in [&random, &fake] {
-        let o = Command::new(bin)
+        let o = crate::support::rcclfix()
             .args(["doctor", "--snapshot"])
             .arg(f)
             .output()

@@ -611,10 +611,7 @@ fn maps_lookup_finds_the_library_holding_an_address() {
 // ---------------------------------------------------------------- command line
 
 fn rcclfix(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rcclfix"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = crate::support::rcclfix().args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -713,7 +710,7 @@ pub(crate) fn fake_lib() -> std::path::PathBuf {
 /// Run `rcclfix verify --json` on the stand-in with `fault` and extra arguments; (exit code, report).
 fn fake_verify(fault: Option<&str>, extra: &[&str]) -> (i32, serde_json::Value, String) {
     let lib = fake_lib();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let mut cmd = crate::support::rcclfix();
     cmd.args([
         "verify",
         "--json",
@@ -903,8 +900,8 @@ fn fake_rccl_install() -> std::path::PathBuf {
     dir.join("librccl.so.1")
 }
 
-fn small_args(lib: &std::path::Path) -> rcclfix::verify::VerifyArgs {
-    let mut args = rcclfix::verify::VerifyArgs::for_library(lib);
+fn small_args(lib: &std::path::Path) -> rcclfix::verify::Options {
+    let mut args = rcclfix::verify::Options::for_library(lib);
     args.large_bytes = 65536;
     args.iters = 2;
     args
@@ -913,7 +910,7 @@ fn small_args(lib: &std::path::Path) -> rcclfix::verify::VerifyArgs {
 #[test]
 fn build_entry_point_runs_the_suite_on_two_gpus() {
     let lib = fake_rccl_install();
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let exe = std::path::Path::new(crate::support::BIN);
     let (json, pass) = rcclfix::verify::verify_for_build_with(exe, &small_args(&lib))
         .unwrap()
         .expect("2 GPUs seen");
@@ -933,7 +930,7 @@ fn build_entry_point_runs_the_suite_on_two_gpus() {
 #[test]
 fn build_entry_point_skips_without_enough_gpus_or_a_runtime() {
     let lib = fake_rccl_install();
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let exe = std::path::Path::new(crate::support::BIN);
     let mut three = small_args(&lib);
     three.gpus = vec![0, 1, 2];
     assert!(rcclfix::verify::verify_for_build_with(exe, &three)
