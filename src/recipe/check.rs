@@ -67,9 +67,9 @@ pub fn version_tuple(v: &str) -> (u32, u32, u32) {
 
 /// First RCCL version whose `toolchain-linux.cmake` sets normal `CMAKE_CXX_FLAGS_RELEASE "-O3"`,
 /// shadowing CMake's Release `-DNDEBUG` (seen on ROCm/rccl `develop` at 2.21.5; absent at
-/// rocm-6.2.2 = 2.20.5). From here `release-build-type` cannot work (rccl.md §3).
+/// rocm-6.2.2 = 2.20.5). From here `release-build-type` cannot work (ROCm/rccl#2124).
 pub const TOOLCHAIN_FILE_SHADOWS_FROM: (u32, u32, u32) = (2, 21, 0);
-/// First RCCL version built with the device linker by default (`ENABLE_DEVICE_LINKER=ON`, rccl.md §2).
+/// First RCCL version built with the device linker by default (`ENABLE_DEVICE_LINKER=ON` in RCCL's `CMakeLists.txt`).
 pub const DEVICE_LINKER_FROM: (u32, u32, u32) = (2, 28, 0);
 
 /// The recipe's source repository, by URL.
@@ -109,10 +109,10 @@ fn mentions_option(r: &Recipe, name: &str) -> bool {
 /// - source: ROCm/rccl recipes use tag `rocm-<rocm_release>` and no subdir; rocm-systems recipes use
 ///   `therock-<major>.<minor>` (or `therock-<rocm_release>`) and subdir `projects/rccl`; no other
 ///   repository.
-/// - pipeline (rccl.md §2, §4): below 2.28 only `rdc`; from 2.28 `rdc` needs
+/// - pipeline (RCCL's `CMakeLists.txt`; ROCm/ROCm#6520): below 2.28 only `rdc`; from 2.28 `rdc` needs
 ///   `-DENABLE_DEVICE_LINKER=OFF`, and `device-linker` needs `compile-definition` and either
 ///   `post_link_patch` or status `unfixable-by-rebuild` (NDEBUG alone leaves 3 declaring kernels).
-/// - NDEBUG (rccl.md §3, §5): `release-build-type` only below 2.21; never `none`.
+/// - NDEBUG (ROCm/rccl#2124; RCCL's `CMakeLists.txt`): `release-build-type` only below 2.21; never `none`.
 /// - toolchain: an image has no registry host and a tag naming the release; its Containerfile is
 ///   `containers/rocm-<rocm_release>/Containerfile`, exists, parses, and starts `FROM <image>`;
 ///   `rocm_path` is `/opt/rocm` and `cxx` lies under it. A named toolchain has

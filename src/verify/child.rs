@@ -7,7 +7,6 @@
 //! Results go to stdout as [`super::protocol`] lines.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -55,9 +54,7 @@ pub struct ChildOptions {
 
 /// Write one protocol line and flush (the parent's watchdog reads them as they come).
 fn emit(ev: &Event) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", protocol::encode(ev));
-    let _ = out.flush();
+    crate::ui::protocol_line(&protocol::encode(ev));
 }
 
 /// After a hang the library cannot be shut down: wait for the parent to kill this process.

@@ -245,9 +245,7 @@ impl<'a> Supervisor<'a> {
 
     fn on_log(&mut self, i: usize, line: String) -> Flow {
         // The library's own log lines: escaped, and kept (for the diagnosis) even with -q.
-        if !crate::ui::quiet() {
-            eprintln!("[{}] {}", self.label(i), crate::ui::escape(&line));
-        }
+        crate::ui::child_line(self.label(i), &line);
         if self.log.len() == LOG_KEEP {
             self.log.pop_front();
         }

@@ -889,14 +889,20 @@ fn fake_hostcall_refusal_is_diagnosed() {
 /// The stand-in laid out like an RCCL install: `librccl.so.1` with `libamdhip64.so` beside it (both
 /// links to one file, so the loader maps it once), found by the default runtime search.
 fn fake_rccl_install() -> std::path::PathBuf {
-    let fake = fake_lib();
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify-fake-rccl");
-    std::fs::create_dir_all(&dir).unwrap();
-    for name in ["librccl.so.1", "libamdhip64.so"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&fake, &link).unwrap();
-    }
+    // Made once per test process: tests run in parallel, and two of them replacing the same links
+    // raced (EEXIST).
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let fake = fake_lib();
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify-fake-rccl");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["librccl.so.1", "libamdhip64.so"] {
+            let link = dir.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&fake, &link).unwrap();
+        }
+        dir
+    });
     dir.join("librccl.so.1")
 }
 
