@@ -11,4 +11,5 @@ mod patch;
 mod prove;
 mod recipes;
 mod scan;
+mod source;
 mod verify;
