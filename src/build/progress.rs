@@ -71,9 +71,10 @@ impl State {
         let e = est.estimate(self.started.elapsed().as_secs_f64());
         let mut t = if e.overrun > 0.0 {
             format!(
-                "running {} longer than the record predicts (speed {:.2}x the record)",
+                "running {} longer than the record predicts (steps ran at {:.2}x the recorded time; the long step is at {:.2}x so far)",
                 fmt_mins(e.overrun),
-                e.speed
+                e.speed,
+                e.long_speed
             )
         } else {
             format!(
