@@ -12,6 +12,18 @@
 //!
 //! **Invariant:** the cache's `refs/tags/<tag>` only ever holds a commit that passed the pin check
 //! (or was pinned by that fetch): a refused fetch leaves the cache's tags as they were.
+//!
+//! **Fetch only what is built.** A recipe with `source.subdir` (`projects/rccl` of the
+//! ROCm/rocm-systems monorepo) makes its cache a *partial* one: the tag is fetched shallow and
+//! blob-filtered (`--depth=1 --filter=blob:none`: the commit and its trees, no file contents), then
+//! only the blobs of the subfolder's sparse cone ([`cone_paths`]) are fetched by id. The cache's
+//! promisor remote `rcclfix` ([`PROMISOR`]) has no URL in its config: it is given on each fetch
+//! with `-c`, so no later git command in the cache (or a checkout of it) can reach the network
+//! lazily. From a local path (`--git-mirror`) git runs the mirror's `upload-pack` itself and
+//! `-c uploadpack.allowFilter` on our side does not reach it (local transports clear
+//! `GIT_CONFIG_PARAMETERS`), so the remote's `uploadpack` command carries the setting. Such a
+//! cache is checked out by [`checkout`] as a sparse, cone-mode work tree that holds every blob of the
+//! cone before `git checkout` runs (checked after it), and nothing outside.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,6 +56,9 @@ pub struct Fetched {
     pub commit: String,
     /// Whether the pin was recorded just now (first fetch of an unpinned tag).
     pub newly_pinned: bool,
+    /// The recipe's `source.subdir` (empty: the whole tree): [`checkout`] makes a sparse checkout
+    /// of it when the cache is partial.
+    pub subdir: String,
 }
 
 /// The user's lockfile: `$RCCLFIX_HOME/rcclfix.lock`.
@@ -142,12 +157,24 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
     let cache = ensure_cache(url)?;
     let lock = Lockfile::load(&user_lockfile())?;
     let pin = recipe.pinned_commit(&lock).map(str::to_owned);
+    let subdir = recipe.source.subdir.as_str();
     let commit = match remote_tag_commit(&origin, tag) {
         Ok(Some(remote)) => {
             if cached_tag_commit(&cache, tag).as_deref() == Some(remote.as_str()) {
+                // Cached; a partial cache may still lack blobs this recipe's cone needs.
+                ensure_cone_blobs(&cache, Some(&origin), &remote, subdir, recipe)?;
                 remote
             } else {
-                crate::ui::status("Fetching", format_args!("tag {tag} from {origin}"));
+                if subdir.is_empty() {
+                    crate::ui::status("Fetching", format_args!("tag {tag} from {origin}"));
+                } else {
+                    crate::ui::status(
+                        "Fetching",
+                        format_args!(
+                            "tag {tag} from {origin} (only {subdir}: shallow, blob-filtered)"
+                        ),
+                    );
+                }
                 fetch_tag_checked(&cache, &origin, tag, pin.as_deref(), recipe)?
             }
         }
@@ -158,6 +185,7 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
         Err(e) => match cached_tag_commit(&cache, tag) {
             Some(c) => {
                 crate::ui::warn(format_args!("cannot reach {origin} ({}); using the cached tag {tag}", first_line(&e)));
+                ensure_cone_blobs(&cache, None, &c, subdir, recipe)?;
                 c
             }
             None => {
@@ -193,6 +221,7 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
         origin,
         commit,
         newly_pinned,
+        subdir: recipe.source.subdir.clone(),
     })
 }
 
@@ -291,6 +320,7 @@ fn fetch_pinned_commit(
     let origin = origin_for(url, opts)?;
     let cache = ensure_cache(url)?;
     let git_dir = format!("--git-dir={}", cache.display());
+    let subdir = recipe.source.subdir.as_str();
     let have = cache_has_commit(&cache, &commit);
     let head = remote_branch_commit(&origin, branch);
     if !have {
@@ -301,12 +331,11 @@ fn fetch_pinned_commit(
                 recipe.source.rev_label()
             ),
         );
-        git()
-            .arg(&git_dir)
+        from_origin(&cache, &origin, subdir)
             .args(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"])
-            .arg(&origin)
+            .args(filter_args(subdir, "blob:none"))
+            .arg(fetch_remote(&origin, subdir))
             .arg(format!("+{commit}:{COMMIT_PREFIX}{commit}"))
-            .env("GIT_TERMINAL_PROMPT", "0")
             .read()
             .with_context(|| {
                 format!(
@@ -321,6 +350,8 @@ fn fetch_pinned_commit(
             );
         }
     }
+    // Offline with the commit cached: its cone's blobs must be cached too.
+    let reachable = head.is_ok() || !have;
     match head {
         Ok(Some(h)) if h == commit => {}
         Ok(Some(h)) => {
@@ -329,12 +360,12 @@ fn fetch_pinned_commit(
                 cache: &cache,
                 name: format!("refs/rcclfix-incoming/heads/{branch}"),
             };
-            git()
-                .arg(&git_dir)
+            // The ancestry check needs commits only: a partial cache takes no trees for it.
+            from_origin(&cache, &origin, subdir)
                 .args(["fetch", "--quiet", "--force", "--no-tags", "--no-write-fetch-head"])
-                .arg(&origin)
+                .args(filter_args(subdir, "tree:0"))
+                .arg(fetch_remote(&origin, subdir))
                 .arg(format!("+refs/heads/{branch}:{}", incoming.name))
-                .env("GIT_TERMINAL_PROMPT", "0")
                 .read()
                 .with_context(|| format!("cannot fetch branch {branch} from {origin}"))?;
             let contained = git()
@@ -358,12 +389,253 @@ fn fetch_pinned_commit(
             first_line(&e)
         )),
     }
+    ensure_cone_blobs(
+        &cache,
+        reachable.then_some(origin.as_str()),
+        &commit,
+        subdir,
+        recipe,
+    )?;
     Ok(Fetched {
         cache,
         origin,
         commit,
         newly_pinned: false,
+        subdir: recipe.source.subdir.clone(),
     })
+}
+
+/// The promisor remote of a partial source cache (see the module docs): `remote.rcclfix.promisor`
+/// is in the cache's config, its URL only ever on the command line of one fetch.
+pub const PROMISOR: &str = "rcclfix";
+
+/// Whether `origin` is a local repository (an absolute path or a `file://` URL): git then runs its
+/// `upload-pack` on this machine.
+fn is_local(origin: &str) -> bool {
+    origin.starts_with('/') || origin.starts_with("file://")
+}
+
+/// `-c` settings that make [`PROMISOR`] point at `origin` for one git command. A local origin's
+/// `upload-pack` gets `uploadpack.allowFilter` (else it ignores `--filter` with a warning and sends
+/// every blob) and `uploadpack.allowAnySHA1InWant` (blobs are asked for by id) in its own command
+/// line: `-c` on the fetching side does not reach it.
+fn promisor_config(origin: &str) -> Vec<String> {
+    let mut v = vec!["-c".to_owned(), format!("remote.{PROMISOR}.url={origin}")];
+    if is_local(origin) {
+        v.push("-c".to_owned());
+        v.push(format!(
+            "remote.{PROMISOR}.uploadpack=git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
+        ));
+    }
+    v
+}
+
+/// `git --git-dir=<cache>` for a fetch from `origin`: with a `subdir`, through [`PROMISOR`]
+/// ([`promisor_config`]), so that a `--filter` makes the cache a partial clone of it.
+fn from_origin(cache: &Path, origin: &str, subdir: &str) -> Cmd {
+    let mut c = git()
+        .arg(format!("--git-dir={}", cache.display()))
+        .env("GIT_TERMINAL_PROMPT", "0");
+    if !subdir.is_empty() {
+        c = c.args(promisor_config(origin));
+    }
+    c
+}
+
+/// The remote argument of a fetch [`from_origin`] builds: [`PROMISOR`] with a `subdir`, else the
+/// origin itself.
+fn fetch_remote(origin: &str, subdir: &str) -> String {
+    if subdir.is_empty() {
+        origin.to_owned()
+    } else {
+        PROMISOR.to_owned()
+    }
+}
+
+/// `--filter=<spec>` with a `subdir`, else nothing.
+fn filter_args(subdir: &str, spec: &str) -> Vec<String> {
+    if subdir.is_empty() {
+        vec![]
+    } else {
+        vec![format!("--filter={spec}")]
+    }
+}
+
+/// Whether the repository `git_dir` is a partial clone (a filtered fetch left its promisor remote
+/// in the config): some blobs may be missing and are fetched by [`ensure_cone_blobs`].
+pub fn is_partial(git_dir: &Path) -> bool {
+    git()
+        .arg(format!("--git-dir={}", git_dir.display()))
+        .args(["config", "--bool", "--get"])
+        .arg(format!("remote.{PROMISOR}.promisor"))
+        .read()
+        .is_ok_and(|s| s.trim() == "true")
+}
+
+/// Check that `subdir` is a plain relative folder name (`projects/rccl`): no `..`, `.`, empty or
+/// absolute parts, no leading `-`, no control characters.
+fn check_subdir(subdir: &str) -> anyhow::Result<()> {
+    let bad = subdir.starts_with('/')
+        || subdir.starts_with('-')
+        || subdir.chars().any(|c| c.is_control() || c == '\\')
+        || subdir
+            .trim_end_matches('/')
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..");
+    if bad {
+        bail!("source.subdir {subdir:?} is not a relative folder path like \"projects/rccl\"");
+    }
+    Ok(())
+}
+
+/// The paths a cone-mode sparse checkout of `subdir` holds at `commit` in the repository
+/// `git_dir`, as pathspecs: `subdir` itself, and the files directly in the root and in each folder
+/// above it (cone mode always checks those out; git's `Documentation/git-sparse-checkout.txt`,
+/// "Internals — cone mode"). Empty `subdir`: the whole tree (no pathspec).
+///
+/// Errors: `subdir` is not a folder of `commit`; git fails.
+pub fn cone_paths(git_dir: &Path, commit: &str, subdir: &str) -> anyhow::Result<Vec<String>> {
+    if subdir.is_empty() {
+        return Ok(vec![]);
+    }
+    check_subdir(subdir)?;
+    let subdir = subdir.trim_end_matches('/');
+    let gd = format!("--git-dir={}", git_dir.display());
+    let lit = || git().arg("--literal-pathspecs");
+    let kind = lit()
+        .arg(&gd)
+        .args(["cat-file", "-t"])
+        .arg(format!("{commit}:{subdir}"))
+        .read()
+        .unwrap_or_default();
+    if kind.trim() != "tree" {
+        bail!("source.subdir {subdir:?} is not a folder in commit {commit}");
+    }
+    let mut out = vec![subdir.to_owned()];
+    let parts: Vec<&str> = subdir.split('/').collect();
+    for depth in 0..parts.len() {
+        let mut ls = lit().arg(&gd).args(["ls-tree", "-z", commit]);
+        if depth > 0 {
+            ls = ls.arg(format!("{}/", parts[..depth].join("/")));
+        }
+        let text = ls
+            .read()
+            .with_context(|| format!("cannot list commit {commit}"))?;
+        // `<mode> SP <type> SP <oid> TAB <path>` NUL
+        for entry in text.split('\0').filter(|e| !e.is_empty()) {
+            if let Some((meta, path)) = entry.split_once('\t') {
+                if meta.split(' ').nth(1) == Some("blob") {
+                    out.push(path.to_owned());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The objects under `paths` ([`cone_paths`]) of `commit` that the repository `git_dir` lacks
+/// (`git rev-list --objects --missing=print`, which never fetches lazily).
+fn missing_objects(git_dir: &Path, commit: &str, paths: &[String]) -> anyhow::Result<Vec<String>> {
+    let out = git()
+        .arg("--literal-pathspecs")
+        .arg(format!("--git-dir={}", git_dir.display()))
+        .args(["rev-list", "--objects", "--missing=print", commit, "--"])
+        .args(paths)
+        .read()
+        .with_context(|| format!("cannot list the objects of commit {commit}"))?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.strip_prefix('?'))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Fetch the objects `oids` by id into the partial repository `git_dir` from `origin` through
+/// [`PROMISOR`] (as git's own lazy fetch does: no negotiation, `--filter=blob:none` so that only
+/// the objects asked for come), then check that none is still missing.
+fn fetch_objects(
+    git_dir: &Path,
+    origin: &str,
+    commit: &str,
+    paths: &[String],
+    oids: &[String],
+) -> anyhow::Result<()> {
+    // Chunks keep the command line short (40 hex + a space each).
+    for chunk in oids.chunks(2000) {
+        git()
+            .arg(format!("--git-dir={}", git_dir.display()))
+            .args(promisor_config(origin))
+            .args([
+                "-c",
+                "fetch.negotiationAlgorithm=noop",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                PROMISOR,
+            ])
+            .args(chunk)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .read()
+            .with_context(|| format!("cannot fetch {} files by id from {origin}", chunk.len()))?;
+    }
+    let left = missing_objects(git_dir, commit, paths)?;
+    if !left.is_empty() {
+        bail!(
+            "{origin} did not deliver {} of the objects commit {commit} needs (first {})",
+            left.len(),
+            left[0]
+        );
+    }
+    Ok(())
+}
+
+/// Make sure the partial cache holds every blob the checkout of `commit` needs: the cone of
+/// `subdir` ([`cone_paths`]; the whole tree when empty). A cache that is not partial holds
+/// everything already (nothing is run). `origin: None` (offline): missing blobs are an error.
+///
+/// Errors: `subdir` is not a folder of `commit`; offline with blobs missing; the origin does not
+/// deliver them.
+fn ensure_cone_blobs(
+    cache: &Path,
+    origin: Option<&str>,
+    commit: &str,
+    subdir: &str,
+    recipe: &Recipe,
+) -> anyhow::Result<()> {
+    if !is_partial(cache) {
+        return Ok(());
+    }
+    let paths = cone_paths(cache, commit, subdir)
+        .map_err(|e| anyhow::anyhow!("recipe {}: {e}", recipe.id()))?;
+    let missing = missing_objects(cache, commit, &paths)?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let Some(origin) = origin else {
+        bail!(
+            "the source cache {} lacks {} files of commit {commit} (recipe {}) and the origin cannot be reached\nhelp: for offline use pass a local mirror with --git-mirror PATH",
+            cache.display(),
+            missing.len(),
+            recipe.id()
+        );
+    };
+    let what = if subdir.is_empty() {
+        "the tree"
+    } else {
+        subdir
+    };
+    crate::ui::status(
+        "Fetching",
+        format_args!(
+            "{} files of {what} ({}) from {origin}",
+            missing.len(),
+            &commit[..12.min(commit.len())]
+        ),
+    );
+    fetch_objects(cache, origin, commit, &paths, &missing)
 }
 
 /// Where [`fetch`] puts a fetched tag before it is checked: `refs/rcclfix-incoming/tags/<tag>`.
@@ -403,11 +675,12 @@ fn fetch_tag_checked(
         name: format!("{INCOMING_PREFIX}{tag}"),
     };
     let git_dir = format!("--git-dir={}", cache.display());
-    git()
-        .arg(&git_dir)
+    let subdir = recipe.source.subdir.as_str();
+    from_origin(cache, origin, subdir)
         // Shallow: the build needs the tagged tree, not its history (the pin check compares
         // commit ids). From a local mirror of ROCm/rccl this cuts the cold fetch of tag
-        // rocm-5.4.3 from 7,736 objects (4.9 MiB) to 399 (1.0 MiB).
+        // rocm-5.4.3 from 7,736 objects (4.9 MiB) to 399 (1.0 MiB). With a subdir, also
+        // blob-filtered: the subfolder's blobs follow once the commit passed the pin check.
         .args([
             "fetch",
             "--quiet",
@@ -416,9 +689,9 @@ fn fetch_tag_checked(
             "--no-write-fetch-head",
             "--depth=1",
         ])
-        .arg(origin)
+        .args(filter_args(subdir, "blob:none"))
+        .arg(fetch_remote(origin, subdir))
         .arg(format!("+refs/tags/{tag}:{}", incoming.name))
-        .env("GIT_TERMINAL_PROMPT", "0")
         .read()
         .with_context(|| format!("cannot fetch tag {tag} from {origin}"))?;
     let rev = |spec: String| -> anyhow::Result<String> {
@@ -442,6 +715,8 @@ fn fetch_tag_checked(
             );
         }
     }
+    // The cone's blobs before the tag: a cached tag always comes with what its checkout needs.
+    ensure_cone_blobs(cache, Some(origin), &commit, subdir, recipe)?;
     git()
         .arg(&git_dir)
         .arg("update-ref")
@@ -456,10 +731,22 @@ fn first_line(e: &anyhow::Error) -> String {
     e.to_string().lines().next().unwrap_or_default().to_owned()
 }
 
-/// Check out `fetched.commit` into `dest` (which must not exist): a local clone of the cache
-/// (objects hard-linked where possible, no alternates, so git still works inside a container),
-/// then [`verify_checkout`].
+/// Check out `fetched.commit` into `dest` (which must not exist), then [`verify_checkout`]. No
+/// alternates and no remote URL are left in it, so git still works inside a container, which has
+/// no network and no view of the cache.
+///
+/// A full cache is cloned locally. A partial cache ([`is_partial`]) is fetched from instead: the
+/// commit shallow and blob-filtered, then the blobs of `fetched.subdir`'s cone by id, all from the
+/// cache (a `file://` URL, so the filter applies); then a cone-mode sparse checkout of the subdir
+/// (the whole tree when `subdir` is empty). Every blob of the cone is in `dest` before `git
+/// checkout` (which therefore never fetches lazily) and is checked again after it.
+///
+/// Errors: git fails; the subdir is not a folder of the commit; a blob of the cone is missing.
 pub fn checkout(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
+    if is_partial(&fetched.cache) {
+        checkout_partial(fetched, dest)?;
+        return verify_checkout(dest, &fetched.commit);
+    }
     git()
         .args(["clone", "--quiet", "--no-checkout"])
         .arg(&fetched.cache)
@@ -480,6 +767,89 @@ pub fn checkout(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
         .read()
         .with_context(|| format!("cannot check out {}", fetched.commit))?;
     verify_checkout(dest, &fetched.commit)
+}
+
+/// [`checkout`] from a partial cache (see there).
+fn checkout_partial(fetched: &Fetched, dest: &Path) -> anyhow::Result<()> {
+    let commit = &fetched.commit;
+    let cache_url = format!("file://{}", fs_err::canonicalize(&fetched.cache)?.display());
+    git()
+        .args(["init", "--quiet"])
+        .arg(dest)
+        .read()
+        .with_context(|| format!("cannot create {}", dest.display()))?;
+    let git_dir = dest.join(".git");
+    let in_dest = || git().arg("-C").arg(dest);
+    in_dest()
+        .args(promisor_config(&cache_url))
+        .args([
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--depth=1",
+            "--filter=blob:none",
+            PROMISOR,
+        ])
+        .arg(format!("+{commit}:{COMMIT_PREFIX}{commit}"))
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .read()
+        .with_context(|| {
+            format!(
+                "cannot fetch commit {commit} from the source cache {}",
+                fetched.cache.display()
+            )
+        })?;
+    let paths = cone_paths(&git_dir, commit, &fetched.subdir)?;
+    let missing = missing_objects(&git_dir, commit, &paths)?;
+    if !missing.is_empty() {
+        fetch_objects(&git_dir, &cache_url, commit, &paths, &missing)?;
+    }
+    if !fetched.subdir.is_empty() {
+        // `init --cone` then `set` (rather than `set --cone`) works with git 2.25 and later.
+        in_dest()
+            .args(["sparse-checkout", "init", "--cone"])
+            .read()
+            .with_context(|| format!("cannot make {} a sparse checkout", dest.display()))?;
+        in_dest()
+            .args(["sparse-checkout", "set"])
+            .arg(fetched.subdir.trim_end_matches('/'))
+            .read()
+            .with_context(|| format!("cannot limit {} to {}", dest.display(), fetched.subdir))?;
+    }
+    in_dest()
+        .args([
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--detach",
+        ])
+        .arg(commit)
+        .read()
+        .with_context(|| format!("cannot check out {commit}"))?;
+    let left = missing_objects(&git_dir, commit, &paths)?;
+    if !left.is_empty() {
+        bail!(
+            "the checkout {} of {commit} lacks {} objects of {} (first {})",
+            dest.display(),
+            left.len(),
+            if fetched.subdir.is_empty() {
+                "the tree"
+            } else {
+                &fetched.subdir
+            },
+            left[0]
+        );
+    }
+    if !fetched.subdir.is_empty() && !dest.join(&fetched.subdir).is_dir() {
+        bail!(
+            "the checkout {} has no folder {}",
+            dest.display(),
+            fetched.subdir
+        );
+    }
+    Ok(())
 }
 
 /// Check that the git work tree `tree` is at `commit` (`HEAD`, 40 hex) and clean: no modified,

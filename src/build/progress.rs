@@ -71,9 +71,10 @@ impl State {
         let e = est.estimate(self.started.elapsed().as_secs_f64());
         let mut t = if e.overrun > 0.0 {
             format!(
-                "running {} longer than the record predicts (speed {:.2}x the record)",
+                "running {} longer than the record predicts (steps ran at {:.2}x the recorded time; the long step is at {:.2}x so far)",
                 fmt_mins(e.overrun),
-                e.speed
+                e.speed,
+                e.long_speed
             )
         } else {
             format!(
@@ -165,7 +166,8 @@ impl Progress {
             let ticker = std::thread::spawn(move || {
                 let mut n = 0u32;
                 while !sp.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(250));
+                    // Parked, not slept: `finish` unparks it, so stopping never waits out the interval.
+                    std::thread::park_timeout(Duration::from_millis(250));
                     n += 1;
                     if n % 8 == 0 {
                         let mut s = st.lock().unwrap();
@@ -186,7 +188,7 @@ impl Progress {
         let heartbeat = std::thread::spawn(move || {
             let mut next = started + HEARTBEAT;
             while !sp.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(250));
+                std::thread::park_timeout(Duration::from_millis(250));
                 if Instant::now() >= next {
                     next += HEARTBEAT;
                     let mut s = st.lock().unwrap();
@@ -249,6 +251,7 @@ impl Progress {
             b.finish_and_clear();
         }
         if let Some(h) = self.heartbeat.take() {
+            h.thread().unpark();
             let _ = h.join();
         }
     }

@@ -11,6 +11,7 @@ mod patch;
 mod prove;
 mod recipes;
 mod scan;
+mod source;
 mod support;
 mod tidy;
 mod verify;
