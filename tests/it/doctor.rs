@@ -1010,7 +1010,10 @@ fn configure_hang_symbol_and_smi_logs_are_not_this_bug() {
     for (file, sig) in [
         ("logs/rccl958_configure.log", "rccl-target-list-ignored"),
         ("logs/rccl2124_ndebug_hang.log", "rccl-waitpeer-hang"),
-        ("logs/toolboxes60_undefined_symbol.log", "abi-undefined-nccl-symbol"),
+        (
+            "logs/toolboxes60_undefined_symbol.log",
+            "abi-undefined-nccl-symbol",
+        ),
         ("logs/pytorch191366_rocm_smi.log", "wheel-missing-rocm-smi"),
         (
             "logs/hostcall_buffer_missing.log",
