@@ -28,7 +28,6 @@ pub mod prove;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -36,81 +35,37 @@ use anyhow::{bail, Context};
 use crate::container::{self, EngineKind, Mount, RunSpec};
 use crate::manifest::{LibraryRecord, Manifest, MANIFEST_SCHEMA_VERSION};
 use crate::recipe::{NdebugStrategy, Recipe, Status};
+use crate::ui::Ui;
 
-/// Arguments of `rcclfix build`.
-#[derive(Debug, clap::Args)]
-pub struct BuildArgs {
-    /// Recipe to build: an RCCL version or recipe name (see --list).
-    #[arg(long, value_name = "VERSION", conflicts_with = "recipe")]
-    pub tag: Option<String>,
-    /// Build a recipe file from disk instead of an embedded recipe.
-    #[arg(long, value_name = "FILE")]
-    pub recipe: Option<PathBuf>,
-    /// List the recipes and exit.
-    #[arg(long)]
-    pub list: bool,
-    /// gfx targets to build and gate, comma-separated (default: the recipe's), e.g. gfx1100,gfx1101.
-    #[arg(long, value_delimiter = ',', value_name = "GFX,…")]
+/// What `rcclfix build` (and each of `prove`'s two builds) is asked to do besides the recipe.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// gfx targets to build and gate (empty: the recipe's `build.targets`).
     pub targets: Vec<String>,
-    /// Clone from this local git mirror instead of the recipe URL (offline use).
-    #[arg(long, value_name = "PATH", env = "RCCLFIX_GIT_MIRROR")]
+    /// Clone from this local git mirror instead of the recipe URL.
     pub git_mirror: Option<PathBuf>,
-    /// Container engine (default: podman, then docker, then bubblewrap; also RCCLFIX_ENGINE).
-    #[arg(long, value_enum)]
+    /// Container engine (`None`: `RCCLFIX_ENGINE`, else [`container::Engine::select`]'s order).
     pub engine: Option<EngineKind>,
     /// Where output folders go.
-    #[arg(long, value_name = "DIR", default_value = "out")]
     pub out_dir: PathBuf,
-    /// ninja -j (default: the CPU cores, fewer when RAM is short; see `choose_jobs`).
-    #[arg(long, short = 'j')]
+    /// ninja -j (`None`: [`choose_jobs`]).
     pub jobs: Option<u32>,
-    /// Refuse to pin an unpinned tag on first fetch or an image toolchain's digest on first use
-    /// (the recipe or lockfile must pin them).
-    #[arg(long)]
+    /// Refuse to pin an unpinned tag on first fetch or an image toolchain's digest on first use.
     pub locked: bool,
     /// Allow recipes whose status is experimental or unfixable-by-rebuild (the gate still judges).
-    #[arg(long)]
     pub experimental: bool,
     /// After the gate, run `verify` on two GPUs and record the result in manifest.json.
-    #[arg(long)]
     pub verify: bool,
-    /// After the build, write these packages (comma-separated: deb, whl).
-    #[arg(long, value_delimiter = ',', value_name = "FORMAT,…")]
+    /// After the build, write these packages (`deb`, `whl`).
     pub package: Vec<String>,
-    /// Where packages go (default: the --out-dir).
-    #[arg(long, value_name = "DIR")]
+    /// Where packages go (`None`: `out_dir`).
     pub package_dir: Option<PathBuf>,
     /// Build as the negative control of `rcclfix prove`: in the work folder `<recipe>-control-…`,
-    /// gate it, and return the result without writing an output folder (set by `prove`, not a flag).
-    #[arg(skip)]
+    /// gate it, and return the result without writing an output folder.
     pub control: bool,
     /// Build even when the output folder was built from the same inputs (the artifact cache
     /// otherwise reuses it after re-running the scan gate on it).
-    #[arg(long)]
     pub rebuild: bool,
-}
-
-impl BuildArgs {
-    /// Run the subcommand: prints the output folder on stdout. Exit 1 when the scan gate (or
-    /// `--verify`) fails; errors exit 2.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        if self.list {
-            print!("{}", crate::recipe::list_table(&crate::recipe::embedded()?));
-            return Ok(ExitCode::SUCCESS);
-        }
-        let (recipe, recipe_root) = resolve_recipe(self.tag.as_deref(), self.recipe.as_deref())?;
-        match build(&self, &recipe, recipe_root.as_deref())? {
-            Outcome::Built(dir) => {
-                println!("{}", dir.display());
-                Ok(ExitCode::SUCCESS)
-            }
-            Outcome::CheckFailed(err) => {
-                crate::ui::print_error(&err);
-                Ok(ExitCode::from(crate::EXIT_CHECK_FAILED))
-            }
-            Outcome::Control(_) => unreachable!("only prove builds controls"),
-        }
-    }
 }
 
 /// The recipe to build: a recipe file (`--recipe FILE`; patches are then looked up in the checkout
@@ -144,9 +99,10 @@ pub fn resolve_recipe(
 pub enum Outcome {
     /// The output folder was committed.
     Built(PathBuf),
-    /// A check failed (scan gate, verify): nothing was written to the output folder.
+    /// A check failed (scan gate, verify): nothing was written to the output folder. The error
+    /// carries a [`crate::CheckFailed`] (exit 1).
     CheckFailed(anyhow::Error),
-    /// A control build ([`BuildArgs::control`]) finished and was gated; nothing was written to the
+    /// A control build ([`BuildOptions::control`]) finished and was gated; nothing was written to the
     /// output folder.
     Control(Box<ControlResult>),
 }
@@ -279,7 +235,8 @@ fn strategy_name(s: NdebugStrategy) -> String {
 ///
 /// Errors: the library cannot be scanned.
 fn try_reuse(
-    args: &BuildArgs,
+    args: &BuildOptions,
+    ui: &Ui,
     dest: &Path,
     key: &cache::BuildKey,
     targets: &[String],
@@ -291,7 +248,7 @@ fn try_reuse(
     let m = match cache::lookup(dest, key) {
         cache::Lookup::Missing => return Ok(None),
         cache::Lookup::Stale(why) => {
-            crate::ui::status("Rebuilding", why);
+            ui.status("Rebuilding", why);
             return Ok(None);
         }
         cache::Lookup::Hit(m) => m,
@@ -299,7 +256,7 @@ fn try_reuse(
     let lib = dest.join(&m.library.file);
     let gate = gate::run(&lib, &m.library.file, targets)?;
     if !gate.passed() {
-        crate::ui::status(
+        ui.status(
             "Rebuilding",
             format_args!(
                 "the cached library {} no longer passes the scan gate: {}",
@@ -310,7 +267,7 @@ fn try_reuse(
         return Ok(None);
     }
     let built = m.cache.as_ref().map(|c| c.built_at_unix).unwrap_or(0);
-    crate::ui::status(
+    ui.status(
         "Reused",
         format_args!(
             "{} (built {}, {} ago, from the same inputs; key {}); gate re-run: {} clean in {}\nhelp: pass --rebuild to build it again",
@@ -328,7 +285,7 @@ fn try_reuse(
             .clone()
             .unwrap_or_else(|| args.out_dir.clone());
         for p in crate::package::package_build_dir(dest, &args.package, &pkg_dir)? {
-            crate::ui::status("Packaged", p.display());
+            ui.status("Packaged", p.display());
         }
     }
     Ok(Some(Outcome::Built(dest.to_owned())))
@@ -373,10 +330,14 @@ pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
 
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
 /// (patches are looked up there).
+///
+/// Errors: any step that could not run (fetch, toolchain, configure, the checks after it, ninja,
+/// the output folder); a failed scan gate or verify is [`Outcome::CheckFailed`], not an error.
 pub fn build(
-    args: &BuildArgs,
+    args: &BuildOptions,
     recipe: &Recipe,
     recipe_root: Option<&Path>,
+    ui: &Ui,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let targets: Vec<String> = if args.targets.is_empty() {
@@ -396,7 +357,7 @@ pub fn build(
     }
     let name = output_name(recipe, &targets);
     let dest = args.out_dir.join(&name);
-    crate::ui::status(
+    ui.status(
         "Building",
         format_args!(
             "rccl {} (recipe {}, {}) for {}",
@@ -408,7 +369,7 @@ pub fn build(
     );
     if let Some(avail) = available_ram_gib() {
         if avail < recipe.build.link_ram_gib {
-            crate::ui::warn(format_args!(
+            ui.warn(format_args!(
                 "{avail:.1} GiB of RAM available, but the device link of recipe {} needs about {:.1} GiB\nhelp: close other programs or add swap; the link may be killed or very slow",
                 recipe.id(),
                 recipe.build.link_ram_gib
@@ -435,7 +396,7 @@ pub fn build(
         if let Some(n) = &recipe.toolchain.name {
             if let Ok(tc) = container::Toolchain::local(n) {
                 let k = build_key(recipe, recipe_root, &fetched.commit, &targets, tc.id())?;
-                if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+                if let Some(o) = try_reuse(args, ui, &dest, &k, &targets, started)? {
                     return Ok(o);
                 }
                 key = Some(k);
@@ -479,7 +440,7 @@ pub fn build(
         &crate::source::user_lockfile(),
     )?;
     container::prepare(&engine, &mut tc)?;
-    crate::ui::status(
+    ui.status(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
     );
@@ -491,7 +452,7 @@ pub fn build(
             &content_id
         };
         let k = build_key(recipe, recipe_root, &fetched.commit, &targets, id)?;
-        if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+        if let Some(o) = try_reuse(args, ui, &dest, &k, &targets, started)? {
             return Ok(o);
         }
         key = Some(k);
@@ -540,7 +501,7 @@ pub fn build(
             }
             cmake_args.push("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache".into());
         } else {
-            crate::ui::warn(format_args!(
+            ui.warn(format_args!(
                 "RCCLFIX_CCACHE_DIR is set but toolchain {} has no ccache; building without it",
                 tc.name()
             ));
@@ -575,7 +536,7 @@ pub fn build(
     };
 
     // Configure.
-    crate::ui::status(
+    ui.status(
         "Configuring",
         format_args!(
             "cmake in {} (network off; log {})",
@@ -631,7 +592,7 @@ pub fn build(
         );
     }
     if strategy == NdebugStrategy::None {
-        crate::ui::warn(format_args!(
+        ui.warn(format_args!(
             "NDEBUG strategy none: -DNDEBUG is {} on the device compile lines",
             if ndebug_on { "present" } else { "absent" }
         ));
@@ -670,7 +631,7 @@ pub fn build(
             Ok(r) if !r.steps.is_empty() => Some(r),
             Ok(_) => None,
             Err(e) => {
-                crate::ui::warn(format_args!(
+                ui.warn(format_args!(
                     "{}: {e}; no remaining-time estimate",
                     record_path.display()
                 ));
@@ -679,7 +640,7 @@ pub fn build(
         },
         Err(_) => None,
     };
-    crate::ui::status(
+    ui.status(
         "Compiling",
         format_args!(
             "with ninja -j{jobs}; {}",
@@ -696,7 +657,7 @@ pub fn build(
     writeln!(log, "# rcclfix: ninja -j{jobs}")?;
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
-        crate::ui::progress_bars(),
+        ui.progress_bars(),
         progress::EtaInput {
             record,
             jobs: jobs as usize,
@@ -722,11 +683,11 @@ pub fn build(
     let build_seconds = build_started.elapsed().as_secs_f64();
     log.flush()?;
     drop(log);
-    crate::ui::status("Built", format_args!("in {}", fmt_secs(build_seconds)));
+    ui.status("Built", format_args!("in {}", fmt_secs(build_seconds)));
 
     // Gate.
     let lib = find_library(&build_dir)?;
-    crate::ui::status(
+    ui.status(
         "Scanning",
         format_args!("{} for {}", lib.display(), targets.join(",")),
     );
@@ -740,7 +701,7 @@ pub fn build(
     // it. A refusal fails the build; the record goes into `manifest.patched` only when something
     // was rewritten.
     let patched = if recipe.build.post_link_patch {
-        crate::ui::status(
+        ui.status(
             "Patching",
             format_args!("{} (post-link, {})", lib.display(), targets.join(",")),
         );
@@ -776,20 +737,22 @@ pub fn build(
     if !gate.passed() {
         let kept = work.join("scan.json");
         crate::fsutil::atomic_write(&kept, scan_json.as_bytes())?;
-        return Ok(Outcome::CheckFailed(anyhow::Error::new(
-            crate::ui::LinesError {
-                head: format!(
-                    "scan gate failed for {}: no output written",
-                    lib.file_name().unwrap_or_default().to_string_lossy()
-                ),
+        let head = format!(
+            "scan gate failed for {}: no output written",
+            lib.file_name().unwrap_or_default().to_string_lossy()
+        );
+        return Ok(Outcome::CheckFailed(
+            anyhow::Error::new(crate::ui::LinesError {
+                head: head.clone(),
                 lines: gate.failures(),
                 help: Some(format!(
                     "the scan report is {}; NDEBUG strategy was {}",
                     kept.display(),
                     serde_json::to_value(strategy)?.as_str().unwrap_or_default()
                 )),
-            },
-        )));
+            })
+            .context(crate::CheckFailed::new(head)),
+        ));
     }
 
     // Output folder.
@@ -859,27 +822,30 @@ pub fn build(
         }),
     };
     if args.verify {
-        crate::ui::status("Verifying", format_args!("{} on two GPUs", lib_name));
+        ui.status("Verifying", format_args!("{} on two GPUs", lib_name));
         match crate::verify::verify_for_build(&out_lib)? {
-            None => crate::ui::warn(
-                "fewer than two GPUs: verify did not run (manifest.verify stays empty)",
-            ),
+            None => {
+                ui.warn("fewer than two GPUs: verify did not run (manifest.verify stays empty)")
+            }
             Some((report, ok)) => {
                 manifest.verify = Some(report);
                 if !ok {
                     let kept = work.join("manifest.json");
                     manifest.save(&kept)?;
-                    return Ok(Outcome::CheckFailed(anyhow::anyhow!(
-                        "verify failed on the built library: no output written\nhelp: the report is in {}",
-                        kept.display()
-                    )));
+                    return Ok(Outcome::CheckFailed(
+                        crate::CheckFailed::new(format!(
+                            "verify failed on the built library: no output written\nhelp: the report is in {}",
+                            kept.display()
+                        ))
+                        .into(),
+                    ));
                 }
             }
         }
     }
     manifest.save(&out.path().join("manifest.json"))?;
     let dir = out.commit()?;
-    crate::ui::status(
+    ui.status(
         "Finished",
         format_args!(
             "{} in {} (gate: {} clean)",
@@ -894,7 +860,7 @@ pub fn build(
             .clone()
             .unwrap_or_else(|| args.out_dir.clone());
         for p in crate::package::package_build_dir(&dir, &args.package, &pkg_dir)? {
-            crate::ui::status("Packaged", p.display());
+            ui.status("Packaged", p.display());
         }
     }
     Ok(Outcome::Built(dir))
