@@ -54,6 +54,13 @@ pub struct Args {
     /// otherwise reuses it after re-running the scan gate on it).
     #[arg(long)]
     pub rebuild: bool,
+    /// Print the build plan (targets, work paths, every step's argv, mounts and environment, the
+    /// expected outputs) and exit without running anything.
+    #[arg(long)]
+    pub plan: bool,
+    /// With --plan: print the plan as JSON (docs/build-plan.md).
+    #[arg(long, requires = "plan")]
+    pub json: bool,
 }
 
 impl Args {
@@ -76,7 +83,8 @@ impl Args {
     }
 }
 
-/// Run the subcommand: print the output folder on stdout (`--list`: the recipe table).
+/// Run the subcommand: print the output folder on stdout (`--list`: the recipe table; `--plan`:
+/// the plan, as text or `--json`, and nothing is run).
 ///
 /// Errors: whatever the build returns (exit 2); a failed scan gate or `--verify` is a
 /// [`crate::CheckFailed`] (exit 1).
@@ -87,6 +95,21 @@ pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
     }
     let (recipe, recipe_root) =
         crate::build::resolve_recipe(a.tag.as_deref(), a.recipe.as_deref())?;
+    if a.plan {
+        let plan = crate::build::plan::plan(
+            &recipe,
+            &a.options(),
+            &crate::build::plan::HostFacts::detect(),
+        )?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&plan)?);
+        } else {
+            for line in crate::build::plan::render(&plan).lines() {
+                println!("{}", crate::ui::escape(line));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     match crate::build::build(&a.options(), &recipe, recipe_root.as_deref(), ui)? {
         Outcome::Built(dir) => {
             println!("{}", dir.display());
