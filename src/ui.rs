@@ -263,7 +263,7 @@ pub fn always(msg: impl Display) {
 /// Print `error: …` and one `caused by: …` line per source in the chain. Every line is escaped
 /// ([`escape_message`]), so a file name carrying ESC or a newline neither reaches the terminal
 /// raw nor splits the message; the process's own output a [`crate::process::CommandError`]
-/// carries, and the lines of a [`crate::package::gate::GateError`], are escaped line by line.
+/// carries, and the lines of a [`crate::package::export_gate::GateError`], are escaped line by line.
 /// Errors are printed with `-q` too.
 ///
 /// A [`crate::CheckFailed`] used as context over a detailed error that starts with the same
@@ -312,7 +312,7 @@ fn escape_error(e: &(dyn std::error::Error + 'static)) -> String {
         return c.escaped();
     }
     // The export gate's failure is one line per problem, each escaped on its own.
-    if let Some(g) = e.downcast_ref::<crate::package::gate::GateError>() {
+    if let Some(g) = e.downcast_ref::<crate::package::export_gate::GateError>() {
         let mut s = format!("export gate failed for {}:", escape(&g.library));
         for l in &g.lines {
             s.push_str("\n  ");

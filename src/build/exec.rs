@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 
 use super::plan::BuildPlan;
-use super::{cache, eta, gate, ndebug, progress, ControlResult, Outcome};
+use super::{cache, eta, ndebug, progress, scan_gate, ControlResult, Outcome};
 use crate::container::RunSpec;
 use crate::manifest::{FileDigest, LibraryRecord, Manifest, MANIFEST_SCHEMA_VERSION};
 use crate::recipe::{NdebugStrategy, Recipe};
@@ -327,7 +327,7 @@ pub fn execute(
     } else {
         None
     };
-    let gate = gate::run(&lib, &lib_name, &targets)?;
+    let gate = scan_gate::run(&lib, &lib_name, &targets)?;
     let scan_json = serde_json::to_string_pretty(&gate.report)? + "\n";
     if plan.control {
         crate::fsutil::atomic_write(&work.scan_json, scan_json.as_bytes())?;

@@ -17,7 +17,7 @@
 //!    then check `build.ninja` (NDEBUG on every device compile, offload targets = requested) and the
 //!    `Compiling for` line;
 //! 5. build with ninja (progress from `[n/m]` lines, full log in `build.log`);
-//! 6. scan gate ([`gate`]): every requested target `clean`, else exit 1 and no output folder;
+//! 6. scan gate ([`scan_gate`]): every requested target `clean`, else exit 1 and no output folder;
 //! 7. assemble `out/rccl-<version>-<targets>/` (library + SONAME symlinks, `scan.json`,
 //!    `manifest.json`, `build.log`) in a temporary folder, optionally `--verify`, then rename it into
 //!    place; optionally `--package`.
@@ -25,11 +25,11 @@
 pub mod cache;
 pub mod eta;
 pub mod exec;
-pub mod gate;
 pub mod ndebug;
 pub mod plan;
 pub mod progress;
 pub mod prove;
+pub mod scan_gate;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -114,7 +114,7 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct ControlResult {
     /// The gate's verdict and full scan report.
-    pub gate: gate::GateResult,
+    pub gate: scan_gate::GateResult,
     /// sha256 of the library the control built (hex).
     pub library_sha256: String,
     /// Wall time of configure + build, in seconds.
@@ -250,7 +250,7 @@ fn try_reuse(
         cache::Lookup::Hit(m) => m,
     };
     let lib = dest.join(&m.library.file);
-    let gate = gate::run(&lib, &m.library.file, targets)?;
+    let gate = scan_gate::run(&lib, &m.library.file, targets)?;
     if !gate.passed() {
         ui.status(
             "Rebuilding",

@@ -219,7 +219,7 @@ pub fn prove(
         Outcome::Control(_) => unreachable!(),
     };
     let fix_states = fix_report.target_states(&targets);
-    let fix_gate = super::gate::GateResult {
+    let fix_gate = super::scan_gate::GateResult {
         report: fix_report,
         states: fix_states,
     };
@@ -345,7 +345,7 @@ fn kernels_of(report: &ScanReport, target: &str) -> BTreeMap<String, bool> {
 
 fn run_record(
     strategy: &str,
-    gate: &super::gate::GateResult,
+    gate: &super::scan_gate::GateResult,
     targets: &[String],
     library_sha256: String,
     wall_seconds: f64,

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::package::{gate, Flavor, Format, PackageOptions};
+use crate::package::{export_gate, Flavor, Format, PackageOptions};
 use crate::ui::Ui;
 
 /// Arguments of `rcclfix package`.
@@ -32,7 +32,7 @@ pub struct Args {
         value_delimiter = ',',
         help_heading = "Export gate"
     )]
-    pub consumer_symbols: Vec<crate::package::gate::ConsumerSymbols>,
+    pub consumer_symbols: Vec<crate::package::export_gate::ConsumerSymbols>,
     /// rcclfix revision N of the version `<rccl version>+rcclfix<N>`.
     #[arg(long, default_value_t = 1, help_heading = "Package metadata")]
     pub revision: u32,
@@ -65,7 +65,7 @@ impl Args {
                 .out_dir
                 .clone()
                 .unwrap_or_else(|| crate::package::default_out_dir(&self.from)),
-            gate: gate::GateInputs {
+            gate: export_gate::GateInputs {
                 stock: self.stock.clone(),
                 consumers: self.consumer.clone(),
                 consumer_symbols: self.consumer_symbols.clone(),
@@ -83,7 +83,7 @@ impl Args {
 /// Run the subcommand: print each package path on stdout.
 ///
 /// Errors: see [`crate::package::package`]; a failed export gate is a [`crate::CheckFailed`]
-/// (exit 1) over the [`gate::GateError`] (one escaped line per problem).
+/// (exit 1) over the [`export_gate::GateError`] (one escaped line per problem).
 pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     match crate::package::package(&a.from, &a.options()) {
         Ok(paths) => {
@@ -92,7 +92,7 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => Err(match e.downcast_ref::<gate::GateError>() {
+        Err(e) => Err(match e.downcast_ref::<export_gate::GateError>() {
             Some(g) => {
                 let summary = format!("export gate failed for {}", g.library);
                 e.context(crate::CheckFailed::new(summary))

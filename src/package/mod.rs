@@ -1,14 +1,14 @@
 //! `rcclfix package`: drop-in .deb and .whl overlays with export checks and provenance.
 //!
 //! Flow: read the build folder (`manifest.json`, `scan.json`, the library; [`BuildFolder`]) →
-//! export/ABI gate ([`gate::check`]) → assemble every requested package in a temporary file in the
+//! export/ABI gate ([`export_gate::check`]) → assemble every requested package in a temporary file in the
 //! output folder ([`deb::write_deb`], [`wheel::write_wheel`]) → rename them all into place. A failed
 //! gate or a failed package writes nothing.
 
 pub mod deb;
 pub mod elf;
+pub mod export_gate;
 pub mod fields;
-pub mod gate;
 pub mod strip;
 pub mod wheel;
 
@@ -67,7 +67,7 @@ pub struct PackageOptions {
     /// Output folder (created if missing).
     pub out_dir: PathBuf,
     /// What the export gate compares with.
-    pub gate: gate::GateInputs,
+    pub gate: export_gate::GateInputs,
     /// N in `+rcclfix<N>`.
     pub revision: u32,
     /// Stock package kind; `None` derives it from the manifest's toolchain.
@@ -301,7 +301,7 @@ fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Read the build folder, run the gate, write the packages. Returns the paths written, in format
-/// order. Errors: [`BuildFolder::read`]'s; [`gate::GateError`] when the gate fails (nothing is
+/// order. Errors: [`BuildFolder::read`]'s; [`export_gate::GateError`] when the gate fails (nothing is
 /// written); a package that cannot be assembled (nothing is written either).
 pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<PathBuf>> {
     let mut formats = opts.formats.clone();
@@ -326,7 +326,7 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         "Checking",
         format!("exports of {}", build.library.display()),
     );
-    let report = gate::check(&build.library, &opts.gate)?;
+    let report = export_gate::check(&build.library, &opts.gate)?;
     for n in &report.notes {
         crate::ui::note(n);
     }
@@ -338,7 +338,7 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         )));
     }
     if !report.passed() {
-        return Err(gate::GateError {
+        return Err(export_gate::GateError {
             library: build.library.display().to_string(),
             lines: report.failures().iter().map(|l| printable(l)).collect(),
         }
@@ -346,7 +346,7 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     }
     crate::ui::note(format_args!(
         "export gate passed: SONAME {}, {} nccl/rccl exports",
-        gate::RCCL_SONAME,
+        export_gate::RCCL_SONAME,
         report.nccl_exports
     ));
 
