@@ -483,6 +483,19 @@ fn parent_dir(p: &Path) -> &Path {
     }
 }
 
+/// Memory-map an open file read-only: the one place rcclfix maps input files (the scanner's
+/// inputs, the library `build` and `package` read). The caveat of every mmap-based reader holds:
+/// a file truncated by another process while it is mapped makes a later read of the missing
+/// pages fault (SIGBUS); nothing rcclfix checked can change under it otherwise, since the map is
+/// never written.
+///
+/// Errors: the file cannot be mapped (e.g. it is not a regular file).
+pub fn map_readonly<F: std::os::fd::AsRawFd>(file: &F) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: a read-only private view of a file; see the caveat above (no write through the map,
+    // a concurrent truncation can only fault a read, never alter what was already checked).
+    unsafe { memmap2::Mmap::map(file) }
+}
+
 /// sha256 of a file as lowercase hex, streamed.
 pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     use sha2::Digest;

@@ -100,10 +100,6 @@ pub fn execute(
     ui: &Ui,
     started: Instant,
 ) -> anyhow::Result<Outcome> {
-    let targets = plan.targets.clone();
-    let target_list = targets.join(";");
-    let strategy = recipe.build.ndebug;
-
     // NDEBUG injection.
     if let Some(cml) = &plan.inject_compile_definition {
         let text = fs_err::read_to_string(cml)?;
@@ -149,6 +145,38 @@ pub fn execute(
         prov.toolchain, prov.toolchain_id, prov.engine
     )?;
 
+    let build_started = Instant::now();
+    let ndebug_on = configure_and_check(&plan, recipe, prov, runner, &mut log, ui)?;
+    compile(&plan, recipe, runner, &mut log, ui)?;
+    let build_seconds = build_started.elapsed().as_secs_f64();
+    log.flush()?;
+    drop(log);
+    ui.status(
+        "Built",
+        format_args!("in {}", super::fmt_secs(build_seconds)),
+    );
+
+    gate_and_output(&plan, recipe, prov, ndebug_on, build_seconds, ui, started)
+}
+
+/// Configure (the plan's `configure` step), then check `build.ninja` and the `Compiling for`
+/// line against the requested targets and the NDEBUG strategy before the long build. Returns
+/// whether `-DNDEBUG` is on every device compile.
+///
+/// Errors: configure fails; a target or NDEBUG mismatch (nothing was built).
+fn configure_and_check(
+    plan: &BuildPlan,
+    recipe: &Recipe,
+    prov: &Provenance,
+    runner: &mut dyn Runner,
+    log: &mut dyn Write,
+    ui: &Ui,
+) -> anyhow::Result<bool> {
+    let work = &plan.work;
+    let log_path = &work.log;
+    let targets = &plan.targets;
+    let target_list = targets.join(";");
+    let strategy = recipe.build.ndebug;
     // Configure.
     ui.status(
         "Configuring",
@@ -158,17 +186,13 @@ pub fn execute(
             log_path.display()
         ),
     );
-    let build_started = Instant::now();
     let mut configure_out = String::new();
     let phase = crate::ui::Phase::start(&format!("configuring rccl {}", recipe.rccl_version));
-    let configured = runner.run_streamed(
-        &plan.step("configure").run_spec(),
-        &mut log,
-        &mut |l: &str| {
+    let configured =
+        runner.run_streamed(&plan.step("configure").run_spec(), log, &mut |l: &str| {
             configure_out.push_str(l);
             configure_out.push('\n');
-        },
-    );
+        });
     drop(phase);
     configured.with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
 
@@ -227,6 +251,23 @@ pub fn execute(
         prov.origin
     )?;
 
+    Ok(ndebug_on)
+}
+
+/// Run the plan's `build` step (ninja) with the progress display, and keep its `.ninja_log` as
+/// the next build's timing record.
+///
+/// Errors: ninja fails (the message names the full log); the record cannot be written.
+fn compile(
+    plan: &BuildPlan,
+    recipe: &Recipe,
+    runner: &mut dyn Runner,
+    log: &mut dyn Write,
+    ui: &Ui,
+) -> anyhow::Result<()> {
+    let work = &plan.work;
+    let log_path = &work.log;
+    let targets = &plan.targets;
     // Build.
     let jobs = plan.jobs;
     let record_path = &plan.timing_record;
@@ -269,7 +310,7 @@ pub fn execute(
             targets: targets.join(","),
         },
     );
-    let res = runner.run_streamed(&plan.step("build").run_spec(), &mut log, &mut |l: &str| {
+    let res = runner.run_streamed(&plan.step("build").run_spec(), log, &mut |l: &str| {
         progress.line(l)
     });
     progress.finish();
@@ -281,14 +322,26 @@ pub fn execute(
         }
         crate::fsutil::atomic_write(record_path, &text)?;
     }
-    let build_seconds = build_started.elapsed().as_secs_f64();
-    log.flush()?;
-    drop(log);
-    ui.status(
-        "Built",
-        format_args!("in {}", super::fmt_secs(build_seconds)),
-    );
+    Ok(())
+}
 
+/// After ninja: the post-link patch, the scan gate, then the output folder with the library, its
+/// links, `scan.json`, `manifest.json` and the logs; `--verify` before it is committed,
+/// `--package` after.
+///
+/// Errors: no library; the patch refuses; the scan, verify or a write fails.
+fn gate_and_output(
+    plan: &BuildPlan,
+    recipe: &Recipe,
+    prov: &Provenance,
+    ndebug_on: bool,
+    build_seconds: f64,
+    ui: &Ui,
+    started: Instant,
+) -> anyhow::Result<Outcome> {
+    let work = &plan.work;
+    let log_path = &work.log;
+    let targets = &plan.targets;
     // Gate.
     let lib = super::find_library(&work.build)?;
     ui.status(
@@ -327,7 +380,7 @@ pub fn execute(
     } else {
         None
     };
-    let gate = scan_gate::run(&lib, &lib_name, &targets)?;
+    let gate = scan_gate::run(&lib, &lib_name, targets)?;
     let scan_json = serde_json::to_string_pretty(&gate.report)? + "\n";
     if plan.control {
         crate::fsutil::atomic_write(&work.scan_json, scan_json.as_bytes())?;
@@ -360,7 +413,9 @@ pub fn execute(
     let out = crate::fsutil::AtomicDir::new(&plan.output.dir)?;
     let out_lib = out.path().join(&lib_name);
     fs_err::copy(&lib, &out_lib)?;
-    let soname = super::read_soname(&out_lib)?.unwrap_or_else(|| lib_name.clone());
+    let soname = crate::package::elf::ElfInfo::read(&out_lib)?
+        .soname
+        .unwrap_or_else(|| lib_name.clone());
     let mut links = vec![];
     if soname != lib_name {
         links.push((soname.clone(), lib_name.clone()));

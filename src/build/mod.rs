@@ -507,34 +507,6 @@ fn dev_link_name(file: &str) -> Option<String> {
     Some(file[..i + 3].to_owned())
 }
 
-/// DT_SONAME of an ELF shared library, `None` when it has none.
-///
-/// Errors: the file is not a 64-bit ELF.
-pub fn read_soname(path: &Path) -> anyhow::Result<Option<String>> {
-    use object::read::elf::{Dyn, FileHeader, SectionHeader};
-    let file = fs_err::File::open(path)?;
-    // SAFETY: read-only map of a file rcclfix just wrote and nothing else modifies.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .with_context(|| format!("cannot map {}", path.display()))?;
-    let data: &[u8] = &map;
-    let hdr = object::elf::FileHeader64::<object::Endianness>::parse(data)
-        .with_context(|| format!("{}: not an ELF64 file", path.display()))?;
-    let endian = hdr.endian()?;
-    let sections = hdr.sections(endian, data)?;
-    for s in sections.iter() {
-        if let Some((dyns, link)) = s.dynamic(endian, data)? {
-            let strings = sections.strings(endian, data, link)?;
-            for d in dyns {
-                if d.tag32(endian) == Some(object::elf::DT_SONAME) {
-                    let name = d.string(endian, strings)?;
-                    return Ok(Some(String::from_utf8_lossy(name).into_owned()));
-                }
-            }
-        }
-    }
-    Ok(None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

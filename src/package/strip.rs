@@ -334,9 +334,7 @@ impl Read for SliceReader<'_> {
 /// Memory-map `path` read-only. Errors name the file.
 pub fn map_file(path: &Path) -> anyhow::Result<Arc<memmap2::Mmap>> {
     let file = fs_err::File::open(path)?;
-    // SAFETY: the map is read-only; a concurrent truncation of the file would be a bug of whoever
-    // does it and could at worst make this read fail (SIGBUS), never change what was checked.
-    let map = unsafe { memmap2::Mmap::map(&file) }
+    let map = crate::fsutil::map_readonly(&file)
         .with_context(|| format!("cannot map {}", path.display()))?;
     Ok(Arc::new(map))
 }

@@ -422,10 +422,9 @@ fn scan_sources(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<Fil
                 skipped(&name, "no ELF, offload bundle or archive magic");
                 return Ok(Loaded::Skip);
             }
-            // SAFETY: the map is read-only; a file truncated by another process while we read it
-            // would fault, which is the usual caveat of mmap-based readers (ripgrep, object's
-            // examples).
-            match unsafe { memmap2::Mmap::map(&f) } {
+            // Read-only; a file truncated by another process while it is read would fault, the
+            // usual caveat of mmap-based readers (`fsutil::map_readonly`).
+            match crate::fsutil::map_readonly(&f) {
                 Ok(m) => {
                     // Only headers, notes and symbol tables are read, scattered over the file:
                     // no read-ahead (it would page in the code the scan never looks at).
