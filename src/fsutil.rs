@@ -483,19 +483,6 @@ fn parent_dir(p: &Path) -> &Path {
     }
 }
 
-/// Memory-map an open file read-only: the one place rcclfix maps input files (the scanner's
-/// inputs, the library `build` and `package` read). The caveat of every mmap-based reader holds:
-/// a file truncated by another process while it is mapped makes a later read of the missing
-/// pages fault (SIGBUS); nothing rcclfix checked can change under it otherwise, since the map is
-/// never written.
-///
-/// Errors: the file cannot be mapped (e.g. it is not a regular file).
-pub fn map_readonly<F: std::os::fd::AsRawFd>(file: &F) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: a read-only private view of a file; see the caveat above (no write through the map,
-    // a concurrent truncation can only fault a read, never alter what was already checked).
-    unsafe { memmap2::Mmap::map(file) }
-}
-
 /// sha256 of a file as lowercase hex, streamed.
 pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     use sha2::Digest;
@@ -611,4 +598,20 @@ pub fn read_text_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<Str
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+/// A read-only, private memory map of an open input file (`memmap2::Mmap::map`), the one place
+/// rcclfix maps files (scan, package's strip and ELF checks, patch, build's SONAME read).
+///
+/// Errors: the `mmap(2)` error (e.g. `ENODEV` for a file system that cannot map, `EINVAL` for an
+/// empty file: callers that accept empty inputs check the length first).
+///
+/// Caveat: a file truncated by another process while it is mapped makes the next read of a page
+/// past the new end fault (`SIGBUS`), the usual limit of mmap-based readers (ripgrep, the `object`
+/// crate's examples); inputs are opened with [`open_regular`], so devices and FIFOs never get here.
+pub fn map_readonly(file: &impl std::os::fd::AsRawFd) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the map is read-only and private; nothing in this process writes the file while it
+    // is mapped. Another process truncating it is the SIGBUS caveat above: a crash, never a wrong
+    // value read.
+    unsafe { memmap2::Mmap::map(file.as_raw_fd()) }
 }

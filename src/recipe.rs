@@ -124,7 +124,7 @@ pub struct Toolchain {
     pub rocm_path: String,
 }
 
-/// How NDEBUG is made to reach the device compile (reference: rccl.md §5).
+/// How NDEBUG is made to reach the device compile (RCCL's `CMakeLists.txt`: how CMAKE_BUILD_TYPE and the flags reach hipcc).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum NdebugStrategy {
@@ -175,7 +175,7 @@ pub struct BuildSpec {
     pub post_link_patch: bool,
 }
 
-/// Device-code pipeline (reference: rccl.md §2).
+/// Device-code pipeline (RCCL's `CMakeLists.txt`: `-fgpu-rdc` or the 2.28+ device linker).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Pipeline {
@@ -337,7 +337,7 @@ pub fn is_ref_name(s: &str) -> bool {
 }
 
 /// The explicit gfx processors rcclfix knows: every `EF_AMDGPU_MACH` name of
-/// [`crate::scan::codeobj::mach_name`] (reference/formats.md §9), generic targets excluded, in
+/// [`crate::scan::codeobj::mach_name`] (llvm `AMDGPUUsage.rst`, "ELF Code Object"), generic targets excluded, in
 /// table order.
 pub fn known_processors() -> Vec<&'static str> {
     (0..=0xffu32)

@@ -1,12 +1,12 @@
 //! NDEBUG injection and the checks that run after configure, before the long build.
 //!
 //! - [`cmake_flags`] and [`insert_compile_definition`] apply a recipe's [`NdebugStrategy`]
-//!   (reference/rccl.md §5: which strategy reaches the device compile for which RCCL).
+//!   (which strategy reaches the device compile for which RCCL: the recipes' notes).
 //! - [`scan_build_ninja`] reads the generated `build.ninja`: which compile edges are device compiles
 //!   (they carry `--offload-arch=`, `-x hip`, …), whether each has `-DNDEBUG` in effect, and which
 //!   offload targets the compile and link lines name.
 //! - [`configure_targets`] reads the `-- Compiling for <list>` line from the configure output
-//!   (cases C06: the flag has been ignored before; the log is the ground truth).
+//!   (ROCm/rccl#958, #1138: the flag has been ignored before; the log is the ground truth).
 
 use std::collections::BTreeSet;
 

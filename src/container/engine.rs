@@ -2,7 +2,7 @@
 //!
 //! An [`Engine`] turns a [`RunSpec`] (argv, mounts, environment, network on/off) and a resolved
 //! [`Toolchain`] into the engine's own command line and runs it. Per-engine flags that a host needs
-//! (podman's `--runtime runc` and lowered ulimits on Debian 12 hosts, reference/toolchain.md §5) come
+//! (podman's `--runtime runc` and lowered ulimits on Debian 12 hosts, measured with podman 4.3) come
 //! from [`EngineConfig`] (`containers/engines.toml`, or `$RCCLFIX_HOME/engines.toml`), never from
 //! special cases in the code path.
 

@@ -4,7 +4,7 @@
 //! - a **local rootfs** described by `containers/<name>/toolchain.toml` ([`ToolchainDesc`]) and built
 //!   by rcclfix itself with debootstrap from the host's own Debian mirror into
 //!   `$RCCLFIX_HOME/toolchains/<name>/rootfs`, with a `stamp.json` ([`Stamp`]) recording the
-//!   description hash and the installed package versions (reference/toolchain.md §2–§3);
+//!   description hash and the installed package versions (debootstrap(8));
 //! - an **OCI image** (`rocm/dev-ubuntu-24.04:7.2.1-complete`) extended by a Containerfile and built
 //!   by podman/docker as `localhost/rcclfix-<dir>:<hash>`;
 //! - the **host** itself (`toolchain.name = "host"`), run without a container.
@@ -574,7 +574,7 @@ fn image_exists(engine: &Engine, reference: &str) -> bool {
 
 /// The Debian mirror the host's apt uses: `RCCLFIX_DEBIAN_MIRROR`, else the first `URIs:` of a
 /// non-security deb822 stanza in `/etc/apt/sources.list.d/*.sources`, else the first `deb` line of
-/// `/etc/apt/sources.list` (reference/toolchain.md §2). No registry host is written in rcclfix.
+/// `/etc/apt/sources.list` (sources.list(5)). No registry host is written in rcclfix.
 ///
 /// Errors: none of those name a mirror.
 pub fn host_debian_mirror() -> anyhow::Result<String> {

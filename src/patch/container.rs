@@ -15,7 +15,7 @@
 //! `scan::verdict::runs_on`), so `patch` and `scan` read the same images the same way; this
 //! module adds the writing back.
 //!
-//! Source: shared/reference/formats.md §2–§6 (clang `ClangOffloadBundler.rst`,
+//! Source: clang `ClangOffloadBundler.rst`,
 //! `OffloadBundler.cpp`: bundle layout, entry IDs, CCOB v1/v2/v3 headers and hash).
 
 use std::io::Read;
@@ -275,7 +275,7 @@ fn diff_edits(old: &[u8], new: &[u8], base: usize) -> Vec<Edit> {
 }
 
 /// Walk a `.hip_fatbin` (or a whole bundle file) at `base..base+len` with the scanner's walk
-/// (formats.md §6). Unreadable device code refuses: it could hide a declaration.
+/// (as CLR's `hipamd/src/hip_fatbin.cpp` walks them). Unreadable device code refuses: it could hide a declaration.
 fn region(
     w: &mut Walk,
     data: &[u8],

@@ -3,7 +3,7 @@
 //! RCCL 2.30.x's device linker compiles the `ncclDevKernel_Generic_*` dispatcher on its own; it
 //! reaches the collective functions only through an external function table, so the compiler
 //! keeps `hidden_hostcall_buffer` in those kernels' metadata even when no code in the image uses
-//! hostcall (shared/reference/rccl.md §4). The runtime refuses such kernels on platforms without
+//! hostcall (ROCm/ROCm#6520). The runtime refuses such kernels on platforms without
 //! PCIe AtomicOps because of the declaration alone.
 //!
 //! For every requested code object, [`codeobj`] proves that nothing in the image can use the
@@ -368,9 +368,7 @@ fn map_file(file: &std::fs::File, len: u64) -> std::io::Result<Option<memmap2::M
     if len == 0 {
         return Ok(None);
     }
-    // SAFETY: the mapping is read-only and private to this process; a file truncated by another
-    // process meanwhile would fault (SIGBUS), as for every mapped input the scanner reads.
-    unsafe { memmap2::Mmap::map(file) }.map(Some)
+    crate::fsutil::map_readonly(file).map(Some)
 }
 
 /// The proof of a record as text, one block per rewritten kernel (what `--explain` prints).

@@ -1,8 +1,7 @@
 //! Offload bundles: the plain `__CLANG_OFFLOAD_BUNDLE__` layout, bundle entry IDs, and the walk over
 //! a `.hip_fatbin` that holds several bundles (plain or CCOB) back to back on 4096-byte boundaries.
 //!
-//! Source: clang `ClangOffloadBundler.rst` and `OffloadBundler.cpp`; shared/reference/formats.md §3,
-//! §4, §6. All integers are little-endian.
+//! Source: clang `ClangOffloadBundler.rst` and `OffloadBundler.cpp`. All integers are little-endian.
 
 use super::Problem;
 
@@ -38,7 +37,7 @@ fn u64_at(buf: &[u8], at: usize) -> Option<u64> {
         .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
 }
 
-/// Parse a plain bundle starting at `buf[0]` (formats.md §3). Every entry is bounds-checked against
+/// Parse a plain bundle starting at `buf[0]` (clang `ClangOffloadBundler.rst`). Every entry is bounds-checked against
 /// `buf`; offsets in a [`Problem`] are relative to `buf`.
 ///
 /// Errors: wrong magic, header or entry table truncated, an entry ID that is not UTF-8, a payload
@@ -132,7 +131,7 @@ pub fn parse_bundle(buf: &[u8]) -> Result<Bundle<'_>, Problem> {
     })
 }
 
-/// A parsed bundle entry ID: `<offload-kind>-<triple>[-<target-id>]` (formats.md §4).
+/// A parsed bundle entry ID: `<offload-kind>-<triple>[-<target-id>]` (clang `ClangOffloadBundler.rst`, "Bundle Entry ID").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryId<'a> {
     /// `host`, `hip`, `hipv4`, `openmp`, ….
@@ -203,7 +202,7 @@ pub fn resync(data: &[u8], from: usize) -> usize {
     data.len()
 }
 
-/// Classify the bytes at `pos` (formats.md §6): skip zero padding to the next non-zero byte, then
+/// Classify the bytes at `pos` (CLR `hipamd/src/hip_fatbin.cpp` walks the same way): skip zero padding to the next non-zero byte, then
 /// test for a magic only at 4096-aligned offsets. Returns `None` at the end of the data.
 pub fn next_item(data: &[u8], mut pos: usize) -> Option<Item> {
     loop {

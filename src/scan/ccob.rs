@@ -1,8 +1,8 @@
 //! Compressed offload bundles (`CCOB` v1, v2, v3; zlib or zstd), decoded with bounded memory and
 //! checked against the stored sizes and the MD5-low-64 hash.
 //!
-//! Source: clang `OffloadBundler.cpp` (`CompressedOffloadBundle`), llvm `Object/OffloadBundle.cpp`;
-//! shared/reference/formats.md §5. All integers are little-endian.
+//! Source: clang `OffloadBundler.cpp` (`CompressedOffloadBundle`), llvm `Object/OffloadBundle.cpp`.
+//! All integers are little-endian.
 
 use md5::{Digest, Md5};
 

@@ -2,7 +2,7 @@
 //! hostcall-using symbols that explain a declaration.
 //!
 //! Source: llvm `AMDGPUUsage.rst` ("ELF Code Object", "Note Records"), llvm `BinaryFormat/ELF.h`
-//! (`EF_AMDGPU_MACH_*`); shared/reference/formats.md §9–§11.
+//! (`EF_AMDGPU_MACH_*`).
 
 use object::elf::{FileHeader64, EM_AMDGPU, PT_NOTE, SHT_DYNSYM, SHT_NOTE, SHT_SYMTAB};
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};

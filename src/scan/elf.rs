@@ -3,7 +3,7 @@
 //! Finds `.hip_fatbin` (PROGBITS: bundles to walk; NOBITS: externalized), the `.hipFatBinSegment`
 //! wrappers (HIPF, or HIPK when kpack-split), `.rocm_kpack_ref`, and the
 //! `__CLANG_OFFLOAD_BUNDLE__<entry-id>` sections of `-fgpu-rdc` objects.
-//! Source: clang `CGCUDANV.cpp`, ROCm/rocm-kpack; shared/reference/formats.md §2, §7, §8.
+//! Source: clang `CGCUDANV.cpp`, ROCm/rocm-kpack, clang `ClangOffloadBundler.rst`.
 
 use object::elf::{FileHeader64, SHT_NOBITS};
 use object::read::elf::{FileHeader, SectionHeader};

@@ -422,8 +422,6 @@ fn scan_sources(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<Fil
                 skipped(&name, "no ELF, offload bundle or archive magic");
                 return Ok(Loaded::Skip);
             }
-            // Read-only; a file truncated by another process while it is read would fault, the
-            // usual caveat of mmap-based readers (`fsutil::map_readonly`).
             match crate::fsutil::map_readonly(&f) {
                 Ok(m) => {
                     // Only headers, notes and symbol tables are read, scattered over the file:

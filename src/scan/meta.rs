@@ -2,7 +2,7 @@
 //! v3–v6) and the legacy YAML of code object v2 (`NT_AMD_HSA_METADATA`, owner `AMD`, type 10).
 //!
 //! Source: llvm `AMDGPUUsage.rst` ("Code Object V3 Metadata" and later, "Code Object V2 Metadata"),
-//! llvm `AMDGPUHSAMetadataStreamer.cpp`; shared/reference/formats.md §10, §11. Unknown keys are
+//! llvm `AMDGPUHSAMetadataStreamer.cpp`. Unknown keys are
 //! ignored; integers of any msgpack width are accepted; every note is merged.
 
 use std::borrow::Cow;

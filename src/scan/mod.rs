@@ -1,7 +1,7 @@
 //! The hostcall scanner: host ELF → `.hip_fatbin` → offload bundles (plain or CCOB) → AMDGPU code
 //! objects → metadata notes → per-kernel hidden arguments.
 //!
-//! Reference: shared/reference/formats.md; clang `ClangOffloadBundler.rst`, llvm `AMDGPUUsage.rst`.
+//! Reference: clang `ClangOffloadBundler.rst`, llvm `AMDGPUUsage.rst`.
 //! The entry point is [`scan_path`]; [`model`] holds the result types every other module consumes,
 //! [`ScanReport::target_states`] is the gate `build` uses.
 //!

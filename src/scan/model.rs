@@ -120,7 +120,7 @@ pub struct Unreadable {
     pub reason: String,
 }
 
-/// The verdict for one gfx target (formats.md §13).
+/// The verdict for one gfx target (docs/scan-json.md, "states").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum TargetState {

@@ -1,7 +1,8 @@
 //! Verdicts: kernels → per-image "why", images → per-target [`TargetState`], and which generic
 //! targets can run on which processors.
 //!
-//! Source: shared/reference/formats.md §10 ("What makes a kernel declare"), §13 (states); llvm
+//! Source: llvm `AMDGPUUsage.rst` ("Code Object V5 Metadata", `hidden_hostcall_buffer`), llvm
+//! `AMDGPUAttributor.cpp` (`amdgpu-no-hostcall-ptr`), docs/scan-json.md (states); llvm
 //! `AMDGPUUsage.rst` ("Generic processors") for the generic families.
 
 use std::collections::BTreeMap;
@@ -156,7 +157,7 @@ impl ScanReport {
         v
     }
 
-    /// The verdict per requested target (formats.md §13): `Declares` (names as `file: kernel`) when
+    /// The verdict per requested target (docs/scan-json.md): `Declares` (names as `file: kernel`) when
     /// a readable image for it (or a generic image covering it) has a declaring kernel; otherwise
     /// `Unknown` when any device code that may belong to it could not be read or no image exists;
     /// otherwise `Clean`. A build passes only when every requested target is `Clean`.

@@ -1,7 +1,8 @@
 //! Walking device code: a `.hip_fatbin` (or a raw bundle / CCOB file) → bundles → entries → code
 //! objects, turning each into [`ImageReport`]s or [`Unreadable`] records on a [`FileReport`].
 //!
-//! Source: shared/reference/formats.md §6 (walk), §8 (rdc sections), §13 (states). Offsets in the
+//! Source: clang `ClangOffloadBundler.rst` (bundles, rdc sections), CLR `hipamd/src/hip_fatbin.cpp`
+//! (the walk), docs/scan-json.md (states). Offsets in the
 //! records are file offsets; inside a CCOB they point at the CCOB header, and the reason names the
 //! offset inside the decompressed bundle.
 

@@ -1,5 +1,6 @@
 //! What a failed verify run means: runtime and NCCL error codes plus the child's log lines mapped to
-//! causes and next steps (`../shared/reference/platform.md` §1, §5 and §8).
+//! causes and next steps (CLR `rocclr/device/rocm/rocvirtual.cpp` refuses hostcall kernels without PCIe AtomicOps;
+//! linux `drivers/pci/pci.c`, `pci_enable_atomic_ops_to_root`).
 //!
 //! Pure functions over what the child reported, so the mapping is tested without a GPU.
 
@@ -85,7 +86,7 @@ pub fn diagnose(kind: RuntimeKind, f: &Failure<'_>, lib: &str) -> Vec<String> {
     out
 }
 
-/// What a collective that never finished usually means (platform.md §8): a hang is not the
+/// What a collective that never finished usually means (doctor's triage rules, src/doctor/): a hang is not the
 /// hostcall refusal, which is immediate.
 pub fn hang_notes() -> Vec<String> {
     vec![

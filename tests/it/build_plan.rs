@@ -225,7 +225,7 @@ fn the_plan_names_every_step_with_its_argv_mounts_and_environment() {
     assert_eq!(p.work.build, work.join("build"));
     assert_eq!(
         p.inject_compile_definition.as_deref(),
-        Some(work.join("src/CMakeLists.txt").as_path())
+        Some(work.join("src").join("CMakeLists.txt").as_path())
     );
     assert_eq!(p.output.dir, Path::new("/o/rccl-0.1.0-gfx1100"));
     assert!(p.output.written && p.cacheable && !p.control);

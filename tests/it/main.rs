@@ -12,4 +12,5 @@ mod patch;
 mod prove;
 mod recipes;
 mod scan;
+mod tidy;
 mod verify;

@@ -155,7 +155,7 @@ pub(crate) fn fixtures() -> &'static Fixtures {
         );
         let old = lib("old", "librccl.so.1", &["-DFIXTURE_OLD"], &[]);
         let bad_soname = lib("bad-soname", "librccl.so.2", &[], &[]);
-        // A stub librocm_smi64.so.1, so a candidate can carry the NEEDED entry of rccl.md §10.
+        // A stub librocm_smi64.so.1, so a candidate can carry the NEEDED entry pytorch/pytorch#191366 is about.
         let smi_dir = d.join("smi");
         std::fs::create_dir_all(&smi_dir).unwrap();
         let smi_c = smi_dir.join("smi.c");
@@ -854,7 +854,7 @@ fn whl_is_reproducible_and_its_record_is_right() {
 // Real dpkg in a debootstrapped Debian root.
 
 /// A minbase bookworm root, made once per target folder and copied per test (the copy is what
-/// dpkg changes). The mirror is the host's (reference/toolchain.md §2).
+/// dpkg changes). The mirror is the host's (sources.list(5)).
 fn debian_root() -> (tempfile::TempDir, PathBuf) {
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-debroot");
     let root = cache.join("bookworm");

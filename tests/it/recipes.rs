@@ -1,6 +1,6 @@
 //! Recipe consistency: every embedded recipe parses and passes `rcclfix::matrix::check_all` against
 //! this checkout (Containerfiles, records, tag naming, pipeline/NDEBUG rules), matches the RCCL
-//! version table of `shared/reference/rccl.md` §1, and — where a git mirror of ROCm/rccl is given in
+//! ROCm release → RCCL version table below, and — where a git mirror of ROCm/rccl is given in
 //! `RCCLFIX_GIT_MIRROR` — has the commit pin and `makefiles/version.mk` version the tag really has.
 //! Each rule also has a negative test: a recipe broken in exactly one way is reported.
 
@@ -112,7 +112,7 @@ fn every_recipe_is_consistent() {
     }
 }
 
-/// ROCm release → RCCL version, from `shared/reference/rccl.md` §1 (sources: `makefiles/version.mk`
+/// ROCm release → RCCL version, (sources: `makefiles/version.mk`
 /// at the ROCm/rccl tags, the releases page, rocm-systems `projects/rccl/CHANGELOG.md`).
 const REFERENCE: &[(&str, &str)] = &[
     ("5.4", "2.13.4"),
@@ -163,7 +163,7 @@ fn every_rocm_release_line_from_6_0_has_a_buildable_recipe() {
             .count();
         assert!(n >= 1, "no buildable recipe for ROCm {line}");
     }
-    // 7.2.0 and 7.2.1 differ in exactly the line that lost NDEBUG (rccl.md §3): both must exist.
+    // 7.2.0 and 7.2.1 differ in exactly the line that lost NDEBUG (ROCm/rccl#2124): both must exist.
     let rels: Vec<&str> = all.values().map(|r| r.rocm_release.as_str()).collect();
     for rel in ["7.1.1", "7.2.0", "7.2.1", "7.14.0", "10.0.0"] {
         assert!(rels.contains(&rel), "no recipe for ROCm {rel}");
@@ -202,7 +202,7 @@ fn statuses_match_what_is_known() {
     for r in embedded().unwrap().values() {
         let v = rcclfix::matrix::version_tuple(&r.rccl_version);
         if v >= rcclfix::matrix::DEVICE_LINKER_FROM {
-            // Nothing from 2.28 on is proven on hardware yet (rccl.md §4, §5).
+            // Nothing from 2.28 on is proven on hardware yet (ROCm/ROCm#6520).
             assert!(
                 matches!(r.status, Status::Experimental | Status::UnfixableByRebuild),
                 "recipe {}: RCCL {} cannot be more than experimental yet",

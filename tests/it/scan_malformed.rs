@@ -1,7 +1,7 @@
 //! Malformed inputs, each made from a real fixture by one precise edit: every case must give a
 //! clear error or an `unknown` record naming the file and a byte offset — never a panic, never
 //! `clean` — and decompression must stay bounded. Plus positive CCOB v1 / zlib cases assembled
-//! from the real sid payload, since the layout is documented (formats.md §5).
+//! from the real sid payload, since the layout is documented (clang `OffloadBundler.cpp`, `CompressedOffloadBundle`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

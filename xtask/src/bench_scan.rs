@@ -1,6 +1,7 @@
 //! `cargo xtask bench-scan`: rcclfix's scanner against the LLVM pipeline and raw `zstd -d`, side
 //! by side, on the same inputs in the same run; prints median wall times, the 2-core floor of the
-//! compressed input, peak RSS, and the size of both `--json` shapes.
+//! compressed input, peak RSS (with its anonymous and file-backed parts), and the size of both
+//! `--json` shapes.
 //!
 //! Inputs (prepared once under `target/bench-scan/`):
 //! - `librocsparse.so.0.1`: Debian trixie's librocsparse0 5.7.1 (`cargo xtask inputs --bench`,
@@ -57,6 +58,34 @@ fn median_secs(runs: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<
     }
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     Ok(v[v.len() / 2])
+}
+
+/// Peak anonymous and file-backed RSS in MiB of one run of `c`, sampled from `/proc/<pid>/status`
+/// (`RssAnon`, `RssFile`) every 2 ms: the memory the scan holds, apart from the pages of the
+/// mapped input it touched (page cache, shared and reclaimable). A sample can miss a short peak.
+fn peak_rss_split_mib(c: &mut Command) -> anyhow::Result<(f64, f64)> {
+    let mut child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+    let status = format!("/proc/{}/status", child.id());
+    let (mut anon, mut file) = (0u64, 0u64);
+    while child.try_wait()?.is_none() {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            for line in text.lines() {
+                let kb = |l: &str| -> u64 {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0)
+                };
+                if line.starts_with("RssAnon:") {
+                    anon = anon.max(kb(line));
+                } else if line.starts_with("RssFile:") {
+                    file = file.max(kb(line));
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    Ok((anon as f64 / 1024.0, file as f64 / 1024.0))
 }
 
 /// Peak RSS in MiB of one run of `c` (GNU time's `%M`).
@@ -422,12 +451,16 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             rss.push((n.into(), m.join(f)));
         }
     }
-    println!("\n| input | peak RSS of rcclfix scan --json |");
-    println!("|---|---|");
+    println!("\n| input | peak RSS of rcclfix scan --json | of it, peak anonymous / file-backed (sampled) |");
+    println!("|---|---|---|");
     for (n, p) in rss {
         let mut c = Command::new(&rcclfix);
         c.args(["scan", "--json"]).arg(&p);
-        println!("| {n} | {:.0} MiB |", peak_rss_mib(&c)?);
+        let (anon, file) = peak_rss_split_mib(&mut c)?;
+        println!(
+            "| {n} | {:.0} MiB | {anon:.0} MiB / {file:.0} MiB |",
+            peak_rss_mib(&c)?
+        );
     }
     println!(
         "\nlimits: --max-code-object 4G (RCCLFIX_SCAN_MAX_CODE_OBJECT), --memory-budget 256M (RCCLFIX_SCAN_MEMORY_BUDGET); {} cores here",

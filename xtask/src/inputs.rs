@@ -5,7 +5,7 @@
 //!
 //! The mirror is read from the host's own apt sources (`/etc/apt/sources.list.d/debian.sources`,
 //! deb822 `URIs:`, or the first `deb` line of `/etc/apt/sources.list`); no host name is written
-//! here. Source: shared/reference/toolchain.md §2, §8. Idempotent: present files are kept.
+//! here (sources.list(5)). Idempotent: present files are kept.
 
 use std::path::{Path, PathBuf};
 

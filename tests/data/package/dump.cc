@@ -1,5 +1,5 @@
 // The C++-mangled part of the stand-in librccl.so.1: torch imports ncclCommDump with C++ linkage
-// (it takes an unordered_map), so its symbol is _Z12ncclCommDump… (reference/rccl.md §9).
+// (it takes an unordered_map), so its symbol is _Z12ncclCommDump… (PyTorch's `torch/csrc/cuda/nccl.cpp`).
 // Left out of the "old" fixture (-DFIXTURE_OLD).
 #include <string>
 #include <unordered_map>

@@ -1,5 +1,5 @@
 /* Stand-in for librccl.so.1 in the package tests: the C part of the NCCL API that torch 2.11
- * imports (reference/rccl.md §9), each a stub. Built by tests/it/package.rs with
+ * imports (PyTorch's `torch/csrc/cuda/nccl.cpp`), each a stub. Built by tests/it/package.rs with
  *   gcc -shared -fPIC -Wl,-soname,librccl.so.1 -DFIXTURE_VERSION=N [-DFIXTURE_OLD] rccl.c dump.cc
  * FIXTURE_VERSION is what ncclGetVersion reports, so a test can tell which copy got loaded.
  * FIXTURE_OLD leaves out ncclCommShrink, as an RCCL older than the consumer would. */

@@ -1,6 +1,6 @@
 // minihip kernels: one plain kernel and one whose only hostcall use is a device assert() on a runtime
 // value. Built with NDEBUG the assert compiles away and neither kernel declares hidden_hostcall_buffer;
-// without it, mh_assert declares it (reference/toolchain.md section 7).
+// without it, mh_assert declares it (tests/it/build.rs checks both).
 #include <cassert>
 #include <hip/hip_runtime.h>
 

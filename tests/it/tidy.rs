@@ -1,0 +1,379 @@
+//! Tidy checks, in the manner of rust-analyzer's `xtask/src/tidy.rs`: the invariants ARCHITECTURE.md
+//! states about the source tree itself, each kept by one test here. They read the tracked files of
+//! this checkout (`git ls-files`), so they run everywhere the tests run and need nothing installed.
+//!
+//! Each test names the offending file and line, so a break reads as the rule it broke.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Tracked files (and untracked, not ignored ones, so a new file is checked before its commit),
+/// relative to the repository root, with one of `exts`.
+fn files(exts: &[&str]) -> Vec<PathBuf> {
+    let out = Command::new("git")
+        .args([
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "-z",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success(), "git ls-files failed");
+    let mut v: Vec<PathBuf> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            exts.iter().any(|e| name.ends_with(e))
+        })
+        .filter(|p| root().join(p).is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(root().join(p)).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The code part of a Rust line: what precedes a `//` that is not inside a string literal
+/// (good enough for this tree: no raw strings contain `//` on lines the rules look at).
+fn code_part(line: &str) -> &str {
+    let mut in_str = false;
+    let mut prev = '\0';
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' if prev != '\\' => in_str = !in_str,
+            '/' if !in_str && prev == '/' => return &line[..i - 1],
+            _ => {}
+        }
+        prev = if prev == '\\' && c == '\\' { '\0' } else { c };
+    }
+    line
+}
+
+/// Whether a line is in a `#[cfg(test)]` module: everything after the first `#[cfg(test)]` at
+/// the start of a line (the house style puts the tests module last).
+fn test_tail_start(text: &str) -> usize {
+    text.lines()
+        .position(|l| l.trim_start() == "#[cfg(test)]")
+        .unwrap_or(usize::MAX)
+}
+
+fn report(what: &str, bad: &[String]) {
+    assert!(bad.is_empty(), "{what}:\n  {}", bad.join("\n  "));
+}
+
+/// Every Rust file opens with a `//!` module doc that says what it is.
+#[test]
+fn every_rust_file_opens_with_a_module_doc() {
+    let mut bad = Vec::new();
+    for p in files(&[".rs"]) {
+        if !read(&p).starts_with("//!") {
+            bad.push(format!(
+                "{}: does not open with a `//!` module doc",
+                p.display()
+            ));
+        }
+    }
+    report("files without a module doc", &bad);
+}
+
+/// `unsafe` lives only in the FFI (`src/verify/abi.rs`) and in `src/fsutil.rs` (signal handler,
+/// memory map); every `unsafe` block there carries a `SAFETY:` comment within the three lines above.
+#[test]
+#[ignore = "turned on when issue 16's command layer and FFI step land"]
+fn unsafe_only_in_the_ffi_and_fsutil() {
+    const ALLOWED: &[&str] = &["src/verify/abi.rs", "src/fsutil.rs"];
+    let mut bad = Vec::new();
+    for p in files(&[".rs"]) {
+        let name = p.to_string_lossy().into_owned();
+        if !(name.starts_with("src/") || name == "build.rs") {
+            continue;
+        }
+        let text = read(&p);
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = code_part(line);
+            let uses = ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern"]
+                .iter()
+                .any(|k| code.contains(k));
+            if !uses {
+                continue;
+            }
+            if !ALLOWED.contains(&name.as_str()) {
+                bad.push(format!("{name}:{}: `unsafe` outside {ALLOWED:?}", i + 1));
+            } else if code.contains("unsafe {")
+                && !lines[i.saturating_sub(3)..=i]
+                    .iter()
+                    .any(|l| l.contains("SAFETY:"))
+            {
+                bad.push(format!(
+                    "{name}:{}: `unsafe` block without a SAFETY: note",
+                    i + 1
+                ));
+            }
+        }
+    }
+    report("unsafe outside its rooms", &bad);
+}
+
+/// Only `src/container/` spawns a container engine (podman, docker, bubblewrap): everything else
+/// describes a run as a `RunSpec` and hands it to an `Engine`.
+#[test]
+fn only_container_spawns_engines() {
+    let mut bad = Vec::new();
+    for p in files(&[".rs"]) {
+        let name = p.to_string_lossy().into_owned();
+        if !name.starts_with("src/") || name.starts_with("src/container/") {
+            continue;
+        }
+        let text = read(&p);
+        for (i, line) in text.lines().enumerate() {
+            let code = code_part(line);
+            for engine in ["\"podman\"", "\"docker\"", "\"bwrap\"", "\"buildah\""] {
+                if (code.contains("Command::new(") || code.contains("Cmd::new("))
+                    && code.contains(engine)
+                {
+                    bad.push(format!("{name}:{}: spawns {engine}", i + 1));
+                }
+            }
+        }
+    }
+    report("engines spawned outside src/container/", &bad);
+}
+
+/// No comment or message cites a document that is not in this repository: no path into a
+/// `shared/` folder beside the checkout, none of its file names, no case ids; every repository
+/// path of our own kinds of file (`.rs`, `.md`, `.toml`, `.patch`, `.hip`, `.json`, `.sh`, `.txt`)
+/// that a source or doc names under `src/`, `docs/`, `tests/`, `recipes/`, `patches/`,
+/// `containers/` or `xtask/` exists.
+#[test]
+#[ignore = "turned on when issue 16's command layer and FFI step land"]
+fn no_citation_outside_the_repository() {
+    let foreign = [
+        "shared/reference",
+        "../shared",
+        "reference/formats.md",
+        "reference/rccl.md",
+        "reference/platform.md",
+        "reference/toolchain.md",
+        "formats.md §",
+        "rccl.md §",
+        "platform.md §",
+        "toolchain.md §",
+    ];
+    let mut bad = Vec::new();
+    let tree: BTreeSet<String> = files(&[""])
+        .into_iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let prefixes = [
+        "src/",
+        "docs/",
+        "tests/",
+        "recipes/",
+        "patches/",
+        "containers/",
+        "xtask/",
+    ];
+    for p in files(&[
+        ".rs", ".md", ".toml", ".patch", ".hip", ".cpp", ".c", ".cc", ".sh",
+    ]) {
+        let name = p.to_string_lossy().into_owned();
+        if name == "tests/it/tidy.rs" {
+            continue;
+        }
+        let text = read(&p);
+        for (i, line) in text.lines().enumerate() {
+            for f in foreign {
+                if line.contains(f) {
+                    bad.push(format!("{name}:{}: cites `{f}`", i + 1));
+                }
+            }
+            // Case ids of a private collection: "C01" … "C09" as words.
+            let b = line.as_bytes();
+            for j in 0..b.len().saturating_sub(2) {
+                let word_start = j == 0 || !b[j - 1].is_ascii_alphanumeric();
+                let word_end = j + 3 >= b.len() || !b[j + 3].is_ascii_alphanumeric();
+                if word_start
+                    && word_end
+                    && b[j] == b'C'
+                    && b[j + 1] == b'0'
+                    && (b'1'..=b'9').contains(&b[j + 2])
+                {
+                    bad.push(format!(
+                        "{name}:{}: cites case id `{}`",
+                        i + 1,
+                        &line[j..j + 3]
+                    ));
+                }
+            }
+            // Repository paths named in the text must exist.
+            for prefix in prefixes {
+                let mut rest = line;
+                while let Some(k) = rest.find(prefix) {
+                    let before = rest[..k].chars().last();
+                    let cited: String = rest[k..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || "/._-".contains(*c))
+                        .collect();
+                    rest = &rest[k + prefix.len()..];
+                    // Only paths that stand on their own (`src/x.rs`, not `…/src/x.rs` or a URL),
+                    // that name a file with an extension, and that are not placeholders.
+                    if matches!(before, Some(c) if c.is_ascii_alphanumeric() || "/._-$".contains(c))
+                    {
+                        continue;
+                    }
+                    let cited = cited.trim_end_matches(['.', '/']);
+                    // Our own kinds of file only: `src/init.cc` or `src/device/prims_simple.h`
+                    // name upstream RCCL files, and `recipes/rcclfix.lock` is optional.
+                    let ours = [
+                        ".rs", ".md", ".toml", ".patch", ".hip", ".json", ".sh", ".txt",
+                    ];
+                    if !ours.iter().any(|e| cited.ends_with(e)) || cited.contains("..") {
+                        continue;
+                    }
+                    // A placeholder segment (`containers/NAME/toolchain.toml`) names no file.
+                    let placeholder = cited.split('/').any(|seg| {
+                        seg.len() > 1 && seg.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                    });
+                    // Relative to the citing file's folder (a fixtures README naming `src/x.hip`)
+                    // counts: some tracked path ends with it.
+                    let suffix = format!("/{cited}");
+                    if !placeholder
+                        && !tree.contains(cited)
+                        && !tree.iter().any(|t| t.ends_with(&suffix))
+                    {
+                        bad.push(format!(
+                            "{name}:{}: names `{cited}`, which is not in the repository",
+                            i + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    report("citations of what is not in the repository", &bad);
+}
+
+/// The outputs `tests/fixtures/README.md` lists are exactly the committed fixtures of each suite,
+/// and each is an output `xtask/src/fixtures.rs` builds; the same for `tests/fixtures/patch/`.
+#[test]
+fn the_fixtures_readmes_match_the_xtask() {
+    let mut bad = Vec::new();
+    let xtask = read(Path::new("xtask/src/fixtures.rs"));
+    let readme = read(Path::new("tests/fixtures/README.md"));
+    let commands = readme
+        .split("## Commands")
+        .nth(1)
+        .expect("tests/fixtures/README.md has a Commands section");
+    for suite in ["trixie", "sid"] {
+        let mut listed = BTreeSet::new();
+        for row in commands.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let suites = cells.get(3).copied().unwrap_or("");
+            if suites != "both" && suites != suite {
+                continue;
+            }
+            for out in cells[1].split(", ") {
+                listed.insert(out.trim_matches('`').to_owned());
+            }
+        }
+        let dir = root().join("tests/fixtures").join(suite);
+        let present: BTreeSet<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        for f in listed.difference(&present) {
+            bad.push(format!(
+                "tests/fixtures/README.md lists {suite}/{f}, which is not committed"
+            ));
+        }
+        for f in present.difference(&listed) {
+            bad.push(format!(
+                "tests/fixtures/{suite}/{f} is not in tests/fixtures/README.md"
+            ));
+        }
+        for f in &listed {
+            if !xtask.contains(&format!("\"{f}\"")) && !xtask.contains(&format!("-o {f}")) {
+                bad.push(format!(
+                    "{suite}/{f} is listed but xtask/src/fixtures.rs does not build it"
+                ));
+            }
+        }
+    }
+    let xtask = read(Path::new("xtask/src/fixtures_patch.rs"));
+    let readme = read(Path::new("tests/fixtures/patch/README.md"));
+    let dir = root().join("tests/fixtures/patch");
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let e = e.unwrap();
+        let f = e.file_name().to_string_lossy().into_owned();
+        if f == "README.md" || e.path().is_dir() {
+            continue;
+        }
+        if !readme.contains(&format!("`{f}`")) {
+            bad.push(format!(
+                "tests/fixtures/patch/{f} is not in tests/fixtures/patch/README.md"
+            ));
+        }
+        if !xtask.contains(&format!("\"{f}\"")) {
+            bad.push(format!(
+                "tests/fixtures/patch/{f} is not built by xtask/src/fixtures_patch.rs"
+            ));
+        }
+    }
+    report("fixtures and their README disagree", &bad);
+}
+
+/// Only the command layer (`src/cmd/`), `src/ui.rs` and `src/main.rs` print: domain modules return
+/// values and reach the terminal through `ui` (print macros, `dbg!`, or writing to the process's
+/// stdout/stderr elsewhere is a break). Test code (`#[cfg(test)]` tails) is exempt.
+#[test]
+#[ignore = "turned on when issue 16's command layer and FFI step land"]
+fn only_the_command_layer_and_ui_print() {
+    let allowed = |n: &str| n.starts_with("src/cmd/") || n == "src/ui.rs" || n == "src/main.rs";
+    let needles = [
+        "println!(",
+        "eprintln!(",
+        "print!(",
+        "eprint!(",
+        "dbg!(",
+        "std::io::stdout()",
+        "std::io::stderr()",
+        "io::stdout()",
+        "io::stderr()",
+    ];
+    let mut bad = Vec::new();
+    for p in files(&[".rs"]) {
+        let name = p.to_string_lossy().into_owned();
+        if !name.starts_with("src/") || allowed(&name) {
+            continue;
+        }
+        let text = read(&p);
+        let tail = test_tail_start(&text);
+        for (i, line) in text.lines().enumerate() {
+            if i >= tail {
+                break;
+            }
+            let code = code_part(line);
+            if let Some(n) = needles.iter().find(|n| code.contains(**n)) {
+                bad.push(format!(
+                    "{name}:{}: `{n}` outside src/cmd/ and src/ui.rs",
+                    i + 1
+                ));
+            }
+        }
+    }
+    report("printing outside the command layer", &bad);
+}
