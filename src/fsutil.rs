@@ -132,7 +132,7 @@ pub fn install_interrupt_handler() -> anyhow::Result<()> {
             let n = unsafe { libc::read(read_fd, (&mut b as *mut u8).cast(), 1) };
             if n == 1 {
                 remove_in_flight();
-                crate::ui::always("rcclfix: interrupted; removed partial output");
+                crate::ui::interrupted();
                 std::process::exit(128 + i32::from(b));
             }
             if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {

@@ -54,6 +54,8 @@ pub mod cli;
 pub mod cmd;
 /// Atomic file and directory output (temp + rename).
 pub mod fsutil;
+/// Where rcclfix keeps its per-user data (`RCCLFIX_HOME`) and the folders under it.
+pub mod paths;
 /// Running host processes with logged argv and a kept stderr tail.
 pub mod process;
 /// Terminal output: logging set-up, status lines, progress bars, error printing.

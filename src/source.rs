@@ -47,7 +47,7 @@ pub struct Fetched {
 
 /// The user's lockfile: `$RCCLFIX_HOME/rcclfix.lock`.
 pub fn user_lockfile() -> PathBuf {
-    crate::recipe::home().join("rcclfix.lock")
+    crate::paths::home().join("rcclfix.lock")
 }
 
 /// The cache repository for a git URL: `$RCCLFIX_HOME/src/<last path part>-<sha256(url)[..12]>.git`.
@@ -68,7 +68,7 @@ pub fn cache_dir(url: &str) -> PathBuf {
         })
         .collect();
     let h = hex::encode(sha2::Sha256::digest(url.as_bytes()));
-    crate::recipe::home()
+    crate::paths::home()
         .join("src")
         .join(format!("{base}-{}.git", &h[..12]))
 }

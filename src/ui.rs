@@ -253,11 +253,31 @@ pub fn message(msg: impl Display) {
     get().message(msg)
 }
 
-/// Print one line to stderr whatever `-q` says (like an error), escaped ([`escape_message`]):
-/// for the interrupt handler's last word.
-pub fn always(msg: impl Display) {
-    let msg = msg.to_string();
-    eprintln!("{}", escape_message(&msg));
+/// Print `[label] line` to stderr: a line the library under test logged in a verify child,
+/// forwarded as it arrives. Nothing with `-q` (the caller keeps the line for the diagnosis).
+/// Escaped ([`escape`]): it is another program's output.
+pub fn child_line(label: &str, line: &str) {
+    if quiet() {
+        return;
+    }
+    eprintln!("[{}] {}", escape(label), escape(line));
+}
+
+/// Tell the user that an interrupt removed the in-flight partial output (from the signal thread
+/// of [`crate::fsutil::install_interrupt_handler`], just before it exits); printed with `-q` too,
+/// as errors are.
+pub fn interrupted() {
+    eprintln!("rcclfix: interrupted; removed partial output");
+}
+
+/// Write one line of the verify child's protocol to stdout and flush it (stdout is the child's
+/// channel to its parent, whose watchdog reads the lines as they come). Write errors are ignored:
+/// a parent that has gone away is noticed by its own watchdog.
+pub fn protocol_line(line: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
 
 /// Print `error: …` and one `caused by: …` line per source in the chain. Every line is escaped

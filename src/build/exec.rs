@@ -56,11 +56,11 @@ impl Runner for EngineRunner<'_> {
         on_line: &mut dyn FnMut(&str),
     ) -> anyhow::Result<()> {
         self.engine
-            .run_streamed(self.toolchain, spec, log, |l| on_line(l))
+            .run_streamed(&self.toolchain.root(), spec, log, |l| on_line(l))
     }
 
     fn read(&mut self, spec: &RunSpec) -> anyhow::Result<String> {
-        self.engine.read(self.toolchain, spec)
+        self.engine.read(&self.toolchain.root(), spec)
     }
 }
 

@@ -315,7 +315,7 @@ pub fn choose_jobs(cores: usize, avail_gib: Option<f64>, link_ram_gib: f64) -> u
 /// Where the timing record of builds of `recipe_id` for `targets` lives:
 /// `$RCCLFIX_HOME/records/<recipe>-<targets>.ninja_log` (the last finished build's `.ninja_log`).
 pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
-    plan::timing_record_in(&crate::recipe::home(), recipe_id, targets)
+    plan::timing_record_in(&crate::paths::home(), recipe_id, targets)
 }
 
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
@@ -404,7 +404,11 @@ pub fn build(
         Some(tc) => tc,
         None => container::Toolchain::for_recipe(tc_desc)?,
     };
-    let engine = container::Engine::select(container::requested_engine(args.engine)?, &tc)?;
+    let engine = container::Engine::select(
+        container::requested_engine(args.engine)?,
+        &tc.root(),
+        tc.name(),
+    )?;
     let content_id = tc.id().to_owned();
     container::toolchain::pin_base_image(
         &engine,

@@ -28,7 +28,7 @@ pub const CCACHE_GUEST: &str = "/ccache";
 /// [`plan`] itself reads nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostFacts {
-    /// `$RCCLFIX_HOME` ([`crate::recipe::home`]): work folders and timing records live under it.
+    /// `$RCCLFIX_HOME` ([`crate::paths::home`]): work folders and timing records live under it.
     pub home: PathBuf,
     /// CPU cores available to this process.
     pub cores: usize,
@@ -53,7 +53,7 @@ impl HostFacts {
                     .unwrap_or(d)
             });
         HostFacts {
-            home: crate::recipe::home(),
+            home: crate::paths::home(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             available_ram_gib: super::available_ram_gib(),
             ccache_dir,

@@ -1,7 +1,9 @@
 //! Container engines: podman, docker, bubblewrap, and the host itself.
 //!
-//! An [`Engine`] turns a [`RunSpec`] (argv, mounts, environment, network on/off) and a resolved
-//! [`Toolchain`] into the engine's own command line and runs it. Per-engine flags that a host needs
+//! An [`Engine`] turns a [`RunSpec`] (argv, mounts, environment, network on/off) and a [`Root`]
+//! (an image, a rootfs folder, or the host) into the engine's own command line and runs it; the
+//! image verbs (inspect, pull, import, build, remove) are its methods too, so `toolchain` asks the
+//! engine and the engine knows nothing of toolchains. Per-engine flags that a host needs
 //! (podman's `--runtime runc` and lowered ulimits on Debian 12 hosts, measured with podman 4.3) come
 //! from [`EngineConfig`] (`containers/engines.toml`, or `$RCCLFIX_HOME/engines.toml`), never from
 //! special cases in the code path.
@@ -12,7 +14,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
-use super::toolchain::Toolchain;
 use crate::process::Cmd;
 
 /// The engine configuration embedded at build time.
@@ -96,7 +97,7 @@ impl EngineConfig {
     ///
     /// Errors: the file does not parse (one line naming the file).
     pub fn load() -> anyhow::Result<EngineConfig> {
-        let user = crate::recipe::home().join("engines.toml");
+        let user = crate::paths::engines_toml();
         let (text, origin) = if user.exists() {
             (
                 crate::fsutil::read_text_capped(&user, 1 << 20, "an engine configuration")?,
@@ -185,6 +186,62 @@ impl RunSpec {
     }
 }
 
+/// What a command runs in: the engine-level view of a toolchain
+/// (`crate::container::Toolchain::root`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Root {
+    /// An OCI image for podman/docker.
+    Image {
+        /// The local image reference (`localhost/rcclfix-…:<hash>`); `None` until the toolchain
+        /// was prepared for the engine.
+        reference: Option<String>,
+        /// Folders put first on `PATH` inside.
+        path_prepend: Vec<String>,
+    },
+    /// A rootfs folder, for bubblewrap (or imported into podman/docker as an image).
+    Rootfs {
+        /// The folder.
+        rootfs: PathBuf,
+        /// The image it was imported as (podman/docker), once prepared.
+        reference: Option<String>,
+        /// Folders put first on `PATH` inside.
+        path_prepend: Vec<String>,
+    },
+    /// The host itself, no container.
+    Host,
+}
+
+impl Root {
+    /// Whether this is the host.
+    pub fn is_host(&self) -> bool {
+        matches!(self, Root::Host)
+    }
+
+    /// The rootfs folder, for a rootfs root.
+    pub fn rootfs(&self) -> Option<&Path> {
+        match self {
+            Root::Rootfs { rootfs, .. } => Some(rootfs),
+            _ => None,
+        }
+    }
+
+    /// The local image reference podman/docker run, once prepared.
+    pub fn image_ref(&self) -> Option<&str> {
+        match self {
+            Root::Image { reference, .. } | Root::Rootfs { reference, .. } => reference.as_deref(),
+            Root::Host => None,
+        }
+    }
+
+    /// Folders put first on `PATH` inside.
+    pub fn path_prepend(&self) -> &[String] {
+        match self {
+            Root::Image { path_prepend, .. } | Root::Rootfs { path_prepend, .. } => path_prepend,
+            Root::Host => &[],
+        }
+    }
+}
+
 /// Whether this process runs as root (uid 0), read from `/proc/self`.
 pub fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -221,18 +278,22 @@ impl Engine {
         })
     }
 
-    /// Choose an engine for `toolchain`: `requested` (from `--engine`/`RCCLFIX_ENGINE`) if given, else
-    /// the first available of podman, docker (only when its daemon answers), bubblewrap (only for a
-    /// rootfs toolchain), host (only for the `host` toolchain).
+    /// Choose an engine for `root` (toolchain `name`, for messages): `requested` (from
+    /// `--engine`/`RCCLFIX_ENGINE`) if given, else the first available of podman, docker (only when
+    /// its daemon answers), bubblewrap (only for a rootfs), host (only for the host).
     ///
-    /// Errors: the requested engine cannot run this toolchain, or no engine fits (with a `help:` line).
-    pub fn select(requested: Option<EngineKind>, toolchain: &Toolchain) -> anyhow::Result<Engine> {
+    /// Errors: the requested engine cannot run this root, or no engine fits (with a `help:` line).
+    pub fn select(
+        requested: Option<EngineKind>,
+        root: &Root,
+        name: &str,
+    ) -> anyhow::Result<Engine> {
         if let Some(kind) = requested {
             let e = Engine::of_kind(kind)?;
-            e.check_fits(toolchain)?;
+            e.check_fits(root, name)?;
             return Ok(e);
         }
-        if toolchain.is_host() {
+        if root.is_host() {
             return Engine::of_kind(EngineKind::Host);
         }
         if which::which("podman").is_ok() {
@@ -246,27 +307,23 @@ impl Engine {
         {
             return Engine::of_kind(EngineKind::Docker);
         }
-        if toolchain.rootfs().is_some() && which::which("bwrap").is_ok() {
+        if root.rootfs().is_some() && which::which("bwrap").is_ok() {
             return Engine::of_kind(EngineKind::Bubblewrap);
         }
         bail!(
-            "no container engine found for toolchain {}\nhelp: install podman (or bubblewrap for local toolchains), or set RCCLFIX_ENGINE",
-            toolchain.name()
+            "no container engine found for toolchain {name}\nhelp: install podman (or bubblewrap for local toolchains), or set RCCLFIX_ENGINE"
         )
     }
 
-    fn check_fits(&self, tc: &Toolchain) -> anyhow::Result<()> {
+    fn check_fits(&self, root: &Root, name: &str) -> anyhow::Result<()> {
         match self.kind {
-            EngineKind::Host if !tc.is_host() => bail!(
-                "engine host runs no container, so it can only run the `host` toolchain, not {}\nhelp: use podman or bubblewrap for {}",
-                tc.name(),
-                tc.name()
+            EngineKind::Host if !root.is_host() => bail!(
+                "engine host runs no container, so it can only run the `host` toolchain, not {name}\nhelp: use podman or bubblewrap for {name}"
             ),
-            EngineKind::Bubblewrap if tc.rootfs().is_none() => bail!(
-                "engine bubblewrap needs a local rootfs toolchain; {} is an OCI image\nhelp: use podman or docker",
-                tc.name()
+            EngineKind::Bubblewrap if root.rootfs().is_none() => bail!(
+                "engine bubblewrap needs a local rootfs toolchain; {name} is an OCI image\nhelp: use podman or docker"
             ),
-            EngineKind::Podman | EngineKind::Docker | EngineKind::Bubblewrap if tc.is_host() => {
+            EngineKind::Podman | EngineKind::Docker | EngineKind::Bubblewrap if root.is_host() => {
                 bail!("the host toolchain runs without a container\nhelp: use --engine host")
             }
             _ => Ok(()),
@@ -278,8 +335,8 @@ impl Engine {
         self.kind.as_str()
     }
 
-    fn base_env(tc: &Toolchain, spec: &RunSpec) -> Vec<(String, String)> {
-        let mut path: Vec<String> = tc.path_prepend().to_vec();
+    fn base_env(root: &Root, spec: &RunSpec) -> Vec<(String, String)> {
+        let mut path: Vec<String> = root.path_prepend().to_vec();
         path.extend(
             [
                 "/usr/local/sbin",
@@ -302,11 +359,11 @@ impl Engine {
         env.into_iter().collect()
     }
 
-    /// The full host command line for `spec` in `tc` (the toolchain's image must exist for
-    /// podman/docker: see [`super::prepare`]).
-    pub fn command(&self, tc: &Toolchain, spec: &RunSpec) -> anyhow::Result<Cmd> {
-        self.check_fits(tc)?;
-        let env = Engine::base_env(tc, spec);
+    /// The full host command line for `spec` in `root` (its image must exist for podman/docker:
+    /// see [`super::prepare`]).
+    pub fn command(&self, root: &Root, spec: &RunSpec) -> anyhow::Result<Cmd> {
+        self.check_fits(root, "this toolchain")?;
+        let env = Engine::base_env(root, spec);
         let mut cmd = Cmd::new(spec.summary.clone(), &self.path);
         match self.kind {
             EngineKind::Podman | EngineKind::Docker => {
@@ -318,7 +375,7 @@ impl Engine {
                         .args(["--pdeathsig", "TERM", "--"])
                         .arg(&self.path);
                 }
-                let image = tc.image_ref().context("toolchain image not prepared")?;
+                let image = root.image_ref().context("toolchain image not prepared")?;
                 cmd = cmd.args(["run", "--rm", "--init"]);
                 cmd = cmd.arg(format!(
                     "--name=rcclfix-{}-{}",
@@ -361,7 +418,9 @@ impl Engine {
                 cmd = cmd.arg(image).args(&spec.argv);
             }
             EngineKind::Bubblewrap => {
-                let rootfs = tc.rootfs().context("bubblewrap needs a rootfs toolchain")?;
+                let rootfs = root
+                    .rootfs()
+                    .context("bubblewrap needs a rootfs toolchain")?;
                 // bwrap starts from an empty tmpfs root: bind every top-level entry of the rootfs
                 // read-only (symlinks as symlinks), so new mount points (/src, /build) can be created.
                 let mut entries: Vec<_> =
@@ -453,28 +512,144 @@ impl Engine {
         Ok(cmd)
     }
 
-    /// Run `spec` in `tc`, streaming merged output lines to `log` and `on_line`.
+    /// Run `spec` in `root`, streaming merged output lines to `log` and `on_line`.
     ///
     /// Errors: the engine cannot start, or the command fails ([`crate::process::CommandError`] with
     /// the last lines of output).
     pub fn run_streamed(
         &self,
-        tc: &Toolchain,
+        root: &Root,
         spec: &RunSpec,
         log: &mut dyn std::io::Write,
         on_line: impl FnMut(&str),
     ) -> anyhow::Result<()> {
-        self.command(tc, spec)?.stream(log, on_line)
+        self.command(root, spec)?.stream(log, on_line)
     }
 
-    /// Run `spec` in `tc` with inherited stdout/stderr (`toolchain run`).
-    pub fn run_inherit(&self, tc: &Toolchain, spec: &RunSpec) -> anyhow::Result<()> {
-        self.command(tc, spec)?.run()
+    /// Run `spec` in `root` with inherited stdout/stderr (`toolchain run`).
+    pub fn run_inherit(&self, root: &Root, spec: &RunSpec) -> anyhow::Result<()> {
+        self.command(root, spec)?.run()
     }
 
-    /// Run `spec` in `tc` and return its stdout.
-    pub fn read(&self, tc: &Toolchain, spec: &RunSpec) -> anyhow::Result<String> {
-        self.command(tc, spec)?.read()
+    /// Run `spec` in `root` and return its stdout.
+    pub fn read(&self, root: &Root, spec: &RunSpec) -> anyhow::Result<String> {
+        self.command(root, spec)?.read()
+    }
+
+    // ---- image verbs (podman/docker) ----
+
+    /// Whether this engine runs OCI images (podman, docker).
+    pub fn uses_images(&self) -> bool {
+        matches!(self.kind, EngineKind::Podman | EngineKind::Docker)
+    }
+
+    /// Whether the engine has image `reference` locally (`image inspect`).
+    pub fn image_exists(&self, reference: &str) -> bool {
+        Cmd::new("probe image", &self.path)
+            .args(["image", "inspect", "--format", "{{.Id}}", reference])
+            .read()
+            .is_ok()
+    }
+
+    /// The image id of `reference`, `sha256:`-prefixed (`image inspect --format {{.Id}}`).
+    ///
+    /// Errors: the engine cannot inspect it.
+    pub fn image_id(&self, reference: &str) -> anyhow::Result<String> {
+        let id = Cmd::new("inspect the toolchain image", &self.path)
+            .args(["image", "inspect", "--format", "{{.Id}}"])
+            .arg(reference)
+            .read()?
+            .trim()
+            .to_owned();
+        Ok(if id.starts_with("sha256:") {
+            id
+        } else {
+            format!("sha256:{id}")
+        })
+    }
+
+    /// `import TAR REFERENCE`: a rootfs tar as a local image.
+    ///
+    /// Errors: the import fails (the engine's error tail is included).
+    pub fn import_image(&self, tar: &Path, reference: &str) -> anyhow::Result<()> {
+        Cmd::new(format!("{} import", self.name()), &self.path)
+            .arg("import")
+            .arg(tar)
+            .arg(reference)
+            .read()?;
+        Ok(())
+    }
+
+    /// `build -f CONTAINERFILE -t REFERENCE CONTEXT`, output inherited (a long, visible step).
+    ///
+    /// Errors: the build fails.
+    pub fn build_image(
+        &self,
+        containerfile: &Path,
+        reference: &str,
+        context: &Path,
+    ) -> anyhow::Result<()> {
+        Cmd::new(format!("{} build {reference}", self.name()), &self.path)
+            .arg("build")
+            .arg("-f")
+            .arg(containerfile)
+            .arg("-t")
+            .arg(reference)
+            .arg(context)
+            .run()
+    }
+
+    /// `pull IMAGE`, output inherited (tens of GB for the ROCm images).
+    ///
+    /// Errors: the pull fails.
+    pub fn pull_image(&self, image: &str) -> anyhow::Result<()> {
+        Cmd::new(format!("{} pull {image}", self.name()), &self.path)
+            .arg("pull")
+            .arg(image)
+            .run()
+    }
+
+    /// The registry digest (`sha256:…`) of local image `image`: podman's `{{.Digest}}`, docker's
+    /// first `RepoDigests` entry.
+    ///
+    /// Errors: the inspect fails, or the image has no digest.
+    pub fn image_digest(&self, image: &str) -> anyhow::Result<String> {
+        let format = match self.kind {
+            EngineKind::Podman => "{{.Digest}}",
+            _ => "{{range .RepoDigests}}{{println .}}{{end}}",
+        };
+        let out = Cmd::new("inspect the toolchain base image", &self.path)
+            .args(["image", "inspect", "--format", format])
+            .arg(image)
+            .read()?;
+        out.lines()
+            .map(|l| l.trim().rsplit('@').next().unwrap_or_default().to_owned())
+            .find(|d| d.starts_with("sha256:"))
+            .with_context(|| format!("{} reports no digest for image {image}", self.name()))
+    }
+
+    /// Remove every local tag of `repository` except `keep`, best effort (an image still in use
+    /// stays); returns the references removed.
+    pub fn remove_other_tags(&self, repository: &str, keep: &str) -> Vec<String> {
+        let Ok(list) = Cmd::new("list toolchain images", &self.path)
+            .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+            .read()
+        else {
+            return vec![];
+        };
+        let mut removed = vec![];
+        for r in list.lines().map(str::trim) {
+            if r.starts_with(&format!("{repository}:"))
+                && r != keep
+                && Cmd::new("remove an old toolchain image", &self.path)
+                    .args(["rmi", r])
+                    .read()
+                    .is_ok()
+            {
+                removed.push(r.to_owned());
+            }
+        }
+        removed
     }
 }
 
@@ -487,7 +662,21 @@ fn next_id() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::container::toolchain::ToolchainKind;
+
+    fn rootfs_root(rootfs: &Path, reference: Option<&str>) -> Root {
+        Root::Rootfs {
+            rootfs: rootfs.to_owned(),
+            reference: reference.map(str::to_owned),
+            path_prepend: vec!["/usr/lib/llvm-17/bin".into()],
+        }
+    }
+
+    fn image_root(reference: Option<&str>) -> Root {
+        Root::Image {
+            reference: reference.map(str::to_owned),
+            path_prepend: vec!["/usr/lib/llvm-17/bin".into()],
+        }
+    }
 
     fn engine(kind: EngineKind, settings: EngineSettings, as_root: bool) -> Engine {
         Engine {
@@ -525,12 +714,8 @@ mod tests {
     fn podman_run_carries_the_engine_configuration() {
         let config: EngineConfig = toml::from_str(EMBEDDED_ENGINES_TOML).unwrap();
         let e = engine(EngineKind::Podman, config.podman.clone(), true);
-        let tc = Toolchain::from_parts(
-            "debian-trixie",
-            ToolchainKind::Rootfs {
-                rootfs: "/r".into(),
-                stamp_sha256: "ab".repeat(32),
-            },
+        let tc = rootfs_root(
+            Path::new("/r"),
             Some("localhost/rcclfix-debian-trixie:abababababab"),
         );
         let a = argv(&e.command(&tc, &spec()).unwrap());
@@ -577,14 +762,7 @@ mod tests {
     #[test]
     fn network_on_only_when_asked() {
         let e = engine(EngineKind::Docker, EngineSettings::default(), false);
-        let tc = Toolchain::from_parts(
-            "img",
-            ToolchainKind::Image {
-                base: "b".into(),
-                containerfile: "c".into(),
-            },
-            Some("localhost/x:1"),
-        );
+        let tc = image_root(Some("localhost/x:1"));
         let mut s = spec();
         s.network = true;
         let a = argv(&e.command(&tc, &s).unwrap());
@@ -602,14 +780,7 @@ mod tests {
             std::fs::create_dir(root.path().join(d)).unwrap();
         }
         std::os::unix::fs::symlink("usr/bin", root.path().join("bin")).unwrap();
-        let tc = Toolchain::from_parts(
-            "debian-trixie",
-            ToolchainKind::Rootfs {
-                rootfs: root.path().into(),
-                stamp_sha256: "cd".repeat(32),
-            },
-            None,
-        );
+        let tc = rootfs_root(root.path(), None);
         let a = argv(
             &engine(EngineKind::Bubblewrap, EngineSettings::default(), true)
                 .command(&tc, &spec())
@@ -642,23 +813,9 @@ mod tests {
 
     #[test]
     fn engines_refuse_toolchains_they_cannot_run() {
-        let host = Toolchain::from_parts("host", ToolchainKind::Host, None);
-        let rootfs = Toolchain::from_parts(
-            "t",
-            ToolchainKind::Rootfs {
-                rootfs: "/r".into(),
-                stamp_sha256: "ef".repeat(32),
-            },
-            None,
-        );
-        let image = Toolchain::from_parts(
-            "i",
-            ToolchainKind::Image {
-                base: "b".into(),
-                containerfile: "c".into(),
-            },
-            None,
-        );
+        let host = Root::Host;
+        let rootfs = rootfs_root(Path::new("/r"), None);
+        let image = image_root(None);
         let e = |k| engine(k, EngineSettings::default(), true);
         assert!(e(EngineKind::Host).command(&rootfs, &spec()).is_err());
         assert!(e(EngineKind::Bubblewrap).command(&image, &spec()).is_err());

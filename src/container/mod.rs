@@ -2,17 +2,18 @@
 //! rcclfix, official ROCm images, the host). Only this module spawns an engine: everything else hands
 //! it a [`RunSpec`].
 //!
-//! `rcclfix toolchain build <name>` / `list` / `run <name> -- argv…` live here too.
+//! `rcclfix toolchain build <name>` / `list` / `run <name> -- argv…` call into here from
+//! `src/cmd/toolchain.rs`. [`engine`] runs a [`RunSpec`] in an [`engine::Root`] and knows the
+//! image verbs; [`toolchain`] describes, builds and prepares toolchains and asks the engine;
+//! [`containerfile`] parses the official-image Containerfiles.
 
+pub mod containerfile;
 pub mod engine;
 pub mod toolchain;
 
-use std::path::PathBuf;
-use std::process::ExitCode;
-
 use anyhow::Context;
 
-pub use engine::{Engine, EngineKind, Mount, RunSpec};
+pub use engine::{Engine, EngineKind, Mount, Root, RunSpec};
 pub use toolchain::{prepare, Toolchain, ToolchainDesc};
 
 /// The engine requested by `--engine` or `RCCLFIX_ENGINE` (empty: automatic).
@@ -31,168 +32,7 @@ pub fn requested_engine(flag: Option<EngineKind>) -> anyhow::Result<Option<Engin
 /// Open toolchain `name`, choose the engine, and prepare the toolchain for it.
 pub fn open(name: &str, engine: Option<EngineKind>) -> anyhow::Result<(Engine, Toolchain)> {
     let mut tc = Toolchain::local(name)?;
-    let engine = Engine::select(requested_engine(engine)?, &tc)?;
+    let engine = Engine::select(requested_engine(engine)?, &tc.root(), tc.name())?;
     prepare(&engine, &mut tc)?;
     Ok((engine, tc))
-}
-
-/// Arguments of `rcclfix toolchain`.
-#[derive(Debug, clap::Args)]
-pub struct ToolchainArgs {
-    #[command(subcommand)]
-    cmd: ToolchainCmd,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum ToolchainCmd {
-    /// Build a Debian-package toolchain rootfs (containers/<name>/toolchain.toml) with debootstrap
-    /// into $RCCLFIX_HOME/toolchains/<name>; skipped when it is up to date.
-    Build {
-        /// Toolchain name, e.g. debian-trixie.
-        name: String,
-        /// Rebuild even when the stamp matches the description.
-        #[arg(long)]
-        force: bool,
-    },
-    /// List the toolchain descriptions and which are built.
-    List {
-        /// JSON on stdout.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run a command inside a toolchain (network off). The current directory is mounted read-write at
-    /// the same path and is the working directory.
-    Run {
-        /// Toolchain name, e.g. debian-trixie.
-        name: String,
-        /// Engine (default: automatic; also RCCLFIX_ENGINE).
-        #[arg(long, value_enum)]
-        engine: Option<EngineKind>,
-        /// Also mount HOST[:GUEST] read-write (GUEST defaults to HOST).
-        #[arg(long = "volume", value_name = "HOST[:GUEST]")]
-        volumes: Vec<String>,
-        /// Allow network access.
-        #[arg(long)]
-        network: bool,
-        /// The command and its arguments.
-        #[arg(last = true, required = true)]
-        argv: Vec<String>,
-    },
-}
-
-impl ToolchainArgs {
-    /// Run the subcommand.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        match self.cmd {
-            ToolchainCmd::Build { name, force } => {
-                let dir = toolchain::build_rootfs(&name, force)?;
-                println!("{}", dir.display());
-            }
-            ToolchainCmd::List { json } => {
-                let rows = toolchain::list()?;
-                if json {
-                    println!("{}", serde_json::to_string_pretty(&rows)?);
-                } else {
-                    let rows: Vec<Vec<String>> = rows
-                        .iter()
-                        .map(|r| {
-                            let size = r
-                                .stamp
-                                .as_ref()
-                                .map(|s| format!("{:.1} GB", s.rootfs_bytes as f64 / 1e9))
-                                .unwrap_or_default();
-                            vec![r.name.clone(), r.state.clone(), size, r.description.clone()]
-                        })
-                        .collect();
-                    print!(
-                        "{}",
-                        crate::ui::columns(&["TOOLCHAIN", "STATE", "SIZE", "DESCRIPTION"], &rows)
-                    );
-                }
-            }
-            ToolchainCmd::Run {
-                name,
-                engine,
-                volumes,
-                network,
-                argv,
-            } => {
-                let (engine, tc) = open(&name, engine)?;
-                let cwd = std::env::current_dir()?;
-                let cwd_s = cwd
-                    .to_str()
-                    .context("the current directory is not UTF-8")?
-                    .to_owned();
-                // The current directory keeps its path inside the toolchain, except where
-                // bubblewrap cannot create that mount point in the read-only rootfs (e.g. under
-                // /var or /root): there it appears as /work.
-                let guest =
-                    if engine.name() == "bubblewrap" && !bwrap_can_mount_at(tc.rootfs(), &cwd) {
-                        crate::ui::status("Mounting", format_args!("{} as /work", cwd.display()));
-                        "/work".to_owned()
-                    } else {
-                        cwd_s.clone()
-                    };
-                let mut mounts = vec![Mount {
-                    host: cwd.clone(),
-                    guest: guest.clone(),
-                    writable: true,
-                }];
-                for v in volumes {
-                    let (h, g) = v.split_once(':').unwrap_or((&v, &v));
-                    let host = PathBuf::from(h);
-                    let host =
-                        fs_err::canonicalize(&host).with_context(|| format!("--volume {v}"))?;
-                    mounts.push(Mount {
-                        host,
-                        guest: g.to_owned(),
-                        writable: true,
-                    });
-                }
-                let spec = RunSpec {
-                    summary: format!("{} in {name}", argv[0]),
-                    argv,
-                    mounts,
-                    workdir: guest,
-                    env: vec![],
-                    network,
-                    tmp: None,
-                };
-                if let Err(e) = engine.run_inherit(&tc, &spec) {
-                    if let Some(ce) = e.downcast_ref::<crate::process::CommandError>() {
-                        // Pass the command's own exit status through (`toolchain run -- false` → 1).
-                        let code = ce
-                            .status
-                            .rsplit(' ')
-                            .next()
-                            .and_then(|s| s.parse::<u8>().ok())
-                            .unwrap_or(2);
-                        return Ok(ExitCode::from(code));
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-/// Whether bubblewrap can bind a folder at `guest` inside `rootfs`: bwrap starts from a tmpfs root
-/// with every top-level rootfs entry bound read-only over it and a scratch `/tmp`, so a mount point
-/// can be created under `/tmp`, at a top-level name the rootfs lacks, or where the folder already
-/// exists in the rootfs — not anywhere else.
-fn bwrap_can_mount_at(rootfs: Option<&std::path::Path>, guest: &std::path::Path) -> bool {
-    let Some(rootfs) = rootfs else { return true };
-    let rel = match guest.strip_prefix("/") {
-        Ok(r) => r,
-        Err(_) => return false,
-    };
-    let mut comps = rel.components();
-    let Some(top) = comps.next() else {
-        return false;
-    };
-    if top.as_os_str() == "tmp" || !rootfs.join(top).exists() {
-        return true;
-    }
-    rootfs.join(rel).is_dir()
 }

@@ -18,7 +18,7 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
-use super::engine::{Engine, EngineKind};
+use super::engine::{Engine, Root};
 use crate::process::Cmd;
 
 /// Bumped when the way a rootfs is built changes, so old stamps read as outdated.
@@ -183,7 +183,7 @@ pub struct Stamp {
 
 /// Where local toolchains live: `$RCCLFIX_HOME/toolchains`.
 pub fn toolchains_dir() -> PathBuf {
-    crate::recipe::home().join("toolchains")
+    crate::paths::toolchains_dir()
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -269,23 +269,6 @@ impl Toolchain {
         })
     }
 
-    /// A toolchain from its parts, for the engine's argv tests.
-    #[cfg(test)]
-    pub(super) fn from_parts(
-        name: &str,
-        kind: ToolchainKind,
-        image_ref: Option<&str>,
-    ) -> Toolchain {
-        Toolchain {
-            name: name.into(),
-            kind,
-            path_prepend: vec!["/usr/lib/llvm-17/bin".into()],
-            image_ref: image_ref.map(str::to_owned),
-            id: "sha256:test".into(),
-            base_digest: None,
-        }
-    }
-
     /// The toolchain a recipe names (`toolchain.name` or `toolchain.image`).
     pub fn for_recipe(t: &crate::recipe::Toolchain) -> anyhow::Result<Toolchain> {
         match (&t.name, &t.image, &t.containerfile) {
@@ -347,6 +330,22 @@ impl Toolchain {
     pub fn id(&self) -> &str {
         &self.id
     }
+
+    /// What an [`Engine`] runs commands in for this toolchain.
+    pub fn root(&self) -> Root {
+        match &self.kind {
+            ToolchainKind::Rootfs { rootfs, .. } => Root::Rootfs {
+                rootfs: rootfs.clone(),
+                reference: self.image_ref.clone(),
+                path_prepend: self.path_prepend.clone(),
+            },
+            ToolchainKind::Image { .. } => Root::Image {
+                reference: self.image_ref.clone(),
+                path_prepend: self.path_prepend.clone(),
+            },
+            ToolchainKind::Host => Root::Host,
+        }
+    }
 }
 
 /// Make `tc` runnable by `engine`: for podman/docker import the rootfs as
@@ -355,17 +354,16 @@ impl Toolchain {
 ///
 /// Errors: the import or image build fails (the engine's error tail is included).
 pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
-    if !matches!(engine.kind, EngineKind::Podman | EngineKind::Docker) {
+    if !engine.uses_images() {
         return Ok(());
     }
-    let prog = &engine.path;
     let reference = match tc.kind.clone() {
         ToolchainKind::Rootfs {
             rootfs,
             stamp_sha256,
         } => {
             let reference = format!("localhost/rcclfix-{}:{}", tc.name, &stamp_sha256[..12]);
-            if !image_exists(engine, &reference) {
+            if !engine.image_exists(&reference) {
                 crate::ui::status(
                     "Importing",
                     format_args!(
@@ -394,14 +392,9 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
                     .arg(&tar)
                     .arg(".")
                     .read()?;
-                Cmd::new(format!("{} import", engine.name()), prog)
-                    .arg("import")
-                    .arg(&tar)
-                    .arg(&reference)
-                    .read()
-                    .with_context(|| {
-                        format!("cannot import toolchain {} into {}", tc.name, engine.name())
-                    })?;
+                engine.import_image(&tar, &reference).with_context(|| {
+                    format!("cannot import toolchain {} into {}", tc.name, engine.name())
+                })?;
                 prune_old_images(engine, &tc.name, &reference);
             }
             reference
@@ -435,35 +428,19 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
                 None => sha256_hex(format!("{base}\n{text}").as_bytes()),
             };
             let reference = format!("localhost/rcclfix-{dir_name}:{}", &hash[..12]);
-            if !image_exists(engine, &reference) {
+            if !engine.image_exists(&reference) {
                 crate::ui::status("Building", format_args!("toolchain image {reference} from {containerfile} (needs the engine's registry for {base})"));
                 let ctx = crate::fsutil::TempDir::new("rcclfix-containerfile-")?;
                 fs_err::write(ctx.path().join("Containerfile"), text)?;
-                Cmd::new(format!("{} build {reference}", engine.name()), prog)
-                    .arg("build")
-                    .arg("-f")
-                    .arg(ctx.path().join("Containerfile"))
-                    .arg("-t")
-                    .arg(&reference)
-                    .arg(ctx.path())
-                    .run()
+                engine
+                    .build_image(&ctx.path().join("Containerfile"), &reference, ctx.path())
                     .with_context(|| format!("cannot build toolchain image {reference}"))?;
             }
             reference
         }
         ToolchainKind::Host => return Ok(()),
     };
-    let id = Cmd::new("inspect the toolchain image", prog)
-        .args(["image", "inspect", "--format", "{{.Id}}"])
-        .arg(&reference)
-        .read()?
-        .trim()
-        .to_owned();
-    tc.id = if id.starts_with("sha256:") {
-        id
-    } else {
-        format!("sha256:{id}")
-    };
+    tc.id = engine.image_id(&reference)?;
     tc.image_ref = Some(reference);
     Ok(())
 }
@@ -489,33 +466,19 @@ pub fn pin_base_image(
     let ToolchainKind::Image { base, .. } = tc.kind.clone() else {
         return Ok(None);
     };
-    if !matches!(engine.kind, EngineKind::Podman | EngineKind::Docker) {
+    if !engine.uses_images() {
         return Ok(None);
     }
-    if !image_exists(engine, &base) {
+    if !engine.image_exists(&base) {
         crate::ui::status(
             "Pulling",
             format_args!("toolchain base image {base} (once; tens of GB for the ROCm images)"),
         );
-        Cmd::new(format!("{} pull {base}", engine.name()), &engine.path)
-            .arg("pull")
-            .arg(&base)
-            .run()
+        engine
+            .pull_image(&base)
             .with_context(|| format!("cannot pull the toolchain base image {base}"))?;
     }
-    let format = match engine.kind {
-        EngineKind::Podman => "{{.Digest}}",
-        _ => "{{range .RepoDigests}}{{println .}}{{end}}",
-    };
-    let out = Cmd::new("inspect the toolchain base image", &engine.path)
-        .args(["image", "inspect", "--format", format])
-        .arg(&base)
-        .read()?;
-    let digest = out
-        .lines()
-        .map(|l| l.trim().rsplit('@').next().unwrap_or_default().to_owned())
-        .find(|d| d.starts_with("sha256:"))
-        .with_context(|| format!("{} reports no digest for image {base}", engine.name()))?;
+    let digest = engine.image_digest(&base)?;
     let mut lock = crate::recipe::Lockfile::load(lock_path)?;
     match lock.image_digest(&base) {
         Some(pinned) if pinned == digest => {}
@@ -545,31 +508,9 @@ pub fn pin_base_image(
 /// Remove the images of earlier builds of toolchain `name` (other tags of
 /// `localhost/rcclfix-<name>`), best effort: an image still in use stays.
 fn prune_old_images(engine: &Engine, name: &str, keep: &str) {
-    let repo = format!("localhost/rcclfix-{name}");
-    let Ok(list) = Cmd::new("list toolchain images", &engine.path)
-        .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
-        .read()
-    else {
-        return;
-    };
-    for r in list.lines().map(str::trim) {
-        if r.starts_with(&format!("{repo}:")) && r != keep {
-            if Cmd::new("remove an old toolchain image", &engine.path)
-                .args(["rmi", r])
-                .read()
-                .is_ok()
-            {
-                crate::ui::status("Removed", format_args!("old toolchain image {r}"));
-            }
-        }
+    for r in engine.remove_other_tags(&format!("localhost/rcclfix-{name}"), keep) {
+        crate::ui::status("Removed", format_args!("old toolchain image {r}"));
     }
-}
-
-fn image_exists(engine: &Engine, reference: &str) -> bool {
-    Cmd::new("probe image", &engine.path)
-        .args(["image", "inspect", "--format", "{{.Id}}", reference])
-        .read()
-        .is_ok()
 }
 
 /// The Debian mirror the host's apt uses: `RCCLFIX_DEBIAN_MIRROR`, else the first `URIs:` of a

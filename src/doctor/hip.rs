@@ -3,18 +3,20 @@
 //! hostcall check consults. Optional: without a HIP runtime this is skipped.
 //!
 //! The probe runs in a child process (`rcclfix doctor --internal-hip-probe`) so that a runtime that
-//! crashes or hangs during initialisation cannot take doctor down with it.
+//! crashes or hangs during initialisation cannot take doctor down with it. It calls the runtime
+//! through `verify`'s binding ([`crate::verify::abi::Runtime`]): one declaration of the HIP ABI.
 //!
 //! Source: HIP `hip_runtime_api.h` (`hipDeviceAttribute_t`: `hipDeviceAttributeHostNativeAtomicSupported`
 //! = 15 in the HIP 6+ numbering, `hipDeviceGetPCIBusId`, `hipRuntimeGetVersion`); CLR `hip_device.cpp`.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// `hipDeviceAttributeHostNativeAtomicSupported` in the HIP ≥ 6.0 enum.
-pub const HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED: c_int = 15;
+pub use crate::verify::abi::HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED;
+use crate::verify::abi::{LoadError, Runtime, RuntimeKind};
 /// The first runtime version (`hipRuntimeGetVersion`) whose enum numbering is trusted here.
 pub const MIN_RUNTIME_VERSION: c_int = 60_000_000;
 /// Library names tried, in order.
@@ -68,78 +70,83 @@ pub enum HipProbe {
     },
 }
 
-type FnInt = unsafe extern "C" fn(*mut c_int) -> c_int;
-type FnAttr = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
-type FnBusId = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int;
-
 /// Load the runtime in this process and query every device. Used by the child process only.
 pub fn probe_in_process() -> HipProbe {
     let mut why = vec![];
     for name in HIP_LIBRARY_NAMES {
-        // SAFETY: loading the HIP runtime runs its initialisers; that is the point of the probe, and
-        // it happens in a throw-away child process.
-        let lib = match unsafe { libloading::Library::new(name) } {
-            Ok(l) => l,
-            Err(e) => {
-                why.push(format!("{name}: {e}"));
+        let rt = match Runtime::load(RuntimeKind::Hip, Path::new(name)) {
+            Ok(rt) => rt,
+            Err(LoadError::Open { source, .. }) => {
+                why.push(format!("{name}: {source}"));
                 continue;
             }
-        };
-        // SAFETY: the symbol types match hip_runtime_api.h; each call gets valid out-pointers.
-        unsafe {
-            let (Ok(ver), Ok(count), Ok(attr), Ok(busid)) = (
-                lib.get::<FnInt>(b"hipRuntimeGetVersion\0"),
-                lib.get::<FnInt>(b"hipGetDeviceCount\0"),
-                lib.get::<FnAttr>(b"hipDeviceGetAttribute\0"),
-                lib.get::<FnBusId>(b"hipDeviceGetPCIBusId\0"),
-            ) else {
+            Err(LoadError::MissingSymbol { .. }) => {
                 return HipProbe::Failed {
                     reason: format!("{name}: a HIP entry point is missing"),
                 };
-            };
-            let mut v: c_int = 0;
-            ver(&mut v);
-            if v < MIN_RUNTIME_VERSION {
-                return HipProbe::Absent { reason: format!("{name}: HIP runtime {v} is older than 6.0; attribute numbering not checked") };
             }
-            let mut n: c_int = 0;
-            let rc = count(&mut n);
-            if rc != 0 {
-                return HipProbe::Failed {
-                    reason: format!("{name}: hipGetDeviceCount returned error {rc}"),
-                };
-            }
-            let mut devices = vec![];
-            for d in 0..n {
-                let mut val: c_int = -1;
-                let rc = attr(&mut val, HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED, d);
-                if rc != 0 {
-                    return HipProbe::Failed {
-                        reason: format!(
-                            "{name}: hipDeviceGetAttribute(device {d}) returned error {rc}"
-                        ),
-                    };
-                }
-                let mut buf = [0 as c_char; 64];
-                busid(buf.as_mut_ptr(), buf.len() as c_int, d);
-                let id = std::ffi::CStr::from_ptr(buf.as_ptr())
-                    .to_string_lossy()
-                    .to_ascii_lowercase();
-                devices.push(HipDevice {
-                    ordinal: d,
-                    pci_bus_id: id,
-                    host_native_atomic_supported: val,
-                });
-            }
-            return HipProbe::Ran {
-                library: (*name).to_owned(),
-                runtime_version: v,
-                devices,
-            };
-        }
+        };
+        return probe_runtime(name, &rt);
     }
     HipProbe::Absent {
         reason: format!("no HIP runtime: {}", why.join("; ")),
+    }
+}
+
+/// Ask a loaded runtime for its version and each device's PCI address and
+/// `hostNativeAtomicSupported`.
+fn probe_runtime(name: &str, rt: &Runtime) -> HipProbe {
+    let missing = || HipProbe::Failed {
+        reason: format!("{name}: a HIP entry point is missing"),
+    };
+    let v = match rt.runtime_version() {
+        None => return missing(),
+        // As before the binding was shared: a failing version call reads as version 0.
+        Some(r) => r.unwrap_or(0),
+    };
+    if v < MIN_RUNTIME_VERSION {
+        return HipProbe::Absent {
+            reason: format!(
+                "{name}: HIP runtime {v} is older than 6.0; attribute numbering not checked"
+            ),
+        };
+    }
+    let n = match rt.device_count() {
+        Ok(n) => n,
+        Err(e) => {
+            return HipProbe::Failed {
+                reason: format!("{name}: hipGetDeviceCount returned error {}", e.code),
+            }
+        }
+    };
+    let mut devices = vec![];
+    for d in 0..n {
+        let val = match rt.device_attribute(HIP_ATTR_HOST_NATIVE_ATOMIC_SUPPORTED, d) {
+            Ok(v) => v,
+            Err(e) => {
+                return HipProbe::Failed {
+                    reason: format!(
+                        "{name}: hipDeviceGetAttribute(device {d}) returned error {}",
+                        e.code
+                    ),
+                }
+            }
+        };
+        let id = match rt.pci_bus_id(d) {
+            None => return missing(),
+            // As before: an address the runtime does not give is empty, never a guess.
+            Some(r) => r.unwrap_or_default().to_ascii_lowercase(),
+        };
+        devices.push(HipDevice {
+            ordinal: d,
+            pci_bus_id: id,
+            host_native_atomic_supported: val,
+        });
+    }
+    HipProbe::Ran {
+        library: name.to_owned(),
+        runtime_version: v,
+        devices,
     }
 }
 

@@ -8,7 +8,7 @@
 //!
 //! For every requested code object, [`codeobj`] proves that nothing in the image can use the
 //! hostcall buffer and rewrites each declaring argument to `hidden_none` at the same offset and
-//! size ([`msgpack`] keeps the note's length); [`container`] finds the code objects in host ELFs,
+//! size ([`msgpack`] keeps the note's length); [`walk`] finds the code objects in host ELFs,
 //! plain bundles and CCOBs and writes them back. Anything unproven refuses the whole file and
 //! nothing is written.
 //!
@@ -19,17 +19,16 @@
 //! `HiddenHostcallBuffer` makes it require the hostcall buffer and PCIe atomics.
 
 pub mod codeobj;
-pub mod container;
 pub mod msgpack;
+pub mod walk;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use serde::Serialize;
 
 pub use codeobj::{KernelRecord, Proof, Refusal, RefusalKind};
-pub use container::{CcobRecord, CleanImage, ImageRecord};
+pub use walk::{CcobRecord, CleanImage, ImageRecord};
 
 /// Version of the [`PatchRecord`] JSON shape.
 pub const PATCH_SCHEMA_VERSION: u32 = 1;
@@ -146,13 +145,13 @@ pub const DEFAULT_MAX_BUNDLE_BYTES: u64 = 1 << 30;
 /// The walk limits: [`DEFAULT_MAX_BUNDLE_BYTES`], or [`MAX_BUNDLE_ENV`] when set.
 ///
 /// Errors: the variable is set but is not a size.
-pub fn limits_from_env() -> anyhow::Result<container::Limits> {
+pub fn limits_from_env() -> anyhow::Result<walk::Limits> {
     let max = match std::env::var(MAX_BUNDLE_ENV) {
         Ok(v) => parse_size(&v)
             .with_context(|| format!("{MAX_BUNDLE_ENV}={v:?}: not a size (e.g. 4G)"))?,
         Err(_) => DEFAULT_MAX_BUNDLE_BYTES,
     };
-    Ok(container::Limits {
+    Ok(walk::Limits {
         max_bundle_bytes: max,
     })
 }
@@ -178,9 +177,9 @@ fn plan(
     name: &str,
     data: &[u8],
     opts: &PatchOptions,
-    limits: &container::Limits,
-) -> Result<(Vec<container::Edit>, PatchRecord), PatchRefused> {
-    let w = container::walk(data, &opts.targets, limits).map_err(|l| PatchRefused {
+    limits: &walk::Limits,
+) -> Result<(Vec<walk::Edit>, PatchRecord), PatchRefused> {
+    let w = walk::walk(data, &opts.targets, limits).map_err(|l| PatchRefused {
         file: name.to_string(),
         location: l.location,
         refusal: l.refusal,
@@ -199,7 +198,7 @@ fn plan(
         images: w.images,
         clean: w.clean,
         skipped: w.skipped,
-        changed_ranges: container::changed_ranges(data, &w.edits),
+        changed_ranges: walk::changed_ranges(data, &w.edits),
         unverified: UNVERIFIED.to_string(),
     };
     Ok((w.edits, rec))
@@ -214,11 +213,11 @@ pub fn patch_bytes(
     data: &[u8],
     opts: &PatchOptions,
 ) -> Result<(Vec<u8>, PatchRecord), PatchRefused> {
-    let limits = container::Limits {
+    let limits = walk::Limits {
         max_bundle_bytes: DEFAULT_MAX_BUNDLE_BYTES,
     };
     let (edits, rec) = plan(name, data, opts, &limits)?;
-    Ok((container::apply_edits(data, &edits), rec))
+    Ok((walk::apply_edits(data, &edits), rec))
 }
 
 /// Patch the library at `input` and write the result to `output` atomically (temp + rename),
@@ -316,7 +315,7 @@ fn write_patched(input: &Path, output: &Path, opts: &PatchOptions) -> anyhow::Re
 /// (`copy_file_range`, so they never pass through this process's memory), the edits written.
 fn copy_with_edits(
     input: &std::fs::File,
-    edits: &[container::Edit],
+    edits: &[walk::Edit],
     out: &mut std::fs::File,
 ) -> std::io::Result<()> {
     use std::io::{Read, Seek, SeekFrom, Write};
@@ -369,147 +368,4 @@ fn map_file(file: &std::fs::File, len: u64) -> std::io::Result<Option<memmap2::M
         return Ok(None);
     }
     crate::fsutil::map_readonly(file).map(Some)
-}
-
-/// The proof of a record as text, one block per rewritten kernel (what `--explain` prints).
-pub fn explain(rec: &PatchRecord) -> String {
-    use std::fmt::Write;
-    // Entry IDs, processors and kernel names come from the input: escaped for the terminal.
-    use crate::ui::escape as e;
-    let mut s = String::new();
-    for img in &rec.images {
-        let place = if img.entry_id.is_empty() {
-            "code object".to_string()
-        } else {
-            e(&img.entry_id).into_owned()
-        };
-        let _ = writeln!(
-            s,
-            "{place} ({}, code object v{}, {}):",
-            e(&img.processor),
-            img.code_object_version,
-            img.container
-        );
-        for k in &img.kernels {
-            let _ = writeln!(
-                s,
-                "  kernel {}: {} -> {} at kernarg offset {} size {} (kernarg segment {} bytes, unchanged)",
-                e(&k.name),
-                k.from,
-                k.to,
-                k.arg_offset,
-                k.arg_size,
-                k.kernarg_segment_size
-            );
-            let _ = writeln!(s, "    declared because: {}", e(&k.cause.to_string()));
-        }
-        let _ = writeln!(s, "  proof:");
-        for st in &img.proof.statements {
-            let _ = writeln!(s, "    - {}", e(&st.to_string()));
-        }
-        for n in &img.notes {
-            let _ = writeln!(s, "  metadata note descriptor at code-object offset {} ({} bytes) rewritten at the same length", n.offset, n.size);
-        }
-        if let Some(c) = &img.ccob {
-            let _ = writeln!(
-                s,
-                "  compressed bundle at 0x{:x}: recompressed at level {} into {} bytes + {} bytes of padding (total size {} unchanged), hash {} -> {}",
-                c.offset, c.level, c.frame_bytes, c.padding_bytes, c.total_size, c.hash_before, c.hash_after
-            );
-        }
-    }
-    if rec.images.is_empty() {
-        let _ = writeln!(
-            s,
-            "no requested code object declares hidden_hostcall_buffer; nothing was written"
-        );
-    }
-    let _ = writeln!(s, "unverified: {}", rec.unverified);
-    s
-}
-
-/// `rcclfix patch LIB --out NEW`
-#[derive(Debug, clap::Args)]
-pub struct PatchArgs {
-    /// The library (host ELF with .hip_fatbin), code object, offload bundle or CCOB to patch.
-    pub lib: PathBuf,
-    /// Where to write the patched file (written atomically; never the input).
-    #[arg(long, value_name = "NEW")]
-    pub out: PathBuf,
-    /// Only patch code objects for these gfx targets (comma-separated), e.g. gfx1100.
-    #[arg(long, value_delimiter = ',')]
-    pub target: Vec<String>,
-    /// Print the proof per kernel (on stderr when --json is given).
-    #[arg(long)]
-    pub explain: bool,
-    /// Print the patch record as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-}
-
-impl PatchArgs {
-    /// Run the patch. Exit codes: 0 patched, or nothing to patch (then nothing is written and
-    /// stderr says "nothing to patch"), 1 refused because hostcall code is present, 2 refused
-    /// because the proof is incomplete, `--target` names no code object in the input, or any other
-    /// error.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        let opts = PatchOptions {
-            targets: self.target.clone(),
-        };
-        let rec = match patch_file(&self.lib, &self.out, &opts) {
-            Ok(r) => r,
-            Err(err) => {
-                let code = match err.downcast_ref::<PatchRefused>() {
-                    Some(r) if r.refusal.kind == RefusalKind::UsesHostcall => {
-                        crate::EXIT_CHECK_FAILED
-                    }
-                    Some(_) => crate::EXIT_ERROR,
-                    None if err.downcast_ref::<NoCodeObject>().is_some() => crate::EXIT_ERROR,
-                    None => return Err(err),
-                };
-                crate::ui::print_error(&err);
-                crate::ui::note("nothing was written");
-                return Ok(ExitCode::from(code));
-            }
-        };
-        let n: usize = rec.images.iter().map(|i| i.kernels.len()).sum();
-        if !rec.written {
-            let mut targets: Vec<String> = rec.clean.iter().map(|c| c.processor.clone()).collect();
-            targets.sort();
-            targets.dedup();
-            crate::ui::message(format_args!(
-                "nothing to patch: no kernel of {} declares hidden_hostcall_buffer; {} was not written",
-                if targets.is_empty() { "the input".to_string() } else { targets.join(", ") },
-                self.out.display()
-            ));
-            if self.json {
-                println!("{}", serde_json::to_string_pretty(&rec)?);
-            } else if self.explain {
-                print!("{}", explain(&rec));
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        crate::ui::status(
-            "Patched",
-            format!(
-                "{} kernel argument(s) in {} code object(s) -> {}",
-                n,
-                rec.images.len(),
-                self.out.display()
-            ),
-        );
-        if self.json {
-            if self.explain {
-                eprint!("{}", explain(&rec));
-            }
-            println!("{}", serde_json::to_string_pretty(&rec)?);
-        } else {
-            if self.explain {
-                print!("{}", explain(&rec));
-            }
-            println!("{}", self.out.display());
-        }
-        crate::ui::warn(UNVERIFIED);
-        Ok(ExitCode::SUCCESS)
-    }
 }

@@ -7,8 +7,6 @@
 //! Results go to stdout as [`super::protocol`] lines.
 
 use std::collections::HashMap;
-use std::ffi::c_void;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -17,60 +15,46 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::abi::{
-    self, Nccl, NcclComm, NcclError, NcclUniqueId, Runtime, RuntimeError, RuntimeKind,
+    self, DeviceBuffer, Nccl, NcclComm, NcclError, NcclUniqueId, Runtime, RuntimeError, RuntimeKind,
 };
 use super::cases::{self, Case, Collective, DType, Placement};
 use super::protocol::{self, Event, RankCheck};
 
-/// Arguments of the hidden child process that loads the library (set by `rcclfix verify`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct ChildArgs {
+/// What the hidden child process that loads the library does (its command line, set by
+/// `rcclfix verify`, is `crate::cmd::verify::ChildArgs`).
+#[derive(Debug, Clone)]
+pub struct ChildOptions {
     /// The NCCL-API library.
-    #[arg(long)]
     pub lib: PathBuf,
     /// GPU runtime flavour.
-    #[arg(long, value_enum)]
     pub runtime: RuntimeKind,
     /// Runtime library to load instead of searching.
-    #[arg(long)]
     pub runtime_lib: Option<PathBuf>,
     /// Device indices, one per rank.
-    #[arg(long, value_delimiter = ',', default_value = "0,1")]
     pub gpus: Vec<i32>,
     /// Drive only this rank (`ncclCommInitRank`); without it, all ranks (`ncclCommInitAll`).
-    #[arg(long)]
     pub rank: Option<usize>,
     /// Hex of the `ncclUniqueId` made by rank 0 (ranks ≥ 1).
-    #[arg(long)]
     pub unique_id: Option<String>,
     /// Seconds each case may take on the GPU before it counts as hung.
-    #[arg(long, default_value_t = 30.0)]
     pub timeout: f64,
     /// Large size in bytes.
-    #[arg(long, default_value_t = cases::DEFAULT_LARGE_BYTES)]
     pub large_bytes: usize,
     /// Timed iterations per case.
-    #[arg(long, default_value_t = 20)]
     pub iters: usize,
     /// Untimed warm-up iterations per case.
-    #[arg(long, default_value_t = 1)]
     pub warmup: usize,
     /// `CASE:INDEX`: flip one expected element (fault injection for the checker).
-    #[arg(long)]
     pub inject_wrong_expectation: Option<String>,
     /// `CASE` or `init`: the last rank never joins that collective (or the communicator).
-    #[arg(long)]
     pub inject_hang: Option<String>,
     /// Only load the runtime and report the device count.
-    #[arg(long)]
     pub probe: bool,
 }
 
 /// Write one protocol line and flush (the parent's watchdog reads them as they come).
 fn emit(ev: &Event) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", protocol::encode(ev));
-    let _ = out.flush();
+    crate::ui::protocol_line(&protocol::encode(ev));
 }
 
 /// After a hang the library cannot be shut down: wait for the parent to kill this process.
@@ -86,13 +70,13 @@ fn load_runtime(
     lib: &std::path::Path,
 ) -> anyhow::Result<Runtime> {
     if let Some(p) = explicit {
-        return Runtime::load(kind, p);
+        return Ok(Runtime::load(kind, p)?);
     }
     let mut errs = Vec::new();
     for cand in abi::find_runtime(kind, lib) {
         match Runtime::load(kind, &cand) {
             Ok(rt) => return Ok(rt),
-            Err(e) => errs.push(format!("{e:#}")),
+            Err(e) => errs.push(format!("{:#}", anyhow::Error::from(e))),
         }
     }
     anyhow::bail!(
@@ -109,12 +93,12 @@ struct RankCtx {
     stream: abi::Stream,
     start: abi::Event,
     stop: abi::Event,
-    send: *mut c_void,
-    recv: *mut c_void,
+    send: DeviceBuffer,
+    recv: DeviceBuffer,
 }
 
 struct Child {
-    args: ChildArgs,
+    args: ChildOptions,
     nranks: usize,
     rt: Option<Runtime>,
     nccl: Option<Nccl>,
@@ -123,7 +107,7 @@ struct Child {
     case: Option<usize>,
 }
 
-impl ChildArgs {
+impl ChildOptions {
     /// Run the child; the exit code is 0 after `Done`, 2 after an `Error` event.
     pub fn run(self) -> anyhow::Result<ExitCode> {
         let nranks = self.gpus.len();
@@ -289,7 +273,7 @@ impl Child {
                 let rt = self.rt();
                 rt.set_device(rc.dev)?;
                 rt.memset(rc.recv, cases::SENTINEL_BYTE, case.recv_bytes(self.nranks))?;
-                let (send, _) = buffers(case, rc);
+                let (send, _) = buffers(case, rc, self.nranks)?;
                 rt.upload(send, &input)?;
             }
             self.launch(case, &ranks, &launch)?;
@@ -370,9 +354,7 @@ impl Child {
             let rt = self.rt();
             rt.set_device(rc.dev)?;
             rt.stream_synchronize(rc.stream)?;
-            let r = unsafe { (self.nccl().comm_destroy)(rc.comm) };
-            self.nccl()
-                .check("ncclCommDestroy", r, std::ptr::null_mut())?;
+            self.nccl().comm_destroy(rc.comm)?;
             rt.free(rc.send)?;
             rt.free(rc.recv)?;
         }
@@ -383,17 +365,13 @@ impl Child {
     fn init(&self, local: &[usize], hang_init: bool) -> anyhow::Result<Vec<RankCtx>> {
         let a = &self.args;
         let nccl = self.nccl();
-        let mut comms: Vec<NcclComm> = vec![std::ptr::null_mut(); local.len()];
-        match a.rank {
+        let comms: Vec<NcclComm> = match a.rank {
             None => {
                 if hang_init {
                     anyhow::bail!("--inject-hang init needs one process per rank (--mode multi)");
                 }
-                let r = unsafe {
-                    (nccl.comm_init_all)(comms.as_mut_ptr(), self.nranks as i32, a.gpus.as_ptr())
-                };
-                nccl.check("ncclCommInitAll", r, std::ptr::null_mut())
-                    .map_err(|e| self.with_rt_error(e))?;
+                nccl.comm_init_all(&a.gpus[..self.nranks])
+                    .map_err(|e| self.with_rt_error(e))?
             }
             Some(rank) => {
                 self.rt().set_device(a.gpus[rank])?;
@@ -403,9 +381,7 @@ impl Child {
                         if rank != 0 {
                             anyhow::bail!("rank {rank} needs --unique-id");
                         }
-                        let mut uid = NcclUniqueId { internal: [0; 128] };
-                        let r = unsafe { (nccl.get_unique_id)(&mut uid) };
-                        nccl.check("ncclGetUniqueId", r, std::ptr::null_mut())?;
+                        let uid = nccl.unique_id()?;
                         emit(&Event::UniqueId {
                             hex: hex::encode(uid.internal),
                         });
@@ -416,13 +392,11 @@ impl Child {
                     // The injected fault: the last rank never joins the communicator.
                     park();
                 }
-                let r = unsafe {
-                    (nccl.comm_init_rank)(&mut comms[0], self.nranks as i32, uid, rank as i32)
-                };
-                nccl.check("ncclCommInitRank", r, std::ptr::null_mut())
-                    .map_err(|e| self.with_rt_error(e))?;
+                vec![nccl
+                    .comm_init_rank(self.nranks, uid, rank)
+                    .map_err(|e| self.with_rt_error(e))?]
             }
-        }
+        };
         Ok(local
             .iter()
             .zip(comms)
@@ -433,8 +407,8 @@ impl Child {
                 stream: std::ptr::null_mut(),
                 start: std::ptr::null_mut(),
                 stop: std::ptr::null_mut(),
-                send: std::ptr::null_mut(),
-                recv: std::ptr::null_mut(),
+                send: DeviceBuffer::null(),
+                recv: DeviceBuffer::null(),
             })
             .collect())
     }
@@ -455,39 +429,37 @@ impl Child {
         let nccl = self.nccl();
         let grouped = which.len() > 1;
         if grouped {
-            let r = unsafe { (nccl.group_start)() };
-            nccl.check("ncclGroupStart", r, std::ptr::null_mut())?;
+            nccl.group_start()?;
         }
         for &i in which {
             let rc = &ranks[i];
             self.rt().set_device(rc.dev)?;
-            let (send, recv) = buffers(case, rc);
+            let (send, recv) = buffers(case, rc, self.nranks)?;
             let dt = case.dtype.nccl();
-            // SAFETY: buffers are device allocations sized for the largest case; comm and stream
-            // belong to this rank's device.
-            let (name, r) = match case.coll {
-                Collective::AllReduce => ("ncclAllReduce", unsafe {
-                    (nccl.all_reduce)(
-                        send,
-                        recv,
-                        case.send_count,
-                        dt,
-                        abi::NCCL_SUM,
-                        rc.comm,
-                        rc.stream,
-                    )
-                }),
-                Collective::AllGather => ("ncclAllGather", unsafe {
-                    (nccl.all_gather)(send, recv, case.send_count, dt, rc.comm, rc.stream)
-                }),
-            };
-            nccl.check(name, r, rc.comm)
-                .map_err(|e| self.with_rt_error(e))?;
+            match case.coll {
+                Collective::AllReduce => nccl.all_reduce(
+                    send,
+                    recv,
+                    case.send_count,
+                    dt,
+                    abi::NCCL_SUM,
+                    rc.comm,
+                    rc.stream,
+                ),
+                Collective::AllGather => nccl.all_gather(
+                    send,
+                    recv,
+                    case.send_count,
+                    dt,
+                    self.nranks,
+                    rc.comm,
+                    rc.stream,
+                ),
+            }
+            .map_err(|e| self.with_rt_error(e))?;
         }
         if grouped {
-            let r = unsafe { (nccl.group_end)() };
-            nccl.check("ncclGroupEnd", r, std::ptr::null_mut())
-                .map_err(|e| self.with_rt_error(e))?;
+            nccl.group_end().map_err(|e| self.with_rt_error(e))?;
         }
         Ok(())
     }
@@ -549,20 +521,27 @@ impl Child {
     }
 }
 
-/// The (send, receive) device pointers of a case on one rank: in-place all_reduce sends from the
-/// receive buffer, in-place all_gather from the rank's own slot of it.
-fn buffers(case: &Case, rc: &RankCtx) -> (*mut c_void, *mut c_void) {
-    match (case.placement, case.coll) {
-        (Placement::OutOfPlace, _) => (rc.send, rc.recv),
-        (Placement::InPlace, Collective::AllReduce) => (rc.recv, rc.recv),
-        (Placement::InPlace, Collective::AllGather) => {
-            // SAFETY: the offset stays inside the receive allocation (slot `rank` of `nranks`).
-            (
-                unsafe { rc.recv.cast::<u8>().add(rc.rank * case.send_bytes()) }.cast(),
-                rc.recv,
-            )
-        }
+/// The (send, receive) device buffers of a case on one rank, each cut to the case's size: in-place
+/// all_reduce sends from the receive buffer, in-place all_gather from the rank's own slot of it.
+///
+/// Errors: the allocations are smaller than the case (they are sized for the largest case).
+fn buffers(
+    case: &Case,
+    rc: &RankCtx,
+    nranks: usize,
+) -> anyhow::Result<(DeviceBuffer, DeviceBuffer)> {
+    let send_bytes = case.send_bytes();
+    let recv = rc
+        .recv
+        .slice(0, case.recv_bytes(nranks))
+        .context("the receive buffer is smaller than the case")?;
+    let send = match (case.placement, case.coll) {
+        (Placement::OutOfPlace, _) => rc.send.slice(0, send_bytes),
+        (Placement::InPlace, Collective::AllReduce) => recv.slice(0, send_bytes),
+        (Placement::InPlace, Collective::AllGather) => recv.slice(rc.rank * send_bytes, send_bytes),
     }
+    .context("the send buffer is smaller than the case")?;
+    Ok((send, recv))
 }
 
 /// Parse the 256 hex digits of an `ncclUniqueId`.

@@ -25,108 +25,54 @@ pub mod supervise;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 
 pub use abi::RuntimeKind;
-pub use child::ChildArgs;
+pub use child::ChildOptions;
 use protocol::Event;
 pub use report::{CaseReport, CaseStatus, Mode, Report, Verdict};
 
-/// Arguments of `rcclfix verify`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct VerifyArgs {
+/// What `rcclfix verify` runs (the command line without its output flags; `build --verify` uses
+/// [`Options::for_library`]).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// The NCCL-API library to verify (librccl.so.1, libnccl.so.2).
-    #[arg(long, value_name = "PATH")]
     pub lib: PathBuf,
     /// GPU runtime: hip (RCCL) or cuda (NCCL); guessed from the library's file name.
-    #[arg(long, value_enum)]
     pub runtime: Option<RuntimeKind>,
     /// Runtime library to load (libamdhip64.so / libcudart.so.N) instead of searching for it.
-    #[arg(long, value_name = "PATH")]
     pub runtime_lib: Option<PathBuf>,
     /// Device indices, one rank per device.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "0,1",
-        value_name = "LIST"
-    )]
     pub gpus: Vec<i32>,
     /// How the ranks are driven.
-    #[arg(long, value_enum, default_value = "single")]
     pub mode: Mode,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
     /// Seconds each case may take before it counts as hung.
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub timeout: f64,
     /// Seconds loading and communicator set-up may take.
-    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
     pub init_timeout: f64,
     /// Size of the large cases in bytes (all_reduce buffer; all_gather receive buffer).
-    #[arg(long, default_value_t = cases::DEFAULT_LARGE_BYTES, value_name = "BYTES")]
     pub large_bytes: usize,
     /// Timed iterations per case (after one warm-up), as nccl-tests' -n.
-    #[arg(long, default_value_t = 20)]
     pub iters: usize,
     /// Fault injection: CASE:INDEX flips one expected element; the run must report that index.
-    #[arg(long, hide = true, value_name = "CASE:INDEX")]
     pub inject_wrong_expectation: Option<String>,
     /// Fault injection: CASE (name or number) — the last rank never joins that collective;
     /// `init` — it never joins the communicator (multi mode).
-    #[arg(long, hide = true, value_name = "CASE|init")]
     pub inject_hang: Option<String>,
 }
 
-impl VerifyArgs {
-    /// Run the subcommand: print the table (or JSON) on stdout; exit 0 when every case is right,
-    /// 1 when a case is wrong or hung, 2 on errors.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        let report = run_suite(&self)?;
-        if self.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
-        } else {
-            print!("{}", report.render());
-        }
-        // Errors and their explanation go to stderr (stdout carries the result), in both modes.
-        for c in &report.cases {
-            if let (Some(msg), CaseStatus::Hung | CaseStatus::Error) = (&c.message, c.status) {
-                let hung = if c.status == CaseStatus::Hung {
-                    " hung"
-                } else {
-                    ""
-                };
-                eprintln!(
-                    "error: case {} ({}){hung}: {}",
-                    c.id,
-                    c.name,
-                    crate::ui::escape(msg)
-                );
-            }
-        }
-        for e in &report.errors {
-            eprintln!("error: {}", crate::ui::escape(e));
-        }
-        for d in &report.diagnosis {
-            eprintln!("{}", crate::ui::escape(d));
-        }
-        Ok(ExitCode::from(report.exit_code()))
-    }
-
+impl Options {
     /// The arguments `build --verify` uses: GPUs 0,1, single mode, default sizes and timeouts,
     /// the runtime guessed from the library's name.
-    pub fn for_library(lib: &Path) -> VerifyArgs {
-        VerifyArgs {
+    pub fn for_library(lib: &Path) -> Options {
+        Options {
             lib: lib.to_owned(),
             runtime: None,
             runtime_lib: None,
             gpus: vec![0, 1],
             mode: Mode::Single,
-            json: true,
             timeout: 30.0,
             init_timeout: 120.0,
             large_bytes: cases::DEFAULT_LARGE_BYTES,
@@ -144,14 +90,14 @@ impl VerifyArgs {
 /// Errors: the library path is unusable or rcclfix cannot start its child process.
 pub fn verify_for_build(lib: &Path) -> anyhow::Result<Option<(serde_json::Value, bool)>> {
     let exe = std::env::current_exe().context("cannot find the rcclfix executable")?;
-    verify_for_build_with(&exe, &VerifyArgs::for_library(lib))
+    verify_for_build_with(&exe, &Options::for_library(lib))
 }
 
 /// [`verify_for_build`] with the `rcclfix` executable that runs the children and every argument
 /// spelled out (the tests run it from a test binary, with a small large size).
 pub fn verify_for_build_with(
     exe: &Path,
-    args: &VerifyArgs,
+    args: &Options,
 ) -> anyhow::Result<Option<(serde_json::Value, bool)>> {
     let kind = args
         .runtime
@@ -228,13 +174,13 @@ pub fn probe_devices(
 /// Errors: bad arguments (missing library file, fewer than 2 or more than [`cases::MAX_RANKS`]
 /// GPUs, a large size that does not split into elements, an unknown injected case) or the child
 /// process cannot be started.
-pub fn run_suite(args: &VerifyArgs) -> anyhow::Result<Report> {
+pub fn run_suite(args: &Options) -> anyhow::Result<Report> {
     let exe = std::env::current_exe().context("cannot find the rcclfix executable")?;
     run_suite_with(&exe, args)
 }
 
 /// [`run_suite`] with the `rcclfix` executable that runs the children.
-pub fn run_suite_with(exe: &Path, args: &VerifyArgs) -> anyhow::Result<Report> {
+pub fn run_suite_with(exe: &Path, args: &Options) -> anyhow::Result<Report> {
     let lib = &args.lib;
     // Checked without opening it: opening a FIFO would block until something writes it.
     match std::fs::metadata(lib) {

@@ -19,7 +19,7 @@ use super::abi::{self, RuntimeKind};
 use super::diagnose;
 use super::protocol::{self, Event};
 use super::report::{CaseStatus, Mode, Report};
-use super::VerifyArgs;
+use super::Options;
 
 /// Extra seconds the parent's watchdog allows beyond the child's own per-case deadline (host-side
 /// data preparation and checking of the large cases).
@@ -138,7 +138,7 @@ struct FailInfo {
 /// One verify run in progress.
 pub struct Supervisor<'a> {
     exe: &'a Path,
-    args: &'a VerifyArgs,
+    args: &'a Options,
     kind: RuntimeKind,
     base: Vec<OsString>,
     nchildren: usize,
@@ -162,7 +162,7 @@ impl<'a> Supervisor<'a> {
     /// A run of `exe verify-child BASE…` for `args`, filling `report` (whose cases are all not run).
     pub fn new(
         exe: &'a Path,
-        args: &'a VerifyArgs,
+        args: &'a Options,
         kind: RuntimeKind,
         base: Vec<OsString>,
         report: Report,
@@ -245,9 +245,7 @@ impl<'a> Supervisor<'a> {
 
     fn on_log(&mut self, i: usize, line: String) -> Flow {
         // The library's own log lines: escaped, and kept (for the diagnosis) even with -q.
-        if !crate::ui::quiet() {
-            eprintln!("[{}] {}", self.label(i), crate::ui::escape(&line));
-        }
+        crate::ui::child_line(self.label(i), &line);
         if self.log.len() == LOG_KEEP {
             self.log.pop_front();
         }

@@ -9,15 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rcclfix");
-
-pub(crate) fn slow() -> bool {
-    std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1")
-}
+use crate::support::{slow, Minihip};
 
 /// The real toolchains folder (where `rcclfix toolchain build` put the rootfs).
 fn real_toolchains() -> PathBuf {
-    rcclfix::container::toolchain::toolchains_dir()
+    rcclfix::paths::toolchains_dir()
 }
 
 /// A scratch `RCCLFIX_HOME` whose `toolchains` points at the real one.
@@ -29,7 +25,7 @@ pub(crate) fn scratch_home(dir: &Path) -> PathBuf {
 }
 
 pub(crate) fn rcclfix(home: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+    crate::support::rcclfix()
         .args(args)
         .env("RCCLFIX_HOME", home)
         .env_remove("RCCLFIX_GIT_MIRROR")
@@ -79,10 +75,7 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) {
 /// `tests/data/minihip` as a git repository with tag `v0.1.0`; returns (repo, commit).
 pub(crate) fn minihip_repo(dir: &Path) -> (PathBuf, String) {
     let repo = dir.join("minihip.git-src");
-    copy_tree(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minihip"),
-        &repo,
-    );
+    copy_tree(&crate::support::repo().join("tests/data/minihip"), &repo);
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "minihip"]);
@@ -683,18 +676,9 @@ pub(crate) fn out_entries(t: &Path) -> Vec<String> {
 
 #[test]
 fn minihip_without_injection_fails_the_gate_and_writes_nothing() {
-    if !slow() {
-        return;
-    }
-    require_toolchain();
-    let t = tempfile::tempdir().unwrap();
-    let home = scratch_home(t.path());
-    let (repo, commit) = minihip_repo(t.path());
-    let f = write_recipe(
-        t.path(),
-        "none.toml",
-        &recipe(&repo, Some(&commit), "none", ""),
-    );
+    let Some(m) = Minihip::slow() else { return };
+    let f = m.recipe("none.toml", "none");
+    let Minihip { t, home, .. } = m;
     let o = build_minihip(t.path(), &home, &f, test_engine());
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
@@ -715,20 +699,11 @@ fn minihip_without_injection_fails_the_gate_and_writes_nothing() {
 
 #[test]
 fn minihip_release_build_type_is_refused_before_the_build() {
-    if !slow() {
-        return;
-    }
-    require_toolchain();
-    let t = tempfile::tempdir().unwrap();
-    let home = scratch_home(t.path());
-    let (repo, commit) = minihip_repo(t.path());
+    let Some(m) = Minihip::slow() else { return };
     // minihip's toolchain file shadows CMake's Release flags, like RCCL 2.27's: Release alone does
     // not put -DNDEBUG on the device compile, and the build.ninja check must say so.
-    let f = write_recipe(
-        t.path(),
-        "rbt.toml",
-        &recipe(&repo, Some(&commit), "release-build-type", ""),
-    );
+    let f = m.recipe("rbt.toml", "release-build-type");
+    let Minihip { t, home, .. } = m;
     let o = build_minihip(t.path(), &home, &f, test_engine());
     assert_one_line_error(
         &o,
@@ -818,18 +793,11 @@ fn check_complete_output(t: &Path, commit: &str, engine: &str) {
 
 #[test]
 fn minihip_with_injection_passes_the_gate_and_writes_a_complete_folder() {
-    if !slow() {
-        return;
-    }
-    require_toolchain();
-    let t = tempfile::tempdir().unwrap();
-    let home = scratch_home(t.path());
-    let (repo, commit) = minihip_repo(t.path());
-    let f = write_recipe(
-        t.path(),
-        "cd.toml",
-        &recipe(&repo, Some(&commit), "compile-definition", ""),
-    );
+    let Some(m) = Minihip::slow() else { return };
+    let f = m.recipe("cd.toml", "compile-definition");
+    let Minihip {
+        t, home, commit, ..
+    } = m;
     let engine = test_engine();
     let o = build_minihip(t.path(), &home, &f, engine);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -859,13 +827,15 @@ fn minihip_with_injection_passes_the_gate_and_writes_a_complete_folder() {
 
 #[test]
 fn minihip_artifact_cache_reuses_and_rebuilds_on_a_changed_input_or_a_tampered_library() {
-    if !slow() {
+    let Some(Minihip {
+        t,
+        home,
+        repo,
+        commit,
+    }) = Minihip::slow()
+    else {
         return;
-    }
-    require_toolchain();
-    let t = tempfile::tempdir().unwrap();
-    let home = scratch_home(t.path());
-    let (repo, commit) = minihip_repo(t.path());
+    };
     let text = recipe(&repo, Some(&commit), "compile-definition", "");
     let f = write_recipe(t.path(), "cd.toml", &text);
     let engine = test_engine();
@@ -1003,7 +973,7 @@ fn toolchain_run_uses_the_rootfs_without_network() {
                 "--",
             ];
             args.extend(argv);
-            Command::new(BIN)
+            crate::support::rcclfix()
                 .args(&args)
                 .env("RCCLFIX_HOME", &home)
                 .current_dir(t.path())
@@ -1047,13 +1017,15 @@ fn toolchain_run_uses_the_rootfs_without_network() {
 fn minihip_post_link_patch_refuses_a_live_assert_and_writes_nothing() {
     // `post_link_patch = true` runs `rcclfix patch` on the built library before the gate. With no
     // NDEBUG the assert kernel really reaches hostcall, so the patch must refuse, naming it.
-    if !slow() {
+    let Some(Minihip {
+        t,
+        home,
+        repo,
+        commit,
+    }) = Minihip::slow()
+    else {
         return;
-    }
-    require_toolchain();
-    let t = tempfile::tempdir().unwrap();
-    let home = scratch_home(t.path());
-    let (repo, commit) = minihip_repo(t.path());
+    };
     let text = recipe(&repo, Some(&commit), "none", "") + "post_link_patch = true\n";
     let f = write_recipe(t.path(), "patch.toml", &text);
     let o = build_minihip(t.path(), &home, &f, test_engine());
@@ -1083,7 +1055,7 @@ fn toolchain_run_under_bubblewrap_works_from_a_folder_outside_tmp() {
     let t = tempfile::tempdir_in("/var/tmp").unwrap();
     let home = scratch_home(t.path());
     std::fs::write(t.path().join("hello.txt"), "hi\n").unwrap();
-    let o = Command::new(BIN)
+    let o = crate::support::rcclfix()
         .args([
             "toolchain",
             "run",
@@ -1166,7 +1138,7 @@ fn toolchain_image_digest_is_pinned_and_a_retagged_image_is_refused() {
 
     let containerfile = "containers/rocm-7.2.1/Containerfile";
     let mut tc = Toolchain::image(&reference, containerfile);
-    let engine = Engine::select(Some(EngineKind::Podman), &tc).unwrap();
+    let engine = Engine::select(Some(EngineKind::Podman), &tc.root(), tc.name()).unwrap();
     let lock = t.path().join("home/rcclfix.lock");
 
     // --locked refuses to pin.

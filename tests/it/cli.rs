@@ -1,11 +1,11 @@
 //! Command-line contract shared by every subcommand: a closed stdout exits 0 quietly.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 fn with_closed_stdout(args: &[&str]) -> std::process::Output {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+    crate::support::rcclfix()
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::from(writer))

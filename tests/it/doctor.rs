@@ -319,9 +319,12 @@ fn doctor(t: &Tree, dmesg: Option<&Path>, extra: &[&str]) -> Out {
 }
 
 fn run_doctor(args: &[String]) -> Out {
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let j = Command::new(bin).args(args).arg("--json").output().unwrap();
-    let text = Command::new(bin).args(args).output().unwrap();
+    let j = crate::support::rcclfix()
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let text = crate::support::rcclfix().args(args).output().unwrap();
     assert_eq!(
         j.status.code(),
         text.status.code(),
@@ -690,7 +693,7 @@ fn kfd_rejecting_the_gpu_is_not_this_bug() {
 /// rebuild, with the VM configuration hint. The rank log carries no version banner, so the release
 /// is unknown and no recipe is defaulted; the command still builds the affected GPUs' gfx1100.
 #[test]
-fn c01_machine1_guest_root_port_without_completer() {
+fn rocm6520_machine1_guest_root_port_without_completer() {
     let t = Tree::new();
     qemu_guest(&t);
     t.chain(&[
@@ -702,8 +705,8 @@ fn c01_machine1_guest_root_port_without_completer() {
         gpu("02:00.0", false),
     ]);
     t.kfd(&[("01:00.0", 110000, 13, 0), ("02:00.0", 110000, 13, 0)]);
-    let dmesg = data("c01/dmesg-guest.txt");
-    let log = data("logs/c01_machine1_rank0.log");
+    let dmesg = data("rocm6520/dmesg-guest.txt");
+    let log = data("logs/rocm6520_machine1_rank0.log");
     let o = doctor(&t, Some(&dmesg), &["--log", log.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.text);
     assert_eq!(o.verdict(), "rebuild");
@@ -753,7 +756,7 @@ fn c01_machine1_guest_root_port_without_completer() {
 /// ROCm/ROCm#6520 machine 2: bare-metal Z390 seen from an LXC container; the chipset (PCH) root port lacks the
 /// completer, the CPU root port has it: only the chipset-attached GPU is affected.
 #[test]
-fn c01_machine2_chipset_slot_mixed() {
+fn rocm6520_machine2_chipset_slot_mixed() {
     let t = Tree::new();
     t.dmi(
         "Gigabyte Technology Co., Ltd.",
@@ -773,8 +776,8 @@ fn c01_machine2_chipset_slot_mixed() {
         gpu("07:00.0", false),
     ]);
     t.kfd(&[("03:00.0", 120001, 1, 0), ("07:00.0", 120001, 13, 0)]);
-    let dmesg = data("c01/dmesg-machine2.txt");
-    let log = data("logs/c01_machine2.log");
+    let dmesg = data("rocm6520/dmesg-machine2.txt");
+    let log = data("logs/rocm6520_machine2.log");
     let o = doctor(&t, Some(&dmesg), &["--log", log.to_str().unwrap()]);
     assert_eq!(o.verdict(), "rebuild", "{}", o.text);
     assert_eq!(o.gpu("0000:03:00.0")["verdict"], "not-affected");
@@ -805,9 +808,9 @@ fn c01_machine2_chipset_slot_mixed() {
 /// (consistent with the refusal) → rebuild, platform not checked until lspci/dmesg are supplied.
 /// The excerpt names no release, so none is defaulted; rocminfo's gfx1100 becomes `--targets`.
 #[test]
-fn c02_bare_metal_log_only() {
+fn rocm6074_bare_metal_log_only() {
     let t = Tree::new();
-    let log = data("logs/c02_bare_metal.log");
+    let log = data("logs/rocm6074_bare_metal.log");
     let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.text);
     assert_eq!(o.verdict(), "rebuild");
@@ -835,9 +838,9 @@ fn c02_bare_metal_log_only() {
 
 /// ROCm/ROCm#6074, later comment: the RCCL banner names 2.30.4 / ROCm 7.14 and a Proxmox host kernel.
 #[test]
-fn c02_pve_container_banner() {
+fn rocm6074_pve_container_banner() {
     let t = Tree::new();
-    let log = data("logs/c02_pve_container.log");
+    let log = data("logs/rocm6074_pve_container.log");
     let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
     assert_eq!(o.verdict(), "rebuild", "{}", o.text);
     let v = &o.json["logs"][0]["versions"];
@@ -854,9 +857,9 @@ fn c02_pve_container_banner() {
 /// attachment): the release alone proves nothing → inconclusive, with the recipe it would be and
 /// the next command. (Before: "rebuild 2.27.7" on the image tag alone.)
 #[test]
-fn c03_vllm_gfx1201() {
+fn rocm6148_vllm_gfx1201() {
     let t = Tree::new();
-    let log = data("logs/c03_vllm_gfx1201.log");
+    let log = data("logs/rocm6148_vllm_gfx1201.log");
     let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
     assert_eq!(o.code, 2, "{}", o.text);
     assert_eq!(o.verdict(), "inconclusive", "{}", o.text);
@@ -883,9 +886,9 @@ fn c03_vllm_gfx1201() {
 /// release, collect_env's GPU line the target. No error line: inconclusive, never a rebuild on the
 /// release alone.
 #[test]
-fn c04_collect_env() {
+fn vllm38587_collect_env() {
     let t = Tree::new();
-    let log = data("logs/c04_collect_env.txt");
+    let log = data("logs/vllm38587_collect_env.txt");
     let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
     assert_eq!(o.code, 2, "{}", o.text);
     assert_eq!(o.verdict(), "inconclusive", "{}", o.text);
@@ -902,7 +905,7 @@ fn c04_collect_env() {
     assert_eq!(o.json["rebuild"]["tag"], "2.27.7");
 }
 
-fn c05_guest(t: &Tree, fixed: bool) {
+fn proxmox_guest(t: &Tree, fixed: bool) {
     t.dmi("QEMU", "Standard PC (Q35 + ICH9, 2009)", "pc-q35-9.0+pve0");
     t.hypervisor_flag();
     let rp_bits = if fixed { COMP32 | COMP64 } else { 0 };
@@ -925,9 +928,9 @@ fn c05_guest(t: &Tree, fixed: bool) {
 
 /// ROCm/ROCm#6520 (Proxmox) before: Proxmox passed each card with all functions → multifunction → fix the VM config.
 #[test]
-fn c05_proxmox_multifunction() {
+fn proxmox_multifunction() {
     let t = Tree::new();
-    c05_guest(&t, false);
+    proxmox_guest(&t, false);
     let d = t.dmesg(
         "[    4.9] amdgpu 0000:01:00.0: PCIE atomic ops is not supported\n[    5.1] amdgpu 0000:02:00.0: PCIE atomic ops is not supported\n",
     );
@@ -950,14 +953,14 @@ fn c05_proxmox_multifunction() {
     assert!(a.contains("without `multifunction=on`"), "{a}");
     assert!(a.contains("audio"), "{a}");
     assert!(!a.contains("rcclfix build"), "no rebuild for a VM fix: {a}");
-    snapshot("c05_proxmox_multifunction", &o.text);
+    snapshot("proxmox_multifunction", &o.text);
 }
 
 /// ROCm/ROCm#6520 (Proxmox) after: function .0 only → completer bits on the guest root port, ReqEn+, silent amdgpu.
 #[test]
-fn c05_proxmox_single_function_after_fix() {
+fn proxmox_proxmox_single_function_after_fix() {
     let t = Tree::new();
-    c05_guest(&t, true);
+    proxmox_guest(&t, true);
     let d = t.dmesg("[    4.9] amdgpu 0000:01:00.0: amdgpu: SMU is initialized successfully!\n[    5.1] amdgpu 0000:02:00.0: amdgpu: SMU is initialized successfully!\n");
     let o = doctor(&t, Some(&d), &[]);
     assert_eq!(o.code, 0, "{}", o.text);
@@ -969,7 +972,7 @@ fn c05_proxmox_single_function_after_fix() {
 /// ROCm/ROCm#6520 on the Proxmox host: the host path passes (root port Routing- is not checked) and the VM
 /// config names the whole slot → the exact replacement line.
 #[test]
-fn c05_proxmox_host_vm_config() {
+fn proxmox_proxmox_host_vm_config() {
     let t = Tree::new();
     t.dmi(
         "ASUSTeK COMPUTER INC.",
@@ -983,7 +986,7 @@ fn c05_proxmox_host_vm_config() {
         gpu("0b:00.0", true),
     ]);
     t.sibling(&dir, &audio("0b:00.1"));
-    let cfg = data("c05/vm-multifunction.conf");
+    let cfg = data("proxmox/vm-multifunction.conf");
     let o = doctor(&t, None, &["--vm-config", cfg.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.text);
     assert_eq!(o.verdict(), "fix-vm-config");
@@ -995,20 +998,20 @@ fn c05_proxmox_host_vm_config() {
         o.actions()
     );
 
-    let good = data("c05/vm-single-function.conf");
+    let good = data("proxmox/vm-single-function.conf");
     let o = doctor(&t, None, &["--vm-config", good.to_str().unwrap()]);
     assert_eq!(o.verdict(), "not-affected", "{}", o.text);
 }
 
 /// ROCm/rccl#958, ROCm/rccl#2124, kyuz0/amd-strix-halo-vllm-toolboxes#60, pytorch/pytorch#191366: look-alikes doctor must not call the hostcall refusal.
 #[test]
-fn c06_to_c09_are_not_this_bug() {
+fn configure_hang_symbol_and_smi_logs_are_not_this_bug() {
     let t = Tree::new();
     for (file, sig) in [
-        ("logs/c06_configure.log", "rccl-target-list-ignored"),
-        ("logs/c07_ndebug_hang.log", "rccl-waitpeer-hang"),
-        ("logs/c08_undefined_symbol.log", "abi-undefined-nccl-symbol"),
-        ("logs/c09_rocm_smi.log", "wheel-missing-rocm-smi"),
+        ("logs/rccl958_configure.log", "rccl-target-list-ignored"),
+        ("logs/rccl2124_ndebug_hang.log", "rccl-waitpeer-hang"),
+        ("logs/toolboxes60_undefined_symbol.log", "abi-undefined-nccl-symbol"),
+        ("logs/pytorch191366_rocm_smi.log", "wheel-missing-rocm-smi"),
         (
             "logs/hostcall_buffer_missing.log",
             "clr-hostcall-buffer-missing",
@@ -1036,7 +1039,7 @@ fn refusal_log_on_healthy_platform_is_inconclusive() {
         root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
         gpu("03:00.0", true),
     ]);
-    let log = data("logs/c01_machine1_rank0.log");
+    let log = data("logs/rocm6520_machine1_rank0.log");
     let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
     assert_eq!(o.verdict(), "inconclusive", "{}", o.text);
     assert!(o.notes().contains("another machine"), "{}", o.notes());
@@ -1077,8 +1080,7 @@ fn capture_round_trip_without_serials_or_host_names() {
     assert_eq!(before.verdict(), "rebuild", "{}", before.text);
 
     let tar_path = t.path().join("snap.tar");
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let st = Command::new(bin)
+    let st = crate::support::rcclfix()
         .args(["doctor", "--sysfs"])
         .arg(t.sys())
         .arg("--proc")
@@ -1261,8 +1263,7 @@ fn proxmox_hostpci_forms() {
 #[test]
 fn bad_input_is_one_clear_line() {
     let t = Tree::new();
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let o = Command::new(bin)
+    let o = crate::support::rcclfix()
         .args(["doctor", "--log", "/nonexistent/run.log", "--sysfs"])
         .arg(t.sys())
         .output()
@@ -1273,7 +1274,7 @@ fn bad_input_is_one_clear_line() {
     assert!(o.stdout.is_empty());
     let bad = t.path().join("empty.conf");
     std::fs::write(&bad, "memory: 4096\n").unwrap();
-    let o = Command::new(bin)
+    let o = crate::support::rcclfix()
         .args(["doctor", "--vm-config"])
         .arg(&bad)
         .arg("--sysfs")
@@ -1284,7 +1285,7 @@ fn bad_input_is_one_clear_line() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no hostpciN line"));
     let snap = t.path().join("not-a-snapshot");
     std::fs::create_dir_all(&snap).unwrap();
-    let o = Command::new(bin)
+    let o = crate::support::rcclfix()
         .args(["doctor", "--snapshot"])
         .arg(&snap)
         .output()
@@ -1474,7 +1475,7 @@ fn hip_probe_without_runtime_is_absent() {
         eprintln!("skipped: a HIP runtime is installed here");
         return;
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+    let o = crate::support::rcclfix()
         .args(["doctor", "--internal-hip-probe"])
         .output()
         .unwrap();
@@ -1588,8 +1589,7 @@ fn no_atomics_but_clean_library_is_not_this_bug() {
 /// Run `rcclfix doctor` with `args`, killing it after 30 s (a hang is the defect under test).
 fn run_bounded(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
     use std::io::Read;
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let mut child = Command::new(bin)
+    let mut child = crate::support::rcclfix()
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -1818,7 +1818,6 @@ fn random_gpu_config_never_yields_a_refusal() {
 #[test]
 fn missing_sysfs_or_proc_is_an_error_not_no_gpu() {
     let t = Tree::new();
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
     let missing = t.path().join("no-such-sys");
     let file = t.dmesg("");
     for (sys, proc, flag, p) in [
@@ -1826,7 +1825,7 @@ fn missing_sysfs_or_proc_is_an_error_not_no_gpu() {
         (t.sys(), missing.clone(), "--proc", missing.as_path()),
         (file.clone(), t.proc(), "--sysfs", file.as_path()),
     ] {
-        let mut c = Command::new(bin);
+        let mut c = crate::support::rcclfix();
         c.args(["doctor", "--no-hip", "--no-library", "--dmesg"])
             .arg(&file)
             .arg("--sysfs")
@@ -1868,8 +1867,7 @@ fn capture_without_amd_gpu_reads_back() {
     )]);
     let d = t.dmesg("[    1.0] i915 0000:02:00.0: [drm] GuC firmware loaded\n");
     let tar_path = t.path().join("snap.tar");
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
-    let st = Command::new(bin)
+    let st = crate::support::rcclfix()
         .args(["doctor", "--sysfs"])
         .arg(t.sys())
         .arg("--proc")
@@ -1936,7 +1934,6 @@ fn capture_without_amd_gpu_reads_back() {
 #[test]
 fn garbage_snapshot_error_is_short_and_printable() {
     let t = Tree::new();
-    let bin = env!("CARGO_BIN_EXE_rcclfix");
     let random = t.path().join("random.bin");
     std::fs::write(&random, garbage(7, 3000)).unwrap();
     // A tar-looking header (ustar magic) over random bytes: the archive reader's own error quotes
@@ -1946,7 +1943,7 @@ fn garbage_snapshot_error_is_short_and_printable() {
     b[257..263].copy_from_slice(b"ustar\0");
     std::fs::write(&fake, &b).unwrap();
     for f in [&random, &fake] {
-        let o = Command::new(bin)
+        let o = crate::support::rcclfix()
             .args(["doctor", "--snapshot"])
             .arg(f)
             .output()
@@ -2421,7 +2418,7 @@ fn guest_gpu_without_pcie_capability_is_a_vm_fix() {
 /// the VM); with an audio function, that function is named from sysfs.
 #[test]
 fn host_vm_config_reads_the_slot_functions_from_sysfs() {
-    let cfg = data("c05/vm-multifunction.conf");
+    let cfg = data("proxmox/vm-multifunction.conf");
     let t = Tree::new();
     t.chain(&[
         root_port("00:03.1", 0x1022, 0x1483, HEALTHY_ROOT),
@@ -2478,7 +2475,7 @@ fn host_vm_config_reads_the_slot_functions_from_sysfs() {
 #[test]
 fn no_gpu_examined_is_never_an_all_clear() {
     let t = Tree::new();
-    let good = data("c05/vm-single-function.conf");
+    let good = data("proxmox/vm-single-function.conf");
     let o = doctor(&t, None, &["--vm-config", good.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.text);
     assert_eq!(

@@ -109,7 +109,7 @@ fn interrupted_patch_leaves_nothing() {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("r.so");
         let st = interrupt_when_temp_appears(
-            std::process::Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+            crate::support::rcclfix()
                 .arg("patch")
                 .arg(&lib)
                 .arg("--out")
@@ -165,7 +165,7 @@ fn the_next_run_removes_temp_files_a_sigkill_left() {
         .join("tests/fixtures/patch/libdispatch-plain.so");
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("r.so");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+    let mut child = crate::support::rcclfix()
         .arg("patch")
         .arg(&lib)
         .arg("--out")
@@ -203,7 +203,7 @@ fn the_next_run_removes_temp_files_a_sigkill_left() {
     std::fs::write(d.path().join(&live), b"in flight").unwrap();
     std::fs::write(d.path().join(".rcclfix-AbCdEf.tmp"), b"not ours").unwrap();
 
-    let st = std::process::Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+    let st = crate::support::rcclfix()
         .arg("-q")
         .arg("patch")
         .arg(&lib)

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::control_chars;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -75,13 +77,6 @@ fn listing(root: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
     v
 }
 
-/// A control character a terminal would act on: C0 (newline aside), DEL, C1.
-fn control_chars(s: &str) -> Vec<char> {
-    s.chars()
-        .filter(|&c| c != '\n' && rcclfix::ui::needs_escape(c))
-        .collect()
-}
-
 /// Run `rcclfix ARGS` in `dir` with a private home and temp folder, killed after 120 s.
 fn run_in(
     dir: &Path,
@@ -90,14 +85,8 @@ fn run_in(
     ulimit_kib: Option<u64>,
 ) -> (i32, String, String) {
     let mut cmd = match ulimit_kib {
-        Some(kib) => {
-            let mut c = Command::new("sh");
-            c.arg("-c")
-                .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-                .arg(env!("CARGO_BIN_EXE_rcclfix"));
-            c
-        }
-        None => Command::new(env!("CARGO_BIN_EXE_rcclfix")),
+        Some(kib) => crate::support::rcclfix_under_ulimit(kib),
+        None => crate::support::rcclfix(),
     };
     cmd.args(args)
         .current_dir(dir)
@@ -107,23 +96,12 @@ fn run_in(
         .env_remove("RCCLFIX_GIT_MIRROR")
         .env_remove("RCCLFIX_MAX_BUNDLE_BYTES")
         .env_remove("RUST_LOG")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env_remove("NO_COLOR");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(120) {
-            child.kill().unwrap();
-            panic!("{args:?} did not finish within 120 s (a hang)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = crate::support::output_with_deadline(&mut cmd, Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("{args:?} {e}"));
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -592,7 +570,7 @@ fn quiet_means_an_empty_stderr_in_every_subcommand() {
 
 /// Run `rcclfix ARGS` on a pty (`script` from util-linux) and return the whole transcript.
 fn on_a_terminal(dir: &Path, args: &[OsString], env: &[(&str, &str)]) -> Vec<u8> {
-    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_rcclfix").to_owned())
+    let line: Vec<String> = std::iter::once(crate::support::BIN.to_owned())
         .chain(args.iter().map(|a| a.to_str().unwrap().to_owned()))
         .map(|a| rcclfix::process::quote(&a))
         .collect();

@@ -10,8 +10,8 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use crate::package::{build_folder, fixtures, rcclfix, tool};
 
@@ -146,7 +146,7 @@ fn check(r: &Row) -> Option<String> {
                 "--tmpfs",
             ])
             .arg(&case.out)
-            .arg(env!("CARGO_BIN_EXE_rcclfix"))
+            .arg(crate::support::BIN)
             .arg("package")
             .env("SOURCE_DATE_EPOCH", "1700000000")
             .env_remove("DEBEMAIL");
@@ -163,23 +163,11 @@ fn check(r: &Row) -> Option<String> {
     for (k, v) in &inv.env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // A FIFO input must never block: give every row a deadline.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            let _ = child.wait();
-            return Some("did not finish within 120 s (blocked on an input?)".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = match crate::support::output_with_deadline(&mut cmd, Duration::from_secs(120)) {
+        Ok(o) => o,
+        Err(e) => return Some(e),
+    };
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     let mut problems = Vec::new();
     if o.status.code() != Some(r.code) {

@@ -12,5 +12,6 @@ mod patch;
 mod prove;
 mod recipes;
 mod scan;
+mod support;
 mod tidy;
 mod verify;

@@ -18,7 +18,7 @@ const WORKFLOW: &str = ".github/workflows/rcclfix.yml";
 const FROM_JSON: &str = "${{ fromJSON(needs.plan.outputs.matrix) }}";
 
 fn rcclfix(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+    crate::support::rcclfix()
         .args(args)
         .current_dir(root())
         .env_remove("RCCLFIX_GIT_MIRROR")

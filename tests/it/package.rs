@@ -21,9 +21,7 @@ const OURS: i32 = 21304;
 const STOCK: i32 = 11111;
 const DEB_LIB: &str = "usr/lib/x86_64-linux-gnu/librccl.so.1.0";
 
-fn slow() -> bool {
-    std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1")
-}
+use crate::support::slow;
 
 /// Gate for tests that need real tools: false (and a line on stderr) unless RCCLFIX_SLOW_TESTS=1.
 pub(crate) fn slow_gate(name: &str) -> bool {
@@ -307,7 +305,7 @@ pub(crate) fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
 }
 
 pub(crate) fn rcclfix(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let mut c = crate::support::rcclfix();
     c.args(args)
         .env("SOURCE_DATE_EPOCH", "1700000000")
         .env_remove("DEBEMAIL");
@@ -1303,9 +1301,7 @@ fn scan_finds_the_library_inside_the_packages() {
         };
         assert_eq!(verdict(&r), verdict(&direct));
         // The command line: the printf kernel declares (exit 1), named with the member path.
-        let o = run(Command::new(env!("CARGO_BIN_EXE_rcclfix"))
-            .args(["scan", "--json"])
-            .arg(pkg));
+        let o = run(crate::support::rcclfix().args(["scan", "--json"]).arg(pkg));
         assert_eq!(
             o.status.code(),
             Some(1),

@@ -3,8 +3,8 @@
 //! only the metadata (or, for CCOB, the compressed payload and hash) changes, the result reads as
 //! clean; every refusal names its kernels and reason and writes nothing.
 //!
-//! Slow tests (`RCCLFIX_SLOW_TESTS=1`) use the LLVM tools of the debian-sid toolchain rootfs
-//! (`$RCCLFIX_HOME/toolchains/debian-sid/rootfs`, run with bubblewrap) as an outside oracle.
+//! Slow tests (`RCCLFIX_SLOW_TESTS=1`) use the LLVM tools of the debian-sid toolchain
+//! (`rcclfix toolchain run --engine bubblewrap debian-sid`) as an outside oracle.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,11 +15,9 @@ use rcclfix::patch::{
     patch_bytes, patch_file, PatchOptions, PatchRecord, PatchRefused, RefusalKind,
 };
 
-const BIN: &str = env!("CARGO_BIN_EXE_rcclfix");
-
 /// The binary with no log filter from the environment, so stderr holds only its own lines.
 fn rcclfix_cmd() -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = crate::support::rcclfix();
     c.env_remove("RUST_LOG");
     c
 }
@@ -604,22 +602,14 @@ fn cli_json_explain_and_exit_codes() {
 // ---------------------------------------------------------------------------------------------
 // Slow: the LLVM tools of the debian-sid toolchain as an outside oracle.
 
+/// The debian-sid toolchain's rootfs when it is built (these tests then run, slow or not); a
+/// panic when `RCCLFIX_SLOW_TESTS=1` and it is not.
 fn sid_rootfs() -> Option<PathBuf> {
-    let home = std::env::var_os("RCCLFIX_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
-                })
-                .join("rcclfix")
-        });
-    let r = home.join("toolchains/debian-sid/rootfs");
+    let r = crate::support::toolchain_rootfs("sid");
     if r.join("usr/bin/llvm-readelf-21").exists() {
         return Some(r);
     }
-    if std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1") {
+    if crate::support::slow() {
         panic!(
             "RCCLFIX_SLOW_TESTS=1 but the debian-sid toolchain rootfs is missing ({} has no llvm-readelf-21)\nhelp: rcclfix toolchain build debian-sid, or run `cargo xtask test`",
             r.display()
@@ -628,40 +618,17 @@ fn sid_rootfs() -> Option<PathBuf> {
     None
 }
 
-/// Run an LLVM tool in the rootfs with `dir` at `/tmp/w`; return stdout.
-fn tool(rootfs: &Path, dir: &Path, argv: &[&str]) -> String {
-    let o = Command::new("bwrap")
-        .arg("--ro-bind")
-        .arg(rootfs)
-        .arg("/")
-        .args([
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind",
-        ])
-        .arg(dir)
-        .args([
-            "/tmp/w",
-            "--chdir",
-            "/tmp/w",
-            "--unshare-pid",
-            "--die-with-parent",
-        ])
-        .args(argv)
-        .output()
-        .expect("bwrap (Debian package bubblewrap) must be installed for the slow tests");
-    assert!(
-        o.status.success(),
-        "{argv:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
+/// Run an LLVM tool of the debian-sid toolchain in `dir`; return stdout.
+fn tool(dir: &Path, argv: &[&str]) -> String {
+    crate::support::in_toolchain_ok("sid", dir, argv)
 }
 
 /// `llvm-readelf --notes` of the input and the patched output: identical except that each
 /// `hidden_hostcall_buffer` line reads `hidden_none` — so every offset, size and kernarg segment
 /// size is the same.
-fn readelf_notes_agree(rootfs: &Path, dir: &Path, before: &str, after: &str) {
-    let a = tool(rootfs, dir, &["llvm-readelf-21", "--notes", before]);
-    let b = tool(rootfs, dir, &["llvm-readelf-21", "--notes", after]);
+fn readelf_notes_agree(dir: &Path, before: &str, after: &str) {
+    let a = tool(dir, &["llvm-readelf-21", "--notes", before]);
+    let b = tool(dir, &["llvm-readelf-21", "--notes", after]);
     assert!(a.contains("hidden_hostcall_buffer"));
     assert!(!b.contains("hidden_hostcall_buffer"), "{b}");
     // llvm-readelf runs LLVM's strict AMDHSA metadata verifier on every note.
@@ -680,7 +647,7 @@ fn readelf_notes_agree(rootfs: &Path, dir: &Path, before: &str, after: &str) {
 
 #[test]
 fn slow_readelf_parses_patched_code_objects() {
-    let Some(rootfs) = sid_rootfs() else { return };
+    let Some(_) = sid_rootfs() else { return };
     let dir = tempfile::tempdir().unwrap();
     for name in [
         "dispatch-v6-gfx1100.co",
@@ -690,13 +657,13 @@ fn slow_readelf_parses_patched_code_objects() {
         std::fs::copy(fixture(name), dir.path().join(name)).unwrap();
         let out = format!("patched-{name}");
         patch_file(&fixture(name), &dir.path().join(&out), &opts(&[])).unwrap();
-        readelf_notes_agree(&rootfs, dir.path(), name, &out);
+        readelf_notes_agree(dir.path(), name, &out);
     }
 }
 
 #[test]
 fn slow_bundler_reads_patched_ccob_library() {
-    let Some(rootfs) = sid_rootfs() else { return };
+    let Some(_) = sid_rootfs() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::copy(fixture("libdispatch-ccob.so"), d.join("in.so")).unwrap();
@@ -709,7 +676,6 @@ fn slow_bundler_reads_patched_ccob_library() {
     for (lib, co) in [("in.so", "in.co"), ("out.so", "out.co")] {
         let fb = format!("{lib}.fatbin");
         tool(
-            &rootfs,
             d,
             &[
                 "llvm-objcopy-21",
@@ -719,7 +685,6 @@ fn slow_bundler_reads_patched_ccob_library() {
             ],
         );
         let list = tool(
-            &rootfs,
             d,
             &[
                 "clang-offload-bundler-21",
@@ -734,7 +699,6 @@ fn slow_bundler_reads_patched_ccob_library() {
             "{list}"
         );
         tool(
-            &rootfs,
             d,
             &[
                 "clang-offload-bundler-21",
@@ -746,7 +710,7 @@ fn slow_bundler_reads_patched_ccob_library() {
             ],
         );
     }
-    readelf_notes_agree(&rootfs, d, "in.co", "out.co");
+    readelf_notes_agree(d, "in.co", "out.co");
     // Apart from the metadata note, the unbundled code objects are byte-identical.
     let (a, b) = (
         std::fs::read(d.join("in.co")).unwrap(),
@@ -768,18 +732,10 @@ fn slow_bundler_reads_patched_ccob_library() {
 /// nothing.
 #[test]
 fn slow_debian_librccl_needs_no_patch() {
-    if !std::env::var("RCCLFIX_SLOW_TESTS").is_ok_and(|v| v == "1") {
+    if !crate::support::slow() {
         return;
     }
-    let inputs = std::env::var_os("RCCLFIX_TEST_INPUTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-inputs"));
-    let deb = inputs.join("librccl1_5.4.3-3+b1_amd64.deb");
-    assert!(
-        deb.exists(),
-        "RCCLFIX_SLOW_TESTS=1 but {} is missing\nhelp: run `cargo xtask test`, or set RCCLFIX_TEST_INPUTS",
-        deb.display()
-    );
+    let deb = crate::support::librccl1_deb();
     let dir = tempfile::tempdir().unwrap();
     let tar = Command::new("dpkg-deb")
         .arg("--fsys-tarfile")

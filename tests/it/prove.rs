@@ -11,10 +11,10 @@ use std::path::Path;
 use std::process::Command;
 
 use super::build::{
-    assert_one_line_error, build_until_engine, git, minihip_repo, rcclfix, recipe,
-    require_toolchain, scratch_home, slow, source_only, stderr, stopped_at_engine, test_engine,
-    write_recipe,
+    assert_one_line_error, build_until_engine, git, minihip_repo, rcclfix, recipe, source_only,
+    stderr, stopped_at_engine, test_engine, write_recipe,
 };
+use crate::support::Minihip;
 
 /// The minihip recipe, but naming `branch` (and pinning `commit`) instead of the tag.
 fn branch_recipe(repo: &Path, commit: &str, branch: &str) -> String {
@@ -274,18 +274,11 @@ fn prove(home: &Path, t: &Path, f: &Path) -> std::process::Output {
 
 #[test]
 fn prove_minihip_control_declares_and_fix_is_clean() {
-    if !slow() {
-        return;
-    }
-    require_toolchain();
-    let t = tempfile::tempdir().unwrap();
-    let home = scratch_home(t.path());
-    let (repo, commit) = minihip_repo(t.path());
-    let f = write_recipe(
-        t.path(),
-        "cd.toml",
-        &recipe(&repo, Some(&commit), "compile-definition", ""),
-    );
+    let Some(m) = Minihip::slow() else { return };
+    let f = m.recipe("cd.toml", "compile-definition");
+    let Minihip {
+        t, home, commit, ..
+    } = m;
     let o = prove(&home, t.path(), &f);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let rec_path = t.path().join("out/prove-minihip-gfx1100/prove.json");
@@ -335,13 +328,9 @@ fn prove_minihip_control_declares_and_fix_is_clean() {
 
 #[test]
 fn prove_reports_a_control_that_is_already_clean() {
-    if !slow() {
+    let Some(Minihip { t, home, repo, .. }) = Minihip::slow() else {
         return;
-    }
-    require_toolchain();
-    let t = tempfile::tempdir().unwrap();
-    let home = scratch_home(t.path());
-    let (repo, _) = minihip_repo(t.path());
+    };
     // The same library without its live assert: nothing declares, with or without NDEBUG.
     let src = repo.join("src/kernels.cpp");
     let text = std::fs::read_to_string(&src).unwrap();

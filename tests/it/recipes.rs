@@ -1,4 +1,4 @@
-//! Recipe consistency: every embedded recipe parses and passes `rcclfix::matrix::check_all` against
+//! Recipe consistency: every embedded recipe parses and passes `recipe::check::check_all` against
 //! this checkout (Containerfiles, records, tag naming, pipeline/NDEBUG rules), matches the RCCL
 //! ROCm release → RCCL version table below, and — where a git mirror of ROCm/rccl is given in
 //! `RCCLFIX_GIT_MIRROR` — has the commit pin and `makefiles/version.mk` version the tag really has.
@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rcclfix::matrix::{
-    check_against_mirror, check_all, check_recipe, embedded_lockfile, parse_containerfile,
-    CheckReport,
+use rcclfix::container::containerfile::parse_containerfile;
+use rcclfix::recipe::check::{
+    check_against_mirror, check_all, check_recipe, embedded_lockfile, CheckReport,
 };
 use rcclfix::recipe::{embedded, Lockfile, Recipe, Status};
 
@@ -17,9 +17,7 @@ pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub(crate) fn slow() -> bool {
-    std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1")
-}
+use crate::support::slow;
 
 /// The ROCm/rccl mirror from `RCCLFIX_GIT_MIRROR`: `None` (with a printed note) when unset; a
 /// missing directory is an error, never a silent skip.
@@ -200,8 +198,8 @@ fn recipe_names_are_unique_and_the_bare_version_is_the_default() {
 #[test]
 fn statuses_match_what_is_known() {
     for r in embedded().unwrap().values() {
-        let v = rcclfix::matrix::version_tuple(&r.rccl_version);
-        if v >= rcclfix::matrix::DEVICE_LINKER_FROM {
+        let v = rcclfix::recipe::check::version_tuple(&r.rccl_version);
+        if v >= rcclfix::recipe::check::DEVICE_LINKER_FROM {
             // Nothing from 2.28 on is proven on hardware yet (ROCm/ROCm#6520).
             assert!(
                 matches!(r.status, Status::Experimental | Status::UnfixableByRebuild),

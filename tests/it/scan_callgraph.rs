@@ -5,13 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rcclfix::scan::callgraph::{Graph, Hop, User, Via};
 use rcclfix::scan::KernelReport;
 
-use super::differential::toolchain_root;
-use super::{fixture, root, scan};
+use super::{fixture, scan};
+use crate::support::{in_toolchain_ok, librccl1_lib, require_tool, slow_or_note};
 
 /// `e_flags` of a code object.
 fn e_flags(co: &[u8]) -> u32 {
@@ -247,34 +246,10 @@ fn dispatcher_tables() {
     );
 }
 
-fn slow() -> bool {
-    std::env::var_os("RCCLFIX_SLOW_TESTS").is_some()
-}
-
-/// Run an LLVM tool of the sid toolchain with `work` bound at /mnt.
+/// Run an LLVM tool of the sid toolchain in `work` (relative paths name files there).
 fn tool(work: &Path, argv: &[&str]) -> String {
-    let root = toolchain_root("sid");
-    assert!(
-        root.join("usr/bin/llvm-objdump-21").exists(),
-        "RCCLFIX_SLOW_TESTS=1 but the sid toolchain rootfs {} has no llvm-objdump-21",
-        root.display()
-    );
-    let out = Command::new("bwrap")
-        .arg("--ro-bind")
-        .arg(&root)
-        .args(["/", "--proc", "/proc", "--dev", "/dev", "--bind"])
-        .arg(work)
-        .args(["/mnt", "--chdir", "/mnt", "--tmpfs", "/tmp"])
-        .args(["--unshare-pid", "--die-with-parent"])
-        .args(argv)
-        .output()
-        .expect("bwrap");
-    assert!(
-        out.status.success(),
-        "{argv:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    require_tool("sid", "llvm-objdump-21");
+    in_toolchain_ok("sid", work, argv)
 }
 
 /// Direct calls per function from `llvm-objdump -d` text: `s_getpc_b64 s[a:b]` then
@@ -530,8 +505,7 @@ fn objdump(work: &Path, co: &Path, id: &str) -> String {
 /// every fixture code object (gfx1100, gfx1030, gfx90a; code object v4 to v6).
 #[test]
 fn edges_match_llvm_objdump() {
-    if !slow() {
-        eprintln!("skipped: set RCCLFIX_SLOW_TESTS=1");
+    if !slow_or_note() {
         return;
     }
     let (mut checked, mut edges, mut indirect) = (0, 0, 0);
@@ -586,22 +560,10 @@ fn edges_match_llvm_objdump() {
 /// gfx1100 image the edges match llvm-objdump's.
 #[test]
 fn librccl1_graphs() {
-    if !slow() {
-        eprintln!("skipped: set RCCLFIX_SLOW_TESTS=1");
+    if !slow_or_note() {
         return;
     }
-    let inputs = std::env::var_os("RCCLFIX_TEST_INPUTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/test-inputs"));
-    let deb = inputs.join("librccl1_5.4.3-3+b1_amd64.deb");
-    assert!(
-        deb.exists(),
-        "RCCLFIX_SLOW_TESTS=1 but {} is missing\nhelp: run `cargo xtask test` (it downloads it)",
-        deb.display()
-    );
-    let x = inputs.join("librccl1_5.4.3-3+b1");
-    let lib = x.join("usr/lib/x86_64-linux-gnu/librccl.so.1.0");
-    super::differential::extract_deb_once(&deb, &x, &lib);
+    let lib = librccl1_lib();
     let r = scan(&lib);
     let declaring: usize = r
         .files

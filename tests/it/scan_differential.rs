@@ -1,77 +1,43 @@
 //! Differential test (`RCCLFIX_SLOW_TESTS=1`): rcclfix's per-kernel verdicts and kernel-to-argument
 //! attribution must equal what the toolchain's own LLVM tools report — `llvm-objcopy
 //! --dump-section .hip_fatbin` → `clang-offload-bundler --list/--unbundle` → `llvm-readelf --notes`
-//! — run inside the Debian toolchain rootfs (`$RCCLFIX_HOME/toolchains/debian-<suite>/rootfs`) under
-//! bubblewrap, on every fixture and on the real Debian librccl1 5.4.3 library.
+//! — run inside the Debian toolchains (`rcclfix toolchain run --engine bubblewrap debian-<suite>`),
+//! on every fixture and on the real Debian librccl1 5.4.3 library.
 //!
 //! The oracle splits a `.hip_fatbin` into bundles itself (4096-aligned magics), because
 //! clang-offload-bundler reads one bundle per input.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use super::{fixture, root, scan};
+use crate::support::{in_toolchain, librccl1_deb, librccl1_lib, require_tool, slow_or_note};
 
 /// kernel name → hidden args `(value_kind, offset)` in metadata order; per target processor.
 type Truth = BTreeMap<String, BTreeMap<String, Vec<(String, u64)>>>;
 
-fn slow() -> bool {
-    std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1")
-}
-
-/// The toolchain rootfs for a Debian suite, as `cargo xtask fixtures` resolves it:
-/// `$RCCLFIX_TOOLCHAIN_ROOT_<SUITE>`, `$RCCLFIX_TOOLCHAIN_ROOT/<suite>`, else the toolchain that
-/// `rcclfix toolchain build debian-<suite>` writes under `recipe::home()`.
-pub(crate) fn toolchain_root(suite: &str) -> PathBuf {
-    if let Ok(p) = std::env::var(format!("RCCLFIX_TOOLCHAIN_ROOT_{}", suite.to_uppercase())) {
-        return PathBuf::from(p);
-    }
-    if let Ok(p) = std::env::var("RCCLFIX_TOOLCHAIN_ROOT") {
-        return PathBuf::from(p).join(suite);
-    }
-    let home = rcclfix::recipe::home();
-    home.join(format!("toolchains/debian-{suite}/rootfs"))
-}
-
+/// The LLVM tools of toolchain `debian-<suite>` (their version suffix), run through
+/// `rcclfix toolchain run`.
 struct Tools {
-    root: PathBuf,
+    suite: &'static str,
     v: &'static str,
 }
 
 impl Tools {
-    fn new(suite: &str) -> Tools {
-        let root = toolchain_root(suite);
+    fn new(suite: &'static str) -> Tools {
         let v = if suite == "trixie" { "17" } else { "21" };
-        assert!(
-            root.join(format!("usr/bin/llvm-readelf-{v}")).exists(),
-            "RCCLFIX_SLOW_TESTS=1 but the {suite} toolchain rootfs {} has no llvm-readelf-{v}\nhelp: run `cargo xtask test` (it builds the toolchains) or set RCCLFIX_TOOLCHAIN_ROOT_{}",
-            root.display(),
-            suite.to_uppercase()
-        );
-        Tools { root, v }
+        require_tool(suite, &format!("llvm-readelf-{v}"));
+        Tools { suite, v }
     }
 
-    /// Run `tool-NN args…` in the rootfs with `work` bound at /mnt; returns (ok, stdout+stderr).
+    /// Run `tool-NN args…` in the toolchain with `work` as the working directory; returns (ok,
+    /// stdout+stderr).
     fn run(&self, work: &Path, tool: &str, args: &[&str]) -> (bool, String) {
-        let out = Command::new("bwrap")
-            .args(["--ro-bind"])
-            .arg(&self.root)
-            .args(["/", "--proc", "/proc", "--dev", "/dev", "--bind"])
-            .arg(work)
-            .args([
-                "/mnt",
-                "--chdir",
-                "/mnt",
-                "--tmpfs",
-                "/tmp",
-                "--unshare-pid",
-                "--die-with-parent",
-            ])
-            .arg(format!("{tool}-{}", self.v))
-            .args(args)
-            .output()
-            .expect("bwrap");
+        let tool = format!("{tool}-{}", self.v);
+        let argv: Vec<&str> = std::iter::once(tool.as_str())
+            .chain(args.iter().copied())
+            .collect();
+        let out = in_toolchain(self.suite, work, &argv);
         let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
         s.push_str(&String::from_utf8_lossy(&out.stderr));
         (out.status.success(), s)
@@ -363,8 +329,7 @@ fn compare(tools: &Tools, file: &Path) -> usize {
 
 #[test]
 fn differential_fixtures() {
-    if !slow() {
-        eprintln!("skipped: set RCCLFIX_SLOW_TESTS=1");
+    if !slow_or_note() {
         return;
     }
     let mut total = 0;
@@ -387,60 +352,16 @@ fn differential_fixtures() {
     assert!(total >= 60, "compared only {total} kernels");
 }
 
-/// Extract `deb` into `x` once, for every test that needs it: into a private folder beside `x`
-/// first, then renamed into place, so a test running at the same time never reads a half-written
-/// `lib` (two tests extracting into `x` at once did race in CI).
-pub(crate) fn extract_deb_once(deb: &Path, x: &Path, lib: &Path) {
-    if lib.exists() {
-        return;
-    }
-    let tmp = x.with_file_name(format!(
-        ".{}.extract-{}-{:?}",
-        x.file_name().unwrap().to_string_lossy(),
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let st = Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(deb)
-        .arg(&tmp)
-        .status()
-        .expect("dpkg-deb");
-    assert!(st.success(), "dpkg-deb -x {}", deb.display());
-    if std::fs::rename(&tmp, x).is_err() {
-        // Another test put it in place first.
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    assert!(
-        lib.exists(),
-        "{} missing after extracting {}",
-        lib.display(),
-        deb.display()
-    );
-}
-
 /// The Debian librccl1 5.4.3 library: the `.deb` from `$RCCLFIX_TEST_INPUTS`, extracted with
 /// dpkg-deb (an outside oracle), compared kernel by kernel with the trixie LLVM tools; and the
 /// `.deb` scanned directly must find the same library inside.
 #[test]
 fn differential_librccl1() {
-    if !slow() {
-        eprintln!("skipped: set RCCLFIX_SLOW_TESTS=1");
+    if !slow_or_note() {
         return;
     }
-    let inputs = std::env::var_os("RCCLFIX_TEST_INPUTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/test-inputs"));
-    let deb = inputs.join("librccl1_5.4.3-3+b1_amd64.deb");
-    assert!(
-        deb.exists(),
-        "RCCLFIX_SLOW_TESTS=1 but {} is missing\nhelp: run `cargo xtask test` (it downloads it)",
-        deb.display()
-    );
-    let x = inputs.join("librccl1_5.4.3-3+b1");
-    let lib = x.join("usr/lib/x86_64-linux-gnu/librccl.so.1.0");
-    extract_deb_once(&deb, &x, &lib);
+    let deb = librccl1_deb();
+    let lib = librccl1_lib();
     let tools = Tools::new("trixie");
     let (want, _) = oracle(&tools, &lib);
     let n = compare(&tools, &lib);

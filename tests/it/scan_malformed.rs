@@ -645,9 +645,8 @@ fn code_object_v2_yaml_note() {
 
 /// `rcclfix scan FILE` under a 3 GB address-space limit (`ulimit -v`): returns (exit code, output).
 fn scan_under_memory_limit(p: &Path) -> (Option<i32>, String) {
-    let o = std::process::Command::new("sh")
-        .args(["-c", "ulimit -v 3000000 && exec \"$0\" scan \"$1\""])
-        .arg(env!("CARGO_BIN_EXE_rcclfix"))
+    let o = crate::support::rcclfix_under_ulimit(3000000)
+        .arg("scan")
         .arg(p)
         .output()
         .unwrap();

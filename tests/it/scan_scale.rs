@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use super::{fixture, root};
 
 fn rcclfix() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let mut c = crate::support::rcclfix();
     c.current_dir(root())
         .env_remove("RCCLFIX_SCAN_MEMORY_BUDGET")
         .env_remove("RCCLFIX_SCAN_MAX_CODE_OBJECT");
@@ -27,10 +27,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn slow() -> bool {
-    std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1")
 }
 
 /// Every fixture of both suites, relative to the crate root.
@@ -116,8 +112,7 @@ fn test_inputs() -> PathBuf {
 /// default memory budget) give the same bytes with one thread and with four.
 #[test]
 fn parallel_and_serial_scans_are_byte_identical_on_debian_librccl1() {
-    if !slow() {
-        eprintln!("skipped: set RCCLFIX_SLOW_TESTS=1");
+    if !crate::support::slow_or_note() {
         return;
     }
     let deb = test_inputs().join("librccl1_5.4.3-3+b1_amd64.deb");
@@ -573,9 +568,7 @@ fn rocm_scan_needs_a_lib_folder() {
 }
 
 fn under_ulimit(kib: u64, args: &[&str], p: &Path) -> Output {
-    Command::new("sh")
-        .args(["-c", &format!("ulimit -v {kib} && exec \"$0\" \"$@\"")])
-        .arg(env!("CARGO_BIN_EXE_rcclfix"))
+    crate::support::rcclfix_under_ulimit(kib)
         .args(args)
         .arg(p)
         .output()
@@ -587,8 +580,7 @@ fn under_ulimit(kib: u64, args: &[&str], p: &Path) -> Output {
 /// under a 768 MiB address-space limit, with the hash checked.
 #[test]
 fn an_honest_ccob_of_1_gib_scans_in_bounded_memory() {
-    if !slow() {
-        eprintln!("skipped: set RCCLFIX_SLOW_TESTS=1");
+    if !crate::support::slow_or_note() {
         return;
     }
     use md5::Digest;
@@ -671,7 +663,7 @@ fn streamed_members_cut_anywhere_are_unknown() {
         z.finish().unwrap();
         let mut c = Command::new("timeout");
         c.arg("60")
-            .arg(env!("CARGO_BIN_EXE_rcclfix"))
+            .arg(crate::support::BIN)
             .args(["scan", "--json=full"])
             .arg(&whl)
             .env("RCCLFIX_SCAN_MEMORY_BUDGET", "8");

@@ -377,3 +377,64 @@ fn only_the_command_layer_and_ui_print() {
     }
     report("printing outside the command layer", &bad);
 }
+
+/// The modules a Rust file names as `crate::<module>` in code (comments, doc comments and the
+/// tests tail excluded; items of the crate root are not modules).
+fn crate_deps(text: &str) -> BTreeSet<String> {
+    let tail = test_tail_start(text);
+    let mut deps = BTreeSet::new();
+    for line in text.lines().take(tail) {
+        let code = code_part(line);
+        let mut rest = code;
+        while let Some(k) = rest.find("crate::") {
+            let seg: String = rest[k + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            // Items of the crate root (`crate::EXIT_OK`, `crate::CheckFailed`) are no module.
+            if seg.starts_with(|c: char| c.is_ascii_lowercase()) {
+                deps.insert(seg);
+            }
+            rest = &rest[k + 7..];
+        }
+    }
+    deps
+}
+
+/// Data flows cli → cmd → domain, never back up: no domain module names `crate::cmd` or
+/// `crate::cli`; only `cmd/` names `crate::build`; `package/` reads a build folder and never
+/// imports `build`; `scan/` uses nothing in the crate but `fsutil` and `ui` (so the scanner can
+/// be lifted out whole); `verify/` only `process`, `fsutil`, `paths` and `ui` (its FFI is loaded
+/// in a child); `ui` and `process` import no domain module.
+#[test]
+#[ignore = "turned on when issue 16's command layer lands"]
+fn dependencies_point_down_only() {
+    let mut bad = Vec::new();
+    for p in files(&[".rs"]) {
+        let name = p.to_string_lossy().into_owned();
+        let Some(rel) = name.strip_prefix("src/") else {
+            continue;
+        };
+        let module = rel.split(['/', '.']).next().unwrap_or("");
+        let deps = crate_deps(&read(&p));
+        let allowed: Option<&[&str]> = match module {
+            "scan" => Some(&["scan", "fsutil", "ui"]),
+            "verify" => Some(&["verify", "process", "fsutil", "paths", "ui"]),
+            "ui" => Some(&["ui", "process", "fsutil"]),
+            "process" => Some(&["process", "ui", "fsutil"]),
+            "paths" => Some(&["paths"]),
+            _ => None,
+        };
+        for d in &deps {
+            let up = matches!(d.as_str(), "cmd" | "cli")
+                && !matches!(module, "cmd" | "cli" | "main" | "lib");
+            let build_outside_cmd =
+                d == "build" && !matches!(module, "cmd" | "build" | "main" | "lib");
+            let outside_allowed = allowed.is_some_and(|a| !a.contains(&d.as_str()));
+            if up || build_outside_cmd || outside_allowed {
+                bad.push(format!("{name}: uses crate::{d}"));
+            }
+        }
+    }
+    report("dependencies pointing the wrong way", &bad);
+}

@@ -611,10 +611,7 @@ fn maps_lookup_finds_the_library_holding_an_address() {
 // ---------------------------------------------------------------- command line
 
 fn rcclfix(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rcclfix"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = crate::support::rcclfix().args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -713,7 +710,7 @@ pub(crate) fn fake_lib() -> std::path::PathBuf {
 /// Run `rcclfix verify --json` on the stand-in with `fault` and extra arguments; (exit code, report).
 fn fake_verify(fault: Option<&str>, extra: &[&str]) -> (i32, serde_json::Value, String) {
     let lib = fake_lib();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let mut cmd = crate::support::rcclfix();
     cmd.args([
         "verify",
         "--json",
@@ -892,19 +889,25 @@ fn fake_hostcall_refusal_is_diagnosed() {
 /// The stand-in laid out like an RCCL install: `librccl.so.1` with `libamdhip64.so` beside it (both
 /// links to one file, so the loader maps it once), found by the default runtime search.
 fn fake_rccl_install() -> std::path::PathBuf {
-    let fake = fake_lib();
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify-fake-rccl");
-    std::fs::create_dir_all(&dir).unwrap();
-    for name in ["librccl.so.1", "libamdhip64.so"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&fake, &link).unwrap();
-    }
+    // Made once per test process: tests run in parallel, and two of them replacing the same links
+    // raced (EEXIST).
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let fake = fake_lib();
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("verify-fake-rccl");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["librccl.so.1", "libamdhip64.so"] {
+            let link = dir.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&fake, &link).unwrap();
+        }
+        dir
+    });
     dir.join("librccl.so.1")
 }
 
-fn small_args(lib: &std::path::Path) -> rcclfix::verify::VerifyArgs {
-    let mut args = rcclfix::verify::VerifyArgs::for_library(lib);
+fn small_args(lib: &std::path::Path) -> rcclfix::verify::Options {
+    let mut args = rcclfix::verify::Options::for_library(lib);
     args.large_bytes = 65536;
     args.iters = 2;
     args
@@ -913,7 +916,7 @@ fn small_args(lib: &std::path::Path) -> rcclfix::verify::VerifyArgs {
 #[test]
 fn build_entry_point_runs_the_suite_on_two_gpus() {
     let lib = fake_rccl_install();
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let exe = std::path::Path::new(crate::support::BIN);
     let (json, pass) = rcclfix::verify::verify_for_build_with(exe, &small_args(&lib))
         .unwrap()
         .expect("2 GPUs seen");
@@ -933,7 +936,7 @@ fn build_entry_point_runs_the_suite_on_two_gpus() {
 #[test]
 fn build_entry_point_skips_without_enough_gpus_or_a_runtime() {
     let lib = fake_rccl_install();
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_rcclfix"));
+    let exe = std::path::Path::new(crate::support::BIN);
     let mut three = small_args(&lib);
     three.gpus = vec![0, 1, 2];
     assert!(rcclfix::verify::verify_for_build_with(exe, &three)

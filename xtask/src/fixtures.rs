@@ -117,18 +117,7 @@ pub fn toolchain_root(suite: &str) -> anyhow::Result<PathBuf> {
     if let Ok(p) = std::env::var("RCCLFIX_TOOLCHAIN_ROOT") {
         return Ok(PathBuf::from(p).join(suite));
     }
-    // rcclfix's data folder: $RCCLFIX_HOME, else $XDG_CACHE_HOME/rcclfix, else ~/.cache/rcclfix.
-    let home = match (
-        std::env::var_os("RCCLFIX_HOME"),
-        std::env::var_os("XDG_CACHE_HOME"),
-    ) {
-        (Some(h), _) => PathBuf::from(h),
-        (None, Some(x)) => PathBuf::from(x).join("rcclfix"),
-        (None, None) => {
-            PathBuf::from(std::env::var("HOME").context("HOME is not set")?).join(".cache/rcclfix")
-        }
-    };
-    Ok(home.join(format!("toolchains/debian-{suite}/rootfs")))
+    Ok(crate::paths::toolchain_rootfs(&format!("debian-{suite}")))
 }
 
 /// The bubblewrap arguments that run a command read-only inside `root` with `work` bound at `/mnt`.
@@ -154,6 +143,7 @@ pub fn in_rootfs(root: &Path, work: &Path) -> Vec<String> {
         "HOME",
         "/tmp",
         "--unshare-pid",
+        "--unshare-net",
         "--die-with-parent",
     ]
     .iter()

@@ -30,19 +30,8 @@ struct Toolchain {
 }
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
-    // rcclfix's data folder: $RCCLFIX_HOME, else $XDG_CACHE_HOME/rcclfix, else ~/.cache/rcclfix.
-    let home = std::env::var_os("RCCLFIX_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
-                })
-                .join("rcclfix")
-        });
-    let mut sid = home.join("toolchains/debian-sid/rootfs");
-    let mut trixie = home.join("toolchains/debian-trixie/rootfs");
+    let mut sid = crate::paths::toolchain_rootfs("debian-sid");
+    let mut trixie = crate::paths::toolchain_rootfs("debian-trixie");
     let root = crate::project_root();
     let mut dest = root.join("tests/fixtures/patch");
     let mut it = rest.iter();
@@ -359,7 +348,7 @@ fn tc(sh: &Shell, t: &Toolchain, work: &Path, argv: &[&str]) -> anyhow::Result<(
     let rootfs = &t.rootfs;
     cmd!(
         sh,
-        "bwrap --ro-bind {rootfs} / --proc /proc --dev /dev --tmpfs /tmp --bind {work} /tmp/w --chdir /tmp/w --unshare-pid --die-with-parent {argv...}"
+        "bwrap --ro-bind {rootfs} / --proc /proc --dev /dev --tmpfs /tmp --bind {work} /tmp/w --chdir /tmp/w --unshare-pid --unshare-net --die-with-parent {argv...}"
     )
     .run()
     .with_context(|| format!("in {}: {}", rootfs.display(), argv.join(" ")))?;

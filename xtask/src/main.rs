@@ -22,6 +22,10 @@ mod fixtures;
 mod fixtures_patch;
 mod inputs;
 mod lint_ci;
+/// rcclfix's own `src/paths.rs` (std only), so the xtask and rcclfix agree on `RCCLFIX_HOME`.
+#[allow(dead_code)]
+#[path = "../../src/paths.rs"]
+mod paths;
 mod test;
 mod toolchain;
 

@@ -1,12 +1,12 @@
-//! The human-readable doctor report (stdout). `--json` prints [`super::Report`] instead.
+//! The human-readable doctor report (stdout). `--json` prints [`crate::doctor::Report`] instead.
 //!
 //! Every string that comes from an input (log lines, kernel names, paths, lspci names) goes
 //! through [`esc`] before it reaches the terminal; JSON keeps the exact values.
 
 use std::fmt::Write;
 
-use super::hip::HipProbe;
-use super::{GpuReport, Report, VerdictKind};
+use crate::doctor::hip::HipProbe;
+use crate::doctor::{GpuReport, Report, VerdictKind};
 use crate::scan::TargetState;
 use crate::ui::escape as e;
 
@@ -109,13 +109,14 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
                 out,
                 "  VM blocker: {}",
                 match b {
-                    super::VmBlocker::Multifunction =>
+                    crate::doctor::VmBlocker::Multifunction =>
                         "passed as a multifunction device".to_owned(),
-                    super::VmBlocker::NotAtDevfn0 => "not at devfn 0".to_owned(),
-                    super::VmBlocker::BehindSwitch => "behind an emulated switch".to_owned(),
-                    super::VmBlocker::QemuBefore81 { machine } =>
+                    crate::doctor::VmBlocker::NotAtDevfn0 => "not at devfn 0".to_owned(),
+                    crate::doctor::VmBlocker::BehindSwitch =>
+                        "behind an emulated switch".to_owned(),
+                    crate::doctor::VmBlocker::QemuBefore81 { machine } =>
                         format!("machine type {} predates QEMU 8.1", esc(machine)),
-                    super::VmBlocker::NoPcieCapability =>
+                    crate::doctor::VmBlocker::NoPcieCapability =>
                         "no PCI Express capability (conventional PCI layout)".to_owned(),
                 }
             );
@@ -213,12 +214,12 @@ pub fn text(r: &Report) -> String {
         }
         for rf in &l.refusals {
             let who = match &rf.owner {
-                super::triage::KernelOwner::Rccl { why } => format!("RCCL ({})", esc(why)),
-                super::triage::KernelOwner::Other { library: Some(lib) } => {
+                crate::doctor::triage::KernelOwner::Rccl { why } => format!("RCCL ({})", esc(why)),
+                crate::doctor::triage::KernelOwner::Other { library: Some(lib) } => {
                     format!("not RCCL: {lib}")
                 }
-                super::triage::KernelOwner::Other { library: None } => "not RCCL".into(),
-                super::triage::KernelOwner::Unknown => "owner not in the log".into(),
+                crate::doctor::triage::KernelOwner::Other { library: None } => "not RCCL".into(),
+                crate::doctor::triage::KernelOwner::Unknown => "owner not in the log".into(),
             };
             let _ = writeln!(
                 out,
@@ -240,14 +241,14 @@ pub fn text(r: &Report) -> String {
                 out,
                 "  {:>5}: {} {} ({}{})",
                 h.line_no,
-                if h.kind == super::triage::HintKind::Rccl {
+                if h.kind == crate::doctor::triage::HintKind::Rccl {
                     "RCCL"
                 } else {
                     "ROCm"
                 },
                 esc(&h.value),
                 esc(&h.source),
-                if h.exact || h.kind == super::triage::HintKind::Rccl {
+                if h.exact || h.kind == crate::doctor::triage::HintKind::Rccl {
                     ""
                 } else {
                     "; family only"

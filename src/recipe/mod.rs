@@ -9,10 +9,12 @@
 //! `Cargo.lock`): the first fetch of an unpinned tag records the commit, every later fetch checks it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
+
+pub mod check;
 
 include!(concat!(env!("OUT_DIR"), "/recipes.rs"));
 
@@ -591,20 +593,8 @@ impl Lockfile {
     }
 }
 
-/// The per-user data folder: `$RCCLFIX_HOME`, else `$XDG_CACHE_HOME/rcclfix`, else `~/.cache/rcclfix`.
-/// Holds the source cache, toolchain rootfs, and the user's lockfile.
-pub fn home() -> PathBuf {
-    if let Some(h) = std::env::var_os("RCCLFIX_HOME") {
-        return PathBuf::from(h);
-    }
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(x).join("rcclfix");
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    home.join(".cache/rcclfix")
-}
+/// The per-user data folder ([`crate::paths::home`], kept here for the callers that name it so).
+pub use crate::paths::home;
 
 /// The recipe list as a text table (`build --list`, `recipe list`).
 pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {

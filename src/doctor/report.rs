@@ -1,0 +1,224 @@
+//! The doctor report model: [`Report`], one [`GpuReport`] per GPU, the [`VerdictKind`]s and the
+//! facts they carry. `--json` serialises [`Report`] ([`SCHEMA_VERSION`]); `rcclfix doctor`'s text
+//! rendering lives in `src/cmd/doctor/render.rs`.
+
+use serde::Serialize;
+
+use super::hip::HipProbe;
+use super::kmsg;
+use super::library::LibraryScan;
+use super::pci::{Bdf, PathResult};
+use super::triage::{LogTriage, RebuildAdvice};
+use super::vm::{Hypervisor, ProxmoxConfig};
+use crate::scan::TargetState;
+
+/// Version of the `--json` schema below; bumped on any incompatible change (2: `rebuild.tag` may be
+/// null, `rebuild.targets`/`command`, the `hostcall-outside-rccl` verdict, `examined`,
+/// `not_examined`, log `refusals`/`hints`, GPU `gfx_source` and guest `blockers`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The four verdicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictKind {
+    /// Not affected by the hostcall refusal (AtomicOps present, or a different problem, or no AMD GPU).
+    NotAffected,
+    /// Affected, and a VM setting fixes it: pass the GPU as a single function.
+    FixVmConfig,
+    /// Affected: rebuild RCCL (`rcclfix build --tag …`).
+    Rebuild,
+    /// Affected, but the refused kernel is not RCCL's: rebuilding RCCL does not help; the platform
+    /// fix (an AtomicOps path) does, or the library that owns the kernel.
+    HostcallOutsideRccl,
+    /// Cannot tell: run as root, supply the kernel log, or run the runtime probe.
+    Inconclusive,
+}
+
+impl VerdictKind {
+    /// The process exit code: 0 not affected, 1 affected, 2 inconclusive.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            VerdictKind::NotAffected => crate::EXIT_OK,
+            VerdictKind::FixVmConfig | VerdictKind::Rebuild | VerdictKind::HostcallOutsideRccl => {
+                crate::EXIT_CHECK_FAILED
+            }
+            VerdictKind::Inconclusive => crate::EXIT_ERROR,
+        }
+    }
+
+    /// Short text.
+    pub fn text(self) -> &'static str {
+        match self {
+            VerdictKind::NotAffected => "not affected",
+            VerdictKind::FixVmConfig => "affected — fix the VM configuration",
+            VerdictKind::Rebuild => "affected — rebuild RCCL",
+            VerdictKind::HostcallOutsideRccl => {
+                "affected — a kernel outside RCCL needs hostcall (rebuilding RCCL does not help)"
+            }
+            VerdictKind::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// One device on a GPU's PCIe path, for display.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hop {
+    /// Address.
+    pub bdf: Bdf,
+    /// `vendor:device`, e.g. `1b36:000c`.
+    pub id: String,
+    /// Role: `root port`, `switch upstream port`, `GPU (endpoint)`, …
+    pub role: String,
+    /// lspci-style AtomicOps text, when readable.
+    pub atomics: Option<String>,
+    /// `ok`, `BREAKS: …`, `not checked by the kernel`, `unreadable (… bytes)`.
+    pub status: String,
+    /// QEMU's name for an emulated root port, in a QEMU guest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<String>,
+}
+
+/// Guest-side VM facts for one GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct GuestView {
+    /// Whether the GPU function is multi-function (header bit, or sibling functions in the slot).
+    pub multifunction: bool,
+    /// Other functions present in the GPU's slot (e.g. the HDMI audio function `.1`).
+    pub siblings: Vec<String>,
+    /// Whether the GPU is at devfn 0 (device 0, function 0), as QEMU requires.
+    pub devfn0: bool,
+    /// Whether a root port is above the GPU (false: it sits on the root bus as an RCiEP).
+    pub behind_root_port: bool,
+    /// Whether the GPU's parent bridge is the root port itself (QEMU sets completer bits only then;
+    /// behind an emulated switch it never does).
+    pub directly_under_root_port: bool,
+    /// The emulated root port's name, when recognised.
+    pub emulated_root_port: Option<String>,
+    /// Whether QEMU's completer rule (≥ 8.1) is what withholds atomics here.
+    pub qemu_rule_blocks: bool,
+    /// What in the VM's layout withholds AtomicOps from this GPU (empty: nothing the guest shows).
+    pub blockers: Vec<VmBlocker>,
+}
+
+/// A VM setting that withholds AtomicOps from a guest GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum VmBlocker {
+    /// The GPU is passed as a multifunction device (QEMU sets no completer bits then).
+    Multifunction,
+    /// The GPU is not at devfn 0 below its root port.
+    NotAtDevfn0,
+    /// The GPU sits behind an emulated switch, not directly below the root port.
+    BehindSwitch,
+    /// The machine type predates QEMU 8.1, which never sets completer bits.
+    QemuBefore81 {
+        /// The machine type, e.g. `pc-q35-5.1`.
+        machine: String,
+    },
+    /// The VM gives the GPU no PCI Express capability (conventional PCI layout).
+    NoPcieCapability,
+}
+
+/// Everything known about one GPU, and its verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuReport {
+    /// PCI address.
+    pub bdf: Bdf,
+    /// `1002:744c`.
+    pub id: String,
+    /// gfx target, when known (KFD, else the PCI device ID or the lspci chip name).
+    pub gfx: Option<String>,
+    /// Where `gfx` came from (`KFD topology`, `PCI ID 1002:744c`, `lspci chip name`).
+    pub gfx_source: Option<String>,
+    /// KFD node number.
+    pub kfd_node: Option<u32>,
+    /// An integrated GPU (APU) that ROCm exposes next to discrete cards.
+    pub integrated: bool,
+    /// The path, root-most first, ending with the GPU.
+    pub path: Vec<Hop>,
+    /// The kernel rule's result.
+    pub path_result: PathResult,
+    /// `AtomicOpsCtl: ReqEn±` of the GPU, when readable.
+    pub req_en: Option<bool>,
+    /// The amdgpu atomics message for this address (verbatim), if logged.
+    pub kernel_message: Option<String>,
+    /// Whether the kernel log is usable for this GPU (has amdgpu lines).
+    pub kernel_log_usable: bool,
+    /// What KFD's io_link flags say (`Some(false)`: no atomics).
+    pub kfd_atomics: Option<bool>,
+    /// The io_link flags, as read.
+    pub kfd_link_flags: Vec<u32>,
+    /// KFD skipped this GPU ("PCI rejects atomics"): a different problem.
+    pub kfd_rejected: Option<String>,
+    /// `hostNativeAtomicSupported` from the HIP runtime.
+    pub hip_host_native_atomic: Option<i32>,
+    /// The HIP ordinal, when the runtime saw it.
+    pub hip_ordinal: Option<i32>,
+    /// Guest-side VM facts (only inside a VM).
+    pub guest: Option<GuestView>,
+    /// The libraries' state for this GPU's target.
+    pub library_states: Vec<(String, TargetState)>,
+    /// The verdict for this GPU.
+    pub verdict: VerdictKind,
+    /// Why, one line each.
+    pub reasons: Vec<String>,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// rcclfix version.
+    pub rcclfix_version: String,
+    /// The overall verdict.
+    pub verdict: VerdictKind,
+    /// One line saying it.
+    pub headline: String,
+    /// What to do, one line each (exact config lines and commands).
+    pub actions: Vec<String>,
+    /// What this report examined, one line each.
+    pub examined: Vec<String>,
+    /// What it did not examine (and why), one line each.
+    pub not_examined: Vec<String>,
+    /// The evidence behind the verdict, one line each.
+    pub evidence: Vec<String>,
+    /// The rebuild advice (when the verdict is rebuild, or a log names a release).
+    pub rebuild: Option<RebuildAdvice>,
+    /// Per GPU.
+    pub gpus: Vec<GpuReport>,
+    /// Hypervisor facts.
+    pub hypervisor: Hypervisor,
+    /// Kernel log summary.
+    pub kernel_log: KernelLogSummary,
+    /// Whether a KFD topology was found.
+    pub kfd_present: bool,
+    /// The HIP probe.
+    pub hip: HipProbe,
+    /// Library scans.
+    pub libraries: Vec<LibraryScan>,
+    /// Log triage.
+    pub logs: Vec<LogTriage>,
+    /// Proxmox configs.
+    pub vm_configs: Vec<ProxmoxConfig>,
+    /// Further notes (iGPU, caveats).
+    pub notes: Vec<String>,
+    /// The exit code this report maps to.
+    pub exit_code: u8,
+}
+
+/// What the kernel log was and how much it holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelLogSummary {
+    /// Its origin.
+    pub origin: kmsg::LogOrigin,
+    /// Lines read.
+    pub lines: usize,
+    /// Whether it has amdgpu lines.
+    pub has_amdgpu_lines: bool,
+    /// The relevant lines (at most 50).
+    pub relevant: Vec<String>,
+    /// Set when only the end of a `--dmesg` file was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
+}

@@ -1,0 +1,896 @@
+//! The decision rules, pure: a [`GpuReport`]'s facts → its verdict and reasons
+//! ([`decide_gpu`]), the GPUs' verdicts and the logs → the overall [`Report`] ([`decide_overall`]).
+//! Nothing here reads a file or runs a process; [`super::gather`] collects the facts first.
+//!
+//! Sources: Linux `drivers/pci/pci.c` (`pci_enable_atomic_ops_to_root`), QEMU `hw/vfio/pci.c`
+//! (the completer rule), public reports ROCm/ROCm#6074, ROCm/ROCm#6520.
+
+use super::gather::Sources;
+use super::hip::HipProbe;
+use super::kfd;
+use super::kmsg;
+use super::library::LibraryScan;
+use super::pci::PathResult;
+use super::report::{
+    GpuReport, GuestView, KernelLogSummary, Report, VerdictKind, VmBlocker, SCHEMA_VERSION,
+};
+use super::triage::{self, LogClass, LogTriage};
+use super::vm::{self, Hypervisor, ProxmoxConfig};
+use crate::scan::TargetState;
+
+/// One line per VM blocker, for a GPU's reasons.
+fn blocker_reason(b: &VmBlocker, v: &GuestView) -> String {
+    match b {
+        VmBlocker::Multifunction => format!(
+            "QEMU sets AtomicOp completer bits on the emulated root port only for a single-function device at devfn 0 directly below it (QEMU >= 8.1); this GPU is passed as a multifunction device{}",
+            if v.siblings.is_empty() { String::new() } else { format!(" (sibling functions: {})", v.siblings.join(", ")) }
+        ),
+        VmBlocker::NotAtDevfn0 => "QEMU sets AtomicOp completer bits only for a device at devfn 0 below its root port (QEMU >= 8.1); this GPU is not at devfn 0 (use addr=0x0 on its own pcie-root-port)".into(),
+        VmBlocker::BehindSwitch => "QEMU sets AtomicOp completer bits only for a device directly below a root port (QEMU >= 8.1); this GPU is behind an emulated switch (attach it directly to a pcie-root-port)".into(),
+        VmBlocker::QemuBefore81 { machine } => format!(
+            "the VM's machine type is {machine}: QEMU before 8.1 never advertises AtomicOp completion on an emulated root port, whatever the host has; the fix is a QEMU >= 8.1 host with the GPU passed as a single function on a PCIe root port; nothing on the card or in the host needs changing for this"
+        ),
+        VmBlocker::NoPcieCapability => "the VM gives this GPU no PCI Express capability: that is normal for a conventional PCI layout (i440fx, or q35 without pcie=1), not a malformed config space; the kernel enables AtomicOps only for PCIe devices, so the fix is `pcie=1` on a q35 machine".into(),
+    }
+}
+
+/// The per-GPU decision (the decision table of this module's docs).
+pub fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
+    let mut missing = vec![];
+    let mut present = vec![];
+    match &g.path_result {
+        PathResult::Breaks { hop, problem } => missing.push(format!("PCIe path breaks at {hop}: {}", problem.describe())),
+        PathResult::DeviceRefused { reason } => missing.push(format!("the kernel refuses AtomicOps for {}: {reason}", g.bdf)),
+        PathResult::Passes { no_root_port } => {
+            present.push(if *no_root_port {
+                "no root port above the GPU (root bus / RCiEP): the kernel enables AtomicOps without checking anything".to_owned()
+            } else {
+                "PCIe path passes the kernel's rule (root port completes 32+64-bit, switch ports route, no egress blocking)".to_owned()
+            });
+            if g.req_en == Some(false) {
+                g.reasons.push("note: the GPU shows ReqEn- although the path passes (amdgpu not bound yet?)".into());
+            }
+        }
+        PathResult::Malformed { at, reason } => g
+            .reasons
+            .push(format!("PCIe path cannot be judged: {at} has a malformed config space ({reason})")),
+        PathResult::Incomplete { at, reason } => g
+            .reasons
+            .push(format!("PCIe path cannot be judged from the text: {at}: {reason}")),
+        PathResult::Unreadable { at, len } => g.reasons.push(format!(
+            "PCIe path unreadable: {at} gives only {len} bytes of config space without root; run as root: sudo rcclfix doctor"
+        )),
+    }
+    if let Some(m) = &g.kernel_message {
+        missing.push(format!("kernel log: {m}"));
+    } else if g.kernel_log_usable {
+        present.push("kernel log: amdgpu is silent about AtomicOps for this GPU".into());
+    }
+    match g.kfd_atomics {
+        Some(false) => missing.push(format!(
+            "KFD io_link flags {:?}: NoAtomics32/64 set (bits 2/3)",
+            g.kfd_link_flags
+        )),
+        Some(true) => present.push(format!(
+            "KFD io_link flags {:?}: atomics allowed",
+            g.kfd_link_flags
+        )),
+        None => {}
+    }
+    match g.hip_host_native_atomic {
+        Some(0) => missing.push("HIP runtime: hostNativeAtomicSupported = 0".into()),
+        Some(_) => present.push("HIP runtime: hostNativeAtomicSupported = 1".into()),
+        None => {}
+    }
+    if let Some(r) = &g.kfd_rejected {
+        g.verdict = VerdictKind::NotAffected;
+        g.reasons.push(format!("not this bug: KFD rejected this GPU ({r}); it is not usable for compute at all (hardware/firmware requirement)"));
+        return;
+    }
+    if !missing.is_empty() {
+        let clean_libs = !g.library_states.is_empty()
+            && g.library_states
+                .iter()
+                .all(|(_, s)| matches!(s, TargetState::Clean { .. }));
+        g.reasons.extend(missing);
+        if clean_libs {
+            g.verdict = VerdictKind::NotAffected;
+            g.reasons.push(format!(
+                "not this bug: no AtomicOps, but every librccl found scans clean for {} (no kernel declares hidden_hostcall_buffer); confirm which `Librccl path` ran (NCCL_DEBUG=INFO)",
+                g.gfx.as_deref().unwrap_or("this GPU")
+            ));
+            return;
+        }
+        for (p, s) in &g.library_states {
+            if let TargetState::Declares { kernels } = s {
+                g.reasons.push(format!(
+                    "{p}: {} kernels declare hidden_hostcall_buffer for {}",
+                    kernels.len(),
+                    g.gfx.as_deref().unwrap_or("?")
+                ));
+            }
+        }
+        let vm_fix = g.guest.as_ref().is_some_and(|v| !v.blockers.is_empty());
+        g.verdict = if vm_fix {
+            VerdictKind::FixVmConfig
+        } else {
+            VerdictKind::Rebuild
+        };
+        if let Some(v) = &g.guest {
+            if vm_fix {
+                for b in &v.blockers {
+                    g.reasons.push(blocker_reason(b, v));
+                }
+            } else if hv.is_qemu && v.behind_root_port {
+                g.reasons.push("the GPU is passed as a single function at devfn 0, yet the emulated root port has no completer: QEMU is older than 8.1, or the host's own path fails (run `rcclfix doctor` on the host); a guest cannot change its root port".into());
+            } else if hv.is_vm {
+                g.reasons.push(format!(
+                    "{}: the guest root port's bits decide and a guest cannot change them",
+                    hv.name.as_deref().unwrap_or("hypervisor")
+                ));
+            }
+        }
+        return;
+    }
+    if g.path_result.passes() || !present.is_empty() {
+        g.verdict = VerdictKind::NotAffected;
+        g.reasons.extend(present);
+        if !g.path_result.passes() {
+            g.reasons.push(
+                "the PCIe path itself was not readable; the kernel's own result above decides"
+                    .into(),
+            );
+        }
+        return;
+    }
+    g.verdict = VerdictKind::Inconclusive;
+    if !g.kernel_log_usable {
+        g.reasons.push("kernel log has no amdgpu lines (empty, restricted by kernel.dmesg_restrict, or wrapped)".into());
+    }
+}
+
+pub fn aggregate(gpus: &[GpuReport]) -> Option<VerdictKind> {
+    let affected: Vec<&GpuReport> = gpus
+        .iter()
+        .filter(|g| matches!(g.verdict, VerdictKind::FixVmConfig | VerdictKind::Rebuild))
+        .collect();
+    if !affected.is_empty() {
+        return Some(
+            if affected
+                .iter()
+                .all(|g| g.verdict == VerdictKind::FixVmConfig)
+            {
+                VerdictKind::FixVmConfig
+            } else {
+                VerdictKind::Rebuild
+            },
+        );
+    }
+    if gpus.iter().any(|g| g.verdict == VerdictKind::Inconclusive) {
+        return Some(VerdictKind::Inconclusive);
+    }
+    (!gpus.is_empty()).then_some(VerdictKind::NotAffected)
+}
+
+/// Parse `X.Y.Z` out of `/opt/rocm/.info/version` (`7.2.1-81`).
+pub fn installed_release(s: &str) -> Option<String> {
+    let v: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    (v.matches('.').count() >= 1).then(|| v.trim_end_matches('.').to_owned())
+}
+
+/// The gfx targets a rebuild must build: the affected GPUs' (KFD, PCI ID, lspci name), else the
+/// ones the logs name; integrated GPUs only when nothing else is there.
+fn rebuild_targets(gpus: &[GpuReport], logs: &[LogTriage], notes: &mut Vec<String>) -> Vec<String> {
+    let affected: Vec<&GpuReport> = gpus
+        .iter()
+        .filter(|g| matches!(g.verdict, VerdictKind::Rebuild | VerdictKind::FixVmConfig))
+        .collect();
+    let mut t: Vec<String> = affected.iter().filter_map(|g| g.gfx.clone()).collect();
+    let unknown: Vec<String> = affected
+        .iter()
+        .filter(|g| g.gfx.is_none())
+        .map(|g| format!("{} ({})", g.bdf, g.id))
+        .collect();
+    if !unknown.is_empty() {
+        notes.push(format!(
+            "gfx target unknown for {}: add it to --targets (`rocminfo | grep gfx`)",
+            unknown.join(", ")
+        ));
+    }
+    if t.is_empty() {
+        t = logs
+            .iter()
+            .flat_map(|l| l.versions.gfx.iter().cloned())
+            .collect();
+        if t.iter().any(|g| !kfd::is_known_igpu(g)) {
+            t.retain(|g| !kfd::is_known_igpu(g));
+        }
+    }
+    let mut seen = vec![];
+    t.retain(|g| {
+        let new = !seen.contains(g);
+        seen.push(g.clone());
+        new
+    });
+    t
+}
+
+/// The kernel and its library, for the outside-RCCL headline and actions.
+fn outside_kernels(logs: &[LogTriage]) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = vec![];
+    for l in logs {
+        for r in &l.refusals {
+            if let (Some(k), triage::KernelOwner::Other { library }) = (&r.kernel, &r.owner) {
+                if !out.iter().any(|(x, _)| x == k) {
+                    out.push((k.clone(), library.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() > n {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    } else {
+        s.to_owned()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn decide_overall(
+    src: &Sources,
+    hv: Hypervisor,
+    gpus: Vec<GpuReport>,
+    kfd_present: bool,
+    libraries: Vec<LibraryScan>,
+    logs: Vec<LogTriage>,
+    vm_configs: Vec<ProxmoxConfig>,
+    pci_functions: usize,
+) -> Report {
+    let mut evidence = vec![];
+    let mut actions = vec![];
+    let mut notes = vec![];
+    let platform = aggregate(&gpus);
+    let log_class = logs.iter().map(|l| l.class).min_by_key(|c| c.weight());
+    let log_declaring_release = logs.iter().find_map(|l| {
+        let r = l.rocm.as_ref()?;
+        l.shipped_declares
+            .filter(|d| d.starts_with("yes"))
+            .map(|_| r.release.clone())
+    });
+    let different: Vec<&str> = logs
+        .iter()
+        .flat_map(|l| l.different_causes.iter().copied())
+        .collect();
+
+    for l in &logs {
+        for f in l
+            .findings
+            .iter()
+            .filter(|f| f.meaning != triage::Meaning::Info && f.meaning != triage::Meaning::Noise)
+            .take(8)
+        {
+            evidence.push(format!(
+                "{}:{}: {} — {}",
+                l.path, f.line_no, f.line, f.explanation
+            ));
+        }
+        for r in l.refusals.iter().take(4) {
+            let who = match &r.owner {
+                triage::KernelOwner::Rccl { why } => format!("RCCL's ({why})"),
+                triage::KernelOwner::Other { library: Some(lib) } => format!("not RCCL's: {lib}"),
+                triage::KernelOwner::Other { library: None } => {
+                    "not RCCL's (a kernel of the program or of a library the log does not name)"
+                        .into()
+                }
+                triage::KernelOwner::Unknown => "whose, the log does not say".into(),
+            };
+            evidence.push(format!(
+                "{}:{}: {} {}: {who}",
+                l.path,
+                r.line_no,
+                if r.confirmed {
+                    "refused kernel"
+                } else {
+                    "hipErrorIllegalState without the runtime's refusal line, kernel"
+                },
+                r.kernel
+                    .as_deref()
+                    .map(|k| short(k, 160))
+                    .unwrap_or_else(|| "not named (AMD_LOG_LEVEL=3 prints ShaderName)".into()),
+            ));
+        }
+        for h in l.hints.iter().take(6) {
+            evidence.push(format!(
+                "{}:{}: {} {} ({})",
+                l.path,
+                h.line_no,
+                if h.kind == triage::HintKind::Rccl {
+                    "RCCL"
+                } else {
+                    "ROCm"
+                },
+                h.value,
+                h.source
+            ));
+        }
+        notes.extend(l.notes.iter().cloned());
+        if l.class == LogClass::ConsistentWithRefusal {
+            notes.push(format!("{}: the log does not show the runtime's refusal line itself (`Pcie atomics not enabled, hostcall not supported`); AMD_LOG_LEVEL=1 prints it, AMD_LOG_LEVEL=3 also the kernel", l.path));
+        }
+        if l.o0_build && l.class == LogClass::RefusalOutsideRccl {
+            notes.push(format!("{}: the log shows a -O0 build: at -O0 every kernel declares hidden_hostcall_buffer (the pass that drops it does not run); build with -O1 or higher", l.path));
+        }
+    }
+    for g in gpus
+        .iter()
+        .filter(|g| g.verdict != VerdictKind::NotAffected || gpus.len() == 1)
+    {
+        for r in &g.reasons {
+            evidence.push(format!("{}: {r}", g.bdf));
+        }
+    }
+
+    // The Proxmox host view: problems in the config, unless the host path of the passed GPU fails.
+    let vm_cfg_problems = vm_configs.iter().any(|c| c.has_problems());
+    let refusal_here = matches!(
+        log_class,
+        Some(
+            LogClass::ConfirmedRefusal
+                | LogClass::RefusalOutsideRccl
+                | LogClass::RefusalUnattributed
+        )
+    );
+
+    let verdict = match (platform, log_class) {
+        (Some(VerdictKind::FixVmConfig), _) => VerdictKind::FixVmConfig,
+        (Some(VerdictKind::Rebuild), Some(LogClass::RefusalOutsideRccl)) => {
+            VerdictKind::HostcallOutsideRccl
+        }
+        (Some(VerdictKind::Rebuild), _) => VerdictKind::Rebuild,
+        (Some(VerdictKind::NotAffected), _) if refusal_here => {
+            notes.push("the log shows a hostcall refusal, but every GPU here has AtomicOps: was the log taken on another machine or inside a VM guest? Run doctor there".into());
+            if vm_cfg_problems {
+                VerdictKind::FixVmConfig
+            } else {
+                VerdictKind::Inconclusive
+            }
+        }
+        (Some(VerdictKind::NotAffected), _) if vm_cfg_problems => VerdictKind::FixVmConfig,
+        (Some(VerdictKind::NotAffected), Some(LogClass::ConsistentWithRefusal)) => {
+            notes.push("not this bug: AtomicOps are present everywhere, so the HIP error in the log has another cause (transport/topology, iGPU selection, driver)".into());
+            VerdictKind::NotAffected
+        }
+        (Some(VerdictKind::NotAffected), _) => VerdictKind::NotAffected,
+        (Some(VerdictKind::Inconclusive), Some(LogClass::ConfirmedRefusal)) => {
+            notes.push("the log confirms the refusal; the platform path could not be read, so whether a VM setting fixes it is unknown: run as root: sudo rcclfix doctor".into());
+            VerdictKind::Rebuild
+        }
+        (Some(VerdictKind::Inconclusive), Some(LogClass::RefusalOutsideRccl)) => {
+            VerdictKind::HostcallOutsideRccl
+        }
+        (Some(VerdictKind::Inconclusive), Some(LogClass::DifferentProblem)) => {
+            VerdictKind::NotAffected
+        }
+        (Some(_), _) => VerdictKind::Inconclusive,
+        (None, Some(LogClass::ConfirmedRefusal | LogClass::ConsistentWithRefusal)) => {
+            notes.push("platform not checked (no AMD GPU examined): run `rcclfix doctor` on the affected machine, pass its snapshot with --snapshot, or its `sudo lspci -vvv` with --lspci, to learn whether a VM setting fixes it instead".into());
+            if vm_cfg_problems {
+                VerdictKind::FixVmConfig
+            } else {
+                VerdictKind::Rebuild
+            }
+        }
+        (None, Some(LogClass::RefusalOutsideRccl)) => VerdictKind::HostcallOutsideRccl,
+        (None, Some(LogClass::DifferentProblem)) => VerdictKind::NotAffected,
+        (None, _) if vm_cfg_problems => VerdictKind::FixVmConfig,
+        (
+            None,
+            Some(LogClass::RefusalUnattributed | LogClass::Inconclusive | LogClass::NoSignature),
+        ) => {
+            if let Some(r) = &log_declaring_release {
+                notes.push(format!(
+                    "ROCm {r}'s shipped RCCL declares hidden_hostcall_buffer, so it is refused on a GPU without PCIe AtomicOps, at once and with an error; this log shows no such refusal, and no GPU was examined: the release alone proves nothing"
+                ));
+            }
+            VerdictKind::Inconclusive
+        }
+        (None, None) => VerdictKind::NotAffected,
+    };
+
+    // Rebuild advice: the release from the logs, else the installed ROCm.
+    let (rocm, rccl) = logs
+        .iter()
+        .find_map(|l| {
+            (l.rocm.is_some()
+                || l.versions.rccl.is_some()
+                || l.hints.iter().any(|h| h.kind == triage::HintKind::Rccl))
+            .then(|| {
+                (
+                    l.rocm.as_ref().map(|r| r.release.clone()),
+                    l.hints
+                        .iter()
+                        .filter(|h| h.kind == triage::HintKind::Rccl)
+                        .min_by_key(|h| (h.rank, h.line_no))
+                        .map(|h| h.value.clone())
+                        .or_else(|| l.versions.rccl.clone()),
+                )
+            })
+        })
+        .unwrap_or_else(|| {
+            (
+                src.installed_rocm.as_deref().and_then(installed_release),
+                None,
+            )
+        });
+    let targets = rebuild_targets(&gpus, &logs, &mut notes);
+    let advice = triage::rebuild_advice(rocm.as_deref(), rccl.as_deref(), &targets);
+    let rebuild = (verdict == VerdictKind::Rebuild || rocm.is_some() || rccl.is_some())
+        .then(|| advice.clone());
+    let outside = outside_kernels(&logs);
+
+    let no_gpu = gpus.is_empty();
+    let headline = match verdict {
+        VerdictKind::NotAffected if no_gpu && logs.is_empty() && vm_configs.is_empty() => format!(
+            "not affected: no AMD GPU found ({pci_functions} PCI function{} in {})",
+            if pci_functions == 1 { "" } else { "s" },
+            src.pci_origin
+        ),
+        VerdictKind::NotAffected if !different.is_empty() => format!(
+            "not affected by the hostcall refusal — a different problem: {}{}",
+            different.join(", "),
+            if no_gpu { " (from the log only; no GPU examined)" } else { "" }
+        ),
+        VerdictKind::NotAffected if gpus.iter().any(|g| g.reasons.iter().any(|r| r.starts_with("not this bug"))) => {
+            "not affected by the hostcall refusal (not this bug; see the GPU notes)".to_owned()
+        }
+        VerdictKind::NotAffected if no_gpu => {
+            "no AtomicOps problem in the VM configuration (no GPU examined here: run `rcclfix doctor` in the guest too)".to_owned()
+        }
+        VerdictKind::NotAffected => format!(
+            "not affected: {} has a PCIe AtomicOps path (hostcall kernels run)",
+            if gpus.len() == 1 { "the one AMD GPU examined".to_owned() } else { format!("each of the {} AMD GPUs examined", gpus.len()) }
+        ),
+        VerdictKind::FixVmConfig => {
+            let blockers: Vec<&VmBlocker> = gpus.iter().filter_map(|g| g.guest.as_ref()).flat_map(|v| v.blockers.iter()).collect();
+            if blockers.iter().any(|b| matches!(b, VmBlocker::QemuBefore81 { .. })) {
+                "affected — fix the VM: its QEMU machine type predates 8.1, which never advertises AtomicOp completion (no rebuild needed)".to_owned()
+            } else if blockers.iter().any(|b| matches!(b, VmBlocker::NoPcieCapability)) {
+                "affected — fix the VM configuration: give the GPU a PCIe slot (q35 with pcie=1; no rebuild needed)".to_owned()
+            } else {
+                "affected — fix the VM configuration: pass each GPU as function .0 only (no rebuild needed)".to_owned()
+            }
+        }
+        VerdictKind::Rebuild => match &advice.command {
+            Some(c) => format!("affected — rebuild RCCL: {c}"),
+            None if advice.rocm.is_none() && advice.rccl.is_none() => {
+                format!("affected — rebuild RCCL; {}", triage::RELEASE_UNKNOWN)
+            }
+            None => format!(
+                "affected — rebuild RCCL; {}",
+                advice.notes.first().cloned().unwrap_or_else(|| triage::RELEASE_UNKNOWN.into())
+            ),
+        },
+        VerdictKind::HostcallOutsideRccl => {
+            let (k, lib) = outside
+                .first()
+                .map(|(k, l)| (short(k, 100), l.clone()))
+                .unwrap_or_else(|| ("a kernel".into(), None));
+            format!(
+                "affected — {k} ({}) needs hostcall: rebuilding RCCL will not help; a PCIe AtomicOps path for the GPU will",
+                lib.unwrap_or_else(|| "not an RCCL kernel".into())
+            )
+        }
+        VerdictKind::Inconclusive => {
+            if gpus.iter().any(|g| matches!(g.path_result, PathResult::Unreadable { .. })) {
+                "inconclusive — run this as root: sudo rcclfix doctor".to_owned()
+            } else if gpus.iter().any(|g| matches!(g.path_result, PathResult::Incomplete { .. })) {
+                "inconclusive — the pasted lspci text does not show the whole PCIe path (see below)".to_owned()
+            } else if no_gpu && log_class == Some(LogClass::RefusalUnattributed) {
+                "inconclusive — the runtime refused a hostcall kernel, but the log does not say whose (rerun with AMD_LOG_LEVEL=3)".to_owned()
+            } else if no_gpu && log_class == Some(LogClass::Inconclusive) {
+                "inconclusive — the log has an error many causes produce (such as `unhandled cuda error`) but not the refusal signature, and no GPU was examined".to_owned()
+            } else if no_gpu && !logs.is_empty() {
+                "inconclusive — the log shows no hostcall refusal, and no GPU was examined".to_owned()
+            } else {
+                "inconclusive — not enough evidence (see below)".to_owned()
+            }
+        }
+    };
+
+    match verdict {
+        VerdictKind::FixVmConfig => {
+            let mut fixed_any = false;
+            for c in &vm_configs {
+                for h in c.hostpci.iter().filter(|h| !h.problems.is_empty()) {
+                    for p in &h.problems {
+                        evidence.push(format!("{}: {}: {p}", c.path, h.key));
+                    }
+                    if let Some(f) = &h.fixed {
+                        actions.push(format!(
+                            "{}: replace `{}: {}` with `{f}`",
+                            c.path, h.key, h.value
+                        ));
+                        fixed_any = true;
+                    }
+                }
+                if !c.q35 {
+                    actions.push(format!("{}: set `machine: q35`", c.path));
+                }
+            }
+            let guest_blockers: Vec<&VmBlocker> = gpus
+                .iter()
+                .filter_map(|g| g.guest.as_ref())
+                .flat_map(|v| v.blockers.iter())
+                .collect();
+            if let Some(VmBlocker::QemuBefore81 { machine }) = guest_blockers
+                .iter()
+                .find(|b| matches!(b, VmBlocker::QemuBefore81 { .. }))
+            {
+                actions.extend(vm::qemu_upgrade_fix(machine));
+            }
+            if guest_blockers
+                .iter()
+                .any(|b| matches!(b, VmBlocker::NoPcieCapability))
+            {
+                actions.extend(vm::pcie_layout_fix());
+            }
+            let slot_fix = guest_blockers.iter().any(|b| {
+                matches!(
+                    b,
+                    VmBlocker::Multifunction | VmBlocker::NotAtDevfn0 | VmBlocker::BehindSwitch
+                )
+            }) || (guest_blockers.is_empty() && vm_cfg_problems);
+            if slot_fix {
+                let slot = vm_configs
+                    .iter()
+                    .flat_map(|c| c.hostpci.iter())
+                    .flat_map(|h| h.hosts.iter())
+                    .next()
+                    .map(|h| h.split('.').next().unwrap_or(h).to_owned());
+                // Which functions stay behind: the host's sysfs (--vm-config on the host), else the
+                // guest's view of the GPU's slot.
+                let host_funcs: Vec<String> = vm_configs
+                    .iter()
+                    .flat_map(|c| c.hostpci.iter())
+                    .flat_map(|h| h.host_functions.iter())
+                    .filter(|f| !f.contains(".0 ("))
+                    .cloned()
+                    .collect();
+                let guest_sibs: Vec<String> = gpus
+                    .iter()
+                    .filter_map(|g| g.guest.as_ref())
+                    .flat_map(|v| v.siblings.iter().cloned())
+                    .collect();
+                let left = if !host_funcs.is_empty() {
+                    Some(host_funcs)
+                } else if !guest_sibs.is_empty() {
+                    Some(guest_sibs)
+                } else {
+                    None
+                };
+                let lines = vm::proxmox_fix(slot.as_deref(), left.as_deref());
+                actions.extend(lines.into_iter().skip(usize::from(fixed_any)));
+            }
+            actions.push("then rerun `rcclfix doctor` in the guest: the root port should show 32bit+ 64bit+ and the GPU ReqEn+; stock RCCL then works".into());
+        }
+        VerdictKind::Rebuild => {
+            let adv = &advice;
+            match &adv.command {
+                Some(c) => actions.push(c.clone()),
+                None => actions.push(format!(
+                    "rcclfix build --list, then rcclfix build --tag <the recipe for your ROCm release>{}",
+                    if adv.targets.is_empty() { String::new() } else { format!(" --targets {}", adv.targets.join(",")) }
+                )),
+            }
+            actions.extend(adv.notes.iter().cloned());
+            if adv.rocm.is_none() && adv.rccl.is_none() {
+                actions.push("the release shows in `cat /opt/rocm/.info/version`, in NCCL_DEBUG=INFO's `RCCL version` line, or in torch's version (`python -c 'import torch; print(torch.__version__)'`, e.g. 2.9.1+rocm7.2); rerun doctor with that output as --log".into());
+            }
+            actions.push("then: rcclfix scan <built librccl> (expect 0 declaring kernels), rcclfix verify, rcclfix package".into());
+            if gpus.iter().any(|g| g.verdict == VerdictKind::NotAffected)
+                && gpus.iter().any(|g| g.verdict == VerdictKind::Rebuild)
+            {
+                actions.push("alternative: only some slots lack AtomicOps; moving the affected card to a CPU-attached slot avoids the rebuild".into());
+            }
+            if gpus.iter().any(|g| g.guest.is_some()) {
+                actions.push("in a VM: check the VM configuration first (pass the GPU as function .0 on a q35 pcie=1 root port, QEMU >= 8.1) — stock RCCL then works if the host path passes".into());
+            }
+        }
+        VerdictKind::HostcallOutsideRccl => {
+            for (k, lib) in outside.iter().take(4) {
+                actions.push(format!(
+                    "the refused kernel {} belongs to {}: `rcclfix scan` that file (a .so, an executable, a .whl) to list its kernels that declare hidden_hostcall_buffer; rebuilding RCCL will not help",
+                    short(k, 160),
+                    lib.as_deref().unwrap_or("your program or a library the log does not name")
+                ));
+            }
+            actions.push("the platform fix helps every library: give the GPU a PCIe AtomicOps path (a CPU-attached slot; in a VM, the GPU as a single function on a q35 pcie=1 root port with QEMU >= 8.1); check it with `sudo rcclfix doctor` on that machine".into());
+            actions.push("or rebuild the library that owns the kernel without hostcall users (no device printf/assert, NDEBUG, -O1 or higher)".into());
+        }
+        VerdictKind::Inconclusive => {
+            if gpus
+                .iter()
+                .any(|g| matches!(g.path_result, PathResult::Unreadable { .. }))
+            {
+                actions.push(
+                    "sudo rcclfix doctor   (reading PCI config space beyond 64 bytes needs root)"
+                        .into(),
+                );
+            }
+            if gpus
+                .iter()
+                .any(|g| matches!(g.path_result, PathResult::Incomplete { .. }))
+            {
+                actions.push("paste the whole `sudo lspci -vvv` (and `lspci -tv`) of that machine: rcclfix doctor --lspci lspci.txt".into());
+            }
+            if !no_gpu && !src.kernel_log.usable() {
+                actions.push("supply the kernel log: sudo dmesg > dmesg.txt; rcclfix doctor --dmesg dmesg.txt".into());
+            }
+            if no_gpu {
+                actions.push("on the affected machine: sudo rcclfix doctor (or send its `sudo lspci -vvv` output: rcclfix doctor --lspci FILE)".into());
+            }
+            actions.push("or run the runtime probe: AMD_LOG_LEVEL=3 with your workload; `Pcie atomics not enabled, hostcall not supported` confirms the refusal and the `ShaderName` line before it names the kernel (rcclfix doctor --log FILE)".into());
+        }
+        VerdictKind::NotAffected => {}
+    }
+
+    // iGPU hint.
+    let igpus: Vec<&GpuReport> = gpus.iter().filter(|g| g.integrated).collect();
+    if !igpus.is_empty() && gpus.len() > igpus.len() {
+        let discrete: Vec<String> = gpus
+            .iter()
+            .filter(|g| !g.integrated)
+            .map(|g| {
+                g.hip_ordinal
+                    .map(|o| o.to_string())
+                    .unwrap_or_else(|| g.bdf.to_string())
+            })
+            .collect();
+        notes.push(format!(
+            "an integrated GPU is visible to ROCm ({}): collectives can pick it up or stall; restrict to the discrete cards with HIP_VISIBLE_DEVICES={} (HIP ordinals; ROCR_VISIBLE_DEVICES works one level lower)",
+            igpus.iter().map(|g| format!("{} {}", g.bdf, g.gfx.as_deref().unwrap_or("?"))).collect::<Vec<_>>().join(", "),
+            if discrete.iter().all(|d| d.parse::<u32>().is_ok()) { discrete.join(",") } else { "<ordinals of the discrete GPUs, see rocminfo>".into() }
+        ));
+    }
+    if hv.is_vm && !gpus.is_empty() {
+        notes.push(format!(
+            "running in a VM ({}{}): the guest's root ports and kernel log decide, not the host's",
+            hv.name.as_deref().unwrap_or("?"),
+            hv.qemu_machine_version
+                .map(|(a, b)| format!(", machine type {a}.{b}: QEMU >= {a}.{b}"))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(k) = logs
+        .iter()
+        .find_map(|l| l.versions.kernel.as_deref())
+        .filter(|k| k.ends_with("-pve"))
+    {
+        notes.push(format!("kernel {k} is a Proxmox host kernel: this ran in a container (LXC) on the host, so the host's own PCIe path decides"));
+    }
+    if !kfd_present && !gpus.is_empty() && src.lspci.is_empty() {
+        notes.push("no KFD topology (amdgpu not loaded, or not captured): gfx targets and io_link flags unknown".into());
+    }
+    if !src.kernel_log.usable() && !gpus.is_empty() {
+        if let kmsg::LogOrigin::Unavailable { reason } = &src.kernel_log.origin {
+            notes.push(format!("kernel log unavailable: {reason}"));
+        } else {
+            notes.push(
+                "kernel log has no amdgpu lines: it may be wrapped or from another boot".into(),
+            );
+        }
+    }
+    notes.extend(src.kernel_log.cut.iter().cloned());
+    notes.extend(logs.iter().filter_map(|l| l.cut.clone()));
+    if let HipProbe::Failed { reason } = &src.hip {
+        notes.push(format!("HIP runtime probe failed: {reason}"));
+    }
+
+    // What was and was not examined.
+    let mut examined = vec![];
+    let mut not_examined = vec![];
+    if no_gpu {
+        not_examined.push(format!(
+            "GPUs: no AMD GPU in {} ({pci_functions} PCI function{})",
+            src.pci_origin,
+            if pci_functions == 1 { "" } else { "s" }
+        ));
+    } else {
+        examined.push(format!(
+            "{} AMD GPU{} and {} PCIe path{} ({})",
+            gpus.len(),
+            if gpus.len() == 1 { "" } else { "s" },
+            if gpus.len() == 1 { "its" } else { "their" },
+            if gpus.len() == 1 { "" } else { "s" },
+            src.pci_origin
+        ));
+    }
+    if src.kernel_log.usable() {
+        let origin = match &src.kernel_log.origin {
+            kmsg::LogOrigin::File { path } => path.clone(),
+            kmsg::LogOrigin::Command { argv } => argv.clone(),
+            kmsg::LogOrigin::Unavailable { reason } => reason.clone(),
+        };
+        examined.push(format!(
+            "kernel log ({origin}, {} line{})",
+            src.kernel_log.lines,
+            if src.kernel_log.lines == 1 { "" } else { "s" }
+        ));
+    } else {
+        not_examined.push(match &src.kernel_log.origin {
+            kmsg::LogOrigin::Unavailable { reason } => format!("kernel log: {reason}"),
+            _ => format!(
+                "kernel log: {} lines, none from amdgpu",
+                src.kernel_log.lines
+            ),
+        });
+    }
+    if src.lspci.is_empty() {
+        if kfd_present {
+            examined.push("KFD topology".into());
+        } else {
+            not_examined.push("KFD topology: not present".into());
+        }
+    }
+    match &src.hip {
+        HipProbe::Ran { .. } => examined.push("HIP runtime (hostNativeAtomicSupported)".into()),
+        HipProbe::NotRun { reason } | HipProbe::Absent { reason } | HipProbe::Failed { reason } => {
+            not_examined.push(format!("HIP runtime probe: {reason}"))
+        }
+    }
+    for l in &libraries {
+        examined.push(format!("librccl {}", l.candidate.path.display()));
+    }
+    if libraries.is_empty() {
+        not_examined.push("librccl: none scanned (--library FILE)".into());
+    }
+    for l in &logs {
+        examined.push(format!("log {} ({} lines)", l.path, l.lines));
+    }
+    for c in &vm_configs {
+        examined.push(format!("VM config {}", c.path));
+    }
+
+    let exit_code = verdict.exit_code();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        rcclfix_version: env!("CARGO_PKG_VERSION").to_owned(),
+        verdict,
+        headline,
+        actions,
+        examined,
+        not_examined,
+        evidence,
+        rebuild,
+        gpus,
+        hypervisor: hv,
+        kernel_log: KernelLogSummary {
+            origin: src.kernel_log.origin.clone(),
+            lines: src.kernel_log.lines,
+            has_amdgpu_lines: src.kernel_log.has_amdgpu_lines,
+            relevant: src
+                .kernel_log
+                .relevant
+                .iter()
+                .filter(|l| kmsg::is_atomics_message(l) || l.contains(kmsg::KFD_REJECTS))
+                .take(50)
+                .cloned()
+                .collect(),
+            cut: src.kernel_log.cut.clone(),
+        },
+        kfd_present,
+        hip: src.hip.clone(),
+        libraries,
+        logs,
+        vm_configs,
+        notes,
+        exit_code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::pci::Bdf;
+
+    /// A GPU whose facts are only `path_result` (nothing from KFD, the log, HIP or a library).
+    fn gpu(path_result: PathResult) -> GpuReport {
+        GpuReport {
+            bdf: Bdf::parse("0000:03:00.0").unwrap(),
+            id: "1002:744c".into(),
+            gfx: Some("gfx1100".into()),
+            gfx_source: Some("KFD topology".into()),
+            kfd_node: Some(1),
+            integrated: false,
+            path: vec![],
+            path_result,
+            req_en: None,
+            kernel_message: None,
+            kernel_log_usable: false,
+            kfd_atomics: None,
+            kfd_link_flags: vec![],
+            kfd_rejected: None,
+            hip_host_native_atomic: None,
+            hip_ordinal: None,
+            guest: None,
+            library_states: vec![],
+            verdict: VerdictKind::Inconclusive,
+            reasons: vec![],
+        }
+    }
+
+    #[test]
+    fn a_path_that_passes_is_not_affected_and_an_unreadable_one_is_inconclusive() {
+        let mut g = gpu(PathResult::Passes {
+            no_root_port: false,
+        });
+        decide_gpu(&mut g, &Hypervisor::default());
+        assert_eq!(g.verdict, VerdictKind::NotAffected);
+        let mut g = gpu(PathResult::Unreadable {
+            at: Bdf::parse("0000:00:01.0").unwrap(),
+            len: 64,
+        });
+        decide_gpu(&mut g, &Hypervisor::default());
+        assert_eq!(g.verdict, VerdictKind::Inconclusive, "{:?}", g.reasons);
+    }
+
+    #[test]
+    fn the_runtime_saying_no_atomics_means_rebuild_unless_every_library_is_clean() {
+        let mut g = gpu(PathResult::Passes {
+            no_root_port: false,
+        });
+        g.hip_host_native_atomic = Some(0);
+        decide_gpu(&mut g, &Hypervisor::default());
+        assert_eq!(g.verdict, VerdictKind::Rebuild);
+        let mut g = gpu(PathResult::Passes {
+            no_root_port: false,
+        });
+        g.hip_host_native_atomic = Some(0);
+        g.library_states = vec![("librccl.so.1".into(), TargetState::Clean { kernels: 3 })];
+        decide_gpu(&mut g, &Hypervisor::default());
+        assert_eq!(g.verdict, VerdictKind::NotAffected);
+    }
+
+    #[test]
+    fn aggregate_is_fix_vm_only_when_every_affected_gpu_has_a_vm_blocker() {
+        let with = |v| {
+            let mut g = gpu(PathResult::Passes {
+                no_root_port: false,
+            });
+            g.verdict = v;
+            g
+        };
+        assert_eq!(aggregate(&[]), None);
+        assert_eq!(
+            aggregate(&[
+                with(VerdictKind::FixVmConfig),
+                with(VerdictKind::NotAffected)
+            ]),
+            Some(VerdictKind::FixVmConfig)
+        );
+        assert_eq!(
+            aggregate(&[with(VerdictKind::FixVmConfig), with(VerdictKind::Rebuild)]),
+            Some(VerdictKind::Rebuild)
+        );
+        assert_eq!(
+            aggregate(&[
+                with(VerdictKind::NotAffected),
+                with(VerdictKind::Inconclusive)
+            ]),
+            Some(VerdictKind::Inconclusive)
+        );
+    }
+
+    #[test]
+    fn installed_release_reads_the_rocm_version_file() {
+        assert_eq!(installed_release("7.2.1-81\n").as_deref(), Some("7.2.1"));
+        assert_eq!(installed_release("6.4").as_deref(), Some("6.4"));
+        assert_eq!(installed_release("garbage"), None);
+    }
+}

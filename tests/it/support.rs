@@ -1,0 +1,243 @@
+//! What the integration tests share: the slow-test gate, the binary runner, the toolchain runner
+//! (through `rcclfix toolchain run`, so the tests run LLVM's tools the way rcclfix runs its own
+//! builds: bubblewrap, network off), the hostile-input runner (a deadline, escaped-output checks),
+//! the Debian librccl1 input and the minihip build-test setup.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_rcclfix");
+
+/// The repository root (the crate's manifest folder).
+pub(crate) fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Whether the slow tests run: `RCCLFIX_SLOW_TESTS=1` (set by `cargo xtask test`). Once set, a
+/// missing prerequisite fails the test rather than skipping it.
+pub(crate) fn slow() -> bool {
+    std::env::var_os("RCCLFIX_SLOW_TESTS").is_some_and(|v| v == "1")
+}
+
+/// [`slow`], printing `skipped: set RCCLFIX_SLOW_TESTS=1` on stderr when it is off.
+pub(crate) fn slow_or_note() -> bool {
+    if !slow() {
+        eprintln!("skipped: set RCCLFIX_SLOW_TESTS=1");
+    }
+    slow()
+}
+
+/// A command running the binary under test, with nothing set.
+pub(crate) fn rcclfix() -> Command {
+    Command::new(BIN)
+}
+
+/// A command running the binary under test under an address-space limit of `kib` KiB
+/// (`sh -c 'ulimit -v KIB && exec rcclfix "$@"'`); add the arguments to it.
+pub(crate) fn rcclfix_under_ulimit(kib: u64) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(BIN);
+    c
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile inputs.
+
+/// Run `cmd` with stdin closed and stdout/stderr piped; `Err` (the child killed) when it does not
+/// finish within `limit` (an input that blocks, a hang).
+pub(crate) fn output_with_deadline(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            let _ = child.wait();
+            return Err(format!(
+                "did not finish within {} s (a hang, or blocked on an input?)",
+                limit.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(child.wait_with_output().unwrap())
+}
+
+/// The characters of `s` other than `\n` that `ui::escape` would escape (none may reach a
+/// terminal unescaped).
+pub(crate) fn control_chars(s: &str) -> Vec<char> {
+    s.chars()
+        .filter(|&c| c != '\n' && rcclfix::ui::needs_escape(c))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Toolchains.
+
+/// The rootfs of toolchain `debian-<suite>` (`rcclfix toolchain build` put it under
+/// `$RCCLFIX_HOME/toolchains`).
+pub(crate) fn toolchain_rootfs(suite: &str) -> PathBuf {
+    rcclfix::paths::toolchain_rootfs(&format!("debian-{suite}"))
+}
+
+/// Panic unless toolchain `debian-<suite>` has `usr/bin/<program>` (the slow tests need it).
+pub(crate) fn require_tool(suite: &str, program: &str) {
+    let root = toolchain_rootfs(suite);
+    assert!(
+        root.join("usr/bin").join(program).exists(),
+        "RCCLFIX_SLOW_TESTS=1 but the debian-{suite} toolchain rootfs {} has no {program}\nhelp: run `cargo xtask test` (it builds the toolchains), or `rcclfix toolchain build debian-{suite}` as root",
+        root.display()
+    );
+}
+
+/// Run `argv` inside toolchain `debian-<suite>` with `rcclfix toolchain run --engine bubblewrap`
+/// (network off; `work` mounted read-write at its own path and the working directory, so
+/// relative paths name files in `work`). The command's exit status is passed through.
+pub(crate) fn in_toolchain(suite: &str, work: &Path, argv: &[&str]) -> Output {
+    rcclfix()
+        .args(["-q", "toolchain", "run", "--engine", "bubblewrap"])
+        .arg(format!("debian-{suite}"))
+        .arg("--")
+        .args(argv)
+        .current_dir(work)
+        .env_remove("RCCLFIX_ENGINE")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("rcclfix toolchain run")
+}
+
+/// [`in_toolchain`], asserting success; returns stdout.
+pub(crate) fn in_toolchain_ok(suite: &str, work: &Path, argv: &[&str]) -> String {
+    let o = in_toolchain(suite, work, argv);
+    assert!(
+        o.status.success(),
+        "{argv:?} in debian-{suite}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Debian librccl1 5.4.3 input.
+
+/// Where `cargo xtask test` downloads real inputs: `$RCCLFIX_TEST_INPUTS`, else
+/// `target/test-inputs`.
+pub(crate) fn test_inputs() -> PathBuf {
+    std::env::var_os("RCCLFIX_TEST_INPUTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/test-inputs"))
+}
+
+/// The Debian `librccl1_5.4.3-3+b1_amd64.deb`; panics (slow tests only) when it is missing.
+pub(crate) fn librccl1_deb() -> PathBuf {
+    let deb = test_inputs().join("librccl1_5.4.3-3+b1_amd64.deb");
+    assert!(
+        deb.exists(),
+        "RCCLFIX_SLOW_TESTS=1 but {} is missing\nhelp: run `cargo xtask test` (it downloads it), or set RCCLFIX_TEST_INPUTS",
+        deb.display()
+    );
+    deb
+}
+
+/// The library of [`librccl1_deb`], extracted once with dpkg-deb beside the `.deb`.
+pub(crate) fn librccl1_lib() -> PathBuf {
+    let deb = librccl1_deb();
+    let x = test_inputs().join("librccl1_5.4.3-3+b1");
+    let lib = x.join("usr/lib/x86_64-linux-gnu/librccl.so.1.0");
+    extract_deb_once(&deb, &x, &lib);
+    lib
+}
+
+/// Extract `deb` into `x` once, for every test that needs it: into a private folder beside `x`
+/// first, then renamed into place, so a test running at the same time never reads a half-written
+/// `lib` (two tests extracting into `x` at once did race in CI).
+pub(crate) fn extract_deb_once(deb: &Path, x: &Path, lib: &Path) {
+    if lib.exists() {
+        return;
+    }
+    let tmp = x.with_file_name(format!(
+        ".{}.extract-{}-{:?}",
+        x.file_name().unwrap().to_string_lossy(),
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let st = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(deb)
+        .arg(&tmp)
+        .status()
+        .expect("dpkg-deb");
+    assert!(st.success(), "dpkg-deb -x {}", deb.display());
+    if std::fs::rename(&tmp, x).is_err() {
+        // Another test put it in place first.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    assert!(
+        lib.exists(),
+        "{} missing after extracting {}",
+        lib.display(),
+        deb.display()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The minihip build tests.
+
+/// A minihip build test's scratch tree: a temporary folder holding `home` (a scratch
+/// `RCCLFIX_HOME` whose `toolchains` is the real one) and `tests/data/minihip` as a git repository
+/// tagged `v0.1.0` at `commit`.
+pub(crate) struct Minihip {
+    pub(crate) t: tempfile::TempDir,
+    pub(crate) home: PathBuf,
+    pub(crate) repo: PathBuf,
+    pub(crate) commit: String,
+}
+
+impl Minihip {
+    /// The scratch tree (no toolchain needed: for tests that stop before the build).
+    pub(crate) fn new() -> Minihip {
+        let t = tempfile::tempdir().unwrap();
+        let home = crate::build::scratch_home(t.path());
+        let (repo, commit) = crate::build::minihip_repo(t.path());
+        Minihip {
+            t,
+            home,
+            repo,
+            commit,
+        }
+    }
+
+    /// For a slow build test: `None` unless [`slow`]; then the debian-trixie toolchain must be
+    /// built.
+    pub(crate) fn slow() -> Option<Minihip> {
+        if !slow() {
+            return None;
+        }
+        crate::build::require_toolchain();
+        Some(Minihip::new())
+    }
+
+    /// The temporary folder.
+    pub(crate) fn path(&self) -> &Path {
+        self.t.path()
+    }
+
+    /// Write the minihip recipe pinned to `commit` with strategy `ndebug` as `file`.
+    pub(crate) fn recipe(&self, file: &str, ndebug: &str) -> PathBuf {
+        crate::build::write_recipe(
+            self.path(),
+            file,
+            &crate::build::recipe(&self.repo, Some(&self.commit), ndebug, ""),
+        )
+    }
+}
