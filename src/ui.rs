@@ -283,13 +283,14 @@ pub fn protocol_line(line: &str) {
 /// Print `error: …` and one `caused by: …` line per source in the chain. Every line is escaped
 /// ([`escape_message`]), so a file name carrying ESC or a newline neither reaches the terminal
 /// raw nor splits the message; the process's own output a [`crate::process::CommandError`]
-/// carries, and the lines of a [`crate::package::export_gate::GateError`], are escaped line by line.
+/// carries, and the lines of a [`LinesError`], are escaped line by line.
 /// Errors are printed with `-q` too.
 ///
-/// A [`crate::CheckFailed`] used as context over a detailed error that starts with the same
-/// summary (`anyhow::Error::new(lines).context(CheckFailed::new(head))` where `lines.head` is
-/// `head`) only marks the exit code: it is not printed as a line of its own, so the detailed
-/// error keeps its one-escaped-line-per-problem layout under the single `error:` line.
+/// A link whose text the next link repeats at its start (a [`crate::CheckFailed`] or another
+/// marker used as context over a detailed error with the same summary, e.g.
+/// `anyhow::Error::new(lines).context(CheckFailed::new(head))`) is not printed as a line of its
+/// own, so the detailed error keeps its one-escaped-line-per-problem layout under the single
+/// `error:` line.
 pub fn print_error(err: &anyhow::Error) {
     let (err_label, cause_label) = if color() {
         ("\x1b[1;31merror\x1b[0m", "caused by")
@@ -302,25 +303,19 @@ pub fn print_error(err: &anyhow::Error) {
     }
 }
 
-/// The links of `err`'s chain that [`print_error`] prints: all but a [`crate::CheckFailed`]
-/// whose summary the next link repeats at its start.
+/// The links of `err`'s chain that [`print_error`] prints: all but one whose text the next link
+/// starts with.
 fn shown_links(err: &anyhow::Error) -> Vec<&(dyn std::error::Error + 'static)> {
-    // A `CheckFailed` given as anyhow context is a private wrapper type in the chain, so it is
-    // recognised by its message (anyhow's `downcast_ref` finds the context value itself).
-    let marker = err
-        .downcast_ref::<crate::CheckFailed>()
-        .map(|c| c.message.clone());
     let links: Vec<&(dyn std::error::Error + 'static)> = err.chain().collect();
     links
         .iter()
         .enumerate()
         .filter(|(i, e)| {
             let text = e.to_string();
-            let is_marker = e.is::<crate::CheckFailed>() || marker.as_deref() == Some(&text);
-            !(is_marker
-                && links
+            text.is_empty()
+                || !links
                     .get(i + 1)
-                    .is_some_and(|next| next.to_string().starts_with(&text)))
+                    .is_some_and(|next| next.to_string().starts_with(&text))
         })
         .map(|(_, e)| *e)
         .collect()
@@ -330,15 +325,6 @@ fn shown_links(err: &anyhow::Error) -> Vec<&(dyn std::error::Error + 'static)> {
 fn escape_error(e: &(dyn std::error::Error + 'static)) -> String {
     if let Some(c) = e.downcast_ref::<crate::process::CommandError>() {
         return c.escaped();
-    }
-    // The export gate's failure is one line per problem, each escaped on its own.
-    if let Some(g) = e.downcast_ref::<crate::package::export_gate::GateError>() {
-        let mut s = format!("export gate failed for {}:", escape(&g.library));
-        for l in &g.lines {
-            s.push_str("\n  ");
-            s.push_str(&escape(l));
-        }
-        return s;
     }
     if let Some(m) = e.downcast_ref::<LinesError>() {
         let mut s = escape(&m.head).into_owned();
@@ -615,6 +601,18 @@ mod tests {
         assert_eq!(
             shown,
             ["scan gate failed for librccl.so.1.0: no output written\ngfx1100: declares 2"]
+        );
+        assert!(crate::CheckFailed::in_chain(&err));
+        // The export gate: its marker and the CheckFailed over it collapse onto the lines.
+        let err = crate::package::export_gate::GateError::error(
+            "lib\x1b.so".into(),
+            vec!["missing ncclAllReduce".into(), "SONAME x".into()],
+        )
+        .context(crate::CheckFailed::new("export gate failed for lib\x1b.so"));
+        let shown: Vec<String> = shown_links(&err).iter().map(|e| escape_error(*e)).collect();
+        assert_eq!(
+            shown,
+            ["export gate failed for lib\\e.so:\n  missing ncclAllReduce\n  SONAME x"]
         );
         assert!(crate::CheckFailed::in_chain(&err));
         // A summary of its own is a line of its own.

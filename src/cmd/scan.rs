@@ -84,7 +84,13 @@ impl Args {
             targets: self.target.clone(),
             python: self.python.clone(),
             rocm: self.rocm.clone(),
-            sysfs: self.sysfs.clone(),
+            machine_gpus: if (self.python.is_some() || self.rocm.is_some())
+                && self.target.is_empty()
+            {
+                machine_gpus(&self.sysfs)
+            } else {
+                Vec::new()
+            },
             settings: Settings {
                 verify_hash: self.verify_hash,
                 max_code_object: self.max_code_object,
@@ -94,6 +100,19 @@ impl Args {
             },
         }
     }
+}
+
+/// The gfx targets of this machine's GPUs from KFD's topology under `sysfs` (empty when none).
+fn machine_gpus(sysfs: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = crate::doctor::kfd::read_topology(sysfs)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| g.gfx)
+        .filter(|g| !g.is_empty())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// Run the scan and print the table or JSON on stdout; the global `-v` lists kernels like

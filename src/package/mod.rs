@@ -338,11 +338,10 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         )));
     }
     if !report.passed() {
-        return Err(export_gate::GateError {
-            library: build.library.display().to_string(),
-            lines: report.failures().iter().map(|l| printable(l)).collect(),
-        }
-        .into());
+        return Err(export_gate::GateError::error(
+            build.library.display().to_string(),
+            report.failures().iter().map(|l| printable(l)).collect(),
+        ));
     }
     crate::ui::note(format_args!(
         "export gate passed: SONAME {}, {} nccl/rccl exports",

@@ -82,8 +82,9 @@ pub struct CliOptions {
     pub python: Option<PathBuf>,
     /// `--rocm`: the ROCm install whose `lib/` is scanned.
     pub rocm: Option<PathBuf>,
-    /// Where KFD's topology is read to name this machine's GPUs.
-    pub sysfs: PathBuf,
+    /// This machine's GPUs (gfx names), requested for an environment scan without `targets`
+    /// (`src/cmd/scan.rs` reads them from KFD's topology).
+    pub machine_gpus: Vec<String>,
     /// Costs and limits ([`Settings`]; its progress bar is driven during the scan).
     pub settings: Settings,
 }
@@ -158,7 +159,7 @@ pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
     let mut report = scanned?;
     let found = report.processors();
     let gpus = if env.is_some() && opts.targets.is_empty() {
-        machine_gpus(&opts.sysfs)
+        opts.machine_gpus.clone()
     } else {
         Vec::new()
     };
@@ -354,19 +355,6 @@ print(json.dumps({"paths": p, "version": sys.version.split()[0], "prefix": sys.p
         what: format!("Python {} at {}", p.version, p.prefix),
         roots,
     })
-}
-
-/// The gfx targets of this machine's GPUs from KFD's topology under `sysfs` (empty when none).
-fn machine_gpus(sysfs: &Path) -> Vec<String> {
-    let mut v: Vec<String> = crate::doctor::kfd::read_topology(sysfs)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|g| g.gfx)
-        .filter(|g| !g.is_empty())
-        .collect();
-    v.sort();
-    v.dedup();
-    v
 }
 
 /// The per-library summary of an environment scan: one row per file with device code, the
