@@ -32,9 +32,11 @@ impl CheckFailed {
         }
     }
 
-    /// Whether `err` or any error in its chain is a [`CheckFailed`].
+    /// Whether `err` or any error in its chain is a [`CheckFailed`], as the leaf, as a source, or
+    /// as anyhow context (`.context(CheckFailed::new(…))`, which the chain holds in a private
+    /// wrapper type that only anyhow's `downcast_ref` sees through).
     pub fn in_chain(err: &anyhow::Error) -> bool {
-        err.chain().any(|e| e.is::<CheckFailed>())
+        err.downcast_ref::<CheckFailed>().is_some() || err.chain().any(|e| e.is::<CheckFailed>())
     }
 }
 

@@ -26,7 +26,6 @@
 //! cone before `git checkout` runs (checked after it), and nothing outside.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use sha2::Digest;
@@ -1000,130 +999,112 @@ pub fn apply_patches_and_files(
     Ok(out)
 }
 
-/// Arguments of `rcclfix recipe pin`.
-#[derive(Debug, clap::Args)]
-pub struct PinArgs {
-    /// Recipes to pin (names or RCCL versions); default: every embedded recipe.
-    tags: Vec<String>,
-    /// A recipe file instead of the embedded recipes.
-    #[arg(long, value_name = "FILE", conflicts_with = "tags")]
-    recipe: Option<PathBuf>,
-    /// Resolve tags in this local git mirror instead of the recipe URLs.
-    #[arg(long, value_name = "PATH", env = "RCCLFIX_GIT_MIRROR")]
-    git_mirror: Option<PathBuf>,
-    /// The lockfile to write (default: $RCCLFIX_HOME/rcclfix.lock; maintainers: recipes/rcclfix.lock).
-    #[arg(long, value_name = "FILE")]
-    lockfile: Option<PathBuf>,
+/// What `rcclfix recipe pin` needs besides the recipes ([`pin`]).
+#[derive(Debug, Clone, Default)]
+pub struct PinOptions {
+    /// Resolve tags in this local git mirror instead of the recipe URLs (`--git-mirror`).
+    pub git_mirror: Option<PathBuf>,
+    /// The lockfile to check and write (`$RCCLFIX_HOME/rcclfix.lock` by default, [`user_lockfile`]).
+    pub lockfile: PathBuf,
 }
 
-impl PinArgs {
-    /// Resolve each selected recipe's tag with `git ls-remote`: pinned recipes are checked, unpinned
-    /// ones are written to the lockfile (atomically). Prints one row per recipe on stdout; exits 2
-    /// when a tag is missing, unreachable or differs from its pin.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        let recipes: Vec<Recipe> = match &self.recipe {
-            Some(f) => vec![crate::recipe::load_file(f)?],
-            None => {
-                let all = crate::recipe::embedded()?;
-                if self.tags.is_empty() {
-                    all.into_values().collect()
-                } else {
-                    self.tags
-                        .iter()
-                        .map(|t| crate::recipe::find(&all, t).cloned())
-                        .collect::<anyhow::Result<_>>()?
-                }
-            }
+/// One recipe's line in [`pin`]'s result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinRow {
+    /// The recipe id.
+    pub recipe: String,
+    /// The tag, or for a branch recipe the branch name ([`crate::recipe::Source::rev_name`]).
+    pub rev: String,
+    /// Whether the recipe names a branch (its commit is pinned in the recipe itself).
+    pub branch: bool,
+    /// The commit the origin has (40 hex), the recipe's pin for a failed branch recipe, or empty.
+    pub commit: String,
+    /// `ok`, `pinned`, `MISMATCH: pinned <sha>`, `unreachable: …`, `tag not found in …`,
+    /// `error: …` (untrusted text: escape it for a terminal).
+    pub state: String,
+    /// Whether the state is a success (`ok` or `pinned`).
+    pub ok: bool,
+}
+
+/// What [`pin`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinOutcome {
+    /// Every recipe resolved and agreed with its pin.
+    pub all_ok: bool,
+    /// The lockfile, when new pins were written to it.
+    pub wrote: Option<PathBuf>,
+}
+
+/// `rcclfix recipe pin`: resolve each recipe's tag with `git ls-remote` (against the recipe URL or
+/// `opts.git_mirror`); pinned recipes are checked, unpinned ones are pinned in `opts.lockfile`
+/// (written atomically, once, at the end). A branch recipe is fetched as `build` does (its commit
+/// is pinned in the recipe). `on_row` gets each recipe's row as soon as it is resolved (a remote
+/// can be slow), in `recipes` order.
+///
+/// Errors: the lockfile cannot be read or written. A missing, unreachable or mismatching tag is a
+/// row with `ok: false` and makes [`PinOutcome::all_ok`] false.
+pub fn pin(
+    recipes: &[Recipe],
+    opts: &PinOptions,
+    mut on_row: impl FnMut(&PinRow),
+) -> anyhow::Result<PinOutcome> {
+    let mut lock = Lockfile::load(&opts.lockfile)?;
+    let before = lock.clone();
+    let mut all_ok = true;
+    for r in recipes {
+        let origin = match &opts.git_mirror {
+            Some(m) => m.display().to_string(),
+            None => r.source.git.clone(),
         };
-        let lock_path = self.lockfile.clone().unwrap_or_else(user_lockfile);
-        let mut lock = Lockfile::load(&lock_path)?;
-        let before = lock.clone();
-        let mut bad = false;
-        // Rows print as each tag is resolved, so the widths come from the recipes up front.
-        let wid = recipes
-            .iter()
-            .map(|r| r.id().chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(6);
-        let wtag = recipes
-            .iter()
-            .map(|r| r.source.tag.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(3);
-        println!(
-            "{:<wid$}  {:<wtag$}  {:<40}  STATE",
-            "RECIPE", "TAG", "COMMIT"
-        );
-        for r in &recipes {
-            let origin = match &self.git_mirror {
-                Some(m) => m.display().to_string(),
-                None => r.source.git.clone(),
+        let row = |commit: String, state: String, ok: bool| PinRow {
+            recipe: r.id().to_owned(),
+            rev: r.source.rev_name().to_owned(),
+            branch: r.source.branch.is_some(),
+            commit,
+            state,
+            ok,
+        };
+        let row = if r.source.branch.is_some() {
+            // A branch recipe pins its commit in the recipe: check that the origin has it and
+            // that the branch (when still there) contains it, as `build` does.
+            let so = SourceOptions {
+                mirror: opts.git_mirror.clone(),
+                locked: true,
             };
-            if r.source.branch.is_some() {
-                // A branch recipe pins its commit in the recipe: check that the origin has it and
-                // that the branch (when still there) contains it, as `build` does.
-                let opts = SourceOptions {
-                    mirror: self.git_mirror.clone(),
-                    locked: true,
-                };
-                let (commit, state) = match fetch(r, &opts) {
-                    Ok(f) => (f.commit, "ok".to_owned()),
-                    Err(e) => {
-                        bad = true;
-                        (
-                            r.source.commit.clone().unwrap_or_default(),
-                            format!("error: {}", first_line(&e)),
-                        )
-                    }
-                };
-                println!(
-                    "{:<14} {:<16} {:<42} {}",
-                    r.id(),
-                    r.source.rev_name(),
-                    commit,
-                    state
-                );
-                continue;
+            match fetch(r, &so) {
+                Ok(f) => row(f.commit, "ok".to_owned(), true),
+                Err(e) => row(
+                    r.source.commit.clone().unwrap_or_default(),
+                    format!("error: {}", first_line(&e)),
+                    false,
+                ),
             }
-            let (commit, state) = match remote_tag_commit(&origin, &r.source.tag) {
-                Err(e) => {
-                    bad = true;
-                    (String::new(), format!("unreachable: {}", first_line(&e)))
-                }
-                Ok(None) => {
-                    bad = true;
-                    (String::new(), format!("tag not found in {origin}"))
-                }
+        } else {
+            match remote_tag_commit(&origin, &r.source.tag) {
+                Err(e) => row(
+                    String::new(),
+                    format!("unreachable: {}", first_line(&e)),
+                    false,
+                ),
+                Ok(None) => row(String::new(), format!("tag not found in {origin}"), false),
                 Ok(Some(c)) => match r.pinned_commit(&lock) {
-                    Some(p) if p == c => (c, "ok".to_owned()),
-                    Some(p) => {
-                        bad = true;
-                        (c, format!("MISMATCH: pinned {p}"))
-                    }
+                    Some(p) if p == c => row(c, "ok".to_owned(), true),
+                    Some(p) => row(c, format!("MISMATCH: pinned {p}"), false),
                     None => {
                         lock.set(r.id(), &r.source.tag, &c);
-                        (c, "pinned".to_owned())
+                        row(c, "pinned".to_owned(), true)
                     }
                 },
-            };
-            println!(
-                "{:<wid$}  {:<wtag$}  {:<40}  {}",
-                r.id(),
-                r.source.tag,
-                commit,
-                crate::ui::escape(&state)
-            );
-        }
-        if lock != before {
-            lock.save(&lock_path)?;
-            crate::ui::status("Wrote", lock_path.display());
-        }
-        Ok(if bad {
-            ExitCode::from(crate::EXIT_ERROR)
-        } else {
-            ExitCode::SUCCESS
-        })
+            }
+        };
+        all_ok &= row.ok;
+        on_row(&row);
     }
+    let wrote = if lock != before {
+        lock.save(&opts.lockfile)?;
+        Some(opts.lockfile.clone())
+    } else {
+        None
+    };
+    Ok(PinOutcome { all_ok, wrote })
 }

@@ -153,55 +153,104 @@ pub fn stderr_is_tty() -> bool {
 
 /// Whether to draw progress bars: stderr is a terminal and `-q` was not given.
 pub fn progress_bars() -> bool {
-    !quiet() && stderr_is_tty()
+    get().progress_bars()
 }
 
-/// Print a right-aligned status verb and a message to stderr, cargo style: `   Building rccl 2.13.4`.
-/// Nothing with `-q`. The message is escaped ([`escape_message`]): it may carry file names.
+impl Ui {
+    /// Whether to draw progress bars: stderr is a terminal and `-q` was not given.
+    pub fn progress_bars(&self) -> bool {
+        !self.quiet && stderr_is_tty()
+    }
+
+    /// Print a right-aligned status verb and a message to stderr, cargo style:
+    /// `   Building rccl 2.13.4`. Nothing with `-q`. The message is escaped ([`escape_message`]):
+    /// it may carry file names.
+    pub fn status(&self, verb: &str, msg: impl Display) {
+        if self.quiet {
+            return;
+        }
+        let msg = msg.to_string();
+        let msg = escape_message(&msg);
+        if self.color {
+            eprintln!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
+        } else {
+            eprintln!("{verb:>12} {msg}");
+        }
+    }
+
+    /// Print a warning line to stderr. Nothing with `-q`. The message is escaped
+    /// ([`escape_message`]).
+    pub fn warn(&self, msg: impl Display) {
+        if self.quiet {
+            return;
+        }
+        let msg = msg.to_string();
+        let msg = escape_message(&msg);
+        if self.color {
+            eprintln!("\x1b[1;33mwarning\x1b[0m: {msg}");
+        } else {
+            eprintln!("warning: {msg}");
+        }
+    }
+
+    /// Print a `note: …` line to stderr. Nothing with `-q`. The message is escaped
+    /// ([`escape_message`]).
+    pub fn note(&self, msg: impl Display) {
+        if self.quiet {
+            return;
+        }
+        let msg = msg.to_string();
+        eprintln!("note: {}", escape_message(&msg));
+    }
+
+    /// Print an informational line to stderr as it is (no prefix). Nothing with `-q`. Escaped
+    /// ([`escape_message`]).
+    pub fn message(&self, msg: impl Display) {
+        if self.quiet {
+            return;
+        }
+        let msg = msg.to_string();
+        eprintln!("{}", escape_message(&msg));
+    }
+
+    /// A progress bar counting `unit` (e.g. `bundles`) on stderr, or a hidden one when
+    /// [`Ui::progress_bars`] says no (not a terminal, or `-q`): the caller drives it the same way
+    /// either way and calls `finish_and_clear` at the end.
+    pub fn counter_bar(&self, unit: &str) -> indicatif::ProgressBar {
+        if !self.progress_bars() {
+            return indicatif::ProgressBar::hidden();
+        }
+        let pb = indicatif::ProgressBar::new(0);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(&format!(
+                "{{spinner}} {{msg:24}} [{{bar:30}}] {{pos}}/{{len}} {unit}"
+            ))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        pb
+    }
+}
+
+/// [`Ui::status`] with the process-wide [`Ui`] ([`get`]).
 pub fn status(verb: &str, msg: impl Display) {
-    if quiet() {
-        return;
-    }
-    let msg = msg.to_string();
-    let msg = escape_message(&msg);
-    if color() {
-        eprintln!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
-    } else {
-        eprintln!("{verb:>12} {msg}");
-    }
+    get().status(verb, msg)
 }
 
-/// Print a warning line to stderr. Nothing with `-q`. The message is escaped ([`escape_message`]).
+/// [`Ui::warn`] with the process-wide [`Ui`] ([`get`]).
 pub fn warn(msg: impl Display) {
-    if quiet() {
-        return;
-    }
-    let msg = msg.to_string();
-    let msg = escape_message(&msg);
-    if color() {
-        eprintln!("\x1b[1;33mwarning\x1b[0m: {msg}");
-    } else {
-        eprintln!("warning: {msg}");
-    }
+    get().warn(msg)
 }
 
-/// Print a `note: …` line to stderr. Nothing with `-q`. The message is escaped ([`escape_message`]).
+/// [`Ui::note`] with the process-wide [`Ui`] ([`get`]).
 pub fn note(msg: impl Display) {
-    if quiet() {
-        return;
-    }
-    let msg = msg.to_string();
-    eprintln!("note: {}", escape_message(&msg));
+    get().note(msg)
 }
 
-/// Print an informational line to stderr as it is (no prefix). Nothing with `-q`. Escaped
-/// ([`escape_message`]).
+/// [`Ui::message`] with the process-wide [`Ui`] ([`get`]).
 pub fn message(msg: impl Display) {
-    if quiet() {
-        return;
-    }
-    let msg = msg.to_string();
-    eprintln!("{}", escape_message(&msg));
+    get().message(msg)
 }
 
 /// Print `[label] line` to stderr: a line the library under test logged in a verify child,
@@ -234,33 +283,48 @@ pub fn protocol_line(line: &str) {
 /// Print `error: …` and one `caused by: …` line per source in the chain. Every line is escaped
 /// ([`escape_message`]), so a file name carrying ESC or a newline neither reaches the terminal
 /// raw nor splits the message; the process's own output a [`crate::process::CommandError`]
-/// carries, and the lines of a [`crate::package::gate::GateError`], are escaped line by line.
+/// carries, and the lines of a [`LinesError`], are escaped line by line.
 /// Errors are printed with `-q` too.
+///
+/// A link whose text the next link repeats at its start (a [`crate::CheckFailed`] or another
+/// marker used as context over a detailed error with the same summary, e.g.
+/// `anyhow::Error::new(lines).context(CheckFailed::new(head))`) is not printed as a line of its
+/// own, so the detailed error keeps its one-escaped-line-per-problem layout under the single
+/// `error:` line.
 pub fn print_error(err: &anyhow::Error) {
     let (err_label, cause_label) = if color() {
         ("\x1b[1;31merror\x1b[0m", "caused by")
     } else {
         ("error", "caused by")
     };
-    eprintln!("{err_label}: {}", escape_error(err.as_ref()));
-    for cause in err.chain().skip(1) {
-        eprintln!("{cause_label}: {}", escape_error(cause));
+    for (i, link) in shown_links(err).into_iter().enumerate() {
+        let label = if i == 0 { err_label } else { cause_label };
+        eprintln!("{label}: {}", escape_error(link));
     }
+}
+
+/// The links of `err`'s chain that [`print_error`] prints: all but one whose text the next link
+/// starts with.
+fn shown_links(err: &anyhow::Error) -> Vec<&(dyn std::error::Error + 'static)> {
+    let links: Vec<&(dyn std::error::Error + 'static)> = err.chain().collect();
+    links
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            let text = e.to_string();
+            text.is_empty()
+                || !links
+                    .get(i + 1)
+                    .is_some_and(|next| next.to_string().starts_with(&text))
+        })
+        .map(|(_, e)| *e)
+        .collect()
 }
 
 /// One link of an error chain as printed by [`print_error`].
 fn escape_error(e: &(dyn std::error::Error + 'static)) -> String {
     if let Some(c) = e.downcast_ref::<crate::process::CommandError>() {
         return c.escaped();
-    }
-    // The export gate's failure is one line per problem, each escaped on its own.
-    if let Some(g) = e.downcast_ref::<crate::package::gate::GateError>() {
-        let mut s = format!("export gate failed for {}:", escape(&g.library));
-        for l in &g.lines {
-            s.push_str("\n  ");
-            s.push_str(&escape(l));
-        }
-        return s;
     }
     if let Some(m) = e.downcast_ref::<LinesError>() {
         let mut s = escape(&m.head).into_owned();
@@ -522,6 +586,40 @@ impl Drop for Phase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_failed_marker_over_its_own_detail_is_not_printed_twice() {
+        let lines = LinesError {
+            head: "scan gate failed for librccl.so.1.0: no output written".into(),
+            lines: vec!["gfx1100: declares 2".into()],
+            help: None,
+        };
+        let err = anyhow::Error::new(lines).context(crate::CheckFailed::new(
+            "scan gate failed for librccl.so.1.0: no output written",
+        ));
+        let shown: Vec<String> = shown_links(&err).iter().map(|e| escape_error(*e)).collect();
+        assert_eq!(
+            shown,
+            ["scan gate failed for librccl.so.1.0: no output written\ngfx1100: declares 2"]
+        );
+        assert!(crate::CheckFailed::in_chain(&err));
+        // The export gate: its marker and the CheckFailed over it collapse onto the lines.
+        let err = crate::package::export_gate::GateError::error(
+            "lib\x1b.so".into(),
+            vec!["missing ncclAllReduce".into(), "SONAME x".into()],
+        )
+        .context(crate::CheckFailed::new("export gate failed for lib\x1b.so"));
+        let shown: Vec<String> = shown_links(&err).iter().map(|e| escape_error(*e)).collect();
+        assert_eq!(
+            shown,
+            ["export gate failed for lib\\e.so:\n  missing ncclAllReduce\n  SONAME x"]
+        );
+        assert!(crate::CheckFailed::in_chain(&err));
+        // A summary of its own is a line of its own.
+        let err =
+            anyhow::anyhow!("the library is missing").context(crate::CheckFailed::new("gate"));
+        assert_eq!(shown_links(&err).len(), 2);
+    }
 
     #[test]
     fn escape_keeps_plain_text_borrowed() {

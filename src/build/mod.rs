@@ -1,6 +1,10 @@
 //! `rcclfix build`: recipe → pinned source → NDEBUG injection → configure and build in a toolchain →
 //! scan gate → output folder with provenance.
 //!
+//! [`plan::plan`] computes every step as data first ([`plan::BuildPlan`], printed by
+//! `build --plan --json`); [`build`] then fetches, prepares the work folder and toolchain, and
+//! [`exec::execute`] runs the plan's steps through an [`exec::Runner`].
+//!
 //! The steps, in order (each fails fast with one clear error):
 //! 1. resolve the recipe (`--tag`, `--recipe FILE`) and the target list (`--targets`);
 //! 2. warn when free RAM is below the recipe's `link_ram_gib`; fetch the source at the pinned commit
@@ -13,104 +17,58 @@
 //!    then check `build.ninja` (NDEBUG on every device compile, offload targets = requested) and the
 //!    `Compiling for` line;
 //! 5. build with ninja (progress from `[n/m]` lines, full log in `build.log`);
-//! 6. scan gate ([`gate`]): every requested target `clean`, else exit 1 and no output folder;
+//! 6. scan gate ([`scan_gate`]): every requested target `clean`, else exit 1 and no output folder;
 //! 7. assemble `out/rccl-<version>-<targets>/` (library + SONAME symlinks, `scan.json`,
 //!    `manifest.json`, `build.log`) in a temporary folder, optionally `--verify`, then rename it into
 //!    place; optionally `--package`.
 
 pub mod cache;
 pub mod eta;
-pub mod gate;
+pub mod exec;
 pub mod ndebug;
+pub mod plan;
 pub mod progress;
 pub mod prove;
+pub mod scan_gate;
 
-use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 
-use crate::container::{self, EngineKind, Mount, RunSpec};
-use crate::manifest::{LibraryRecord, Manifest, MANIFEST_SCHEMA_VERSION};
-use crate::recipe::{NdebugStrategy, Recipe, Status};
+use crate::container::{self, EngineKind};
+use crate::recipe::Recipe;
+use crate::ui::Ui;
 
-/// Arguments of `rcclfix build`.
-#[derive(Debug, clap::Args)]
-pub struct BuildArgs {
-    /// Recipe to build: an RCCL version or recipe name (see --list).
-    #[arg(long, value_name = "VERSION", conflicts_with = "recipe")]
-    pub tag: Option<String>,
-    /// Build a recipe file from disk instead of an embedded recipe.
-    #[arg(long, value_name = "FILE")]
-    pub recipe: Option<PathBuf>,
-    /// List the recipes and exit.
-    #[arg(long)]
-    pub list: bool,
-    /// gfx targets to build and gate, comma-separated (default: the recipe's), e.g. gfx1100,gfx1101.
-    #[arg(long, value_delimiter = ',', value_name = "GFX,…")]
+/// What `rcclfix build` (and each of `prove`'s two builds) is asked to do besides the recipe.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// gfx targets to build and gate (empty: the recipe's `build.targets`).
     pub targets: Vec<String>,
-    /// Clone from this local git mirror instead of the recipe URL (offline use).
-    #[arg(long, value_name = "PATH", env = "RCCLFIX_GIT_MIRROR")]
+    /// Clone from this local git mirror instead of the recipe URL.
     pub git_mirror: Option<PathBuf>,
-    /// Container engine (default: podman, then docker, then bubblewrap; also RCCLFIX_ENGINE).
-    #[arg(long, value_enum)]
+    /// Container engine (`None`: `RCCLFIX_ENGINE`, else [`container::Engine::select`]'s order).
     pub engine: Option<EngineKind>,
     /// Where output folders go.
-    #[arg(long, value_name = "DIR", default_value = "out")]
     pub out_dir: PathBuf,
-    /// ninja -j (default: the CPU cores, fewer when RAM is short; see `choose_jobs`).
-    #[arg(long, short = 'j')]
+    /// ninja -j (`None`: [`choose_jobs`]).
     pub jobs: Option<u32>,
-    /// Refuse to pin an unpinned tag on first fetch or an image toolchain's digest on first use
-    /// (the recipe or lockfile must pin them).
-    #[arg(long)]
+    /// Refuse to pin an unpinned tag on first fetch or an image toolchain's digest on first use.
     pub locked: bool,
     /// Allow recipes whose status is experimental or unfixable-by-rebuild (the gate still judges).
-    #[arg(long)]
     pub experimental: bool,
     /// After the gate, run `verify` on two GPUs and record the result in manifest.json.
-    #[arg(long)]
     pub verify: bool,
-    /// After the build, write these packages (comma-separated: deb, whl).
-    #[arg(long, value_delimiter = ',', value_name = "FORMAT,…")]
+    /// After the build, write these packages (`deb`, `whl`).
     pub package: Vec<String>,
-    /// Where packages go (default: the --out-dir).
-    #[arg(long, value_name = "DIR")]
+    /// Where packages go (`None`: `out_dir`).
     pub package_dir: Option<PathBuf>,
     /// Build as the negative control of `rcclfix prove`: in the work folder `<recipe>-control-…`,
-    /// gate it, and return the result without writing an output folder (set by `prove`, not a flag).
-    #[arg(skip)]
+    /// gate it, and return the result without writing an output folder.
     pub control: bool,
     /// Build even when the output folder was built from the same inputs (the artifact cache
     /// otherwise reuses it after re-running the scan gate on it).
-    #[arg(long)]
     pub rebuild: bool,
-}
-
-impl BuildArgs {
-    /// Run the subcommand: prints the output folder on stdout. Exit 1 when the scan gate (or
-    /// `--verify`) fails; errors exit 2.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        if self.list {
-            print!("{}", crate::recipe::list_table(&crate::recipe::embedded()?));
-            return Ok(ExitCode::SUCCESS);
-        }
-        let (recipe, recipe_root) = resolve_recipe(self.tag.as_deref(), self.recipe.as_deref())?;
-        match build(&self, &recipe, recipe_root.as_deref())? {
-            Outcome::Built(dir) => {
-                println!("{}", dir.display());
-                Ok(ExitCode::SUCCESS)
-            }
-            Outcome::CheckFailed(err) => {
-                crate::ui::print_error(&err);
-                Ok(ExitCode::from(crate::EXIT_CHECK_FAILED))
-            }
-            Outcome::Control(_) => unreachable!("only prove builds controls"),
-        }
-    }
 }
 
 /// The recipe to build: a recipe file (`--recipe FILE`; patches are then looked up in the checkout
@@ -144,9 +102,10 @@ pub fn resolve_recipe(
 pub enum Outcome {
     /// The output folder was committed.
     Built(PathBuf),
-    /// A check failed (scan gate, verify): nothing was written to the output folder.
+    /// A check failed (scan gate, verify): nothing was written to the output folder. The error
+    /// carries a [`crate::CheckFailed`] (exit 1).
     CheckFailed(anyhow::Error),
-    /// A control build ([`BuildArgs::control`]) finished and was gated; nothing was written to the
+    /// A control build ([`BuildOptions::control`]) finished and was gated; nothing was written to the
     /// output folder.
     Control(Box<ControlResult>),
 }
@@ -155,7 +114,7 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct ControlResult {
     /// The gate's verdict and full scan report.
-    pub gate: gate::GateResult,
+    pub gate: scan_gate::GateResult,
     /// sha256 of the library the control built (hex).
     pub library_sha256: String,
     /// Wall time of configure + build, in seconds.
@@ -260,17 +219,10 @@ fn build_key(
         extra_files: cache::BuildKey::extra_file_digests(recipe),
         toolchain_id: toolchain_id.into(),
         targets: targets.to_vec(),
-        ndebug_strategy: strategy_name(recipe.build.ndebug),
+        ndebug_strategy: plan::strategy_name(recipe.build.ndebug),
         cmake_args: configure_args(recipe, targets),
         post_link_patch: recipe.build.post_link_patch,
     })
-}
-
-fn strategy_name(s: NdebugStrategy) -> String {
-    serde_json::to_value(s)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }
 
 /// The artifact cache: when `dest` was built for `key` and its library is intact, re-run the scan
@@ -279,7 +231,8 @@ fn strategy_name(s: NdebugStrategy) -> String {
 ///
 /// Errors: the library cannot be scanned.
 fn try_reuse(
-    args: &BuildArgs,
+    args: &BuildOptions,
+    ui: &Ui,
     dest: &Path,
     key: &cache::BuildKey,
     targets: &[String],
@@ -291,15 +244,15 @@ fn try_reuse(
     let m = match cache::lookup(dest, key) {
         cache::Lookup::Missing => return Ok(None),
         cache::Lookup::Stale(why) => {
-            crate::ui::status("Rebuilding", why);
+            ui.status("Rebuilding", why);
             return Ok(None);
         }
         cache::Lookup::Hit(m) => m,
     };
     let lib = dest.join(&m.library.file);
-    let gate = gate::run(&lib, &m.library.file, targets)?;
+    let gate = scan_gate::run(&lib, &m.library.file, targets)?;
     if !gate.passed() {
-        crate::ui::status(
+        ui.status(
             "Rebuilding",
             format_args!(
                 "the cached library {} no longer passes the scan gate: {}",
@@ -310,7 +263,7 @@ fn try_reuse(
         return Ok(None);
     }
     let built = m.cache.as_ref().map(|c| c.built_at_unix).unwrap_or(0);
-    crate::ui::status(
+    ui.status(
         "Reused",
         format_args!(
             "{} (built {}, {} ago, from the same inputs; key {}); gate re-run: {} clean in {}\nhelp: pass --rebuild to build it again",
@@ -322,15 +275,11 @@ fn try_reuse(
             fmt_ms(started.elapsed().as_secs_f64())
         ),
     );
-    if !args.package.is_empty() {
-        let pkg_dir = args
-            .package_dir
-            .clone()
-            .unwrap_or_else(|| args.out_dir.clone());
-        for p in crate::package::package_build_dir(dest, &args.package, &pkg_dir)? {
-            crate::ui::status("Packaged", p.display());
-        }
-    }
+    let pkg_dir = args
+        .package_dir
+        .clone()
+        .unwrap_or_else(|| args.out_dir.clone());
+    write_packages(dest, &args.package, &pkg_dir, ui)?;
     Ok(Some(Outcome::Built(dest.to_owned())))
 }
 
@@ -366,37 +315,31 @@ pub fn choose_jobs(cores: usize, avail_gib: Option<f64>, link_ram_gib: f64) -> u
 /// Where the timing record of builds of `recipe_id` for `targets` lives:
 /// `$RCCLFIX_HOME/records/<recipe>-<targets>.ninja_log` (the last finished build's `.ninja_log`).
 pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
-    crate::recipe::home()
-        .join("records")
-        .join(format!("{recipe_id}-{}.ninja_log", targets.join("+")))
+    plan::timing_record_in(&crate::paths::home(), recipe_id, targets)
 }
 
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
 /// (patches are looked up there).
+///
+/// The plan comes first ([`plan::plan`]: targets, work paths, every step), then what only a run
+/// can do: fetch the pinned source (before any toolchain work), the artifact cache, a fresh work
+/// folder with the patched checkout, the toolchain and engine; then [`exec::execute`] runs the
+/// plan's steps.
+///
+/// Errors: any step that could not run (fetch, toolchain, configure, the checks after it, ninja,
+/// the output folder); a failed scan gate or verify is [`Outcome::CheckFailed`], not an error.
 pub fn build(
-    args: &BuildArgs,
+    args: &BuildOptions,
     recipe: &Recipe,
     recipe_root: Option<&Path>,
+    ui: &Ui,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let targets: Vec<String> = if args.targets.is_empty() {
-        recipe.build.targets.clone()
-    } else {
-        args.targets.clone()
-    };
-    check_targets(&targets)?;
-    match recipe.status {
-        Status::Experimental | Status::UnfixableByRebuild if !args.experimental => bail!(
-            "recipe {} is {}: {}\nhelp: pass --experimental to build it anyway (the scan gate still decides)",
-            recipe.id(),
-            recipe.status.as_str(),
-            recipe.status_reason.as_deref().unwrap_or("no reason given")
-        ),
-        _ => {}
-    }
-    let name = output_name(recipe, &targets);
-    let dest = args.out_dir.join(&name);
-    crate::ui::status(
+    let host = plan::HostFacts::detect();
+    let plan = plan::plan(recipe, args, &host)?;
+    let targets = plan.targets.clone();
+    let dest = plan.output.dir.clone();
+    ui.status(
         "Building",
         format_args!(
             "rccl {} (recipe {}, {}) for {}",
@@ -406,9 +349,9 @@ pub fn build(
             targets.join(",")
         ),
     );
-    if let Some(avail) = available_ram_gib() {
+    if let Some(avail) = host.available_ram_gib {
         if avail < recipe.build.link_ram_gib {
-            crate::ui::warn(format_args!(
+            ui.warn(format_args!(
                 "{avail:.1} GiB of RAM available, but the device link of recipe {} needs about {:.1} GiB\nhelp: close other programs or add swap; the link may be killed or very slow",
                 recipe.id(),
                 recipe.build.link_ram_gib
@@ -428,14 +371,13 @@ pub fn build(
     // The artifact cache: a rootfs (or host) toolchain is identified by its stamp without any engine
     // work, so an unchanged build is answered here; an image toolchain is looked up once prepared.
     // Control builds and --verify always build.
-    let cacheable = !args.control && !args.verify;
     let mut key = None;
     let mut early_tc = None;
-    if cacheable {
+    if plan.cacheable {
         if let Some(n) = &recipe.toolchain.name {
             if let Ok(tc) = container::Toolchain::local(n) {
                 let k = build_key(recipe, recipe_root, &fetched.commit, &targets, tc.id())?;
-                if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+                if let Some(o) = try_reuse(args, ui, &dest, &k, &targets, started)? {
                     return Ok(o);
                 }
                 key = Some(k);
@@ -445,21 +387,13 @@ pub fn build(
     }
 
     // A fresh work folder holding exactly the verified commit, patched.
-    let work = crate::recipe::home().join("work").join(format!(
-        "{}{}-{}",
-        recipe.id(),
-        if args.control { "-control" } else { "" },
-        targets.join("+")
-    ));
-    let tree = fresh_work_folder(&work, &fetched)?;
-    let build_dir = work.join("build");
-    let tmp_dir = work.join("tmp");
-    let src_dir = if recipe.source.subdir.is_empty() {
-        tree.clone()
-    } else {
-        tree.join(&recipe.source.subdir)
-    };
-    let patches = crate::source::apply_patches_and_files(recipe, &tree, &src_dir, recipe_root)?;
+    fresh_work_folder(&plan.work.root, &fetched)?;
+    let patches = crate::source::apply_patches_and_files(
+        recipe,
+        &plan.work.src,
+        &plan.work.project,
+        recipe_root,
+    )?;
 
     // Toolchain and engine.
     let tc_desc = &recipe.toolchain;
@@ -483,11 +417,11 @@ pub fn build(
         &crate::source::user_lockfile(),
     )?;
     container::prepare(&engine, &mut tc)?;
-    crate::ui::status(
+    ui.status(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
     );
-    if cacheable && key.is_none() {
+    if plan.cacheable && key.is_none() {
         // An image toolchain: its identity is the image id known after `prepare`.
         let id = if content_id.is_empty() {
             tc.id()
@@ -495,417 +429,44 @@ pub fn build(
             &content_id
         };
         let k = build_key(recipe, recipe_root, &fetched.commit, &targets, id)?;
-        if let Some(o) = try_reuse(args, &dest, &k, &targets, started)? {
+        if let Some(o) = try_reuse(args, ui, &dest, &k, &targets, started)? {
             return Ok(o);
         }
         key = Some(k);
     }
 
-    // NDEBUG injection.
-    let strategy = recipe.build.ndebug;
-    if strategy == NdebugStrategy::CompileDefinition {
-        let cml = src_dir.join("CMakeLists.txt");
-        let text = fs_err::read_to_string(&cml)?;
-        let new = ndebug::insert_compile_definition(&text)
-            .with_context(|| format!("{}: cannot inject NDEBUG", cml.display()))?;
-        crate::fsutil::atomic_write(&cml, new.as_bytes())?;
-    }
-    let target_list = targets.join(";");
-    let mut cmake_args = configure_args(recipe, &targets);
-
-    // ccache (RCCLFIX_CCACHE_DIR): mounted at /ccache and used as the compiler launcher when the
-    // toolchain has ccache; the cache is outside the work folder so it survives fresh builds.
-    let mut mounts = vec![
-        Mount {
-            host: tree.clone(),
-            guest: "/src".into(),
-            writable: true,
-        },
-        Mount {
-            host: build_dir.clone(),
-            guest: "/build".into(),
-            writable: true,
-        },
-    ];
-    let mut env = vec![];
-    if let Some(dir) = std::env::var_os("RCCLFIX_CCACHE_DIR").filter(|d| !d.is_empty()) {
-        let dir = PathBuf::from(dir);
-        fs_err::create_dir_all(&dir)?;
-        let probe = RunSpec::new("probe ccache", vec!["ccache".into(), "--version".into()]);
-        if engine.read(&tc.root(), &probe).is_ok() {
-            mounts.push(Mount {
-                host: fs_err::canonicalize(&dir)?,
-                guest: "/ccache".into(),
-                writable: true,
-            });
-            env.push(("CCACHE_DIR".to_owned(), "/ccache".to_owned()));
-            if let Ok(max) = std::env::var("CCACHE_MAXSIZE") {
-                env.push(("CCACHE_MAXSIZE".to_owned(), max));
-            }
-            cmake_args.push("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache".into());
-        } else {
-            crate::ui::warn(format_args!(
-                "RCCLFIX_CCACHE_DIR is set but toolchain {} has no ccache; building without it",
-                tc.name()
-            ));
-        }
-    }
-
-    let log_path = work.join("build.log");
-    let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
-    writeln!(
-        log,
-        "# rcclfix {} build of recipe {} ({} {})",
-        env!("CARGO_PKG_VERSION"),
-        recipe.id(),
-        recipe.source.rev_label(),
-        fetched.commit
-    )?;
-    writeln!(
-        log,
-        "# toolchain {} ({}), engine {}",
-        tc.name(),
-        tc.id(),
-        engine.name()
-    )?;
-    let spec = |summary: &str, argv: Vec<String>| RunSpec {
-        summary: summary.into(),
-        argv,
-        mounts: mounts.clone(),
-        workdir: "/build".into(),
-        env: env.clone(),
-        network: false,
-        tmp: Some(tmp_dir.clone()),
-    };
-
-    // Configure.
-    crate::ui::status(
-        "Configuring",
-        format_args!(
-            "cmake in {} (network off; log {})",
-            tc.name(),
-            log_path.display()
-        ),
-    );
-    let build_started = Instant::now();
-    let mut configure_out = String::new();
-    let mut cmake_argv = vec!["cmake".to_owned()];
-    cmake_argv.extend(cmake_args.iter().cloned());
-    let phase = crate::ui::Phase::start(&format!("configuring rccl {}", recipe.rccl_version));
-    let configured =
-        engine.run_streamed(&tc.root(), &spec("configure", cmake_argv), &mut log, |l| {
-            configure_out.push_str(l);
-            configure_out.push('\n');
-        });
-    drop(phase);
-    configured.with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
-
-    // Checks before the long build.
-    let ninja_text = fs_err::read_to_string(build_dir.join("build.ninja"))?;
-    let facts = ndebug::scan_build_ninja(&ninja_text);
-    let requested: BTreeSet<String> = targets.iter().cloned().collect();
-    let configure_targets = ndebug::configure_targets(&configure_out);
-    if let Some(ct) = &configure_targets {
-        if ct != &requested {
-            bail!(
-                "configure compiles for {} but {} was requested (the `Compiling for` line; ROCm/rccl#958, ROCm/rccl#1138)\nhelp: the recipe's CMake may force its own target list; add a patch or a cmake option",
-                ct.iter().cloned().collect::<Vec<_>>().join(";"),
-                target_list
-            );
-        }
-    }
-    if facts.device_compiles.is_empty() {
-        bail!("build.ninja has no device compile lines (no --offload-arch / -x hip); cannot check NDEBUG or targets\nhelp: full log: {}", log_path.display());
-    }
-    if facts.offload_targets != requested {
-        bail!(
-            "build.ninja compiles and links for {} but {} was requested\nhelp: the recipe's CMake ignores GPU_TARGETS/AMDGPU_TARGETS (ROCm/rccl#958, ROCm/rccl#1138); see {}",
-            facts.offload_targets.iter().cloned().collect::<Vec<_>>().join(";"),
-            target_list,
-            build_dir.join("build.ninja").display()
-        );
-    }
-    let ndebug_on = facts.ndebug_on_device();
-    if strategy != NdebugStrategy::None && !ndebug_on {
-        bail!(
-            "NDEBUG strategy {} did not put -DNDEBUG on {} of {} device compile lines (e.g. {})\nhelp: this RCCL needs another strategy (the recipe's `build.ndebug` in recipes/); nothing was built",
-            serde_json::to_value(strategy)?.as_str().unwrap_or_default(),
-            facts.without_ndebug.len(),
-            facts.device_compiles.len(),
-            facts.without_ndebug[0]
-        );
-    }
-    if strategy == NdebugStrategy::None {
-        crate::ui::warn(format_args!(
-            "NDEBUG strategy none: -DNDEBUG is {} on the device compile lines",
-            if ndebug_on { "present" } else { "absent" }
-        ));
-    }
-
-    writeln!(
-        log,
-        "# rcclfix checks after configure: {} device compile lines, -DNDEBUG on {}; offload targets in build.ninja: {}; `Compiling for` line: {}; source from {}",
-        facts.device_compiles.len(),
-        facts.device_compiles.len() - facts.without_ndebug.len(),
-        facts.offload_targets.iter().cloned().collect::<Vec<_>>().join(";"),
-        configure_targets
-            .as_ref()
-            .map(|c| c.iter().cloned().collect::<Vec<_>>().join(";"))
-            .unwrap_or_else(|| "(none printed)".into()),
-        fetched.origin
-    )?;
-
-    // Build.
-    let jobs = args.jobs.unwrap_or_else(|| {
-        choose_jobs(
-            std::thread::available_parallelism().map_or(1, |n| n.get()),
-            available_ram_gib(),
-            recipe.build.link_ram_gib,
-        )
-    });
-    let ninja_argv = vec![
-        "ninja".to_owned(),
-        "-C".into(),
-        "/build".into(),
-        format!("-j{jobs}"),
-    ];
-    let record_path = timing_record_path(recipe.id(), &targets);
-    let record = match fs_err::read_to_string(&record_path) {
-        Ok(t) => match eta::Record::parse(&t) {
-            Ok(r) if !r.steps.is_empty() => Some(r),
-            Ok(_) => None,
-            Err(e) => {
-                crate::ui::warn(format_args!(
-                    "{}: {e}; no remaining-time estimate",
-                    record_path.display()
-                ));
-                None
-            }
-        },
-        Err(_) => None,
-    };
-    crate::ui::status(
-        "Compiling",
-        format_args!(
-            "with ninja -j{jobs}; {}",
-            match &record {
-                Some(r) => format!(
-                    "the last build of this recipe took {} in ninja ({})",
-                    fmt_secs(r.wall()),
-                    record_path.display()
-                ),
-                None => "no timing record of an earlier build: elapsed time only".into(),
-            }
-        ),
-    );
-    writeln!(log, "# rcclfix: ninja -j{jobs}")?;
-    let progress = progress::Progress::start(
-        &format!("rccl {}", recipe.rccl_version),
-        crate::ui::progress_bars(),
-        progress::EtaInput {
-            record,
-            jobs: jobs as usize,
-            ninja_log: Some(build_dir.join(".ninja_log")),
-            targets: targets.join(","),
-        },
-    );
-    let mut build_spec = spec("build", ninja_argv);
-    build_spec
-        .env
-        .push(("NINJA_STATUS".into(), eta::NINJA_STATUS.into()));
-    let res = engine.run_streamed(&tc.root(), &build_spec, &mut log, |l| progress.line(l));
-    progress.finish();
-    res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
-    // The step timings of this build: the record the next build's estimate uses.
-    let ninja_log_path = build_dir.join(".ninja_log");
-    if let Ok(text) = fs_err::read(&ninja_log_path) {
-        if let Some(d) = record_path.parent() {
-            fs_err::create_dir_all(d)?;
-        }
-        crate::fsutil::atomic_write(&record_path, &text)?;
-    }
-    let build_seconds = build_started.elapsed().as_secs_f64();
-    log.flush()?;
-    drop(log);
-    crate::ui::status("Built", format_args!("in {}", fmt_secs(build_seconds)));
-
-    // Gate.
-    let lib = find_library(&build_dir)?;
-    crate::ui::status(
-        "Scanning",
-        format_args!("{} for {}", lib.display(), targets.join(",")),
-    );
-    let lib_display = lib
-        .file_name()
-        .context("library has no file name")?
-        .to_string_lossy()
-        .into_owned();
-    // Post-link patch (recipes with `post_link_patch = true`, the 2.30.x device-linker pattern):
-    // rewrite provably unused hostcall declarations in the built library before the gate judges
-    // it. A refusal fails the build; the record goes into `manifest.patched` only when something
-    // was rewritten.
-    let patched = if recipe.build.post_link_patch {
-        crate::ui::status(
-            "Patching",
-            format_args!("{} (post-link, {})", lib.display(), targets.join(",")),
-        );
-        let rec = crate::patch::patch_in_place(
-            &lib,
-            &crate::patch::PatchOptions {
-                targets: targets.clone(),
-            },
-        )
-        .with_context(|| {
-            format!(
-                "post-link patch of {} failed: no output written",
-                lib.display()
-            )
-        })?;
-        (!rec.images.is_empty())
-            .then(|| serde_json::to_value(&rec))
-            .transpose()?
-    } else {
-        None
-    };
-    let gate = gate::run(&lib, &lib_display, &targets)?;
-    let scan_json = serde_json::to_string_pretty(&gate.report)? + "\n";
-    if args.control {
-        crate::fsutil::atomic_write(&work.join("scan.json"), scan_json.as_bytes())?;
-        return Ok(Outcome::Control(Box::new(ControlResult {
-            library_sha256: crate::fsutil::sha256_file(&lib)?,
-            gate,
-            build_seconds,
-            work,
-        })));
-    }
-    if !gate.passed() {
-        let kept = work.join("scan.json");
-        crate::fsutil::atomic_write(&kept, scan_json.as_bytes())?;
-        return Ok(Outcome::CheckFailed(anyhow::Error::new(
-            crate::ui::LinesError {
-                head: format!(
-                    "scan gate failed for {}: no output written",
-                    lib.file_name().unwrap_or_default().to_string_lossy()
-                ),
-                lines: gate.failures(),
-                help: Some(format!(
-                    "the scan report is {}; NDEBUG strategy was {}",
-                    kept.display(),
-                    serde_json::to_value(strategy)?.as_str().unwrap_or_default()
-                )),
-            },
-        )));
-    }
-
-    // Output folder.
-    let out = crate::fsutil::AtomicDir::new(&dest)?;
-    let lib_name = lib
-        .file_name()
-        .context("library has no file name")?
-        .to_string_lossy()
-        .into_owned();
-    let out_lib = out.path().join(&lib_name);
-    fs_err::copy(&lib, &out_lib)?;
-    let soname = read_soname(&out_lib)?.unwrap_or_else(|| lib_name.clone());
-    let mut links = vec![];
-    if soname != lib_name {
-        links.push((soname.clone(), lib_name.clone()));
-    }
-    if let Some(dev) = dev_link_name(&lib_name) {
-        if dev != soname && dev != lib_name {
-            links.push((dev, soname.clone()));
-        }
-    }
-    for (link, target) in &links {
-        std::os::unix::fs::symlink(target, out.path().join(link))
-            .with_context(|| format!("cannot create symlink {link}"))?;
-    }
-    crate::fsutil::atomic_write(&out.path().join("scan.json"), scan_json.as_bytes())?;
-    fs_err::copy(&log_path, out.path().join("build.log"))?;
-    if ninja_log_path.is_file() {
-        fs_err::copy(&ninja_log_path, out.path().join("ninja_log"))?;
-    }
-    let mut manifest = Manifest {
-        schema_version: MANIFEST_SCHEMA_VERSION,
-        rcclfix_version: env!("CARGO_PKG_VERSION").into(),
-        recipe: recipe.id().into(),
-        rccl_version: recipe.rccl_version.clone(),
-        rocm_release: recipe.rocm_release.clone(),
-        git: recipe.source.git.clone(),
-        tag: recipe.source.tag.clone(),
-        branch: recipe.source.branch.clone(),
+    let prov = exec::Provenance {
         commit: fetched.commit.clone(),
+        origin: fetched.origin.clone(),
         patches,
         toolchain: tc.name().into(),
         toolchain_id: tc.id().into(),
         toolchain_digest: tc.base_digest().map(str::to_owned),
         engine: engine.name().into(),
-        targets: targets.clone(),
-        ndebug_strategy: serde_json::to_value(strategy)?
-            .as_str()
-            .unwrap_or_default()
-            .into(),
-        ndebug_on_device_compile: ndebug_on,
-        cmake_args,
-        library: LibraryRecord {
-            file: lib_name.clone(),
-            soname,
-            sha256: crate::fsutil::sha256_file(&out_lib)?,
-            size: fs_err::metadata(&out_lib)?.len(),
-        },
-        build_seconds,
-        gate: gate.summary(),
-        verify: None,
-        patched,
-        cache: key.as_ref().map(|k| crate::manifest::CacheRecord {
-            key: k.sha256(),
-            inputs: serde_json::to_value(k).expect("a BuildKey serialises"),
-            built_at_unix: cache::now_unix(),
-        }),
+        key,
     };
-    if args.verify {
-        crate::ui::status("Verifying", format_args!("{} on two GPUs", lib_name));
-        match crate::verify::verify_for_build(&out_lib)? {
-            None => crate::ui::warn(
-                "fewer than two GPUs: verify did not run (manifest.verify stays empty)",
-            ),
-            Some((report, ok)) => {
-                manifest.verify = Some(report);
-                if !ok {
-                    let kept = work.join("manifest.json");
-                    manifest.save(&kept)?;
-                    return Ok(Outcome::CheckFailed(anyhow::anyhow!(
-                        "verify failed on the built library: no output written\nhelp: the report is in {}",
-                        kept.display()
-                    )));
-                }
-            }
-        }
-    }
-    manifest.save(&out.path().join("manifest.json"))?;
-    let dir = out.commit()?;
-    crate::ui::status(
-        "Finished",
-        format_args!(
-            "{} in {} (gate: {} clean)",
-            dir.display(),
-            fmt_secs(started.elapsed().as_secs_f64()),
-            targets.join(",")
-        ),
-    );
-    if !args.package.is_empty() {
-        let pkg_dir = args
-            .package_dir
-            .clone()
-            .unwrap_or_else(|| args.out_dir.clone());
-        for p in crate::package::package_build_dir(&dir, &args.package, &pkg_dir)? {
-            crate::ui::status("Packaged", p.display());
-        }
-    }
-    Ok(Outcome::Built(dir))
+    let mut runner = exec::EngineRunner {
+        engine: &engine,
+        toolchain: &tc,
+    };
+    exec::execute(plan, recipe, &prov, &mut runner, ui, started)
 }
 
-fn fmt_secs(s: f64) -> String {
+/// Write `formats` (`deb`, `whl`) for the output folder `dir` into `pkg_dir`, one `Packaged`
+/// status line each (`build --package`; nothing for an empty list).
+///
+/// Errors: see [`crate::package::package_build_dir`].
+fn write_packages(dir: &Path, formats: &[String], pkg_dir: &Path, ui: &Ui) -> anyhow::Result<()> {
+    if formats.is_empty() {
+        return Ok(());
+    }
+    for p in crate::package::package_build_dir(dir, formats, pkg_dir)? {
+        ui.status("Packaged", p.display());
+    }
+    Ok(())
+}
+
+pub(crate) fn fmt_secs(s: f64) -> String {
     let s = s.round() as u64;
     format!("{}m{:02}s", s / 60, s % 60)
 }
@@ -948,33 +509,6 @@ pub fn find_library(build_dir: &Path) -> anyhow::Result<PathBuf> {
 fn dev_link_name(file: &str) -> Option<String> {
     let i = file.find(".so.")?;
     Some(file[..i + 3].to_owned())
-}
-
-/// DT_SONAME of an ELF shared library, `None` when it has none.
-///
-/// Errors: the file is not a 64-bit ELF.
-pub fn read_soname(path: &Path) -> anyhow::Result<Option<String>> {
-    use object::read::elf::{Dyn, FileHeader, SectionHeader};
-    let file = fs_err::File::open(path)?;
-    let map = crate::fsutil::map_readonly(&file)
-        .with_context(|| format!("cannot map {}", path.display()))?;
-    let data: &[u8] = &map;
-    let hdr = object::elf::FileHeader64::<object::Endianness>::parse(data)
-        .with_context(|| format!("{}: not an ELF64 file", path.display()))?;
-    let endian = hdr.endian()?;
-    let sections = hdr.sections(endian, data)?;
-    for s in sections.iter() {
-        if let Some((dyns, link)) = s.dynamic(endian, data)? {
-            let strings = sections.strings(endian, data, link)?;
-            for d in dyns {
-                if d.tag32(endian) == Some(object::elf::DT_SONAME) {
-                    let name = d.string(endian, strings)?;
-                    return Ok(Some(String::from_utf8_lossy(name).into_owned()));
-                }
-            }
-        }
-    }
-    Ok(None)
 }
 
 #[cfg(test)]

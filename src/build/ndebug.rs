@@ -201,11 +201,10 @@ pub fn scan_build_ninja(text: &str) -> NinjaFacts {
                 ndebug = false;
             }
         }
-        if is_compile
-            && is_device
-            && !(rule.starts_with("CUSTOM_COMMAND")
-                && !tokens.iter().any(|t| t.contains("offload-arch")))
-        {
+        // A custom command counts only when it names an offload architecture itself.
+        let custom_without_arch = rule.starts_with("CUSTOM_COMMAND")
+            && !tokens.iter().any(|t| t.contains("offload-arch"));
+        if is_compile && is_device && !custom_without_arch {
             facts.device_compiles.push(outputs.clone());
             if !ndebug {
                 facts.without_ndebug.push(outputs);

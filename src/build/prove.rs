@@ -18,57 +18,33 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use super::{BuildArgs, Outcome};
+use super::{BuildOptions, Outcome};
 use crate::recipe::{NdebugStrategy, Recipe};
 use crate::scan::{ScanReport, TargetState};
+use crate::ui::Ui;
 
-/// Arguments of `rcclfix prove`.
-#[derive(Debug, clap::Args)]
-pub struct ProveArgs {
-    /// The recipe to prove: an RCCL version or recipe name (see `build --list`).
-    #[arg(
-        value_name = "RECIPE",
-        conflicts_with = "recipe",
-        required_unless_present = "recipe"
-    )]
-    pub tag: Option<String>,
-    /// Prove a recipe file from disk instead of an embedded recipe.
-    #[arg(long, value_name = "FILE")]
-    pub recipe: Option<PathBuf>,
-    /// Everything else as for `rcclfix build`.
-    #[command(flatten)]
-    pub build: ProveBuildArgs,
-}
-
-/// The `build` options `prove` passes on to both builds.
-#[derive(Debug, clap::Args)]
-pub struct ProveBuildArgs {
-    /// gfx targets to build and gate, comma-separated (default: the recipe's).
-    #[arg(long, value_delimiter = ',', value_name = "GFX,…")]
+/// The `build` options `prove` passes on to both builds (the rest of [`BuildOptions`] is fixed:
+/// no verify, no packages, never from the artifact cache).
+#[derive(Debug, Clone, Default)]
+pub struct ProveOptions {
+    /// gfx targets to build and gate (empty: the recipe's).
     pub targets: Vec<String>,
-    /// Clone from this local git mirror instead of the recipe URL (offline use).
-    #[arg(long, value_name = "PATH", env = "RCCLFIX_GIT_MIRROR")]
+    /// Clone from this local git mirror instead of the recipe URL.
     pub git_mirror: Option<PathBuf>,
-    /// Container engine (default: podman, then docker, then bubblewrap; also RCCLFIX_ENGINE).
-    #[arg(long, value_enum)]
+    /// Container engine (`None`: chosen as `build` does).
     pub engine: Option<crate::container::EngineKind>,
     /// Where the fix's output folder and the prove record go.
-    #[arg(long, value_name = "DIR", default_value = "out")]
     pub out_dir: PathBuf,
-    /// ninja -j (default: ninja's own).
-    #[arg(long, short = 'j')]
+    /// ninja -j (`None`: [`super::choose_jobs`]).
     pub jobs: Option<u32>,
     /// Refuse to pin an unpinned tag on first fetch.
-    #[arg(long)]
     pub locked: bool,
     /// Allow recipes whose status is experimental or unfixable-by-rebuild.
-    #[arg(long)]
     pub experimental: bool,
 }
 
@@ -147,35 +123,23 @@ pub struct KernelDiff {
 /// Schema version of [`ProveRecord`].
 pub const PROVE_SCHEMA_VERSION: u32 = 1;
 
-impl ProveArgs {
-    /// Run both builds and write the record. Exit 0 when proven, 1 when not (control clean or
-    /// unknown, fix failed), 2 on errors.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        let (recipe, recipe_root) =
-            super::resolve_recipe(self.tag.as_deref(), self.recipe.as_deref())?;
-        let record = prove(&self.build, &recipe, recipe_root.as_deref())?;
-        let proven = record.verdict == "proven";
-        let dir = self.build.out_dir.join(format!(
-            "prove-{}-{}",
-            recipe.id(),
-            record.targets.join("+")
-        ));
-        fs_err::create_dir_all(&dir)?;
-        let path = dir.join("prove.json");
-        crate::fsutil::atomic_write(
-            &path,
-            (serde_json::to_string_pretty(&record)? + "\n").as_bytes(),
-        )?;
-        print!("{}", render(&record));
-        println!("{}", path.display());
-        if proven {
-            crate::ui::status("Proven", &record.summary);
-            Ok(ExitCode::SUCCESS)
-        } else {
-            crate::ui::print_error(&anyhow::anyhow!("{}", record.summary));
-            Ok(ExitCode::from(crate::EXIT_CHECK_FAILED))
-        }
-    }
+/// Write `record` as `<out_dir>/prove-<recipe>-<targets>/prove.json` (atomically) and return
+/// its path.
+///
+/// Errors: the folder or the file cannot be written.
+pub fn write_record(out_dir: &Path, record: &ProveRecord) -> anyhow::Result<PathBuf> {
+    let dir = out_dir.join(format!(
+        "prove-{}-{}",
+        record.recipe,
+        record.targets.join("+")
+    ));
+    fs_err::create_dir_all(&dir)?;
+    let path = dir.join("prove.json");
+    crate::fsutil::atomic_write(
+        &path,
+        (serde_json::to_string_pretty(record)? + "\n").as_bytes(),
+    )?;
+    Ok(path)
 }
 
 /// Build the control and the fix of `recipe` and compare them ([`ProveRecord`]).
@@ -183,14 +147,12 @@ impl ProveArgs {
 /// Errors: either build errors (fetch, configure, build step); a failed gate is not an error but a
 /// verdict.
 pub fn prove(
-    opts: &ProveBuildArgs,
+    opts: &ProveOptions,
     recipe: &Recipe,
     recipe_root: Option<&Path>,
+    ui: &Ui,
 ) -> anyhow::Result<ProveRecord> {
-    let args = |control: bool| BuildArgs {
-        tag: None,
-        recipe: None,
-        list: false,
+    let args = |control: bool| BuildOptions {
         targets: opts.targets.clone(),
         git_mirror: opts.git_mirror.clone(),
         engine: opts.engine,
@@ -214,7 +176,7 @@ pub fn prove(
     let mut control_recipe = recipe.clone();
     control_recipe.build.ndebug = NdebugStrategy::None;
 
-    crate::ui::status(
+    ui.status(
         "Proving",
         format_args!(
             "recipe {}: control (NDEBUG strategy none), then fix ({})",
@@ -224,7 +186,7 @@ pub fn prove(
     );
     let sampler = RssSampler::start();
     let t = Instant::now();
-    let control = match super::build(&args(true), &control_recipe, recipe_root)
+    let control = match super::build(&args(true), &control_recipe, recipe_root, ui)
         .context("the control build (NDEBUG strategy none) failed")?
     {
         Outcome::Control(c) => c,
@@ -235,7 +197,7 @@ pub fn prove(
 
     let t = Instant::now();
     let fix_outcome =
-        super::build(&args(false), recipe, recipe_root).context("the fix build failed")?;
+        super::build(&args(false), recipe, recipe_root, ui).context("the fix build failed")?;
     let fix_wall = t.elapsed().as_secs_f64();
     let fix_peak = sampler.take_peak();
     drop(sampler);
@@ -257,7 +219,7 @@ pub fn prove(
         Outcome::Control(_) => unreachable!(),
     };
     let fix_states = fix_report.target_states(&targets);
-    let fix_gate = super::gate::GateResult {
+    let fix_gate = super::scan_gate::GateResult {
         report: fix_report,
         states: fix_states,
     };
@@ -383,7 +345,7 @@ fn kernels_of(report: &ScanReport, target: &str) -> BTreeMap<String, bool> {
 
 fn run_record(
     strategy: &str,
-    gate: &super::gate::GateResult,
+    gate: &super::scan_gate::GateResult,
     targets: &[String],
     library_sha256: String,
     wall_seconds: f64,

@@ -1,15 +1,103 @@
 //! `rcclfix package`: drop-in .deb and .whl overlays from a build folder.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::package::{export_gate, Flavor, Format, PackageOptions};
 use crate::ui::Ui;
 
-/// The subcommand's arguments (clap).
-pub type Args = crate::package::PackageArgs;
+/// Arguments of `rcclfix package`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Build folder (`out/rccl-<version>-<targets>/`) holding the library, manifest.json, scan.json.
+    #[arg(long, value_name = "DIR")]
+    pub from: PathBuf,
+    /// Package formats to write (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "deb,whl")]
+    pub format: Vec<Format>,
+    /// Folder for the packages [default: the folder holding the build folder, e.g. `out/`, so a
+    /// rebuild, which replaces `out/rccl-<version>-<targets>/`, does not take the packages with it].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// The stock library the overlay replaces: every nccl*/rccl* symbol it exports must be exported.
+    #[arg(long, value_name = "PATH", help_heading = "Export gate")]
+    pub stock: Option<PathBuf>,
+    /// A consumer (e.g. libtorch_hip.so): every nccl* symbol it imports must be exported.
+    #[arg(long, value_name = "LIB", help_heading = "Export gate")]
+    pub consumer: Vec<PathBuf>,
+    /// A built-in consumer symbol list, for when the consumer is not at hand.
+    #[arg(
+        long,
+        value_name = "SET",
+        value_delimiter = ',',
+        help_heading = "Export gate"
+    )]
+    pub consumer_symbols: Vec<crate::package::export_gate::ConsumerSymbols>,
+    /// rcclfix revision N of the version `<rccl version>+rcclfix<N>`.
+    #[arg(long, default_value_t = 1, help_heading = "Package metadata")]
+    pub revision: u32,
+    /// Which stock package the .deb overlays [default: debian for debian-* toolchains, else rocm].
+    #[arg(long, help_heading = "Package metadata")]
+    pub flavor: Option<Flavor>,
+    /// The .deb's Depends: line [default: the stock package of the manifest's ROCm release].
+    #[arg(long, value_name = "DEPENDS", help_heading = "Package metadata")]
+    pub depends: Option<String>,
+    /// Installed path of the stock library file the .deb takes over [default: from --flavor].
+    #[arg(long, value_name = "PATH", help_heading = "Package metadata")]
+    pub stock_path: Option<String>,
+    /// The .deb's Maintainer: field, `Full Name <address>` or a bare address (then the name is
+    /// $DEBFULLNAME) [default: `rcclfix local build <noreply@rcclfix.invalid>`].
+    #[arg(long, env = "DEBEMAIL", help_heading = "Package metadata")]
+    pub maintainer: Option<String>,
+    /// Also write `<package>-dbgsym_<version>_<arch>.deb` with the debug information that is
+    /// stripped from the .deb's library (needs a library with a build ID).
+    #[arg(long, help_heading = "Package metadata")]
+    pub dbgsym: bool,
+}
 
-/// Run the subcommand and return its exit code.
+impl Args {
+    /// The domain's options (`--out-dir` defaults to the folder holding the build folder,
+    /// [`crate::package::default_out_dir`]).
+    pub fn options(&self) -> PackageOptions {
+        PackageOptions {
+            formats: self.format.clone(),
+            out_dir: self
+                .out_dir
+                .clone()
+                .unwrap_or_else(|| crate::package::default_out_dir(&self.from)),
+            gate: export_gate::GateInputs {
+                stock: self.stock.clone(),
+                consumers: self.consumer.clone(),
+                consumer_symbols: self.consumer_symbols.clone(),
+            },
+            revision: self.revision,
+            flavor: self.flavor,
+            depends: self.depends.clone(),
+            stock_path: self.stock_path.clone(),
+            maintainer: self.maintainer.clone(),
+            dbgsym: self.dbgsym,
+        }
+    }
+}
+
+/// Run the subcommand: print each package path on stdout.
 ///
-/// Errors: whatever the domain returns; a failed check is a [`crate::CheckFailed`] (exit 1).
+/// Errors: see [`crate::package::package`]; a failed export gate is a [`crate::CheckFailed`]
+/// (exit 1) over the [`export_gate::GateError`] (one escaped line per problem).
 pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
-    a.run()
+    match crate::package::package(&a.from, &a.options()) {
+        Ok(paths) => {
+            for p in paths {
+                println!("{}", p.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Err(match e.downcast_ref::<export_gate::GateError>() {
+            Some(g) => {
+                let summary = format!("export gate failed for {}", g.library);
+                e.context(crate::CheckFailed::new(summary))
+            }
+            None => e,
+        }),
+    }
 }

@@ -1,15 +1,138 @@
 //! `rcclfix scan`: per gfx target and kernel, is `hidden_hostcall_buffer` declared, and why.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::scan::output::{CliOptions, JsonShape};
+use crate::scan::Settings;
 use crate::ui::Ui;
 
-/// The subcommand's arguments (clap).
-pub type Args = crate::scan::cli::ScanArgs;
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  no kernel of a requested target declares hidden_hostcall_buffer, and all device code was read
+  1  at least one kernel of a requested target declares hidden_hostcall_buffer
+  2  error: a path could not be read or is not a recognised input
+  3  some device code that may belong to a requested target could not be read (unknown), or there
+     is no device image for a requested target
 
-/// Run the subcommand and return its exit code.
+Without --target every target found is requested (with --python/--rocm: the GPUs of this machine
+when KFD lists them). A scan for gfx1100 also reads generic entries (gfx11-generic).
+
+The CCOB MD5 hash is checked only with --verify-hash. Nothing that loads a compressed bundle at
+run time checks it: clang/lib/Driver/OffloadBundler.cpp (LLVM 21.1.8) recomputes it in
+CompressedOffloadBundle::decompress only under `if (Verbose)` (OFFLOAD_BUNDLER_VERBOSE=1,
+lines 1278-1324) and only prints \"Hashes match\"; CLR (hip_code_object.cpp, ROCm 6.4.3) hands
+compressed bundles to comgr's unbundle action, which calls that function, and comgr 7.0.2
+(comgr-cache-bundler-command.cpp, lines 155-178) uses the header with the hash as its cache key
+without checking it. Sizes and the compressed stream are always checked. Details and the
+--json schema: docs/scan-json.md.
+
+Memory: one decoded code object per thread at most (--max-code-object caps one); archive members
+up to --memory-budget are held whole, larger ones are streamed.";
+
+/// `rcclfix scan PATH…`
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Files or folders: .so, executable, .o, code object, bundle, CCOB, .deb, .whl, tar, directory.
+    #[arg(required_unless_present_any = ["python", "rocm"])]
+    pub paths: Vec<PathBuf>,
+    /// Only these gfx targets (comma-separated), e.g. gfx1100.
+    #[arg(long, value_delimiter = ',')]
+    pub target: Vec<String>,
+    /// Print JSON instead of a table: `--json` the compact document, `--json=full` every kernel.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "compact", value_name = "SHAPE")]
+    pub json: Option<JsonShape>,
+    /// Check each CCOB's MD5-low-64 hash (off by default: no runtime loader checks it; see below).
+    #[arg(long)]
+    pub verify_hash: bool,
+    /// Ignored (the hash check is off by default now; kept so old scripts keep working).
+    #[arg(long, hide = true, conflicts_with = "verify_hash")]
+    pub no_hash_check: bool,
+    /// List every kernel per target (also enabled by the global -v); with --json: the full shape.
+    #[arg(short = 'k', long)]
+    pub kernels: bool,
+    /// Worker threads (0: one per core).
+    #[arg(short = 'j', long, default_value_t = 0, value_name = "N")]
+    pub jobs: usize,
+    /// Largest single code object held in memory (e.g. 4G); a bigger one is reported unknown.
+    #[arg(long, env = "RCCLFIX_SCAN_MAX_CODE_OBJECT", default_value = "4G", value_parser = parse_size, value_name = "SIZE")]
+    pub max_code_object: u64,
+    /// Archive members up to this size are read into memory; larger ones are streamed.
+    #[arg(long, env = "RCCLFIX_SCAN_MEMORY_BUDGET", default_value = "256M", value_parser = parse_size, value_name = "SIZE")]
+    pub memory_budget: u64,
+    /// Scan a Python environment: the site-packages (with torch/lib) of PYTHON (default python3).
+    #[arg(long, num_args = 0..=1, default_missing_value = "python3", value_name = "PYTHON")]
+    pub python: Option<PathBuf>,
+    /// Scan a ROCm install's lib/ folder (default /opt/rocm).
+    #[arg(long, num_args = 0..=1, default_missing_value = "/opt/rocm", value_name = "ROOT")]
+    pub rocm: Option<PathBuf>,
+    /// Where KFD's topology is read to name this machine's GPUs (tests).
+    #[arg(long, hide = true, default_value = "/sys")]
+    pub sysfs: PathBuf,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    crate::scan::parse_size(s)
+}
+
+impl Args {
+    /// The domain's options; `progress` is the bar the scan drives.
+    pub fn options(&self, progress: indicatif::ProgressBar) -> CliOptions {
+        CliOptions {
+            paths: self.paths.clone(),
+            targets: self.target.clone(),
+            python: self.python.clone(),
+            rocm: self.rocm.clone(),
+            machine_gpus: if (self.python.is_some() || self.rocm.is_some())
+                && self.target.is_empty()
+            {
+                machine_gpus(&self.sysfs)
+            } else {
+                Vec::new()
+            },
+            settings: Settings {
+                verify_hash: self.verify_hash,
+                max_code_object: self.max_code_object,
+                memory_budget: self.memory_budget,
+                jobs: self.jobs,
+                progress,
+            },
+        }
+    }
+}
+
+/// The gfx targets of this machine's GPUs from KFD's topology under `sysfs` (empty when none).
+fn machine_gpus(sysfs: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = crate::doctor::kfd::read_topology(sysfs)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| g.gfx)
+        .filter(|g| !g.is_empty())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Run the scan and print the table or JSON on stdout; the global `-v` lists kernels like
+/// `--kernels`. The exit code is [`crate::scan::output::exit_code`]'s (0, 1 or 3).
 ///
-/// Errors: whatever the domain returns; a failed check is a [`crate::CheckFailed`] (exit 1).
+/// Errors: an empty `--target` string; a path cannot be read or is not a recognised input;
+/// `--python` cannot run the interpreter; `--rocm` has no `lib/` (exit 2 via `main`).
 pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
-    a.run_with_verbosity(ui.verbose)
+    let mut opts = a.options(indicatif::ProgressBar::hidden());
+    if crate::scan::output::walks(&opts) {
+        let bar = ui.counter_bar("bundles");
+        bar.set_message("scanning");
+        opts.settings.progress = bar;
+    }
+    let scan = crate::scan::output::scan_for_cli(&opts)?;
+    let shape = match a.json {
+        Some(JsonShape::Compact) if a.kernels => Some(JsonShape::Full),
+        s => s,
+    };
+    let mut out = std::io::stdout().lock();
+    crate::scan::output::write_output(&mut out, &scan, shape, a.kernels || ui.verbose > 0)?;
+    Ok(ExitCode::from(scan.code))
 }

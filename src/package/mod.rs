@@ -1,19 +1,18 @@
 //! `rcclfix package`: drop-in .deb and .whl overlays with export checks and provenance.
 //!
 //! Flow: read the build folder (`manifest.json`, `scan.json`, the library; [`BuildFolder`]) →
-//! export/ABI gate ([`gate::check`]) → assemble every requested package in a temporary file in the
+//! export/ABI gate ([`export_gate::check`]) → assemble every requested package in a temporary file in the
 //! output folder ([`deb::write_deb`], [`wheel::write_wheel`]) → rename them all into place. A failed
 //! gate or a failed package writes nothing.
 
 pub mod deb;
 pub mod elf;
+pub mod export_gate;
 pub mod fields;
-pub mod gate;
 pub mod strip;
 pub mod wheel;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 
@@ -50,55 +49,6 @@ pub enum Flavor {
     Rocm,
 }
 
-/// Arguments of `rcclfix package`.
-#[derive(Debug, clap::Args)]
-pub struct PackageArgs {
-    /// Build folder (`out/rccl-<version>-<targets>/`) holding the library, manifest.json, scan.json.
-    #[arg(long, value_name = "DIR")]
-    pub from: PathBuf,
-    /// Package formats to write (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "deb,whl")]
-    pub format: Vec<Format>,
-    /// Folder for the packages [default: the folder holding the build folder, e.g. `out/`, so a
-    /// rebuild, which replaces `out/rccl-<version>-<targets>/`, does not take the packages with it].
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: Option<PathBuf>,
-    /// The stock library the overlay replaces: every nccl*/rccl* symbol it exports must be exported.
-    #[arg(long, value_name = "PATH", help_heading = "Export gate")]
-    pub stock: Option<PathBuf>,
-    /// A consumer (e.g. libtorch_hip.so): every nccl* symbol it imports must be exported.
-    #[arg(long, value_name = "LIB", help_heading = "Export gate")]
-    pub consumer: Vec<PathBuf>,
-    /// A built-in consumer symbol list, for when the consumer is not at hand.
-    #[arg(
-        long,
-        value_name = "SET",
-        value_delimiter = ',',
-        help_heading = "Export gate"
-    )]
-    pub consumer_symbols: Vec<gate::ConsumerSymbols>,
-    /// rcclfix revision N of the version `<rccl version>+rcclfix<N>`.
-    #[arg(long, default_value_t = 1, help_heading = "Package metadata")]
-    pub revision: u32,
-    /// Which stock package the .deb overlays [default: debian for debian-* toolchains, else rocm].
-    #[arg(long, help_heading = "Package metadata")]
-    pub flavor: Option<Flavor>,
-    /// The .deb's Depends: line [default: the stock package of the manifest's ROCm release].
-    #[arg(long, value_name = "DEPENDS", help_heading = "Package metadata")]
-    pub depends: Option<String>,
-    /// Installed path of the stock library file the .deb takes over [default: from --flavor].
-    #[arg(long, value_name = "PATH", help_heading = "Package metadata")]
-    pub stock_path: Option<String>,
-    /// The .deb's Maintainer: field, `Full Name <address>` or a bare address (then the name is
-    /// $DEBFULLNAME) [default: `rcclfix local build <noreply@rcclfix.invalid>`].
-    #[arg(long, env = "DEBEMAIL", help_heading = "Package metadata")]
-    pub maintainer: Option<String>,
-    /// Also write `<package>-dbgsym_<version>_<arch>.deb` with the debug information that is
-    /// stripped from the .deb's library (needs a library with a build ID).
-    #[arg(long, help_heading = "Package metadata")]
-    pub dbgsym: bool,
-}
-
 /// Where packages go without `--out-dir`: beside the build folder (its parent), not inside it,
 /// because `build` replaces the whole build folder on a rebuild.
 pub fn default_out_dir(build_dir: &Path) -> PathBuf {
@@ -106,44 +56,6 @@ pub fn default_out_dir(build_dir: &Path) -> PathBuf {
     match abs.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
         _ => abs,
-    }
-}
-
-impl PackageArgs {
-    /// Run the subcommand: print each package path on stdout. Exit 1 when the export gate fails.
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        let out_dir = self
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| default_out_dir(&self.from));
-        let opts = PackageOptions {
-            formats: self.format.clone(),
-            out_dir,
-            gate: gate::GateInputs {
-                stock: self.stock.clone(),
-                consumers: self.consumer.clone(),
-                consumer_symbols: self.consumer_symbols.clone(),
-            },
-            revision: self.revision,
-            flavor: self.flavor,
-            depends: self.depends.clone(),
-            stock_path: self.stock_path.clone(),
-            maintainer: self.maintainer.clone(),
-            dbgsym: self.dbgsym,
-        };
-        match package(&self.from, &opts) {
-            Ok(paths) => {
-                for p in paths {
-                    println!("{}", p.display());
-                }
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(e) if e.downcast_ref::<gate::GateError>().is_some() => {
-                crate::ui::print_error(&e);
-                Ok(ExitCode::from(crate::EXIT_CHECK_FAILED))
-            }
-            Err(e) => Err(e),
-        }
     }
 }
 
@@ -155,7 +67,7 @@ pub struct PackageOptions {
     /// Output folder (created if missing).
     pub out_dir: PathBuf,
     /// What the export gate compares with.
-    pub gate: gate::GateInputs,
+    pub gate: export_gate::GateInputs,
     /// N in `+rcclfix<N>`.
     pub revision: u32,
     /// Stock package kind; `None` derives it from the manifest's toolchain.
@@ -389,7 +301,7 @@ fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Read the build folder, run the gate, write the packages. Returns the paths written, in format
-/// order. Errors: [`BuildFolder::read`]'s; [`gate::GateError`] when the gate fails (nothing is
+/// order. Errors: [`BuildFolder::read`]'s; [`export_gate::GateError`] when the gate fails (nothing is
 /// written); a package that cannot be assembled (nothing is written either).
 pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<PathBuf>> {
     let mut formats = opts.formats.clone();
@@ -414,7 +326,7 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         "Checking",
         format!("exports of {}", build.library.display()),
     );
-    let report = gate::check(&build.library, &opts.gate)?;
+    let report = export_gate::check(&build.library, &opts.gate)?;
     for n in &report.notes {
         crate::ui::note(n);
     }
@@ -426,15 +338,14 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         )));
     }
     if !report.passed() {
-        return Err(gate::GateError {
-            library: build.library.display().to_string(),
-            lines: report.failures().iter().map(|l| printable(l)).collect(),
-        }
-        .into());
+        return Err(export_gate::GateError::error(
+            build.library.display().to_string(),
+            report.failures().iter().map(|l| printable(l)).collect(),
+        ));
     }
     crate::ui::note(format_args!(
         "export gate passed: SONAME {}, {} nccl/rccl exports",
-        gate::RCCL_SONAME,
+        export_gate::RCCL_SONAME,
         report.nccl_exports
     ));
 

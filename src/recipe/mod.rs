@@ -596,44 +596,6 @@ impl Lockfile {
 /// The per-user data folder ([`crate::paths::home`], kept here for the callers that name it so).
 pub use crate::paths::home;
 
-/// `rcclfix recipe …`
-#[derive(Debug, clap::Args)]
-pub struct RecipeArgs {
-    #[command(subcommand)]
-    cmd: RecipeCmd,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum RecipeCmd {
-    /// List the embedded recipes.
-    List,
-    /// Print one recipe as resolved (TOML).
-    Show {
-        /// Recipe name or RCCL version.
-        tag: String,
-    },
-    /// Resolve unpinned tags to commits where the network (or a mirror) allows; write the lockfile.
-    Pin(crate::source::PinArgs),
-}
-
-impl RecipeArgs {
-    /// Run the subcommand.
-    pub fn run(self) -> anyhow::Result<std::process::ExitCode> {
-        match self.cmd {
-            RecipeCmd::List => {
-                print!("{}", list_table(&embedded()?));
-                Ok(std::process::ExitCode::SUCCESS)
-            }
-            RecipeCmd::Show { tag } => {
-                let all = embedded()?;
-                print!("{}", toml::to_string_pretty(find(&all, &tag)?)?);
-                Ok(std::process::ExitCode::SUCCESS)
-            }
-            RecipeCmd::Pin(a) => a.run(),
-        }
-    }
-}
-
 /// The recipe list as a text table (`build --list`, `recipe list`).
 pub fn list_table(all: &BTreeMap<String, Recipe>) -> String {
     let rows: Vec<Vec<String>> = all

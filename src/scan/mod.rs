@@ -13,12 +13,12 @@
 pub mod bundle;
 pub mod callgraph;
 pub mod ccob;
-pub mod cli;
 pub mod codeobj;
 pub mod elf;
 pub mod input;
 pub mod meta;
 pub mod model;
+pub mod output;
 pub mod stream;
 pub mod verdict;
 pub mod walk;

@@ -528,9 +528,34 @@ fn recipe_pin_writes_the_lockfile_and_build_then_checks_it() {
     let o = rcclfix(&home, &["recipe", "pin", "--recipe", f.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains(&commit) && out.contains("pinned"), "{out}");
+    assert_eq!(
+        out,
+        format!(
+            "RECIPE   TAG     {:<40}  STATE\nminihip  v0.1.0  {commit}  pinned\n",
+            "COMMIT"
+        )
+    );
+    assert!(stderr(&o).contains("Wrote"), "{}", stderr(&o));
     let lock = rcclfix::recipe::Lockfile::load(&home.join("rcclfix.lock")).unwrap();
     assert_eq!(lock.get("minihip", "v0.1.0"), Some(commit.as_str()));
+    // -q: the same rows, nothing on stderr.
+    let q_lock = t.path().join("q.lock");
+    let o = rcclfix(
+        &home,
+        &[
+            "-q",
+            "recipe",
+            "pin",
+            "--recipe",
+            f.to_str().unwrap(),
+            "--lockfile",
+            q_lock.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), out);
+    assert_eq!(stderr(&o), "");
+    assert!(q_lock.is_file());
     // Now pinned: --locked accepts it and gets past the source step to the engine check.
     let o = build_until_engine(&home, t.path(), &f, &["--locked"]);
     assert!(stopped_at_engine(&o), "{}", stderr(&o));

@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per feature.
 mod build;
+mod build_plan;
 mod cli;
 mod doctor;
 mod fsutil;

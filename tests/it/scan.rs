@@ -249,7 +249,7 @@ fn golden() {
             let rel = p.strip_prefix(root()).unwrap().to_owned();
             let r = scan(&rel);
             let states: BTreeMap<_, _> = r.target_states(&r.processors());
-            let got = rcclfix::scan::cli::render_table(&r, &states, true);
+            let got = rcclfix::scan::output::render_table(&r, &states, true);
             let golden = root()
                 .join("tests/data/scan")
                 .join(suite)

@@ -158,13 +158,27 @@ impl GateReport {
 
 /// The gate failed: the lines name every missing symbol and a wrong SONAME. Callers branch on it
 /// to exit with code 1 (check failed) rather than 2.
+///
+/// It is the context over a [`crate::ui::LinesError`] that holds the lines (see [`GateError::error`]),
+/// so `ui::print_error` shows one `error:` line and one escaped line per failure.
 #[derive(Debug, thiserror::Error)]
-#[error("export gate failed for {library}:\n  {}", lines.join("\n  "))]
+#[error("export gate failed for {library}")]
 pub struct GateError {
     /// The candidate library.
     pub library: String,
-    /// One line per failure.
-    pub lines: Vec<String>,
+}
+
+impl GateError {
+    /// The error of a failed gate on `library`: this marker as context over one line per failure
+    /// (`export gate failed for <library>:` then `  <failure>` each).
+    pub fn error(library: String, lines: Vec<String>) -> anyhow::Error {
+        anyhow::Error::new(crate::ui::LinesError {
+            head: format!("export gate failed for {library}:"),
+            lines: lines.into_iter().map(|l| format!("  {l}")).collect(),
+            help: None,
+        })
+        .context(GateError { library })
+    }
 }
 
 /// Run the gate on `candidate`. Errors only when a file cannot be read; a failing gate is a

@@ -1,5 +1,7 @@
-//! `rcclfix scan` arguments, table and JSON output, environment scans (`--python`, `--rocm`), and
-//! the exit-code contract.
+//! `rcclfix scan`'s results as the command prints them: the scan of paths and environments
+//! (`--python`, `--rocm`) with the requested targets resolved ([`scan_for_cli`]), the table, the
+//! environment summary, the JSON documents, and the exit-code contract. Everything here returns
+//! values or writes to a writer it is given; `src/cmd/scan.rs` owns stdout.
 //!
 //! `--json` writes the compact document (per target the state and counts, per image one line of
 //! facts, every declaring kernel); `--json=full` (or `--json --kernels`) the full one ([`ScanJson`]:
@@ -9,35 +11,11 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use serde::Serialize;
 
 use super::model::{FileReport, ImageReport, KernelReport, ScanReport, TargetState};
 use super::{scan_paths_with, ScanOptions, Settings};
-
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  no kernel of a requested target declares hidden_hostcall_buffer, and all device code was read
-  1  at least one kernel of a requested target declares hidden_hostcall_buffer
-  2  error: a path could not be read or is not a recognised input
-  3  some device code that may belong to a requested target could not be read (unknown), or there
-     is no device image for a requested target
-
-Without --target every target found is requested (with --python/--rocm: the GPUs of this machine
-when KFD lists them). A scan for gfx1100 also reads generic entries (gfx11-generic).
-
-The CCOB MD5 hash is checked only with --verify-hash. Nothing that loads a compressed bundle at
-run time checks it: clang/lib/Driver/OffloadBundler.cpp (LLVM 21.1.8) recomputes it in
-CompressedOffloadBundle::decompress only under `if (Verbose)` (OFFLOAD_BUNDLER_VERBOSE=1,
-lines 1278-1324) and only prints \"Hashes match\"; CLR (hip_code_object.cpp, ROCm 6.4.3) hands
-compressed bundles to comgr's unbundle action, which calls that function, and comgr 7.0.2
-(comgr-cache-bundler-command.cpp, lines 155-178) uses the header with the hash as its cache key
-without checking it. Sizes and the compressed stream are always checked. Details and the
---json schema: docs/scan-json.md.
-
-Memory: one decoded code object per thread at most (--max-code-object caps one); archive members
-up to --memory-budget are held whole, larger ones are streamed.";
 
 /// `--json` document shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -46,52 +24,6 @@ pub enum JsonShape {
     Compact,
     /// Every kernel of every image, with every hidden argument.
     Full,
-}
-
-/// `rcclfix scan PATH…`
-#[derive(Debug, clap::Args)]
-#[command(after_help = AFTER_HELP)]
-pub struct ScanArgs {
-    /// Files or folders: .so, executable, .o, code object, bundle, CCOB, .deb, .whl, tar, directory.
-    #[arg(required_unless_present_any = ["python", "rocm"])]
-    pub paths: Vec<PathBuf>,
-    /// Only these gfx targets (comma-separated), e.g. gfx1100.
-    #[arg(long, value_delimiter = ',')]
-    pub target: Vec<String>,
-    /// Print JSON instead of a table: `--json` the compact document, `--json=full` every kernel.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "compact", value_name = "SHAPE")]
-    pub json: Option<JsonShape>,
-    /// Check each CCOB's MD5-low-64 hash (off by default: no runtime loader checks it; see below).
-    #[arg(long)]
-    pub verify_hash: bool,
-    /// Ignored (the hash check is off by default now; kept so old scripts keep working).
-    #[arg(long, hide = true, conflicts_with = "verify_hash")]
-    pub no_hash_check: bool,
-    /// List every kernel per target (also enabled by the global -v); with --json: the full shape.
-    #[arg(short = 'k', long)]
-    pub kernels: bool,
-    /// Worker threads (0: one per core).
-    #[arg(short = 'j', long, default_value_t = 0, value_name = "N")]
-    pub jobs: usize,
-    /// Largest single code object held in memory (e.g. 4G); a bigger one is reported unknown.
-    #[arg(long, env = "RCCLFIX_SCAN_MAX_CODE_OBJECT", default_value = "4G", value_parser = parse_size, value_name = "SIZE")]
-    pub max_code_object: u64,
-    /// Archive members up to this size are read into memory; larger ones are streamed.
-    #[arg(long, env = "RCCLFIX_SCAN_MEMORY_BUDGET", default_value = "256M", value_parser = parse_size, value_name = "SIZE")]
-    pub memory_budget: u64,
-    /// Scan a Python environment: the site-packages (with torch/lib) of PYTHON (default python3).
-    #[arg(long, num_args = 0..=1, default_missing_value = "python3", value_name = "PYTHON")]
-    pub python: Option<PathBuf>,
-    /// Scan a ROCm install's lib/ folder (default /opt/rocm).
-    #[arg(long, num_args = 0..=1, default_missing_value = "/opt/rocm", value_name = "ROOT")]
-    pub rocm: Option<PathBuf>,
-    /// Where KFD's topology is read to name this machine's GPUs (tests).
-    #[arg(long, hide = true, default_value = "/sys")]
-    pub sysfs: PathBuf,
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    super::parse_size(s)
 }
 
 /// The full `--json` document: the report, the verdict per target, and the exit code.
@@ -129,165 +61,216 @@ pub fn exit_code(states: &BTreeMap<String, TargetState>, unattributed: usize) ->
     }
 }
 
-/// A scanned environment (`--python`, `--rocm`): what was walked, and the GPUs of this machine.
-struct Env {
-    what: String,
-    roots: Vec<PathBuf>,
+/// A scanned environment (`--python`, `--rocm`): what was walked.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// `Python 3.12.3 at /venv`, `ROCm install /opt/rocm`, or both joined by `and`.
+    pub what: String,
+    /// The folders walked (site-packages, torch/lib, the ROCm `lib/`).
+    pub roots: Vec<PathBuf>,
 }
 
-impl ScanArgs {
-    /// Run the scan and print the result (the global `-v` count lists kernels like `--kernels`).
-    pub fn run(self) -> anyhow::Result<ExitCode> {
-        self.run_with_verbosity(0)
-    }
+/// What `rcclfix scan` is asked to read and how.
+#[derive(Debug, Clone)]
+pub struct CliOptions {
+    /// Files or folders to scan.
+    pub paths: Vec<PathBuf>,
+    /// Requested gfx targets (`--target`; empty: every target found, or this machine's GPUs for
+    /// an environment scan).
+    pub targets: Vec<String>,
+    /// `--python`: the interpreter whose site-packages are scanned.
+    pub python: Option<PathBuf>,
+    /// `--rocm`: the ROCm install whose `lib/` is scanned.
+    pub rocm: Option<PathBuf>,
+    /// This machine's GPUs (gfx names), requested for an environment scan without `targets`
+    /// (`src/cmd/scan.rs` reads them from KFD's topology).
+    pub machine_gpus: Vec<String>,
+    /// Costs and limits ([`Settings`]; its progress bar is driven during the scan).
+    pub settings: Settings,
+}
 
-    /// Run the scan; `verbose` is the global `-v` count.
-    ///
-    /// Errors: an empty `--target` string; a path cannot be read or is not a recognised input;
-    /// `--python` cannot run the interpreter; `--rocm` has no `lib/` (exit 2 via `main`).
-    pub fn run_with_verbosity(self, verbose: u8) -> anyhow::Result<ExitCode> {
-        if self.target.iter().any(|t| t.trim().is_empty()) {
-            anyhow::bail!("--target: empty gfx target (e.g. --target gfx1100)");
-        }
-        let mut paths = self.paths.clone();
-        let mut env = None;
-        if let Some(py) = &self.python {
-            let e = python_env(py)?;
-            paths.extend(e.roots.iter().cloned());
-            env = Some(e);
-        }
-        if let Some(root) = &self.rocm {
-            let lib = root.join("lib");
-            if !lib.is_dir() {
-                anyhow::bail!(
-                    "--rocm {}: no lib/ folder there\nhelp: give the ROCm install's root, e.g. --rocm /opt/rocm-6.4.3",
-                    root.display()
-                );
-            }
-            paths.push(lib.clone());
-            let e = env.get_or_insert(Env {
-                what: String::new(),
-                roots: Vec::new(),
-            });
-            e.what = if e.what.is_empty() {
-                format!("ROCm install {}", root.display())
-            } else {
-                format!("{} and ROCm install {}", e.what, root.display())
-            };
-            e.roots.push(lib);
-        }
-        let walks = env.is_some() || paths.iter().any(|p| p.is_dir());
-        let progress = if walks && crate::ui::stderr_is_tty() {
-            let pb = indicatif::ProgressBar::new(0);
-            pb.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} {msg:24} [{bar:30}] {pos}/{len} bundles",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            pb.set_message("scanning");
-            pb.enable_steady_tick(std::time::Duration::from_millis(120));
-            pb
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
-        let settings = Settings {
-            verify_hash: self.verify_hash,
-            max_code_object: self.max_code_object,
-            memory_budget: self.memory_budget,
-            jobs: self.jobs,
-            progress: progress.clone(),
-        };
-        let scanned = scan_paths_with(&paths, &ScanOptions::default(), &settings);
-        progress.finish_and_clear();
-        let mut report = scanned?;
-        let found = report.processors();
-        let gpus = if env.is_some() && self.target.is_empty() {
-            machine_gpus(&self.sysfs)
-        } else {
-            Vec::new()
-        };
-        let explicit: Vec<String> = if self.target.is_empty() {
-            gpus.clone()
-        } else {
-            self.target.clone()
-        };
-        if !explicit.is_empty() {
-            report.retain_targets(&explicit);
-        }
-        let requested = if explicit.is_empty() {
-            report.processors()
-        } else {
-            explicit.clone()
-        };
-        let mut states = report.target_states(&requested);
-        for (t, st) in states.iter_mut() {
-            if let TargetState::Unknown { reason } = st {
-                if reason.starts_with("no device image for") && !found.is_empty() {
-                    *reason = format!("no device code for {t}; found: {}", found.join(", "));
-                }
-            }
-        }
-        let unattributed = if explicit.is_empty() {
-            report
-                .files
-                .iter()
-                .flat_map(|f| &f.unreadable)
-                .filter(|u| u.processor.is_none())
-                .count()
-        } else {
-            0
-        };
-        let code = exit_code(&states, unattributed);
-        let mut out = std::io::stdout().lock();
-        let shape = match self.json {
-            Some(JsonShape::Compact) if self.kernels => Some(JsonShape::Full),
-            s => s,
-        };
-        match shape {
-            Some(JsonShape::Full) => {
-                let doc = ScanJson {
-                    report: &report,
-                    shape: "full",
-                    targets: states,
-                    unattributed_unknown: unattributed,
-                    exit_code: code,
-                };
-                serde_json::to_writer_pretty(&mut out, &doc)?;
-                writeln!(out)?;
-            }
-            Some(JsonShape::Compact) => {
-                write_compact(&mut out, &report, &states, unattributed, code)?;
-            }
-            None => {
-                if let Some(e) = &env {
-                    write!(out, "{}", render_summary(&report, e, &gpus, &requested))?;
-                    if verbose > 0 || self.kernels {
-                        writeln!(out)?;
-                        write!(out, "{}", render_table(&report, &states, true))?;
-                    }
-                } else {
-                    let mut table = render_table(&report, &states, self.kernels || verbose > 0);
-                    if !explicit.is_empty() && table.starts_with("no device code found\n") {
-                        let what = if found.is_empty() {
-                            "no device code found".to_owned()
-                        } else {
-                            format!(
-                                "no device code for {}; found: {}",
-                                explicit.join(", "),
-                                found.join(", ")
-                            )
-                        };
-                        table = format!("{what}\n{}", &table["no device code found\n".len()..]);
-                    }
-                    write!(out, "{table}")?;
-                }
-            }
-        }
-        out.flush()?;
-        Ok(ExitCode::from(code))
+/// A finished scan with the requested targets resolved: everything the table, the summary and
+/// both JSON shapes need.
+#[derive(Debug)]
+pub struct CliScan {
+    /// The report (restricted to the explicit targets, when there are any).
+    pub report: ScanReport,
+    /// Verdict per requested target.
+    pub states: BTreeMap<String, TargetState>,
+    /// Unreadable device code that names no target (counted only without explicit targets).
+    pub unattributed: usize,
+    /// The exit code ([`exit_code`]).
+    pub code: u8,
+    /// The environment, for `--python`/`--rocm`.
+    pub env: Option<Env>,
+    /// This machine's GPUs (environment scans without `--target` only).
+    pub gpus: Vec<String>,
+    /// `--target`, else `gpus`.
+    pub explicit: Vec<String>,
+    /// The targets judged: `explicit`, else every target found.
+    pub requested: Vec<String>,
+    /// Every target found before restricting.
+    pub found: Vec<String>,
+}
+
+/// Whether a scan of `opts` walks folders (so a progress bar is worth drawing).
+pub fn walks(opts: &CliOptions) -> bool {
+    opts.python.is_some() || opts.rocm.is_some() || opts.paths.iter().any(|p| p.is_dir())
+}
+
+/// Run `rcclfix scan`'s scan: the paths, plus the environments' folders, then the verdicts per
+/// requested target.
+///
+/// Errors: an empty target string; a path cannot be read or is not a recognised input;
+/// `--python` cannot run the interpreter; `--rocm` has no `lib/`.
+pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
+    if opts.targets.iter().any(|t| t.trim().is_empty()) {
+        anyhow::bail!("--target: empty gfx target (e.g. --target gfx1100)");
     }
+    let mut paths = opts.paths.clone();
+    let mut env = None;
+    if let Some(py) = &opts.python {
+        let e = python_env(py)?;
+        paths.extend(e.roots.iter().cloned());
+        env = Some(e);
+    }
+    if let Some(root) = &opts.rocm {
+        let lib = root.join("lib");
+        if !lib.is_dir() {
+            anyhow::bail!(
+                "--rocm {}: no lib/ folder there\nhelp: give the ROCm install's root, e.g. --rocm /opt/rocm-6.4.3",
+                root.display()
+            );
+        }
+        paths.push(lib.clone());
+        let e = env.get_or_insert(Env {
+            what: String::new(),
+            roots: Vec::new(),
+        });
+        e.what = if e.what.is_empty() {
+            format!("ROCm install {}", root.display())
+        } else {
+            format!("{} and ROCm install {}", e.what, root.display())
+        };
+        e.roots.push(lib);
+    }
+    let scanned = scan_paths_with(&paths, &ScanOptions::default(), &opts.settings);
+    opts.settings.progress.finish_and_clear();
+    let mut report = scanned?;
+    let found = report.processors();
+    let gpus = if env.is_some() && opts.targets.is_empty() {
+        opts.machine_gpus.clone()
+    } else {
+        Vec::new()
+    };
+    let explicit: Vec<String> = if opts.targets.is_empty() {
+        gpus.clone()
+    } else {
+        opts.targets.clone()
+    };
+    if !explicit.is_empty() {
+        report.retain_targets(&explicit);
+    }
+    let requested = if explicit.is_empty() {
+        report.processors()
+    } else {
+        explicit.clone()
+    };
+    let mut states = report.target_states(&requested);
+    for (t, st) in states.iter_mut() {
+        if let TargetState::Unknown { reason } = st {
+            if reason.starts_with("no device image for") && !found.is_empty() {
+                *reason = format!("no device code for {t}; found: {}", found.join(", "));
+            }
+        }
+    }
+    let unattributed = if explicit.is_empty() {
+        report
+            .files
+            .iter()
+            .flat_map(|f| &f.unreadable)
+            .filter(|u| u.processor.is_none())
+            .count()
+    } else {
+        0
+    };
+    let code = exit_code(&states, unattributed);
+    Ok(CliScan {
+        report,
+        states,
+        unattributed,
+        code,
+        env,
+        gpus,
+        explicit,
+        requested,
+        found,
+    })
+}
+
+/// Write `scan` to `out` as `rcclfix scan` prints it: `shape` selects a JSON document (`None`: the
+/// table, or for an environment the summary, followed by the table when `kernels`); `kernels`
+/// lists every kernel per target (`--kernels`, `-v`).
+///
+/// Errors: writing to `out` fails.
+pub fn write_output(
+    out: &mut impl Write,
+    scan: &CliScan,
+    shape: Option<JsonShape>,
+    kernels: bool,
+) -> anyhow::Result<()> {
+    match shape {
+        Some(JsonShape::Full) => {
+            let doc = ScanJson {
+                report: &scan.report,
+                shape: "full",
+                targets: scan.states.clone(),
+                unattributed_unknown: scan.unattributed,
+                exit_code: scan.code,
+            };
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            writeln!(out)?;
+        }
+        Some(JsonShape::Compact) => {
+            write_compact(
+                out,
+                &scan.report,
+                &scan.states,
+                scan.unattributed,
+                scan.code,
+            )?;
+        }
+        None => {
+            if let Some(e) = &scan.env {
+                write!(
+                    out,
+                    "{}",
+                    render_summary(&scan.report, e, &scan.gpus, &scan.requested)
+                )?;
+                if kernels {
+                    writeln!(out)?;
+                    write!(out, "{}", render_table(&scan.report, &scan.states, true))?;
+                }
+            } else {
+                let mut table = render_table(&scan.report, &scan.states, kernels);
+                if !scan.explicit.is_empty() && table.starts_with("no device code found\n") {
+                    let what = if scan.found.is_empty() {
+                        "no device code found".to_owned()
+                    } else {
+                        format!(
+                            "no device code for {}; found: {}",
+                            scan.explicit.join(", "),
+                            scan.found.join(", ")
+                        )
+                    };
+                    table = format!("{what}\n{}", &table["no device code found\n".len()..]);
+                }
+                write!(out, "{table}")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// Ask `python` for its site-packages (and torch's package folder, found without importing it).
@@ -374,24 +357,16 @@ print(json.dumps({"paths": p, "version": sys.version.split()[0], "prefix": sys.p
     })
 }
 
-/// The gfx targets of this machine's GPUs from KFD's topology under `sysfs` (empty when none).
-fn machine_gpus(sysfs: &Path) -> Vec<String> {
-    let mut v: Vec<String> = crate::doctor::kfd::read_topology(sysfs)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|g| g.gfx)
-        .filter(|g| !g.is_empty())
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
 /// The per-library summary of an environment scan: one row per file with device code, the
 /// affected ones first (declares, then unknown, then clean), each with its verdict for the
 /// requested targets (this machine's GPUs when known), the declaring kernels and the targets it
 /// carries.
-fn render_summary(report: &ScanReport, env: &Env, gpus: &[String], requested: &[String]) -> String {
+pub fn render_summary(
+    report: &ScanReport,
+    env: &Env,
+    gpus: &[String],
+    requested: &[String],
+) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let rel = |p: &str| -> String {
