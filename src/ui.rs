@@ -38,8 +38,8 @@ impl ColorChoice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
-                    && std::env::var_os("TERM").map_or(true, |t| t != "dumb")
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
                     && stderr_is_tty()
             }
         }
@@ -475,7 +475,7 @@ pub fn columns<S: AsRef<str>>(head: &[&str], rows: &[Vec<S>]) -> String {
             } else {
                 let pad = w[i] - c.chars().count();
                 out.push_str(&c);
-                out.extend(std::iter::repeat(' ').take(pad + 2));
+                out.extend(std::iter::repeat_n(' ', pad + 2));
             }
         }
         out.push('\n');

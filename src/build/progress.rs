@@ -169,7 +169,7 @@ impl Progress {
                     // Parked, not slept: `finish` unparks it, so stopping never waits out the interval.
                     std::thread::park_timeout(Duration::from_millis(250));
                     n += 1;
-                    if n % 8 == 0 {
+                    if n.is_multiple_of(8) {
                         let mut s = st.lock().unwrap();
                         let msg = format!("{} | {}", s.eta_text(), s.last);
                         b.set_message(msg);

@@ -487,7 +487,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         });
         let id_known = topo
             .as_ref()
-            .map_or(true, |t| !t.unknown_ids.contains(&gpu.bdf));
+            .is_none_or(|t| !t.unknown_ids.contains(&gpu.bdf));
         let (gfx, gfx_source) = match node {
             Some(n) if n.gfx != "unknown" => (Some(n.gfx.clone()), Some("KFD topology".to_owned())),
             _ => match ids::gfx_for_device(gpu.device).filter(|_| id_known) {

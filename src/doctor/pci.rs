@@ -746,7 +746,7 @@ pub fn guest_layout_refusal(
     let no_cap = matches!(gpu.config, ConfigView::NotExpress);
     let conventional_above = bridges
         .first()
-        .map_or(true, |b| matches!(b.config, ConfigView::NotExpress));
+        .is_none_or(|b| matches!(b.config, ConfigView::NotExpress));
     let about_gpu = match result {
         PathResult::Malformed { at, .. } => *at == gpu.bdf,
         PathResult::DeviceRefused { .. } => true,

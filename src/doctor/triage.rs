@@ -998,7 +998,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
     let any = |f: &dyn Fn(&&Refusal) -> bool, confirmed: Option<bool>| {
         refusals
             .iter()
-            .any(|r| f(&r) && confirmed.map_or(true, |c| r.confirmed == c))
+            .any(|r| f(&r) && confirmed.is_none_or(|c| r.confirmed == c))
     };
     let symptom = findings.iter().any(|f| f.meaning == Meaning::Symptom);
     let class = if any(&is_rccl, Some(true)) {

@@ -258,7 +258,7 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
             n += 1;
             // Only a version that the consumer requires from librccl itself binds the candidate.
             let file = info.imports[name].1.as_deref();
-            let version = version.filter(|_| file.map_or(true, |f| f.starts_with("librccl.so")));
+            let version = version.filter(|_| file.is_none_or(|f| f.starts_with("librccl.so")));
             match ours.exports.get(name) {
                 None => report.missing.push(missing(name, version, &who, &ours)),
                 Some(have) => {

@@ -210,10 +210,10 @@ pub fn next_item(data: &[u8], mut pos: usize) -> Option<Item> {
             return None;
         }
         let r = &data[pos..];
-        if pos % ALIGN == 0 && r.starts_with(BUNDLE_MAGIC) {
+        if pos.is_multiple_of(ALIGN) && r.starts_with(BUNDLE_MAGIC) {
             return Some(Item::Plain { offset: pos });
         }
-        if pos % ALIGN == 0 && r.starts_with(CCOB_MAGIC) {
+        if pos.is_multiple_of(ALIGN) && r.starts_with(CCOB_MAGIC) {
             return Some(Item::Ccob { offset: pos });
         }
         match r.iter().position(|&b| b != 0) {

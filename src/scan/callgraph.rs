@@ -1147,7 +1147,7 @@ fn read_function(
                 Some(Ref::SlotTable(t)) if zero_offset => Some(Ref::Table(t)),
                 _ => None,
             };
-            if sdata % 2 == 0 && sdata < 104 {
+            if sdata.is_multiple_of(2) && sdata < 104 {
                 st.set_pair(sdata, loaded);
             } else {
                 st.set(sdata, None);

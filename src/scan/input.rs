@@ -248,7 +248,7 @@ fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
             }
         };
         seen += 1;
-        if seen % 256 == 0 {
+        if seen.is_multiple_of(256) {
             opts.progress
                 .set_message(format!("walking: {seen} entries"));
         }

@@ -419,7 +419,7 @@ pub fn next<R: Read>(s: &mut Stream<R>, start: u64, len: u64) -> io::Result<(u64
         if w.is_empty() {
             return Ok((pos, Found::End));
         }
-        if pos % ALIGN as u64 == 0 {
+        if pos.is_multiple_of(ALIGN as u64) {
             if w.starts_with(BUNDLE_MAGIC) && (len - pos) >= BUNDLE_MAGIC.len() as u64 {
                 return Ok((pos, Found::Plain));
             }

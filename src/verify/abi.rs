@@ -465,7 +465,7 @@ impl Nccl {
         stream: Stream,
     ) -> Result<(), NcclError> {
         let need = self.elements("ncclAllGather", count, datatype)?;
-        if send.bytes < need || need.checked_mul(nranks).map_or(true, |n| recv.bytes < n) {
+        if send.bytes < need || need.checked_mul(nranks).is_none_or(|n| recv.bytes < n) {
             return Err(self.too_small("ncclAllGather"));
         }
         // SAFETY: `send` holds `count` elements and `recv` `nranks × count` (checked above);

@@ -37,7 +37,7 @@ fn fixtures() -> Vec<PathBuf> {
         let mut e: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.is_file() && p.extension().map_or(true, |x| x != "md"))
+            .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
             .map(|p| p.strip_prefix(root()).unwrap().to_owned())
             .collect();
         e.sort();

@@ -92,7 +92,6 @@ fn every_rust_file_opens_with_a_module_doc() {
 /// `unsafe` lives only in the FFI (`src/verify/abi.rs`) and in `src/fsutil.rs` (signal handler,
 /// memory map); every `unsafe` block there carries a `SAFETY:` comment within the three lines above.
 #[test]
-#[ignore = "turned on when issue 16's command layer and FFI step land"]
 fn unsafe_only_in_the_ffi_and_fsutil() {
     const ALLOWED: &[&str] = &["src/verify/abi.rs", "src/fsutil.rs"];
     let mut bad = Vec::new();
@@ -159,7 +158,6 @@ fn only_container_spawns_engines() {
 /// that a source or doc names under `src/`, `docs/`, `tests/`, `recipes/`, `patches/`,
 /// `containers/` or `xtask/` exists.
 #[test]
-#[ignore = "turned on when issue 16's command layer and FFI step land"]
 fn no_citation_outside_the_repository() {
     let foreign = [
         "shared/reference",
@@ -340,7 +338,6 @@ fn the_fixtures_readmes_match_the_xtask() {
 /// values and reach the terminal through `ui` (print macros, `dbg!`, or writing to the process's
 /// stdout/stderr elsewhere is a break). Test code (`#[cfg(test)]` tails) is exempt.
 #[test]
-#[ignore = "turned on when issue 16's command layer and FFI step land"]
 fn only_the_command_layer_and_ui_print() {
     let allowed = |n: &str| n.starts_with("src/cmd/") || n == "src/ui.rs" || n == "src/main.rs";
     let needles = [
@@ -407,7 +404,6 @@ fn crate_deps(text: &str) -> BTreeSet<String> {
 /// be lifted out whole); `verify/` only `process`, `fsutil`, `paths` and `ui` (its FFI is loaded
 /// in a child); `ui` and `process` import no domain module.
 #[test]
-#[ignore = "turned on when issue 16's command layer lands"]
 fn dependencies_point_down_only() {
     let mut bad = Vec::new();
     for p in files(&[".rs"]) {
