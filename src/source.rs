@@ -97,6 +97,7 @@ fn git() -> Cmd {
 ///
 /// Errors: the origin cannot be reached (offline, no such path).
 pub fn remote_tag_commit(origin: &str, tag: &str) -> anyhow::Result<Option<String>> {
+    check_origin(origin)?;
     let out = Cmd::new(format!("git ls-remote {origin}"), "git")
         .args(["ls-remote", "--tags", origin])
         .arg(format!("refs/tags/{tag}"))
@@ -224,8 +225,24 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
     })
 }
 
+/// Refuse an origin git would read as an option (`--upload-pack=…` runs a command) or that
+/// carries a control character: the recipe's `source.git` is checked when it is parsed, and a
+/// `--git-mirror` / `RCCLFIX_GIT_MIRROR` path here, before any git command sees it.
+///
+/// Errors: one line naming the origin.
+pub fn check_origin(origin: &str) -> anyhow::Result<()> {
+    if origin.starts_with('-') || origin.chars().any(char::is_control) || origin.is_empty() {
+        bail!("git origin {origin:?} is not a URL or path (it must not start with '-')");
+    }
+    Ok(())
+}
+
 /// The origin of one fetch: the mirror (`--git-mirror`, must exist) or the recipe URL.
 fn origin_for(url: &str, opts: &SourceOptions) -> anyhow::Result<String> {
+    check_origin(url)?;
+    if let Some(m) = &opts.mirror {
+        check_origin(&m.display().to_string())?;
+    }
     Ok(match &opts.mirror {
         Some(m) => {
             if !m.exists() {
@@ -283,6 +300,7 @@ fn cache_has_commit(cache: &Path, commit: &str) -> bool {
 ///
 /// Errors: the origin cannot be reached.
 pub fn remote_branch_commit(origin: &str, branch: &str) -> anyhow::Result<Option<String>> {
+    check_origin(origin)?;
     let out = Cmd::new(format!("git ls-remote {origin}"), "git")
         .args(["ls-remote", "--heads", origin])
         .arg(format!("refs/heads/{branch}"))

@@ -462,25 +462,37 @@ pub fn timing_record_in(home: &Path, recipe_id: &str, targets: &[String]) -> Pat
 /// output folders, and one line per step (argv joined by spaces; untrusted parts are escaped by
 /// the caller's [`crate::ui::escape`]).
 pub fn render(p: &BuildPlan) -> String {
+    use crate::ui::{escape, escape_path};
     use std::fmt::Write as _;
+    // Every value is escaped on its own (a newline in a value cannot forge a line), and an argv
+    // word with a space or a quote is shown quoted, so the words read as the argv they are.
+    let word = |w: &String| -> String {
+        let e = escape(w).into_owned();
+        if e.is_empty() || e.contains([' ', '\'', '"']) {
+            format!("{e:?}")
+        } else {
+            e
+        }
+    };
     let mut s = String::new();
     let _ = writeln!(
         s,
         "recipe {} (rccl {}, {}) for {}, NDEBUG strategy {}",
-        p.recipe,
-        p.rccl_version,
-        p.source.rev,
-        p.targets.join(","),
+        escape(&p.recipe),
+        escape(&p.rccl_version),
+        escape(&p.source.rev),
+        escape(&p.targets.join(",")),
         p.ndebug_strategy
     );
-    let _ = writeln!(s, "work folder {}", p.work.root.display());
+    let _ = writeln!(s, "work folder {}", escape_path(&p.work.root));
     for st in &p.steps {
-        let _ = writeln!(s, "{:<9} {}", st.name, st.argv.join(" "));
+        let argv: Vec<String> = st.argv.iter().map(word).collect();
+        let _ = writeln!(s, "{:<9} {}", escape(&st.name), argv.join(" "));
     }
     let _ = writeln!(
         s,
         "output    {}{}",
-        p.output.dir.display(),
+        escape_path(&p.output.dir),
         if p.output.written {
             ""
         } else {

@@ -104,8 +104,9 @@ pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
         if a.json {
             println!("{}", serde_json::to_string_pretty(&plan)?);
         } else {
+            // `render` escapes every value itself.
             for line in crate::build::plan::render(&plan).lines() {
-                println!("{}", crate::ui::escape(line));
+                println!("{line}");
             }
         }
         return Ok(ExitCode::SUCCESS);

@@ -93,7 +93,7 @@ fn pin(a: PinArgs, ui: &Ui) -> anyhow::Result<ExitCode> {
         .max(6);
     let wtag = recipes
         .iter()
-        .map(|r| r.source.tag.chars().count())
+        .map(|r| r.source.rev_name().chars().count())
         .max()
         .unwrap_or(0)
         .max(3);
@@ -101,26 +101,29 @@ fn pin(a: PinArgs, ui: &Ui) -> anyhow::Result<ExitCode> {
         "{:<wid$}  {:<wtag$}  {:<40}  STATE",
         "RECIPE", "TAG", "COMMIT"
     );
+    let mut failed = 0usize;
     let outcome = crate::source::pin(&recipes, &opts, |row| {
-        let state = crate::ui::escape(&row.state);
-        if row.branch {
-            println!(
-                "{:<14} {:<16} {:<42} {}",
-                row.recipe, row.rev, row.commit, state
-            );
-        } else {
-            println!(
-                "{:<wid$}  {:<wtag$}  {:<40}  {}",
-                row.recipe, row.rev, row.commit, state
-            );
+        // Recipe names and refs are checked when the recipe is parsed; escaped all the same.
+        let esc = crate::ui::escape;
+        if !row.ok {
+            failed += 1;
         }
+        println!(
+            "{:<wid$}  {:<wtag$}  {:<40}  {}",
+            esc(&row.recipe),
+            esc(&row.rev),
+            esc(&row.commit),
+            esc(&row.state)
+        );
     })?;
     if let Some(p) = &outcome.wrote {
         ui.status("Wrote", p.display());
     }
-    Ok(if outcome.all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(crate::EXIT_ERROR)
-    })
+    if !outcome.all_ok {
+        anyhow::bail!(
+            "{} recipe(s) could not be pinned: see the STATE column",
+            failed.max(1)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

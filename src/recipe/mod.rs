@@ -225,7 +225,12 @@ impl Recipe {
     }
 
     /// Internal consistency checks (also run by the recipe tests).
+    ///
+    /// Every field that becomes a path, a git or engine argument, or a terminal line is checked
+    /// here, when the recipe is parsed, so nothing downstream (the plan, the fetch, the work
+    /// folder) meets a hostile value: see [`check_fields`].
     pub fn check(&self) -> anyhow::Result<()> {
+        self.check_fields()?;
         if !is_version(&self.rccl_version) {
             bail!(
                 "rccl_version {:?} is not MAJOR.MINOR.PATCH",
@@ -289,6 +294,76 @@ impl Recipe {
         }
         if self.status == Status::Verified && self.verified_by.is_none() {
             bail!("status verified needs verified_by (a CI test or a recorded build)");
+        }
+        Ok(())
+    }
+
+    /// The fields that reach the file system, a command line or the terminal, each against its
+    /// grammar:
+    /// - `name` (the work folder, record and output names) and `rocm_release`: [`is_plain_name`];
+    /// - `source.git`: no control character, not starting with `-` (git would read an option, e.g.
+    ///   `--upload-pack=…`), at most 4096 bytes;
+    /// - `source.subdir`, `toolchain.containerfile`, every `build.extra_files` key: [`check_relative_path`];
+    /// - `toolchain.name` and every `build.patches` entry: [`is_plain_name`];
+    /// - `toolchain.image`, `toolchain.cxx`, `toolchain.rocm_path`, `build.build_type`, every
+    ///   `build.cmake_options` entry: no control character, not starting with `-` (the image, a
+    ///   path, a CMake value; `cmake_options` entries are `-D…` options and must start with `-D`).
+    ///
+    /// Errors: one line naming the field and the value (escaped when printed).
+    fn check_fields(&self) -> anyhow::Result<()> {
+        if let Some(n) = &self.name {
+            if !is_plain_name(n) {
+                bail!("name {n:?} is not a plain name (letters, digits, '.', '_', '+', '-'; at most 100; no leading '.' or '-')");
+            }
+        }
+        if !is_plain_name(&self.rocm_release) {
+            bail!(
+                "rocm_release {:?} is not a plain release name like \"7.2.1\"",
+                self.rocm_release
+            );
+        }
+        let arg = |field: &str, v: &str| -> anyhow::Result<()> {
+            if v.starts_with('-') || v.chars().any(char::is_control) || v.len() > 4096 {
+                bail!("{field} {v:?} must not start with '-' or hold a control character (at most 4096 bytes)");
+            }
+            Ok(())
+        };
+        arg("source.git", &self.source.git)?;
+        if self.source.git.trim().is_empty() {
+            bail!("source.git is empty");
+        }
+        if !self.source.subdir.is_empty() {
+            check_relative_path("source.subdir", &self.source.subdir)?;
+        }
+        if let Some(n) = &self.toolchain.name {
+            if !is_plain_name(n) {
+                bail!("toolchain.name {n:?} is not a plain toolchain name like \"debian-sid\"");
+            }
+        }
+        if let Some(i) = &self.toolchain.image {
+            arg("toolchain.image", i)?;
+            if i.chars().any(char::is_whitespace) {
+                bail!("toolchain.image {i:?} holds whitespace");
+            }
+        }
+        if let Some(c) = &self.toolchain.containerfile {
+            check_relative_path("toolchain.containerfile", c)?;
+        }
+        arg("toolchain.cxx", &self.toolchain.cxx)?;
+        arg("toolchain.rocm_path", &self.toolchain.rocm_path)?;
+        arg("build.build_type", &self.build.build_type)?;
+        for o in &self.build.cmake_options {
+            if !o.starts_with("-D") || o.chars().any(char::is_control) || o.len() > 4096 {
+                bail!("build.cmake_options entry {o:?} is not a -D<var>=<value> option without control characters");
+            }
+        }
+        for p in &self.build.patches {
+            if !is_plain_name(p) {
+                bail!("build.patches entry {p:?} is not a file name in patches/");
+            }
+        }
+        for k in self.build.extra_files.keys() {
+            check_relative_path("build.extra_files", k)?;
         }
         Ok(())
     }
@@ -428,6 +503,36 @@ fn is_version(s: &str) -> bool {
         && parts
             .iter()
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A name that is safe as one path component and one argv word: 1–100 characters of ASCII
+/// letters, digits, `.`, `_`, `+`, `-`, not starting with `.` or `-` (so never `..`, a hidden
+/// file, or an option).
+pub fn is_plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 100
+        && !s.starts_with(['.', '-'])
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-'))
+}
+
+/// A relative path inside a tree: `/`-separated components that are each non-empty, not `.`,
+/// `..` or `.git`, do not start with `-`, and hold no control character or backslash; at most
+/// 1024 bytes. `field` names the recipe field in the error.
+///
+/// Errors: one line naming the field and the value.
+pub fn check_relative_path(field: &str, p: &str) -> anyhow::Result<()> {
+    let bad = p.is_empty()
+        || p.len() > 1024
+        || p.starts_with('/')
+        || p.chars().any(|c| c.is_control() || c == '\\')
+        || p.trim_end_matches('/')
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == ".." || c == ".git" || c.starts_with('-'));
+    if bad {
+        bail!("{field} {p:?} is not a relative path inside the tree (no '..', '.', '.git', leading '/' or '-')");
+    }
+    Ok(())
 }
 
 /// All recipes: the embedded ones, keyed by [`Recipe::id`].

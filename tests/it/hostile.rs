@@ -721,3 +721,153 @@ fn pipelines_have_one_name() {
         "{out}"
     );
 }
+
+/// The embedded 2.13.4 recipe with one line replaced (or appended under its table).
+fn recipe_2134_with(find: &str, replace: &str) -> String {
+    let base = include_str!("../../recipes/2.13.4.toml");
+    assert!(base.contains(find), "2.13.4.toml has no {find:?}");
+    base.replacen(find, replace, 1)
+}
+
+/// Every recipe field that becomes a path, a git or engine argument, or a terminal line is
+/// refused when the recipe is parsed, naming the field: a `name` with `..` chose the work folder
+/// `rcclfix build` empties, a `source.git` starting with `-` was an option to `git ls-remote`
+/// (`--upload-pack=…` runs a command), a `subdir` with `..` let `extra_files` write outside the tree.
+#[test]
+fn hostile_recipe_fields_are_refused_when_parsed() {
+    let git = "git = \"https://github.com/ROCm/rccl.git\"";
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "name",
+            recipe_2134_with(
+                "rccl_version = ",
+                "name = \"../../victim\"\nrccl_version = ",
+            ),
+        ),
+        (
+            "name",
+            recipe_2134_with(
+                "rccl_version = ",
+                "name = \"a\\nerror: forged\"\nrccl_version = ",
+            ),
+        ),
+        (
+            "source.git",
+            recipe_2134_with(git, "git = \"--upload-pack=touch /tmp/rcclfix-pwned\""),
+        ),
+        (
+            "source.subdir",
+            recipe_2134_with(git, &format!("{git}\nsubdir = \"../../../x\"")),
+        ),
+        (
+            "source.subdir",
+            recipe_2134_with(git, &format!("{git}\nsubdir = \"/etc\"")),
+        ),
+        (
+            "source.subdir",
+            recipe_2134_with(git, &format!("{git}\nsubdir = \"projects/.git\"")),
+        ),
+        (
+            "toolchain.name",
+            recipe_2134_with("name = \"debian-trixie\"", "name = \"../../../etc\""),
+        ),
+        (
+            "build.extra_files",
+            recipe_2134_with("[build]", "[build]\nextra_files = { \"../boom\" = \"x\" }"),
+        ),
+        (
+            "build.extra_files",
+            recipe_2134_with("[build]", "[build]\nextra_files = { \"/etc/x\" = \"x\" }"),
+        ),
+        (
+            "build.patches",
+            recipe_2134_with("[build]", "[build]\npatches = [\"/etc/shadow\"]"),
+        ),
+        (
+            "build.cmake_options",
+            recipe_2134_with(
+                "cmake_options = [",
+                "cmake_options = [\"-DX=1\\nerror: z\", ",
+            ),
+        ),
+        (
+            "build.cmake_options",
+            recipe_2134_with("cmake_options = [", "cmake_options = [\"--trace\", "),
+        ),
+    ];
+    for (field, text) in cases {
+        let err = rcclfix::recipe::Recipe::parse(&text, "hostile.toml")
+            .expect_err(&format!("{field}: a hostile value was accepted"));
+        let chain = format!("{err:#}");
+        assert!(chain.starts_with("hostile.toml: invalid recipe"), "{chain}");
+        assert!(chain.contains(field), "{field}: {chain}");
+    }
+    // The image and its Containerfile, on a recipe of the image kind.
+    let image = include_str!("../../recipes/2.27.7.toml");
+    for (find, replace, field) in [
+        ("image = \"", "image = \"--privileged", "toolchain.image"),
+        (
+            "containerfile = \"",
+            "containerfile = \"../../../../etc/passwd\" #",
+            "toolchain.containerfile",
+        ),
+    ] {
+        let text = image.replacen(find, replace, 1);
+        let err = rcclfix::recipe::Recipe::parse(&text, "hostile.toml").expect_err(field);
+        assert!(format!("{err:#}").contains(field), "{err:#}");
+    }
+}
+
+/// `build --plan` and `recipe pin` on a recipe whose `source.git` is a git option: one error line,
+/// exit 2, and the command it smuggles never runs; a `--git-mirror` that reads as an option is
+/// refused before git sees it.
+#[test]
+fn a_recipe_or_mirror_that_is_a_git_option_runs_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let marker = t.path().join("pwned");
+    let file = t.path().join("r.toml");
+    let git = "git = \"https://github.com/ROCm/rccl.git\"";
+    std::fs::write(
+        &file,
+        recipe_2134_with(
+            git,
+            &format!("git = \"--upload-pack=touch {}\"", marker.display()),
+        ),
+    )
+    .unwrap();
+    let home = t.path().join("home");
+    for args in [
+        vec!["build", "--plan", "--recipe"],
+        vec!["recipe", "pin", "--recipe"],
+    ] {
+        let out = crate::support::rcclfix()
+            .args(&args)
+            .arg(&file)
+            .env("RCCLFIX_HOME", &home)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("source.git"), "{args:?}: {err}");
+        assert!(!marker.exists(), "{args:?} ran the smuggled command");
+    }
+    // A mirror path that is an option: `recipe pin` refuses it.
+    let good = t.path().join("good.toml");
+    std::fs::write(&good, include_str!("../../recipes/2.13.4.toml")).unwrap();
+    let out = crate::support::rcclfix()
+        .args(["recipe", "pin", "--recipe"])
+        .arg(&good)
+        .arg("--lockfile")
+        .arg(t.path().join("lock.toml"))
+        .arg(format!(
+            "--git-mirror=--upload-pack=touch {}",
+            marker.display()
+        ))
+        .env("RCCLFIX_HOME", &home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error:"), "{err}");
+    assert!(!marker.exists(), "the mirror option ran");
+}
