@@ -431,10 +431,12 @@ impl<T: Display> Display for Esc<T> {
     }
 }
 
-/// Whether `c` is shown escaped by [`escape`].
+/// Whether `c` is shown escaped by [`escape`]: control characters (C0, DEL, C1), the bidi
+/// embedding, override and isolate characters, and the Unicode line and paragraph separators
+/// (U+2028, U+2029), which some terminals and log viewers break lines at.
 pub fn needs_escape(c: char) -> bool {
     c.is_control() // C0, DEL and C1 (Unicode category Cc)
-        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
 }
 
 fn push_escaped(out: &mut String, c: char) {
@@ -641,6 +643,7 @@ mod tests {
     fn escaped_text_has_no_control_character() {
         let all: String = (0u32..0x3000).filter_map(char::from_u32).collect();
         assert!(!escape(&all).chars().any(needs_escape));
+        assert_eq!(escape("a\u{2028}b\u{2029}"), "a\\u{2028}b\\u{2029}");
         assert!(!escape_message(&all)
             .chars()
             .any(|c| c != '\n' && needs_escape(c)));

@@ -31,8 +31,9 @@ pub struct Args {
     /// Where output folders go.
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub out_dir: PathBuf,
-    /// ninja -j (default: the CPU cores, fewer when RAM is short; see `choose_jobs`).
-    #[arg(long, short = 'j')]
+    /// ninja -j, at least 1 (default: the CPU cores, fewer when RAM is short; see `choose_jobs`;
+    /// ninja's own `-j0` would mean unlimited).
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Refuse to pin an unpinned tag on first fetch or an image toolchain's digest on first use
     /// (the recipe or lockfile must pin them).

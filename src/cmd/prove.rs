@@ -39,8 +39,9 @@ pub struct ProveBuildArgs {
     /// Where the fix's output folder and the prove record go.
     #[arg(long, value_name = "DIR", default_value = "out")]
     pub out_dir: PathBuf,
-    /// ninja -j (default: ninja's own).
-    #[arg(long, short = 'j')]
+    /// ninja -j, at least 1 (default: as `build` chooses it; ninja's own `-j0` would mean
+    /// unlimited).
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Refuse to pin an unpinned tag on first fetch.
     #[arg(long)]

@@ -84,6 +84,14 @@ fn pin(a: PinArgs, ui: &Ui) -> anyhow::Result<ExitCode> {
         git_mirror: a.git_mirror,
         lockfile: a.lockfile.unwrap_or_else(crate::source::user_lockfile),
     };
+    // A folder cannot become the lockfile: say so before any row claims a pin.
+    let lf = &opts.lockfile;
+    if lf.is_dir() || lf.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        anyhow::bail!(
+            "--lockfile {} is a folder; give the lockfile's file name",
+            crate::ui::escape_path(lf)
+        );
+    }
     // Rows print as each tag is resolved, so the widths come from the recipes up front.
     let wid = recipes
         .iter()

@@ -871,3 +871,46 @@ fn a_recipe_or_mirror_that_is_a_git_option_runs_nothing() {
     assert!(err.contains("error:"), "{err}");
     assert!(!marker.exists(), "the mirror option ran");
 }
+
+/// `-j 0` is refused (ninja reads `-j0` as unlimited parallel jobs, which a 2-core machine with a
+/// 4 GB device link cannot take), as a usage error, before anything runs.
+#[test]
+fn zero_jobs_is_a_usage_error() {
+    for sub in ["build", "prove"] {
+        let out = crate::support::rcclfix()
+            .args([sub, "-j", "0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sub}: {err}");
+        assert!(err.contains("-j") && err.contains('0'), "{sub}: {err}");
+        assert!(err.contains("not in 1.."), "{sub}: {err}");
+    }
+}
+
+/// `recipe pin --lockfile` naming a folder is refused before any row is printed (it printed
+/// `pinned` and then failed to write).
+#[test]
+fn a_lockfile_that_is_a_folder_is_refused_before_pinning() {
+    let t = tempfile::tempdir().unwrap();
+    let good = t.path().join("good.toml");
+    std::fs::write(&good, include_str!("../../recipes/2.13.4.toml")).unwrap();
+    for lock in [t.path().to_path_buf(), t.path().join("missing/")] {
+        let out = crate::support::rcclfix()
+            .args(["recipe", "pin", "--recipe"])
+            .arg(&good)
+            .arg("--lockfile")
+            .arg(&lock)
+            .env("RCCLFIX_HOME", t.path().join("home"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("is a folder"), "{err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
