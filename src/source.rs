@@ -231,7 +231,7 @@ pub fn fetch(recipe: &Recipe, opts: &SourceOptions) -> anyhow::Result<Fetched> {
 ///
 /// Errors: one line naming the origin.
 pub fn check_origin(origin: &str) -> anyhow::Result<()> {
-    if origin.starts_with('-') || origin.chars().any(char::is_control) || origin.is_empty() {
+    if origin.is_empty() || !crate::recipe::is_safe_arg(origin) {
         bail!("git origin {origin:?} is not a URL or path (it must not start with '-')");
     }
     Ok(())
@@ -492,14 +492,7 @@ pub fn is_partial(git_dir: &Path) -> bool {
 /// Check that `subdir` is a plain relative folder name (`projects/rccl`): no `..`, `.`, empty or
 /// absolute parts, no leading `-`, no control characters.
 fn check_subdir(subdir: &str) -> anyhow::Result<()> {
-    let bad = subdir.starts_with('/')
-        || subdir.starts_with('-')
-        || subdir.chars().any(|c| c.is_control() || c == '\\')
-        || subdir
-            .trim_end_matches('/')
-            .split('/')
-            .any(|p| p.is_empty() || p == "." || p == "..");
-    if bad {
+    if !crate::recipe::is_relative_path(subdir) {
         bail!("source.subdir {subdir:?} is not a relative folder path like \"projects/rccl\"");
     }
     Ok(())

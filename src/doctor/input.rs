@@ -65,7 +65,7 @@ pub fn read_tail(path: &Path, max: u64) -> anyhow::Result<TailText> {
     if !meta.is_file() {
         anyhow::bail!(
             "not a regular file ({}); save it to a file first",
-            file_kind(&meta)
+            crate::fsutil::file_kind(&meta)
         );
     }
     let mut f = fs_err::File::open(path)?;
@@ -102,7 +102,7 @@ pub fn read_capped(path: &Path, max: u64) -> anyhow::Result<String> {
     if !meta.is_file() {
         anyhow::bail!(
             "not a regular file ({}); save it to a file first",
-            file_kind(&meta)
+            crate::fsutil::file_kind(&meta)
         );
     }
     if meta.len() > max {
@@ -125,22 +125,4 @@ pub fn read_capped(path: &Path, max: u64) -> anyhow::Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a plain file"
-    }
 }

@@ -323,7 +323,7 @@ impl Recipe {
             );
         }
         let arg = |field: &str, v: &str| -> anyhow::Result<()> {
-            if v.starts_with('-') || v.chars().any(char::is_control) || v.len() > 4096 {
+            if !is_safe_arg(v) {
                 bail!("{field} {v:?} must not start with '-' or hold a control character (at most 4096 bytes)");
             }
             Ok(())
@@ -516,20 +516,31 @@ pub fn is_plain_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-'))
 }
 
+/// Whether `p` is a relative path inside a tree, as [`check_relative_path`] requires.
+pub fn is_relative_path(p: &str) -> bool {
+    !(p.is_empty()
+        || p.len() > 1024
+        || p.starts_with('/')
+        || p.chars().any(|c| c.is_control() || c == '\\')
+        || p.trim_end_matches('/')
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == ".." || c == ".git" || c.starts_with('-')))
+}
+
+/// Whether `v` can stand as one argv word without being read as an option or forging a line:
+/// not starting with `-`, no control character, at most 4096 bytes. The recipe's `source.git`,
+/// image, compiler and build-type fields, and [`crate::source::check_origin`], use it.
+pub fn is_safe_arg(v: &str) -> bool {
+    !v.starts_with('-') && !v.chars().any(char::is_control) && v.len() <= 4096
+}
+
 /// A relative path inside a tree: `/`-separated components that are each non-empty, not `.`,
 /// `..` or `.git`, do not start with `-`, and hold no control character or backslash; at most
 /// 1024 bytes. `field` names the recipe field in the error.
 ///
 /// Errors: one line naming the field and the value.
 pub fn check_relative_path(field: &str, p: &str) -> anyhow::Result<()> {
-    let bad = p.is_empty()
-        || p.len() > 1024
-        || p.starts_with('/')
-        || p.chars().any(|c| c.is_control() || c == '\\')
-        || p.trim_end_matches('/')
-            .split('/')
-            .any(|c| c.is_empty() || c == "." || c == ".." || c == ".git" || c.starts_with('-'));
-    if bad {
+    if !is_relative_path(p) {
         bail!("{field} {p:?} is not a relative path inside the tree (no '..', '.', '.git', leading '/' or '-')");
     }
     Ok(())
