@@ -852,9 +852,13 @@ fn whl_is_reproducible_and_its_record_is_right() {
 // Real dpkg in a debootstrapped Debian root.
 
 /// A minbase bookworm root, made once per target folder and copied per test (the copy is what
-/// dpkg changes). The mirror is the host's (sources.list(5)).
+/// dpkg changes). The mirror is the host's (sources.list(5)). debootstrap cannot build a root
+/// whose path has a space in it (its `chroot "$TARGET" /bin/true` check fails), so a target
+/// folder with whitespace in its path keeps the root in a folder of the system temp directory
+/// named after a hash of that path instead.
 fn debian_root() -> (tempfile::TempDir, PathBuf) {
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-debroot");
+    let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let cache = space_free(target_tmp).join("package-debroot");
     let root = cache.join("bookworm");
     let done = cache.join("bookworm.done");
     if !done.exists() {
@@ -870,11 +874,28 @@ fn debian_root() -> (tempfile::TempDir, PathBuf) {
     }
     let tmp = tempfile::Builder::new()
         .prefix("package-root-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(space_free(target_tmp))
         .unwrap();
     let copy = tmp.path().join("root");
     ok(Command::new("cp").arg("-a").arg(&root).arg(&copy));
     (tmp, copy)
+}
+
+/// `dir` itself when its path has no whitespace, else `$TMPDIR/rcclfix-tests-<hash of dir>`
+/// (created), so tools that split paths on spaces (debootstrap) still get one folder per target
+/// folder.
+fn space_free(dir: &Path) -> PathBuf {
+    if !dir.to_string_lossy().chars().any(char::is_whitespace) {
+        return dir.to_path_buf();
+    }
+    use sha2::Digest;
+    let name = format!(
+        "rcclfix-tests-{:x}",
+        sha2::Sha256::digest(dir.as_os_str().as_encoded_bytes())
+    );
+    let alt = std::env::temp_dir().join(&name[..30]);
+    std::fs::create_dir_all(&alt).unwrap();
+    alt
 }
 
 /// The first `URIs:` of the host's deb822 sources, or the first `deb` URL of sources.list.
@@ -1110,7 +1131,7 @@ fn tree(dir: &Path) -> Vec<String> {
 const PROBE_PY: &str = r#"
 import ctypes, json, os, sys
 c = ctypes.CDLL(sys.argv[1])
-maps = sorted({l.split()[-1] for l in open("/proc/self/maps") if "librccl" in l})
+maps = sorted({l.split(None, 5)[5].rstrip("\n") for l in open("/proc/self/maps") if "librccl" in l})
 print(json.dumps({"version": c.consumer_rccl_version(), "maps": maps, "vllm": os.environ.get("VLLM_NCCL_SO_PATH")}))
 "#;
 
@@ -1581,11 +1602,13 @@ fn default_deb_and_dbgsym_pass_lintian_and_gdb_finds_the_symbols() {
     let line = |debug_dir: &Path| {
         ok(Command::new(&gdb)
             .args(["-batch", "-nx"])
-            .arg("-ex")
+            // -iex runs before the file given on the command line is loaded, so the debug
+            // folder is set when gdb looks for the separate debug file; the paths are argv words
+            // (never parsed by gdb's command line), so a folder with spaces works.
+            .arg("-iex")
             .arg(format!("set debug-file-directory {}", debug_dir.display()))
-            .arg("-ex")
-            .arg(format!("file {}", lib.display()))
-            .args(["-ex", "info line ncclAllReduce"]))
+            .args(["-ex", "info line ncclAllReduce"])
+            .arg(&lib))
     };
     let with = line(&dbg.join("usr/lib/debug"));
     assert!(with.contains("rccl.c\" starts at address"), "{with}");
