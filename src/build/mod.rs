@@ -63,8 +63,9 @@ pub struct BuildOptions {
     pub package: Vec<String>,
     /// Where packages go (`None`: `out_dir`).
     pub package_dir: Option<PathBuf>,
-    /// Build as the negative control of `rcclfix prove`: in the work folder `<recipe>-control-…`,
-    /// gate it, and return the result without writing an output folder.
+    /// Build as the negative control of `rcclfix prove`: in the work folder
+    /// `control/<recipe>-<targets>`, gate it, and return the result without writing an output
+    /// folder.
     pub control: bool,
     /// Build even when the output folder was built from the same inputs (the artifact cache
     /// otherwise reuses it after re-running the scan gate on it).
