@@ -313,6 +313,10 @@ fn compile(
             jobs: jobs as usize,
             ninja_log: Some(work.ninja_log.clone()),
             targets: targets.join(","),
+            graph: read_build_file(plan, &work.build_ninja)
+                .ok()
+                .map(|t| super::running::Graph::parse(&t)),
+            build_dir: plan.step("build").workdir.clone(),
         },
     );
     let res = runner.run_streamed(&plan.step("build").run_spec(), log, &mut |l: &str| {

@@ -29,6 +29,7 @@ pub mod ndebug;
 pub mod plan;
 pub mod progress;
 pub mod prove;
+pub mod running;
 pub mod scan_gate;
 
 use std::path::{Path, PathBuf};
