@@ -106,7 +106,7 @@ pub fn execute(
         let rel = cml
             .strip_prefix(&plan.work.src)
             .with_context(|| format!("{} is not in the checkout", cml.display()))?;
-        let text = crate::source::read_inside(&plan.work.src, rel)?;
+        let text = crate::source::read_inside(&plan.work.src, rel, crate::source::SOURCE_TREE)?;
         let new = ndebug::insert_compile_definition(&text)
             .with_context(|| format!("{}: cannot inject NDEBUG", cml.display()))?;
         crate::fsutil::atomic_write(cml, new.as_bytes())?;
@@ -528,5 +528,5 @@ fn read_build_file(plan: &BuildPlan, path: &std::path::Path) -> anyhow::Result<S
     let rel = path
         .strip_prefix(&plan.work.build)
         .with_context(|| format!("{} is not in the build folder", path.display()))?;
-    crate::source::read_inside(&plan.work.build, rel)
+    crate::source::read_inside(&plan.work.build, rel, "build folder")
 }

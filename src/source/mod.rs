@@ -42,7 +42,7 @@ use partial::{ensure_cone_blobs, fetch_remote, filter_args, from_origin};
 pub use pin::{pin, PinOptions, PinOutcome, PinRow};
 pub use tree::{
     apply_patches_and_files, checkout, patch_digests, patch_text, read_inside, verify_checkout,
-    write_inside,
+    write_inside, SOURCE_TREE,
 };
 
 /// Where sources come from for one fetch.

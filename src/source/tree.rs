@@ -175,6 +175,9 @@ pub fn verify_checkout(tree: &Path, commit: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What [`write_inside`] and [`read_inside`] call a checkout in messages.
+pub const SOURCE_TREE: &str = "source tree";
+
 /// The largest patch file read from a recipe's checkout (16 MiB; ours are a few KiB).
 pub const MAX_PATCH_BYTES: u64 = 16 << 20;
 
@@ -282,7 +285,7 @@ pub fn apply_patches_and_files(
     }
     let subdir = recipe.source.subdir.trim_end_matches('/');
     if !subdir.is_empty() {
-        check_no_link(tree, Path::new(subdir), false).map_err(|e| {
+        check_no_link(tree, Path::new(subdir), false, SOURCE_TREE).map_err(|e| {
             anyhow::anyhow!("recipe {}: source.subdir {subdir:?}: {e}", recipe.id())
         })?;
     }
@@ -315,7 +318,7 @@ pub fn write_inside(root: &Path, rel: &str, bytes: &[u8]) -> anyhow::Result<std:
     }
     let relp = Path::new(rel.trim_end_matches('/'));
     let parent = relp.parent().unwrap_or(Path::new(""));
-    check_no_link(root, parent, true)?;
+    check_no_link(root, parent, true, SOURCE_TREE)?;
     let dst = root.join(relp);
     crate::fsutil::atomic_write(&dst, bytes)?;
     Ok(dst)
@@ -327,7 +330,7 @@ pub fn write_inside(root: &Path, rel: &str, bytes: &[u8]) -> anyhow::Result<std:
 ///
 /// Errors: a part is a symbolic link (its target named), not a folder, or missing (without
 /// `create`); `rel` has a part that is not a plain name.
-fn check_no_link(root: &Path, rel: &Path, create: bool) -> anyhow::Result<()> {
+fn check_no_link(root: &Path, rel: &Path, create: bool, place: &str) -> anyhow::Result<()> {
     let mut at = root.to_path_buf();
     let mut shown = std::path::PathBuf::new();
     for c in rel.components() {
@@ -342,13 +345,13 @@ fn check_no_link(root: &Path, rel: &Path, create: bool) -> anyhow::Result<()> {
                     .map(|t| t.display().to_string())
                     .unwrap_or_else(|_| "?".into());
                 bail!(
-                    "{} is a symbolic link in the source tree (to {to}); refusing to write through it",
+                    "{} is a symbolic link in the {place} (to {to}); refusing to go through it",
                     shown.display()
                 );
             }
             Ok(m) if m.is_dir() => {}
             Ok(m) => bail!(
-                "{} is {} in the source tree, not a folder",
+                "{} is {} in the {place}, not a folder",
                 shown.display(),
                 crate::fsutil::file_kind(&m)
             ),
@@ -356,7 +359,7 @@ fn check_no_link(root: &Path, rel: &Path, create: bool) -> anyhow::Result<()> {
                 fs_err::create_dir(&at)?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                bail!("{} does not exist in the source tree", shown.display())
+                bail!("{} does not exist in the {place}", shown.display())
             }
             Err(e) => bail!("cannot read {}: {e}", at.display()),
         }
@@ -364,15 +367,17 @@ fn check_no_link(root: &Path, rel: &Path, create: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Read the file `rel` under `root` as text when no part of its path is a symbolic link and it is
-/// a regular file (`O_NOFOLLOW` on the file itself): the CMakeLists.txt the NDEBUG injection
-/// rewrites, so a link in the checkout cannot make rcclfix read (and then write) a host file.
+/// Read the file `rel` under `root` (`place` names it in messages: [`SOURCE_TREE`], `build
+/// folder`) as text when no part of its path is a symbolic link and it is a regular file
+/// (`O_NOFOLLOW` on the file itself): the CMakeLists.txt the NDEBUG injection rewrites, the
+/// build folder's `build.ninja` and `.ninja_log`, so a link there cannot make rcclfix read (and
+/// then write or publish) a host file.
 ///
 /// Errors: as [`check_no_link`]; the file is a link, not a regular file, or not UTF-8.
-pub fn read_inside(root: &Path, rel: &Path) -> anyhow::Result<String> {
+pub fn read_inside(root: &Path, rel: &Path, place: &str) -> anyhow::Result<String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    check_no_link(root, rel.parent().unwrap_or(Path::new("")), false)?;
+    check_no_link(root, rel.parent().unwrap_or(Path::new("")), false, place)?;
     let p = root.join(rel);
     let mut f = std::fs::OpenOptions::new()
         .read(true)
@@ -381,7 +386,7 @@ pub fn read_inside(root: &Path, rel: &Path) -> anyhow::Result<String> {
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
                 anyhow::anyhow!(
-                    "{} is a symbolic link in the source tree; refusing to read through it",
+                    "{} is a symbolic link in the {place}; refusing to read through it",
                     rel.display()
                 )
             } else {
@@ -391,7 +396,7 @@ pub fn read_inside(root: &Path, rel: &Path) -> anyhow::Result<String> {
     let m = f.metadata()?;
     if !m.is_file() {
         bail!(
-            "{} is {} in the source tree, not a regular file",
+            "{} is {} in the {place}, not a regular file",
             rel.display(),
             crate::fsutil::file_kind(&m)
         );
