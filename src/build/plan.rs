@@ -592,6 +592,12 @@ pub fn render(p: &BuildPlan) -> String {
         p.ndebug_strategy
     );
     let _ = writeln!(s, "work folder {}", escape_path(&p.work.root));
+    if p.toolchain.kind == "host" {
+        let _ = writeln!(
+            s,
+            "toolchain host: no container; the steps run on this machine in the work folder, with the network on"
+        );
+    }
     for st in &p.steps {
         let argv: Vec<String> = st.argv.iter().map(word).collect();
         let _ = writeln!(s, "{:<9} {}", escape(&st.name), argv.join(" "));
