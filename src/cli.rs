@@ -30,7 +30,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Build RCCL from a pinned recipe, gate it with the scanner, write out/rccl-<version>-<targets>/.
+    /// Build RCCL from a pinned recipe, gate it with the scanner, write out/rccl-<recipe>-<targets>/.
     Build(crate::cmd::build::Args),
     /// Prove a recipe's fix: build it without NDEBUG (the control) and as the recipe says, and
     /// compare which kernels declare hidden_hostcall_buffer (exit 0 only when the control declares

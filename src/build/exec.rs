@@ -100,9 +100,13 @@ pub fn execute(
     ui: &Ui,
     started: Instant,
 ) -> anyhow::Result<Outcome> {
-    // NDEBUG injection.
+    // NDEBUG injection, read and written only inside the checkout (no symbolic link of the
+    // source tree is followed: `source::read_inside`).
     if let Some(cml) = &plan.inject_compile_definition {
-        let text = fs_err::read_to_string(cml)?;
+        let rel = cml
+            .strip_prefix(&plan.work.src)
+            .with_context(|| format!("{} is not in the checkout", cml.display()))?;
+        let text = crate::source::read_inside(&plan.work.src, rel, crate::source::SOURCE_TREE)?;
         let new = ndebug::insert_compile_definition(&text)
             .with_context(|| format!("{}: cannot inject NDEBUG", cml.display()))?;
         crate::fsutil::atomic_write(cml, new.as_bytes())?;
@@ -197,7 +201,8 @@ fn configure_and_check(
     configured.with_context(|| format!("configure failed (full log: {})", log_path.display()))?;
 
     // Checks before the long build.
-    let ninja_text = fs_err::read_to_string(&work.build_ninja)?;
+    // What the configure wrote is read without following a link it may have made to a host file.
+    let ninja_text = read_build_file(plan, &work.build_ninja)?;
     let facts = ndebug::scan_build_ninja(&ninja_text);
     let requested: BTreeSet<String> = targets.iter().cloned().collect();
     let configure_targets = ndebug::configure_targets(&configure_out);
@@ -308,6 +313,10 @@ fn compile(
             jobs: jobs as usize,
             ninja_log: Some(work.ninja_log.clone()),
             targets: targets.join(","),
+            graph: read_build_file(plan, &work.build_ninja)
+                .ok()
+                .map(|t| super::running::Graph::parse(&t)),
+            build_dir: plan.step("build").workdir.clone(),
         },
     );
     let res = runner.run_streamed(&plan.step("build").run_spec(), log, &mut |l: &str| {
@@ -316,11 +325,15 @@ fn compile(
     progress.finish();
     res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
     // The step timings of this build: the record the next build's estimate uses.
-    if let Ok(text) = fs_err::read(&work.ninja_log) {
+    let kept = read_build_file(plan, &work.ninja_log);
+    if let Err(e) = &kept {
+        ui.warn(format_args!("{e:#}; no timing record kept"));
+    }
+    if let Ok(text) = kept {
         if let Some(d) = record_path.parent() {
             fs_err::create_dir_all(d)?;
         }
-        crate::fsutil::atomic_write(record_path, &text)?;
+        crate::fsutil::atomic_write(record_path, text.as_bytes())?;
     }
     Ok(())
 }
@@ -431,8 +444,8 @@ fn gate_and_output(
     }
     crate::fsutil::atomic_write(&out.path().join("scan.json"), scan_json.as_bytes())?;
     fs_err::copy(log_path, out.path().join("build.log"))?;
-    if work.ninja_log.is_file() {
-        fs_err::copy(&work.ninja_log, out.path().join("ninja_log"))?;
+    if let Ok(text) = read_build_file(plan, &work.ninja_log) {
+        crate::fsutil::atomic_write(&out.path().join("ninja_log"), text.as_bytes())?;
     }
     let mut manifest = Manifest {
         schema_version: MANIFEST_SCHEMA_VERSION,
@@ -504,4 +517,16 @@ fn gate_and_output(
     );
     super::write_packages(&dir, &plan.packages, &plan.package_dir, ui)?;
     Ok(Outcome::Built(dir))
+}
+
+/// Read a file the toolchain wrote in the build folder (`build.ninja`, `.ninja_log`) through no
+/// symbolic link ([`crate::source::read_inside`]): a configure that links `.ninja_log` to a host
+/// file cannot make rcclfix copy that file into the output folder and the timing record.
+///
+/// Errors: the file is missing, a link, not a regular file or not UTF-8.
+fn read_build_file(plan: &BuildPlan, path: &std::path::Path) -> anyhow::Result<String> {
+    let rel = path
+        .strip_prefix(&plan.work.build)
+        .with_context(|| format!("{} is not in the build folder", path.display()))?;
+    crate::source::read_inside(&plan.work.build, rel, "build folder")
 }

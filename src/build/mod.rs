@@ -18,7 +18,7 @@
 //!    `Compiling for` line;
 //! 5. build with ninja (progress from `[n/m]` lines, full log in `build.log`);
 //! 6. scan gate ([`scan_gate`]): every requested target `clean`, else exit 1 and no output folder;
-//! 7. assemble `out/rccl-<version>-<targets>/` (library + SONAME symlinks, `scan.json`,
+//! 7. assemble `out/rccl-<recipe>-<targets>/` (library + SONAME symlinks, `scan.json`,
 //!    `manifest.json`, `build.log`) in a temporary folder, optionally `--verify`, then rename it into
 //!    place; optionally `--package`.
 
@@ -29,6 +29,7 @@ pub mod ndebug;
 pub mod plan;
 pub mod progress;
 pub mod prove;
+pub mod running;
 pub mod scan_gate;
 
 use std::path::{Path, PathBuf};
@@ -63,8 +64,9 @@ pub struct BuildOptions {
     pub package: Vec<String>,
     /// Where packages go (`None`: `out_dir`).
     pub package_dir: Option<PathBuf>,
-    /// Build as the negative control of `rcclfix prove`: in the work folder `<recipe>-control-…`,
-    /// gate it, and return the result without writing an output folder.
+    /// Build as the negative control of `rcclfix prove`: in the work folder
+    /// `control/<recipe>-<targets>`, gate it, and return the result without writing an output
+    /// folder.
     pub control: bool,
     /// Build even when the output folder was built from the same inputs (the artifact cache
     /// otherwise reuses it after re-running the scan gate on it).
@@ -123,9 +125,43 @@ pub struct ControlResult {
     pub work: PathBuf,
 }
 
-/// The output folder name: `rccl-<version>-<targets joined by '+'>`.
+/// The output folder name: `rccl-<recipe>-<targets joined by '+'>` (the recipe's id, so that two
+/// recipes of one RCCL version, e.g. `2.21.5` and `2.21.5-debian-sid`, never share a folder; a
+/// recipe id holds no `:` and a target list no `-` outside a target feature, so no two pairs of
+/// recipe and targets give one name).
 pub fn output_name(recipe: &Recipe, targets: &[String]) -> String {
-    format!("rccl-{}-{}", recipe.rccl_version, targets.join("+"))
+    format!("rccl-{}-{}", recipe.id(), targets.join("+"))
+}
+
+/// Refuse to replace an output folder that another recipe built, or that is no rcclfix output
+/// folder at all (a `--out-dir` may collide with anything), unless `force`: a build replaces only
+/// its own recipe's earlier output. Nothing is read but `dest/manifest.json`'s `recipe` field.
+///
+/// Errors (one line naming the folder, the recipe that owns it, and `--force`): `dest` exists and
+/// its manifest names another recipe, or it has no readable `manifest.json`.
+pub fn check_output_owner(dest: &Path, recipe: &Recipe, force: bool) -> anyhow::Result<()> {
+    if force || fs_err::symlink_metadata(dest).is_err() {
+        return Ok(());
+    }
+    let mpath = dest.join("manifest.json");
+    let owner = crate::fsutil::read_text_capped(&mpath, 16 << 20, "a manifest")
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("recipe").and_then(|r| r.as_str()).map(str::to_owned));
+    match owner {
+        Some(o) if o == recipe.id() => Ok(()),
+        Some(o) => bail!(
+            "{} holds the output of recipe {}, not {}; building would replace it\nhelp: pass --force to replace it, or choose another --out-dir",
+            crate::ui::escape_path(dest),
+            crate::ui::escape(&o),
+            recipe.id()
+        ),
+        None => bail!(
+            "{} exists and is not an rcclfix output folder (no readable manifest.json); building recipe {} would replace it\nhelp: pass --force to replace it, or choose another --out-dir",
+            crate::ui::escape_path(dest),
+            recipe.id()
+        ),
+    }
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in GiB.
@@ -167,23 +203,25 @@ pub fn fresh_work_folder(work: &Path, fetched: &crate::source::Fetched) -> anyho
     Ok(tree)
 }
 
-/// The CMake configure arguments for `recipe` and `targets` (source `/src[/subdir]`, build `/build`,
-/// Ninja, compiler, ROCm path, build type, `GPU_TARGETS`/`AMDGPU_TARGETS`, the recipe's options and
-/// the NDEBUG strategy's flags); a ccache launcher is added by `build` when used.
-pub fn configure_args(recipe: &Recipe, targets: &[String]) -> Vec<String> {
+/// The CMake configure arguments for `recipe` and `targets` with the checkout at `src` and the
+/// build folder at `build` as the toolchain sees them (`/src` and `/build` in a container, the
+/// work folder's own paths on the host): source `<src>[/subdir]`, build folder, Ninja, compiler,
+/// ROCm path, build type, `GPU_TARGETS`/`AMDGPU_TARGETS`, the recipe's options and the NDEBUG
+/// strategy's flags; a ccache launcher is added by `build` when used.
+pub fn configure_args(recipe: &Recipe, targets: &[String], src: &str, build: &str) -> Vec<String> {
     let tc_desc = &recipe.toolchain;
     let strategy = recipe.build.ndebug;
     let guest_src = if recipe.source.subdir.is_empty() {
-        "/src".to_owned()
+        src.to_owned()
     } else {
-        format!("/src/{}", recipe.source.subdir)
+        format!("{src}/{}", recipe.source.subdir)
     };
     let target_list = targets.join(";");
     let mut cmake_args: Vec<String> = vec![
         "-S".into(),
         guest_src,
         "-B".into(),
-        "/build".into(),
+        build.to_owned(),
         "-G".into(),
         "Ninja".into(),
         format!("-DCMAKE_CXX_COMPILER={}", tc_desc.cxx),
@@ -200,17 +238,18 @@ pub fn configure_args(recipe: &Recipe, targets: &[String]) -> Vec<String> {
     cmake_args
 }
 
-/// The artifact-cache key of this build ([`cache::BuildKey`]) with toolchain identity
-/// `toolchain_id`.
+/// The artifact-cache key of the build `plan` of `recipe` ([`cache::BuildKey`]) with toolchain
+/// identity `toolchain_id`.
 ///
 /// Errors: a patch cannot be found.
 fn build_key(
     recipe: &Recipe,
     recipe_root: Option<&Path>,
     commit: &str,
-    targets: &[String],
+    plan: &plan::BuildPlan,
     toolchain_id: &str,
 ) -> anyhow::Result<cache::BuildKey> {
+    let targets = &plan.targets;
     Ok(cache::BuildKey {
         rcclfix_version: env!("CARGO_PKG_VERSION").into(),
         recipe: serde_json::to_value(recipe)?,
@@ -220,7 +259,7 @@ fn build_key(
         toolchain_id: toolchain_id.into(),
         targets: targets.to_vec(),
         ndebug_strategy: plan::strategy_name(recipe.build.ndebug),
-        cmake_args: configure_args(recipe, targets),
+        cmake_args: plan.cmake_args.clone(),
         post_link_patch: recipe.build.post_link_patch,
     })
 }
@@ -318,8 +357,22 @@ pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
     plan::timing_record_in(&crate::paths::home(), recipe_id, targets)
 }
 
+/// [`build_with`] without `--force`: another recipe's output folder is never replaced
+/// ([`check_output_owner`]).
+///
+/// Errors: as [`build_with`].
+pub fn build(
+    args: &BuildOptions,
+    recipe: &Recipe,
+    recipe_root: Option<&Path>,
+    ui: &Ui,
+) -> anyhow::Result<Outcome> {
+    build_with(args, false, recipe, recipe_root, ui)
+}
+
 /// Run the whole build for `recipe`. `recipe_root` is the checkout a `--recipe FILE` lives in
-/// (patches are looked up there).
+/// (patches are looked up there); `force` (`--force`) lets it replace an output folder that
+/// another recipe built ([`check_output_owner`], checked before the fetch).
 ///
 /// The plan comes first ([`plan::plan`]: targets, work paths, every step), then what only a run
 /// can do: fetch the pinned source (before any toolchain work), the artifact cache, a fresh work
@@ -328,8 +381,9 @@ pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
 ///
 /// Errors: any step that could not run (fetch, toolchain, configure, the checks after it, ninja,
 /// the output folder); a failed scan gate or verify is [`Outcome::CheckFailed`], not an error.
-pub fn build(
+pub fn build_with(
     args: &BuildOptions,
+    force: bool,
     recipe: &Recipe,
     recipe_root: Option<&Path>,
     ui: &Ui,
@@ -339,6 +393,9 @@ pub fn build(
     let plan = plan::plan(recipe, args, &host)?;
     let targets = plan.targets.clone();
     let dest = plan.output.dir.clone();
+    if plan.output.written {
+        check_output_owner(&dest, recipe, force)?;
+    }
     ui.status(
         "Building",
         format_args!(
@@ -376,7 +433,7 @@ pub fn build(
     if plan.cacheable {
         if let Some(n) = &recipe.toolchain.name {
             if let Ok(tc) = container::Toolchain::local(n) {
-                let k = build_key(recipe, recipe_root, &fetched.commit, &targets, tc.id())?;
+                let k = build_key(recipe, recipe_root, &fetched.commit, &plan, tc.id())?;
                 if let Some(o) = try_reuse(args, ui, &dest, &k, &targets, started)? {
                     return Ok(o);
                 }
@@ -388,12 +445,7 @@ pub fn build(
 
     // A fresh work folder holding exactly the verified commit, patched.
     fresh_work_folder(&plan.work.root, &fetched)?;
-    let patches = crate::source::apply_patches_and_files(
-        recipe,
-        &plan.work.src,
-        &plan.work.project,
-        recipe_root,
-    )?;
+    let patches = crate::source::apply_patches_and_files(recipe, &plan.work.src, recipe_root)?;
 
     // Toolchain and engine.
     let tc_desc = &recipe.toolchain;
@@ -428,7 +480,7 @@ pub fn build(
         } else {
             &content_id
         };
-        let k = build_key(recipe, recipe_root, &fetched.commit, &targets, id)?;
+        let k = build_key(recipe, recipe_root, &fetched.commit, &plan, id)?;
         if let Some(o) = try_reuse(args, ui, &dest, &k, &targets, started)? {
             return Ok(o);
         }

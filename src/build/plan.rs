@@ -142,17 +142,26 @@ pub struct PlanSource {
     pub extra_files: Vec<String>,
 }
 
-/// The toolchain of a plan (one of the two is set).
+/// The toolchain of a plan (one of `name` and `image` is set), resolved when planning: a name
+/// that is neither an embedded toolchain description nor `host`, or an image whose Containerfile
+/// rcclfix does not carry, fails the plan before anything runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanToolchain {
-    /// A local toolchain (`containers/<name>/toolchain.toml`), built first when missing.
+    /// A local toolchain (`containers/<name>/toolchain.toml`), built first when missing, or
+    /// `host`.
     pub name: Option<String>,
     /// An official image toolchain.
     pub image: Option<String>,
+    /// `rootfs` (a Debian rootfs rcclfix builds), `image` (an official image extended by an
+    /// embedded Containerfile) or `host` (no container: the steps run on the host with the work
+    /// folder's own paths, and the host's network, which no engine can cut there).
+    #[serde(default)]
+    pub kind: String,
 }
 
-/// The work folder `$RCCLFIX_HOME/work/<recipe>[-control]-<targets>/`, emptied at the start of
-/// every build.
+/// The work folder `$RCCLFIX_HOME/work/<recipe>-<targets>/` (a control build's:
+/// `$RCCLFIX_HOME/work/control/<recipe>-<targets>/`, which no recipe's own work folder can be),
+/// emptied at the start of every build.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkPaths {
     /// The folder.
@@ -199,7 +208,8 @@ pub struct Step {
     pub workdir: String,
     /// Environment inside, beyond what every toolchain sets (PATH, HOME, LANG).
     pub env: Vec<(String, String)>,
-    /// Whether the network is reachable (never, for build steps).
+    /// Whether the network is reachable: never in a container; on the `host` toolchain always
+    /// (no engine cuts it there).
     pub network: bool,
     /// The host folder used as `/tmp` inside.
     pub tmp: Option<PathBuf>,
@@ -219,7 +229,7 @@ pub struct PlanMount {
 /// The output folder of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanOutput {
-    /// `<out-dir>/rccl-<version>-<targets>/` ([`super::output_name`]).
+    /// `<out-dir>/rccl-<recipe>-<targets>/` ([`super::output_name`]).
     pub dir: PathBuf,
     /// Whether it is written (not for a control build); only when every target scans clean.
     pub written: bool,
@@ -269,7 +279,7 @@ impl BuildPlan {
             return self;
         };
         for s in &mut self.steps {
-            s.mounts.retain(|m| m.guest != CCACHE_GUEST);
+            s.mounts.retain(|m| m.host != c.dir);
             s.env.retain(|e| !c.env.contains(e));
             s.argv.retain(|a| *a != c.launcher_arg);
         }
@@ -291,11 +301,75 @@ pub fn strategy_name(s: NdebugStrategy) -> String {
         .unwrap_or_default()
 }
 
+/// The toolchain of `recipe`, resolved from what the binary carries (no file is read): a local
+/// name must be an embedded toolchain description or `host`, an image's Containerfile an
+/// embedded one.
+///
+/// Errors (one line naming the recipe and the value): an unknown toolchain or Containerfile.
+pub fn resolve_toolchain(recipe: &Recipe) -> anyhow::Result<PlanToolchain> {
+    use crate::container::toolchain::{EMBEDDED_CONTAINERFILES, EMBEDDED_TOOLCHAINS};
+    let tc = &recipe.toolchain;
+    let kind = match (&tc.name, &tc.image) {
+        (Some(n), _) if n == "host" => "host",
+        (Some(n), _) => {
+            if !EMBEDDED_TOOLCHAINS.iter().any(|(k, _)| k == n) {
+                let known: Vec<&str> = EMBEDDED_TOOLCHAINS.iter().map(|(k, _)| *k).collect();
+                bail!(
+                    "recipe {}: unknown toolchain.name {n:?} (known: {}, host)",
+                    recipe.id(),
+                    known.join(", ")
+                );
+            }
+            "rootfs"
+        }
+        (None, Some(_)) => {
+            let cf = tc.containerfile.as_deref().unwrap_or_default();
+            if !EMBEDDED_CONTAINERFILES.iter().any(|(p, _)| *p == cf) {
+                bail!(
+                    "recipe {}: unknown toolchain.containerfile {cf:?} (known: {})",
+                    recipe.id(),
+                    EMBEDDED_CONTAINERFILES
+                        .iter()
+                        .map(|(p, _)| *p)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            "image"
+        }
+        (None, None) => bail!("recipe {}: toolchain needs `name` or `image`", recipe.id()),
+    };
+    Ok(PlanToolchain {
+        name: tc.name.clone(),
+        image: tc.image.clone(),
+        kind: kind.into(),
+    })
+}
+
+/// Refuse a path that is not UTF-8: plans, manifests and the artifact cache's key record paths
+/// as JSON text, where it would fail late with serde's message, which names no path.
+///
+/// Errors: one line naming `what` and the path (escaped).
+fn check_utf8(what: &str, p: &Path) -> anyhow::Result<()> {
+    if p.to_str().is_none() {
+        bail!(
+            "{what} {} is not UTF-8 (rcclfix records paths as text in plans and manifests)",
+            crate::ui::escape_path(p)
+        );
+    }
+    Ok(())
+}
+
 /// Plan the build of `recipe` (`recipe_root`: the checkout a `--recipe FILE` lives in, for its
 /// patches; not read here).
 ///
+/// A `host` toolchain runs its steps without a container, where no folder can be mounted
+/// elsewhere: its steps use the work folder's own paths (`-S <work>/src -B <work>/build`,
+/// mounts that map to themselves) where a container's use `/src` and `/build`.
+///
 /// Errors: no or an unknown gfx target; an experimental or unfixable recipe without
-/// `--experimental`.
+/// `--experimental`; an unknown toolchain ([`resolve_toolchain`]); a path that is not UTF-8
+/// (`--out-dir`, `--package-dir`, `--git-mirror`, `RCCLFIX_HOME`, `RCCLFIX_CCACHE_DIR`).
 pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::Result<BuildPlan> {
     let targets: Vec<String> = if opts.targets.is_empty() {
         recipe.build.targets.clone()
@@ -303,6 +377,19 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
         opts.targets.clone()
     };
     super::check_targets(&targets)?;
+    let toolchain = resolve_toolchain(recipe)?;
+    check_utf8("--out-dir", &opts.out_dir)?;
+    check_utf8("RCCLFIX_HOME", &host.home)?;
+    for (what, p) in [
+        ("--package-dir", &opts.package_dir),
+        ("--git-mirror", &opts.git_mirror),
+        ("RCCLFIX_CCACHE_DIR", &host.ccache_dir),
+    ] {
+        if let Some(p) = p {
+            check_utf8(what, p)?;
+        }
+    }
+    let on_host = toolchain.kind == "host";
     match recipe.status {
         Status::Experimental | Status::UnfixableByRebuild if !opts.experimental => bail!(
             "recipe {} is {}: {}\nhelp: pass --experimental to build it anyway (the scan gate still decides)",
@@ -312,12 +399,13 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
         ),
         _ => {}
     }
-    let root = host.home.join("work").join(format!(
-        "{}{}-{}",
-        recipe.id(),
-        if opts.control { "-control" } else { "" },
-        targets.join("+")
-    ));
+    let work_dir = host.home.join("work");
+    let root = if opts.control {
+        work_dir.join("control")
+    } else {
+        work_dir
+    }
+    .join(format!("{}-{}", recipe.id(), targets.join("+")));
     let src = root.join("src");
     let project = if recipe.source.subdir.is_empty() {
         src.clone()
@@ -336,27 +424,44 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
         build,
         root,
     };
-    let cmake_args = super::configure_args(recipe, &targets);
+    // Inside a container the checkout is /src and the build folder /build; on the host they are
+    // where they are.
+    let (guest_src, guest_build) = if on_host {
+        (
+            work.src.display().to_string(),
+            work.build.display().to_string(),
+        )
+    } else {
+        ("/src".to_owned(), "/build".to_owned())
+    };
+    let cmake_args = super::configure_args(recipe, &targets, &guest_src, &guest_build);
     let ccache = host.ccache_dir.as_ref().map(|dir| PlanCcache {
         dir: dir.clone(),
         launcher_arg: "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache".into(),
-        env: std::iter::once(("CCACHE_DIR".to_owned(), CCACHE_GUEST.to_owned()))
-            .chain(
-                host.ccache_maxsize
-                    .iter()
-                    .map(|m| ("CCACHE_MAXSIZE".to_owned(), m.clone())),
-            )
-            .collect(),
+        env: std::iter::once((
+            "CCACHE_DIR".to_owned(),
+            if on_host {
+                dir.display().to_string()
+            } else {
+                CCACHE_GUEST.to_owned()
+            },
+        ))
+        .chain(
+            host.ccache_maxsize
+                .iter()
+                .map(|m| ("CCACHE_MAXSIZE".to_owned(), m.clone())),
+        )
+        .collect(),
     });
     let mut mounts = vec![
         PlanMount {
             host: work.src.clone(),
-            guest: "/src".into(),
+            guest: guest_src.clone(),
             writable: true,
         },
         PlanMount {
             host: work.build.clone(),
-            guest: "/build".into(),
+            guest: guest_build.clone(),
             writable: true,
         },
     ];
@@ -366,7 +471,11 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
     if let Some(c) = &ccache {
         mounts.push(PlanMount {
             host: c.dir.clone(),
-            guest: CCACHE_GUEST.into(),
+            guest: if on_host {
+                c.dir.display().to_string()
+            } else {
+                CCACHE_GUEST.into()
+            },
             writable: true,
         });
         env.extend(c.env.iter().cloned());
@@ -383,9 +492,10 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
         name: name.into(),
         argv,
         mounts: mounts.clone(),
-        workdir: "/build".into(),
+        workdir: guest_build.clone(),
         env: env.iter().chain(extra_env).cloned().collect(),
-        network: false,
+        // The host engine cannot cut the network; the plan says so rather than claim it.
+        network: on_host,
         tmp: Some(work.tmp.clone()),
     };
     let steps = vec![
@@ -395,7 +505,7 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
             vec![
                 "ninja".to_owned(),
                 "-C".into(),
-                "/build".into(),
+                guest_build.clone(),
                 format!("-j{jobs}"),
             ],
             &[("NINJA_STATUS".into(), super::eta::NINJA_STATUS.into())],
@@ -420,10 +530,7 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
         ndebug_strategy: strategy_name(strategy),
         inject_compile_definition: (strategy == NdebugStrategy::CompileDefinition)
             .then(|| work.project.join("CMakeLists.txt")),
-        toolchain: PlanToolchain {
-            name: recipe.toolchain.name.clone(),
-            image: recipe.toolchain.image.clone(),
-        },
+        toolchain,
         engine: opts.engine.map(|e| e.as_str().to_owned()),
         control: opts.control,
         cacheable: !opts.control && !opts.verify,
@@ -485,6 +592,12 @@ pub fn render(p: &BuildPlan) -> String {
         p.ndebug_strategy
     );
     let _ = writeln!(s, "work folder {}", escape_path(&p.work.root));
+    if p.toolchain.kind == "host" {
+        let _ = writeln!(
+            s,
+            "toolchain host: no container; the steps run on this machine in the work folder, with the network on"
+        );
+    }
     for st in &p.steps {
         let argv: Vec<String> = st.argv.iter().map(word).collect();
         let _ = writeln!(s, "{:<9} {}", escape(&st.name), argv.join(" "));

@@ -8,7 +8,8 @@
 //!
 //! With a timing record of an earlier build of the same recipe and targets ([`super::eta`]), both
 //! show the predicted remaining time and name a long step while it runs (the device link); without
-//! one they say so and show elapsed time only.
+//! one they say so and show elapsed time only. Either way, when the build graph tells what is
+//! running ([`super::running`]), the line names it rather than the step that finished last.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::eta::{self, Estimator};
+use super::running::{Graph, Running};
 
 /// How often the non-terminal heartbeat prints.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
@@ -27,6 +29,10 @@ struct State {
     total: u64,
     last: String,
     est: Option<Estimator>,
+    /// The running edges, inferred from the build graph (none without a `build.ninja`).
+    running: Option<Running>,
+    /// ninja's `-j`.
+    jobs: usize,
     /// The build's `.ninja_log` on the host and how far it was read.
     ninja_log: Option<(std::path::PathBuf, u64)>,
     targets: String,
@@ -36,9 +42,12 @@ struct State {
 impl State {
     /// Read the lines ninja appended to `.ninja_log` since the last call and feed their durations.
     fn poll_log(&mut self) {
-        let (Some((path, off)), Some(est)) = (&mut self.ninja_log, &mut self.est) else {
+        let Some((path, off)) = &mut self.ninja_log else {
             return;
         };
+        if self.est.is_none() && self.running.is_none() {
+            return;
+        }
         // Only the bytes appended since the last call (ninja writes whole lines).
         use std::io::{Read, Seek};
         let Ok(mut f) = std::fs::File::open(&*path) else {
@@ -55,18 +64,36 @@ impl State {
             let f: Vec<&str> = l.split('\t').collect();
             if let [s, e, _, out, _] = f[..] {
                 if let (Ok(s), Ok(e)) = (s.parse::<u64>(), e.parse::<u64>()) {
-                    est.finished(out, e.saturating_sub(s) as f64 / 1000.0);
+                    if let Some(est) = &mut self.est {
+                        est.finished(out, e.saturating_sub(s) as f64 / 1000.0);
+                    }
+                    if let Some(r) = &mut self.running {
+                        r.finished(out);
+                    }
                 }
             }
         }
         *off += end as u64 + 1;
     }
 
-    /// The ETA text: remaining time and the long step running, or why there is none.
+    /// What is running, when the build graph tells ([`Running::describe`]).
+    fn running_text(&mut self) -> Option<String> {
+        self.poll_log();
+        let what = self.running.as_ref()?.describe(self.jobs)?;
+        Some(crate::ui::escape(&what).chars().take(160).collect())
+    }
+
+    /// The ETA text: remaining time and the step running, or why there is none.
     fn eta_text(&mut self) -> String {
         self.poll_log();
+        let running = self.running_text();
         let Some(est) = &self.est else {
-            return "no timing record for this recipe yet: elapsed time only".into();
+            let mut t = String::from("no timing record for this recipe yet: elapsed time only");
+            if let Some(r) = running {
+                t.push_str("; running: ");
+                t.push_str(&r);
+            }
+            return t;
         };
         let e = est.estimate(self.started.elapsed().as_secs_f64());
         let mut t = if e.overrun > 0.0 {
@@ -86,8 +113,26 @@ impl State {
         if let Some((out, secs)) = e.long_running.first() {
             t.push_str("; running: ");
             t.push_str(&eta::describe_step(out, *secs, &self.targets));
+        } else if let Some(r) = running {
+            t.push_str("; running: ");
+            t.push_str(&r);
         }
         t
+    }
+
+    /// The tail of a progress line: what is known to run, else what finished last.
+    fn doing(&mut self) -> String {
+        if self.running_text().is_some() {
+            return String::new();
+        }
+        format!(
+            "; last finished: {}",
+            if self.last.is_empty() {
+                "none yet"
+            } else {
+                &self.last
+            }
+        )
     }
 }
 
@@ -114,6 +159,11 @@ pub struct EtaInput {
     pub ninja_log: Option<std::path::PathBuf>,
     /// The targets, for naming the device link (`gfx1100`).
     pub targets: String,
+    /// The configured `build.ninja`'s graph, to name the running step without a record.
+    pub graph: Option<Graph>,
+    /// The build folder as the toolchain names it (`/build`), for the `.ninja_log`'s absolute
+    /// outputs.
+    pub build_dir: String,
 }
 
 /// Progress of one ninja run. Feed it every output line with [`Progress::line`]; call
@@ -142,6 +192,8 @@ impl Progress {
             total: 0,
             last: String::new(),
             est: input.record.map(|r| Estimator::new(r, input.jobs)),
+            running: input.graph.map(|g| Running::new(g, &input.build_dir)),
+            jobs: input.jobs,
             ninja_log: input.ninja_log.map(|p| (p, 0)),
             targets: input.targets,
             started,
@@ -171,7 +223,12 @@ impl Progress {
                     n += 1;
                     if n.is_multiple_of(8) {
                         let mut s = st.lock().unwrap();
-                        let msg = format!("{} | {}", s.eta_text(), s.last);
+                        let eta = s.eta_text();
+                        let msg = if s.running_text().is_some() {
+                            eta
+                        } else {
+                            format!("{eta} | {}", s.last)
+                        };
                         b.set_message(msg);
                     }
                 }
@@ -194,19 +251,15 @@ impl Progress {
                     let mut s = st.lock().unwrap();
                     let e = started.elapsed().as_secs();
                     let eta = s.eta_text();
+                    let doing = s.doing();
                     crate::ui::status(
                         "Building",
                         format_args!(
-                            "{label}: [{}/{}] {}m{:02}s elapsed; {eta}; last finished: {}",
+                            "{label}: [{}/{}] {}m{:02}s elapsed; {eta}{doing}",
                             s.done,
                             s.total,
                             e / 60,
                             e % 60,
-                            if s.last.is_empty() {
-                                "none yet"
-                            } else {
-                                &s.last
-                            }
                         ),
                     );
                 }
@@ -283,6 +336,7 @@ mod tests {
                 jobs: 2,
                 ninja_log: Some(live.clone()),
                 targets: "gfx1100".into(),
+                ..Default::default()
             },
         );
         // This run's compiles took twice as long as the record's; the link is running.
@@ -301,6 +355,61 @@ mod tests {
         let p = Progress::start("rccl test", false, EtaInput::default());
         let text = p.state.lock().unwrap().eta_text();
         assert!(text.contains("no timing record"), "{text}");
+    }
+
+    /// Without a record, the line names what runs (from the build graph, ninja's `-j` and the
+    /// live `.ninja_log`), not the compile that finished last.
+    #[test]
+    fn without_a_record_the_running_link_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join(".ninja_log");
+        let graph = Graph::parse(
+            "build a.o: CXX_COMPILER__rccl_unscanned_Release a.cpp\n\
+             build b.o: CXX_COMPILER__rccl_unscanned_Release b.cpp\n\
+             build librccl.so.1.0: CXX_SHARED_LIBRARY_LINKER__rccl_Release a.o b.o\n",
+        );
+        let p = Progress::start(
+            "rccl test",
+            false,
+            EtaInput {
+                ninja_log: Some(live.clone()),
+                graph: Some(graph),
+                build_dir: "/build".into(),
+                jobs: 1,
+                ..Default::default()
+            },
+        );
+        std::fs::write(&live, "# ninja log v6\n0\t20000\t0\ta.o\t1\n").unwrap();
+        p.line("[1/3 1] Building CXX object a.o");
+        {
+            // One compile left and one job slot: that compile runs, whichever finished last.
+            let mut s = p.state.lock().unwrap();
+            assert!(
+                s.eta_text().ends_with("running: compiling b.o"),
+                "{}",
+                s.eta_text()
+            );
+        }
+        std::fs::write(
+            &live,
+            "# ninja log v6\n0\t20000\t0\ta.o\t1\n0\t21000\t0\t/build/b.o\t2\n",
+        )
+        .unwrap();
+        p.line("[2/3 1] Building CXX object b.o");
+        let mut s = p.state.lock().unwrap();
+        let text = s.eta_text();
+        assert!(text.contains("no timing record"), "{text}");
+        assert!(
+            text.ends_with("running: linking librccl.so.1.0 (device link, single-threaded)"),
+            "{text}"
+        );
+        assert_eq!(
+            s.doing(),
+            "",
+            "the heartbeat still names the last finished step"
+        );
+        drop(s);
+        p.finish();
     }
 
     #[test]

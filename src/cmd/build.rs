@@ -55,6 +55,10 @@ pub struct Args {
     /// otherwise reuses it after re-running the scan gate on it).
     #[arg(long)]
     pub rebuild: bool,
+    /// Replace an output folder that another recipe built, or that is not an rcclfix output
+    /// folder (without it such a folder is never replaced).
+    #[arg(long)]
+    pub force: bool,
     /// Print the build plan (targets, work paths, every step's argv, mounts and environment, the
     /// expected outputs) and exit without running anything.
     #[arg(long)]
@@ -112,7 +116,7 @@ pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    match crate::build::build(&a.options(), &recipe, recipe_root.as_deref(), ui)? {
+    match crate::build::build_with(&a.options(), a.force, &recipe, recipe_root.as_deref(), ui)? {
         Outcome::Built(dir) => {
             println!("{}", dir.display());
             Ok(ExitCode::SUCCESS)

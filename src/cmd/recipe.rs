@@ -84,6 +84,10 @@ fn pin(a: PinArgs, ui: &Ui) -> anyhow::Result<ExitCode> {
         git_mirror: a.git_mirror,
         lockfile: a.lockfile.unwrap_or_else(crate::source::user_lockfile),
     };
+    // A mirror that is not a repository folder is refused before the table starts.
+    if let Some(m) = &opts.git_mirror {
+        crate::source::mirror_origin(m)?;
+    }
     // A folder cannot become the lockfile: say so before any row claims a pin.
     let lf = &opts.lockfile;
     if lf.is_dir() || lf.as_os_str().as_encoded_bytes().ends_with(b"/") {

@@ -502,6 +502,9 @@ impl Engine {
                             "PATH={}",
                             std::env::var("PATH").unwrap_or_default()
                         ));
+                    } else if let (true, Some(t)) = (k == "TMPDIR", &spec.tmp) {
+                        // No /tmp of its own: the spec's temporary folder is TMPDIR instead.
+                        cmd = cmd.arg(format!("TMPDIR={}", t.display()));
                     } else {
                         cmd = cmd.arg(format!("{k}={v}"));
                     }

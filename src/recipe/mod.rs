@@ -11,10 +11,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use serde::{Deserialize, Serialize};
 
 pub mod check;
+mod lockfile;
+
+pub use lockfile::{ImagePin, Lockfile, Pin};
 
 include!(concat!(env!("OUT_DIR"), "/recipes.rs"));
 
@@ -208,19 +211,10 @@ impl Recipe {
     /// Errors (one line each, naming `origin`): TOML syntax, unknown field, missing field, a
     /// malformed commit, an inconsistent toolchain, an empty or generic target list.
     pub fn parse(text: &str, origin: &str) -> anyhow::Result<Recipe> {
-        let r: Recipe = toml::from_str(text).map_err(|e| {
-            let msg = e.message().to_owned();
-            let at = e
-                .span()
-                .map(|s| {
-                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                    format!(" (line {line})")
-                })
-                .unwrap_or_default();
-            anyhow::anyhow!("{origin}{at}: {msg}")
-        })?;
+        let r: Recipe = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
+        // One line: the file, then the field and its value.
         r.check()
-            .with_context(|| format!("{origin}: invalid recipe"))?;
+            .map_err(|e| anyhow::anyhow!("{origin}: invalid recipe: {e:#}"))?;
         Ok(r)
     }
 
@@ -331,6 +325,9 @@ impl Recipe {
         arg("source.git", &self.source.git)?;
         if self.source.git.trim().is_empty() {
             bail!("source.git is empty");
+        }
+        if !is_git_origin(&self.source.git) {
+            bail!("source.git {:?} {GIT_ORIGIN_RULE}", self.source.git);
         }
         if !self.source.subdir.is_empty() {
             check_relative_path("source.subdir", &self.source.subdir)?;
@@ -534,6 +531,60 @@ pub fn is_safe_arg(v: &str) -> bool {
     !v.starts_with('-') && !v.chars().any(char::is_control) && v.len() <= 4096
 }
 
+/// What [`is_git_origin`] accepts, for messages: `"… is not …"` follows the value.
+pub const GIT_ORIGIN_RULE: &str = "is not an https://, http://, ssh://, git:// or file:// URL, an scp-like host:path or an absolute path (other transports, such as git's ext::, run commands)";
+
+/// Whether `o` names a git origin by a transport that moves data and runs nothing of the
+/// origin's choosing: an `https://`, `http://`, `ssh://`, `git://` or `file://` URL, an scp-like
+/// `[user@]host:path`, or an absolute path; and [`is_safe_arg`]. Refused: git's `<helper>::…`
+/// remote-helper syntax (`ext::sh -c …` runs a command when `protocol.ext.allow` permits it), any
+/// other `<scheme>://` (git runs `git-remote-<scheme>`), relative paths, and a host or user that
+/// starts with `-` (ssh would read an option; git's `connect.c` refuses it too).
+pub fn is_git_origin(o: &str) -> bool {
+    if o.is_empty() || !is_safe_arg(o) {
+        return false;
+    }
+    if o.starts_with('/') {
+        return true;
+    }
+    let authority_ok = |a: &str| {
+        // `[user@]host[:port]`; a bracketed IPv6 host keeps its colons.
+        let host = a.rsplit_once('@').map_or(a, |(u, h)| {
+            if u.is_empty() || u.starts_with('-') {
+                "-"
+            } else {
+                h
+            }
+        });
+        !host.is_empty() && !host.starts_with('-')
+    };
+    for scheme in ["https://", "http://", "ssh://", "git://"] {
+        if let Some(rest) = o.strip_prefix(scheme) {
+            let authority = rest.split('/').next().unwrap_or_default();
+            return authority_ok(authority) && rest.len() > authority.len();
+        }
+    }
+    if let Some(rest) = o.strip_prefix("file://") {
+        return rest.starts_with('/');
+    }
+    if o.contains("://") {
+        return false;
+    }
+    // scp-like: a ':' before any '/', not git's `<helper>::` form.
+    match o.split_once(':') {
+        Some((host, path)) => {
+            !host.contains('/')
+                && !path.is_empty()
+                && !path.starts_with(':')
+                && authority_ok(host)
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'@'))
+        }
+        None => false,
+    }
+}
+
 /// A relative path inside a tree: `/`-separated components that are each non-empty, not `.`,
 /// `..` or `.git`, do not start with `-`, and hold no control character or backslash; at most
 /// 1024 bytes. `field` names the recipe field in the error.
@@ -544,6 +595,33 @@ pub fn check_relative_path(field: &str, p: &str) -> anyhow::Result<()> {
         bail!("{field} {p:?} is not a relative path inside the tree (no '..', '.', '.git', leading '/' or '-')");
     }
     Ok(())
+}
+
+/// A TOML error of the file `origin` (text `text`) as one line: `FILE (line L, column C):
+/// what` (toml's own message has one reason per line; they are joined with `; `), or `FILE: not
+/// valid TOML` when toml gives no reason.
+pub fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> anyhow::Error {
+    let msg: Vec<&str> = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let msg = if msg.is_empty() {
+        "not valid TOML".to_owned()
+    } else {
+        msg.join("; ")
+    };
+    let at = e
+        .span()
+        .map(|s| {
+            let before = &text[..s.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!(" (line {line}, column {col})")
+        })
+        .unwrap_or_default();
+    anyhow::anyhow!("{origin}{at}: {msg}")
 }
 
 /// All recipes: the embedded ones, keyed by [`Recipe::id`].
@@ -591,122 +669,6 @@ pub fn find<'a>(all: &'a BTreeMap<String, Recipe>, tag: &str) -> anyhow::Result<
         "unknown tag {tag:?}: no recipe for that RCCL version (known: {})",
         known.join(", ")
     )
-}
-
-/// The lockfile: tag → commit pins recorded on first fetch of an unpinned recipe, and toolchain
-/// image → digest pins recorded on first use of an image toolchain.
-///
-/// Format (TOML): `[[pin]] recipe = "…" tag = "…" commit = "…"` and
-/// `[[image]] reference = "…" digest = "sha256:…"`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Lockfile {
-    /// The pins, sorted by recipe then tag.
-    #[serde(default)]
-    pub pin: Vec<Pin>,
-    /// Image digest pins, sorted by reference.
-    #[serde(default, rename = "image", skip_serializing_if = "Vec::is_empty")]
-    pub images: Vec<ImagePin>,
-}
-
-/// One image pin: the digest an image reference had when first used.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(deny_unknown_fields)]
-pub struct ImagePin {
-    /// The reference as the recipe names it, e.g. `rocm/dev-ubuntu-24.04:7.2.1-complete`.
-    pub reference: String,
-    /// `sha256:` digest of the image (the engine's `.Digest`).
-    pub digest: String,
-}
-
-/// One lockfile entry.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(deny_unknown_fields)]
-pub struct Pin {
-    /// Recipe id.
-    pub recipe: String,
-    /// Tag.
-    pub tag: String,
-    /// Full commit id the tag resolved to when pinned.
-    pub commit: String,
-}
-
-impl Lockfile {
-    /// The embedded lockfile merged under the user's lockfile at `path` (the user's entries win).
-    pub fn load(path: &Path) -> anyhow::Result<Lockfile> {
-        let mut lock: Lockfile =
-            toml::from_str(EMBEDDED_LOCK).context("embedded recipes/rcclfix.lock")?;
-        if path.exists() {
-            let text = crate::fsutil::read_text_capped(path, MAX_RECIPE_BYTES, "a lockfile")?;
-            let user: Lockfile = toml::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))?;
-            for p in user.pin {
-                lock.set(&p.recipe, &p.tag, &p.commit);
-            }
-            for i in user.images {
-                lock.set_image(&i.reference, &i.digest);
-            }
-        }
-        Ok(lock)
-    }
-
-    /// The user's lockfile at `path` alone (empty when it does not exist), for adding pins.
-    pub fn load_user(path: &Path) -> anyhow::Result<Lockfile> {
-        if !path.exists() {
-            return Ok(Lockfile::default());
-        }
-        let text = fs_err::read_to_string(path)?;
-        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.message()))
-    }
-
-    /// The pinned digest of image `reference`.
-    pub fn image_digest(&self, reference: &str) -> Option<&str> {
-        self.images
-            .iter()
-            .find(|p| p.reference == reference)
-            .map(|p| p.digest.as_str())
-    }
-
-    /// Record or replace an image pin.
-    pub fn set_image(&mut self, reference: &str, digest: &str) {
-        self.images.retain(|p| p.reference != reference);
-        self.images.push(ImagePin {
-            reference: reference.into(),
-            digest: digest.into(),
-        });
-        self.images.sort();
-    }
-
-    /// The pinned commit for (recipe, tag).
-    pub fn get(&self, recipe: &str, tag: &str) -> Option<&str> {
-        self.pin
-            .iter()
-            .find(|p| p.recipe == recipe && p.tag == tag)
-            .map(|p| p.commit.as_str())
-    }
-
-    /// Record or replace a pin.
-    pub fn set(&mut self, recipe: &str, tag: &str, commit: &str) {
-        self.pin.retain(|p| !(p.recipe == recipe && p.tag == tag));
-        self.pin.push(Pin {
-            recipe: recipe.into(),
-            tag: tag.into(),
-            commit: commit.into(),
-        });
-        self.pin.sort();
-    }
-
-    /// Write atomically to `path`.
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        let text = format!(
-            "# rcclfix.lock: tag → commit pins recorded on first fetch and image → digest pins recorded on\n# first use; checked on every later fetch and use.\n{}",
-            toml::to_string_pretty(self)?
-        );
-        if let Some(d) = path.parent() {
-            fs_err::create_dir_all(d)?;
-        }
-        crate::fsutil::atomic_write(path, text.as_bytes())
-    }
 }
 
 /// The per-user data folder ([`crate::paths::home`], kept here for the callers that name it so).

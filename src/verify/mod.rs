@@ -179,6 +179,44 @@ pub fn run_suite(args: &Options) -> anyhow::Result<Report> {
     run_suite_with(&exe, args)
 }
 
+/// Check that `file` (opened from `path`) starts as an ELF shared object does: the `\x7fELF`
+/// magic and `e_type` `ET_DYN` (what `dlopen` loads; the ELF gABI's file header), so a text
+/// file or an object file is refused by the parent in one line rather than by a child after the
+/// GPU runtime came up.
+///
+/// Errors: one line naming the path and what it is instead.
+fn check_shared_object(path: &Path, mut file: std::fs::File) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut h = [0u8; 18];
+    let n = (&mut file)
+        .take(h.len() as u64)
+        .read(&mut h)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    if n < h.len() || &h[..4] != b"\x7fELF" {
+        anyhow::bail!(
+            "{}: not an ELF shared library (no ELF header)\nhelp: pass the NCCL-API library, e.g. --lib /opt/rocm/lib/librccl.so.1",
+            path.display()
+        );
+    }
+    let e_type = match h[5] {
+        2 => u16::from_be_bytes([h[16], h[17]]),
+        _ => u16::from_le_bytes([h[16], h[17]]),
+    };
+    if e_type != 3 {
+        let what = match e_type {
+            1 => "a relocatable object",
+            2 => "an executable",
+            4 => "a core file",
+            _ => "an ELF file of another type",
+        };
+        anyhow::bail!(
+            "{}: {what}, not an ELF shared library\nhelp: pass the NCCL-API library, e.g. --lib /opt/rocm/lib/librccl.so.1",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// [`run_suite`] with the `rcclfix` executable that runs the children.
 pub fn run_suite_with(exe: &Path, args: &Options) -> anyhow::Result<Report> {
     let lib = &args.lib;
@@ -195,8 +233,10 @@ pub fn run_suite_with(exe: &Path, args: &Options) -> anyhow::Result<Report> {
         ),
         Ok(_) => {}
     }
-    // Readable? (O_NONBLOCK: the file may have been swapped for a FIFO since the check.)
-    crate::fsutil::open_regular(lib)?;
+    // Readable? (O_NONBLOCK: the file may have been swapped for a FIFO since the check.) And an
+    // ELF shared object, checked here, before any child loads a GPU runtime to dlopen it.
+    let (f, _) = crate::fsutil::open_regular(lib)?;
+    check_shared_object(lib, f)?;
     if let Some(r) = &args.runtime_lib {
         crate::fsutil::require_regular(r).context("--runtime-lib")?;
     }

@@ -716,7 +716,7 @@ fn minihip_release_build_type_is_refused_before_the_build() {
 }
 
 fn check_complete_output(t: &Path, commit: &str, engine: &str) {
-    let dir = t.join("out/rccl-0.1.0-gfx1100");
+    let dir = t.join("out/rccl-minihip-gfx1100");
     let lib = dir.join("librccl.so.1.0");
     assert!(lib.is_file());
     assert_eq!(
@@ -786,7 +786,7 @@ fn check_complete_output(t: &Path, commit: &str, engine: &str) {
     entries.sort();
     assert_eq!(
         entries,
-        vec!["rccl-0.1.0-gfx1100"],
+        vec!["rccl-minihip-gfx1100"],
         "only the committed folder, no partial left over"
     );
 }
@@ -804,7 +804,7 @@ fn minihip_with_injection_passes_the_gate_and_writes_a_complete_folder() {
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
         t.path()
-            .join("out/rccl-0.1.0-gfx1100")
+            .join("out/rccl-minihip-gfx1100")
             .display()
             .to_string()
     );
@@ -839,7 +839,7 @@ fn minihip_artifact_cache_reuses_and_rebuilds_on_a_changed_input_or_a_tampered_l
     let text = recipe(&repo, Some(&commit), "compile-definition", "");
     let f = write_recipe(t.path(), "cd.toml", &text);
     let engine = test_engine();
-    let dir = t.path().join("out/rccl-0.1.0-gfx1100");
+    let dir = t.path().join("out/rccl-minihip-gfx1100");
     let o = build_minihip(t.path(), &home, &f, engine);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("Reused"), "{}", stderr(&o));

@@ -98,6 +98,8 @@ struct Recording {
     configure_output: String,
     library: PathBuf,
     has_ccache: bool,
+    /// ninja leaves `.ninja_log` as a symbolic link to this host file (a hostile build).
+    ninja_log_link: Option<PathBuf>,
 }
 
 impl Recording {
@@ -109,6 +111,7 @@ impl Recording {
             configure_output: "-- The CXX compiler identification is Clang 17.0.6\n-- Compiling for gfx1100\n-- Configuring done".into(),
             library: fixture(library),
             has_ccache: false,
+            ninja_log_link: None,
         }
     }
 
@@ -130,11 +133,19 @@ impl Runner for Recording {
         on_line: &mut dyn FnMut(&str),
     ) -> anyhow::Result<()> {
         self.calls.push(spec.clone());
-        assert!(!spec.network, "a build step with the network on: {spec:?}");
+        // Only the host toolchain, where no engine can cut it, has the network.
+        let on_host = self.plan.toolchain.kind == "host";
+        assert_eq!(spec.network, on_host, "network on a build step: {spec:?}");
         assert_eq!(spec.tmp.as_deref(), Some(self.plan.work.tmp.as_path()));
-        let build = Self::host_of(spec, "/build");
+        // The build folder is the working directory, the checkout is mounted too.
+        let build = Self::host_of(spec, &spec.workdir);
         assert_eq!(build, self.plan.work.build);
-        assert_eq!(Self::host_of(spec, "/src"), self.plan.work.src);
+        let src_guest = if on_host {
+            self.plan.work.src.display().to_string()
+        } else {
+            "/src".into()
+        };
+        assert_eq!(Self::host_of(spec, &src_guest), self.plan.work.src);
         let mut say = |l: &str| {
             writeln!(log, "{l}").unwrap();
             on_line(l);
@@ -156,11 +167,14 @@ impl Runner for Recording {
                 say("[1/2 1] Building HIP object CMakeFiles/minihip.dir/src/k.cpp.o");
                 std::fs::copy(&self.library, build.join("librccl.so.1.0")).unwrap();
                 say("[2/2 0] Linking HIP shared library librccl.so.1.0");
-                std::fs::write(
-                    build.join(".ninja_log"),
-                    "# ninja log v5\n0\t1200\t0\tCMakeFiles/minihip.dir/src/k.cpp.o\t1\n1200\t1500\t0\tlibrccl.so.1.0\t2\n",
-                )
-                .unwrap();
+                match &self.ninja_log_link {
+                    Some(to) => std::os::unix::fs::symlink(to, build.join(".ninja_log")).unwrap(),
+                    None => std::fs::write(
+                        build.join(".ninja_log"),
+                        "# ninja log v5\n0\t1200\t0\tCMakeFiles/minihip.dir/src/k.cpp.o\t1\n1200\t1500\t0\tlibrccl.so.1.0\t2\n",
+                    )
+                    .unwrap(),
+                }
             }
             other => panic!("unexpected step {other}: {spec:?}"),
         }
@@ -227,7 +241,7 @@ fn the_plan_names_every_step_with_its_argv_mounts_and_environment() {
         p.inject_compile_definition.as_deref(),
         Some(work.join("src").join("CMakeLists.txt").as_path())
     );
-    assert_eq!(p.output.dir, Path::new("/o/rccl-0.1.0-gfx1100"));
+    assert_eq!(p.output.dir, Path::new("/o/rccl-minihip-gfx1100"));
     assert!(p.output.written && p.cacheable && !p.control);
     assert_eq!(
         p.timing_record,
@@ -284,7 +298,7 @@ fn a_control_plan_and_a_ccache_plan_differ_only_where_they_should() {
     let c = plan(&recipe, &o, &host(Path::new("/h"))).unwrap();
     assert_eq!(
         c.work.root,
-        Path::new("/h/work/minihip-control-gfx1100+gfx1101")
+        Path::new("/h/work/control/minihip-gfx1100+gfx1101")
     );
     assert!(!c.output.written && !c.cacheable);
     assert!(c.inject_compile_definition.is_none());
@@ -322,6 +336,27 @@ fn planning_refuses_what_build_refuses() {
     o.targets = vec!["gfx9999".into()];
     let err = plan(&recipe, &o, &h).unwrap_err();
     assert!(format!("{err:#}").contains("gfx9999"), "{err:#}");
+    // An unknown toolchain fails the plan (it used to fail after the fetch, announcing a
+    // toolchain build first).
+    let mut unknown = minihip("none", "");
+    unknown.toolchain.name = Some("debian-nosuch".into());
+    let err = plan(&unknown, &options(Path::new("/o")), &h).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("recipe minihip: unknown toolchain.name \"debian-nosuch\" (known: "),
+        "{err}"
+    );
+    let mut cf =
+        rcclfix::recipe::Recipe::parse(include_str!("../../recipes/2.27.7.toml"), "2.27.7.toml")
+            .unwrap();
+    cf.toolchain.containerfile = Some("containers/nosuch/Containerfile".into());
+    let mut o = options(Path::new("/o"));
+    o.experimental = true;
+    let err = plan(&cf, &o, &h).unwrap_err();
+    assert!(
+        err.to_string().contains("unknown toolchain.containerfile"),
+        "{err}"
+    );
     let mut exp = minihip("none", "");
     exp.status = rcclfix::recipe::Status::Experimental;
     let err = plan(&exp, &options(Path::new("/o")), &h).unwrap_err();
@@ -546,7 +581,7 @@ link_ram_gib = 0.5
     assert_eq!(p.recipe, "minihip");
     assert_eq!(p.step("build").argv, ["ninja", "-C", "/build", "-j3"]);
     assert_eq!(p.work.root, home.join("work/minihip-gfx1100"));
-    assert_eq!(p.output.dir, t.path().join("out/rccl-0.1.0-gfx1100"));
+    assert_eq!(p.output.dir, t.path().join("out/rccl-minihip-gfx1100"));
     // Nothing was fetched, checked out or written.
     assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0);
     assert!(!t.path().join("out").exists());
@@ -568,5 +603,198 @@ link_ram_gib = 0.5
         text.lines()
             .any(|l| l.starts_with("build     ninja -C /build -j")),
         "{text}"
+    );
+}
+
+/// The `host` toolchain (no container, `container/toolchain.rs`) could not build at all: its
+/// plan mounted /src and /build, which the host engine refuses. Its steps now run on the work
+/// folder's own paths, the host engine accepts every step, and the plan executes to an output
+/// folder.
+#[test]
+fn a_host_toolchain_plan_runs_on_the_work_paths() {
+    use rcclfix::container::{Engine, EngineKind, Root};
+    let t = tempfile::tempdir().unwrap();
+    let mut recipe = minihip("compile-definition", "");
+    recipe.toolchain.name = Some("host".into());
+    let p = plan(
+        &recipe,
+        &options(&t.path().join("out")),
+        &host(&t.path().join("home")),
+    )
+    .unwrap();
+    assert_eq!(p.toolchain.kind, "host");
+    let (src, build) = (
+        p.work.src.display().to_string(),
+        p.work.build.display().to_string(),
+    );
+    assert_eq!(p.step("configure").argv[1..5], ["-S", &src, "-B", &build]);
+    assert_eq!(p.step("build").argv[..3], ["ninja", "-C", &build]);
+    let engine = Engine::of_kind(EngineKind::Host).unwrap();
+    for s in &p.steps {
+        assert_eq!(s.workdir, build);
+        assert!(
+            s.network,
+            "the host engine cannot cut the network; the plan says so"
+        );
+        for m in &s.mounts {
+            assert_eq!(m.host, Path::new(&m.guest), "{}", s.name);
+        }
+        engine
+            .command(&Root::Host, &s.run_spec())
+            .unwrap_or_else(|e| panic!("the host engine refuses {}: {e:#}", s.name));
+    }
+    // A container plan of the same recipe keeps /src and /build.
+    let mut boxed = recipe.clone();
+    boxed.toolchain.name = Some("debian-trixie".into());
+    let c = plan(&boxed, &options(Path::new("/o")), &host(Path::new("/h"))).unwrap();
+    assert_eq!(
+        c.step("configure").argv[1..5],
+        ["-S", "/src", "-B", "/build"]
+    );
+    assert!(Engine::of_kind(EngineKind::Host)
+        .unwrap()
+        .command(&Root::Host, &c.step("configure").run_spec())
+        .is_err());
+
+    work_folder(&p);
+    let mut r = Recording::new(&p, "trixie/implicit.so");
+    match run(&p, &recipe, &mut r).unwrap() {
+        Outcome::Built(d) => assert!(d.join("librccl.so.1.0").is_file()),
+        o => panic!("{o:?}"),
+    }
+}
+
+/// Two recipes of one RCCL version (`2.21.5` and `2.21.5-debian-sid`, the three 2.27.7 ones)
+/// shared `out/rccl-<version>-<targets>`, and a build of one replaced the other's output: every
+/// embedded recipe now plans its own output folder, work folder and timing record, and a control
+/// build's work folder is no recipe's own.
+#[test]
+fn every_embedded_recipe_plans_its_own_output_and_work_folder() {
+    let h = host(Path::new("/h"));
+    let mut o = options(Path::new("/o"));
+    o.experimental = true;
+    let mut seen = std::collections::BTreeMap::new();
+    for r in rcclfix::recipe::embedded().unwrap().values() {
+        for control in [false, true] {
+            o.control = control;
+            let p = plan(r, &o, &h).unwrap();
+            for key in [
+                p.work.root.clone(),
+                if control {
+                    PathBuf::new()
+                } else {
+                    p.output.dir.clone()
+                },
+            ] {
+                if key.as_os_str().is_empty() {
+                    continue;
+                }
+                if let Some(prev) = seen.insert(key.clone(), r.id().to_owned()) {
+                    panic!("{} and {} both plan {}", prev, r.id(), key.display());
+                }
+            }
+        }
+    }
+    let sid = rcclfix::recipe::find(&rcclfix::recipe::embedded().unwrap(), "2.21.5-debian-sid")
+        .unwrap()
+        .clone();
+    o.control = false;
+    assert_eq!(
+        plan(&sid, &o, &h).unwrap().output.dir,
+        Path::new("/o/rccl-2.21.5-debian-sid-gfx1100")
+    );
+    // A recipe named `<x>-control` and the control build of `<x>`.
+    let x = minihip("none", "");
+    let mut xc = minihip("none", "");
+    xc.name = Some("minihip-control".into());
+    o.control = true;
+    let control = plan(&x, &o, &h).unwrap();
+    o.control = false;
+    let named = plan(&xc, &o, &h).unwrap();
+    assert_ne!(control.work.root, named.work.root);
+}
+
+/// A build replaces only its own recipe's earlier output: another recipe's folder, or a folder
+/// that is no rcclfix output, needs `--force`.
+#[test]
+fn another_recipes_output_folder_is_refused_without_force() {
+    use rcclfix::build::check_output_owner;
+    let t = tempfile::tempdir().unwrap();
+    let recipe = minihip("none", "");
+    let dest = t.path().join("rccl-minihip-gfx1100");
+    check_output_owner(&dest, &recipe, false).unwrap();
+    std::fs::create_dir_all(&dest).unwrap();
+    let err = check_output_owner(&dest, &recipe, false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is not an rcclfix output folder"), "{err}");
+    assert!(err.contains("help: pass --force"), "{err}");
+    std::fs::write(dest.join("manifest.json"), "{\"recipe\": \"2.21.5\"}").unwrap();
+    let err = check_output_owner(&dest, &recipe, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("holds the output of recipe 2.21.5, not minihip"),
+        "{err}"
+    );
+    check_output_owner(&dest, &recipe, true).unwrap();
+    std::fs::write(dest.join("manifest.json"), "{\"recipe\": \"minihip\"}").unwrap();
+    check_output_owner(&dest, &recipe, false).unwrap();
+}
+
+/// What rcclfix reads and writes in the work folder follows no symbolic link: a checkout whose
+/// `CMakeLists.txt` links to a host file is refused before the NDEBUG injection touches it, and
+/// a `.ninja_log` the build left as a link to a host file is neither copied into the output folder
+/// nor kept as the timing record.
+#[test]
+fn the_ndebug_injection_and_the_timing_record_follow_no_link() {
+    let t = tempfile::tempdir().unwrap();
+    let recipe = minihip("compile-definition", "");
+    let p = plan(
+        &recipe,
+        &options(&t.path().join("out")),
+        &host(&t.path().join("home")),
+    )
+    .unwrap();
+    let victim = t.path().join("victim.txt");
+    let text = "project(victim CXX)\n";
+    std::fs::write(&victim, text).unwrap();
+    work_folder(&p);
+    let cml = p.work.project.join("CMakeLists.txt");
+    std::fs::remove_file(&cml).unwrap();
+    std::os::unix::fs::symlink(&victim, &cml).unwrap();
+    let mut r = Recording::new(&p, "trixie/implicit.so");
+    let err = run(&p, &recipe, &mut r).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("CMakeLists.txt is a symbolic link in the source tree"),
+        "{err}"
+    );
+    assert!(r.calls.is_empty(), "a step ran");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), text);
+
+    let secret = t.path().join("secret.txt");
+    std::fs::write(&secret, "host secret\n").unwrap();
+    std::fs::remove_dir_all(&p.work.root).unwrap();
+    work_folder(&p);
+    let mut r = Recording::new(&p, "trixie/implicit.so");
+    r.ninja_log_link = Some(secret.clone());
+    let dir = match run(&p, &recipe, &mut r).unwrap() {
+        Outcome::Built(d) => d,
+        o => panic!("{o:?}"),
+    };
+    for f in walkdir::WalkDir::new(&dir).into_iter().map(|e| e.unwrap()) {
+        if f.file_type().is_file() {
+            let bytes = std::fs::read(f.path()).unwrap();
+            assert!(
+                !bytes.windows(11).any(|w| w == b"host secret"),
+                "{} holds the host file",
+                f.path().display()
+            );
+        }
+    }
+    assert!(
+        !p.timing_record.exists(),
+        "the link became the timing record"
     );
 }
