@@ -615,3 +615,33 @@ pub fn map_readonly(file: &impl std::os::fd::AsRawFd) -> std::io::Result<memmap2
     // value read.
     unsafe { memmap2::Mmap::map(file.as_raw_fd()) }
 }
+
+/// An unnamed temporary file in `dir` for scratch data that must never become an output
+/// (`O_TMPFILE` where the file system has it, else created and unlinked at once: `tempfile`'s
+/// `tempfile_in`). It has no name, so an interrupted or killed run leaves nothing behind and the
+/// interrupt registry need not know it; its blocks are freed when it is dropped.
+///
+/// Errors: `dir` is missing, not writable, or its file system refuses the file.
+pub fn unnamed_temp_in(dir: &Path) -> std::io::Result<std::fs::File> {
+    tempfile::tempfile_in(dir)
+}
+
+/// Bytes an unprivileged writer may still allocate on the file system holding `dir`
+/// (`statvfs(3)`: `f_bavail × f_frsize`).
+///
+/// Errors: `dir` cannot be examined (missing, not a path the kernel accepts).
+pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "path holds a NUL"))?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call, and `st` points to writable
+    // memory of the size statvfs(3) fills; it is read only after the call reported success.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: statvfs returned 0, so it initialised the whole struct.
+    let st = unsafe { st.assume_init() };
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}

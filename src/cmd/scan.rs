@@ -97,6 +97,7 @@ impl Args {
                 memory_budget: self.memory_budget,
                 jobs: self.jobs,
                 progress,
+                ..Settings::default()
             },
         }
     }

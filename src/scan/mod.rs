@@ -49,10 +49,18 @@ pub struct Settings {
     /// bytes ([`DEFAULT_MAX_CODE_OBJECT`], `--max-code-object`, `RCCLFIX_SCAN_MAX_CODE_OBJECT`).
     /// A bigger one is an `unknown` record (class `too-large`) that names the limit.
     pub max_code_object: u64,
-    /// Archive members up to this size are read into memory whole; larger ones are streamed
+    /// Archive members up to this size are read into memory whole; larger ones are decompressed
+    /// once into an unnamed file in [`Settings::spill_dir`] and mapped, or, without one, streamed
     /// (read more than once, never held), in bytes ([`DEFAULT_MEMORY_BUDGET`], `--memory-budget`,
     /// `RCCLFIX_SCAN_MEMORY_BUDGET`).
     pub memory_budget: u64,
+    /// Where a compressed archive member larger than [`Settings::memory_budget`] is decompressed
+    /// once before it is scanned (an unnamed temporary file, gone when the member is done; used
+    /// only when the folder's file system has at least twice the member's size free).
+    /// `None`: such members are streamed, and a host ELF among them is decompressed up to three
+    /// times. Default: the system temporary folder (`TMPDIR`), or `RCCLFIX_SCAN_SPILL_DIR`
+    /// (empty: none).
+    pub spill_dir: Option<std::path::PathBuf>,
     /// Worker threads (`--jobs`); 0: one per core. Each holds at most one decoded code object.
     pub jobs: usize,
     /// Progress of a long walk (a hidden bar when none is drawn).
@@ -66,7 +74,8 @@ pub const DEFAULT_MEMORY_BUDGET: u64 = 256 << 20;
 
 impl Default for Settings {
     /// Hash check off, the default limits (or `RCCLFIX_SCAN_MAX_CODE_OBJECT` /
-    /// `RCCLFIX_SCAN_MEMORY_BUDGET` when set to a valid size), one thread per core, no progress.
+    /// `RCCLFIX_SCAN_MEMORY_BUDGET` when set to a valid size), the spill folder from
+    /// `RCCLFIX_SCAN_SPILL_DIR` or the system temporary folder, one thread per core, no progress.
     fn default() -> Self {
         let env = |k: &str, d: u64| {
             std::env::var(k)
@@ -78,6 +87,11 @@ impl Default for Settings {
             verify_hash: false,
             max_code_object: env("RCCLFIX_SCAN_MAX_CODE_OBJECT", DEFAULT_MAX_CODE_OBJECT),
             memory_budget: env("RCCLFIX_SCAN_MEMORY_BUDGET", DEFAULT_MEMORY_BUDGET),
+            spill_dir: match std::env::var_os("RCCLFIX_SCAN_SPILL_DIR") {
+                Some(d) if d.is_empty() => None,
+                Some(d) => Some(d.into()),
+                None => Some(std::env::temp_dir()),
+            },
             jobs: 0,
             progress: indicatif::ProgressBar::hidden(),
         }

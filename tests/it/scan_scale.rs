@@ -150,8 +150,9 @@ fn lib(rel: &str) -> Vec<u8> {
 }
 
 /// A wheel and tar archives whose members are the fixtures: with a 4 KiB memory budget every
-/// member is streamed (host ELF in three passes, raw bundles and CCOBs in one), and the reports
-/// equal the ones read in memory, byte for byte.
+/// member is decompressed once into an unnamed spill file and mapped, or, without a spill folder,
+/// streamed (host ELF in three passes, raw bundles and CCOBs in one), and both reports equal the
+/// one read in memory, byte for byte.
 #[test]
 fn members_over_the_memory_budget_are_streamed_to_the_same_result() {
     let d = tempfile::tempdir().unwrap();
@@ -208,23 +209,32 @@ fn members_over_the_memory_budget_are_streamed_to_the_same_result() {
     let tar_plain = d.path().join("t.tar");
     std::fs::write(&tar_plain, &tar_bytes).unwrap();
     for p in [&whl, &tzst, &tgz, &tar_plain] {
-        let go = |budget: &str| {
+        // `spill`: the spill folder (RCCLFIX_SCAN_SPILL_DIR; empty: none, so the member is
+        // streamed in passes).
+        let go = |budget: &str, spill: &std::path::Path| {
             let o = run(rcclfix()
                 .args(["scan", "--json=full"])
                 .arg(p)
-                .env("RCCLFIX_SCAN_MEMORY_BUDGET", budget));
+                .env("RCCLFIX_SCAN_MEMORY_BUDGET", budget)
+                .env("RCCLFIX_SCAN_SPILL_DIR", spill));
             assert_eq!(o.status.code(), Some(1), "{}: {}", p.display(), text(&o));
             o.stdout
         };
-        let held = go("1G");
-        let streamed = go("4K");
-        assert!(
-            held == streamed,
-            "{}: held and streamed differ\n--- held\n{}\n--- streamed\n{}",
-            p.display(),
-            String::from_utf8_lossy(&held),
-            String::from_utf8_lossy(&streamed)
-        );
+        let spill_dir = tempfile::tempdir().unwrap();
+        let held = go("1G", spill_dir.path());
+        let streamed = go("4K", std::path::Path::new(""));
+        let spilled = go("4K", spill_dir.path());
+        for (how, out) in [("streamed", &streamed), ("spilled", &spilled)] {
+            assert!(
+                &held == out,
+                "{}: held and {how} differ\n--- held\n{}\n--- {how}\n{}",
+                p.display(),
+                String::from_utf8_lossy(&held),
+                String::from_utf8_lossy(out)
+            );
+        }
+        // The spill file has no name: nothing is left in its folder.
+        assert_eq!(std::fs::read_dir(spill_dir.path()).unwrap().count(), 0);
         let v: serde_json::Value = serde_json::from_slice(&held).unwrap();
         let files = v["files"].as_array().unwrap();
         assert_eq!(files.len(), members.len(), "{}", p.display());
