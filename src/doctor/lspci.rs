@@ -176,7 +176,9 @@ fn flags_after(line: &str, key: &str) -> BTreeMap<String, bool> {
         .filter_map(|t| {
             let t = t.trim();
             let sign = t.chars().last()?;
-            let name = &t[..t.len() - 1];
+            // By characters, not bytes: the text is pasted and may hold `±` or any other
+            // non-ASCII character there.
+            let name = &t[..t.len() - sign.len_utf8()];
             match sign {
                 '+' if !name.is_empty() => Some((name.to_owned(), true)),
                 '-' if !name.is_empty() => Some((name.to_owned(), false)),

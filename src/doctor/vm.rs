@@ -33,8 +33,7 @@ pub struct Hypervisor {
 }
 
 fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
+    super::input::read_small_string(p, 4096)
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
 }
@@ -57,13 +56,14 @@ pub fn detect(sysfs: &Path, proc: &Path) -> Hypervisor {
         product_version: read_trim(&dmi.join("product_version")),
         ..Default::default()
     };
-    h.cpu_flag = std::fs::read_to_string(proc.join("cpuinfo"))
-        .map(|t| {
-            t.lines()
-                .filter(|l| l.starts_with("flags"))
-                .any(|l| l.split_whitespace().any(|w| w == "hypervisor"))
-        })
-        .unwrap_or(false);
+    h.cpu_flag =
+        super::input::read_small_string(&proc.join("cpuinfo"), super::input::MAX_SYSFS_FILE_BYTES)
+            .map(|t| {
+                t.lines()
+                    .filter(|l| l.starts_with("flags"))
+                    .any(|l| l.split_whitespace().any(|w| w == "hypervisor"))
+            })
+            .unwrap_or(false);
     let vendor = h.sys_vendor.clone().unwrap_or_default();
     let product = h.product_name.clone().unwrap_or_default();
     let name =

@@ -12,14 +12,14 @@ use serde_json::Value;
 
 /// Register values written by the builder (pci_regs.h), independent of the crate's own constants.
 const ROUTE: u32 = 0x40;
-const COMP32: u32 = 0x80;
-const COMP64: u32 = 0x100;
+pub(crate) const COMP32: u32 = 0x80;
+pub(crate) const COMP64: u32 = 0x100;
 const COMP128: u32 = 0x200;
 const REQ_EN: u16 = 0x40;
 const EGRESS_BLOCK: u16 = 0x80;
 
 #[derive(Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     Endpoint,
     RootPort,
     SwitchUp,
@@ -27,7 +27,7 @@ enum Kind {
 }
 
 #[derive(Clone)]
-struct Dev {
+pub(crate) struct Dev {
     bdf: &'static str,
     vendor: u16,
     device: u16,
@@ -40,7 +40,7 @@ struct Dev {
     buses: Option<(u8, u8)>,
 }
 
-fn dev(
+pub(crate) fn dev(
     bdf: &'static str,
     vendor: u16,
     device: u16,
@@ -62,7 +62,7 @@ fn dev(
     }
 }
 /// A root port with the given DevCap2 AtomicOp bits.
-fn root_port(bdf: &'static str, vendor: u16, device: u16, devcap2: u32) -> Dev {
+pub(crate) fn root_port(bdf: &'static str, vendor: u16, device: u16, devcap2: u32) -> Dev {
     dev(bdf, vendor, device, 0x060400, Kind::RootPort, devcap2, 0)
 }
 fn switch_up(bdf: &'static str, devcap2: u32, devctl2: u16) -> Dev {
@@ -80,7 +80,7 @@ fn switch_down(bdf: &'static str, devcap2: u32) -> Dev {
     dev(bdf, 0x1002, 0x1479, 0x060400, Kind::SwitchDown, devcap2, 0)
 }
 /// A Navi31 GPU function (AtomicOpsCap 32bit+ 64bit+).
-fn gpu(bdf: &'static str, req_en: bool) -> Dev {
+pub(crate) fn gpu(bdf: &'static str, req_en: bool) -> Dev {
     dev(
         bdf,
         0x1002,
@@ -135,7 +135,7 @@ fn config_bytes(d: &Dev, len: usize) -> Vec<u8> {
     c
 }
 
-struct Tree {
+pub(crate) struct Tree {
     tmp: tempfile::TempDir,
     config_len: usize,
     /// Every config space written, by address, for `lspci -F` dumps of the same bytes.
@@ -143,9 +143,13 @@ struct Tree {
 }
 
 impl Tree {
-    fn new() -> Tree {
+    pub(crate) fn new() -> Tree {
+        Tree::new_in(&std::env::temp_dir())
+    }
+    /// A tree in a new folder under `parent`.
+    pub(crate) fn new_in(parent: &Path) -> Tree {
         let t = Tree {
-            tmp: tempfile::tempdir().unwrap(),
+            tmp: tempfile::tempdir_in(parent).unwrap(),
             config_len: 256,
             written: Default::default(),
         };
@@ -158,19 +162,19 @@ impl Tree {
         .unwrap();
         t
     }
-    fn sys(&self) -> PathBuf {
+    pub(crate) fn sys(&self) -> PathBuf {
         self.tmp.path().join("sys")
     }
-    fn proc(&self) -> PathBuf {
+    pub(crate) fn proc(&self) -> PathBuf {
         self.tmp.path().join("proc")
     }
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.tmp.path()
     }
 
     /// Add a chain of devices, top (root port, on `pci0000:00`) first; each is the child of the one
     /// before. Devices already present (same BDF) are reused. Returns the GPU's sysfs directory.
-    fn chain(&self, devs: &[Dev]) -> PathBuf {
+    pub(crate) fn chain(&self, devs: &[Dev]) -> PathBuf {
         let mut dir = self.sys().join("devices/pci0000:00");
         let bus = |d: &Dev| u8::from_str_radix(&d.bdf[..2], 16).unwrap();
         let last = devs.last().map(bus).unwrap_or(0);
@@ -201,7 +205,7 @@ impl Tree {
         out
     }
     /// Add a function next to `sibling_of` (same parent directory), e.g. the audio function.
-    fn sibling(&self, gpu_dir: &Path, d: &Dev) {
+    pub(crate) fn sibling(&self, gpu_dir: &Path, d: &Dev) {
         let dir = gpu_dir.parent().unwrap().join(format!("0000:{}", d.bdf));
         self.write_dev(&dir, d);
     }
@@ -222,7 +226,7 @@ impl Tree {
             std::os::unix::fs::symlink(Path::new("../../..").join(rel), link).unwrap();
         }
     }
-    fn dmi(&self, vendor: &str, product: &str, version: &str) {
+    pub(crate) fn dmi(&self, vendor: &str, product: &str, version: &str) {
         let d = self.sys().join("class/dmi/id");
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("sys_vendor"), format!("{vendor}\n")).unwrap();
@@ -237,7 +241,7 @@ impl Tree {
         .unwrap();
         std::fs::write(d.join("board_serial"), "BOARD-SECRET\n").unwrap();
     }
-    fn hypervisor_flag(&self) {
+    pub(crate) fn hypervisor_flag(&self) {
         std::fs::write(
             self.proc().join("cpuinfo"),
             "processor\t: 0\nmodel name\t: QEMU Virtual CPU\nflags\t\t: fpu vme sse2 hypervisor\n",
@@ -245,7 +249,7 @@ impl Tree {
         .unwrap();
     }
     /// KFD: node 0 is the CPU; each GPU is (bdf, gfx_target_version, io_link flags, cpu cores).
-    fn kfd(&self, gpus: &[(&str, u32, u32, u32)]) {
+    pub(crate) fn kfd(&self, gpus: &[(&str, u32, u32, u32)]) {
         let nodes = self.sys().join("class/kfd/kfd/topology/nodes");
         let n0 = nodes.join("0");
         std::fs::create_dir_all(&n0).unwrap();
@@ -271,7 +275,7 @@ impl Tree {
             .unwrap();
         }
     }
-    fn dmesg(&self, text: &str) -> PathBuf {
+    pub(crate) fn dmesg(&self, text: &str) -> PathBuf {
         let p = self.path().join("dmesg.txt");
         std::fs::write(&p, text).unwrap();
         p
@@ -289,7 +293,7 @@ fn snapshot(name: &str, text: &str) {
     });
 }
 
-fn data(rel: &str) -> PathBuf {
+pub(crate) fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/doctor")
         .join(rel)
@@ -389,11 +393,11 @@ impl Out {
     }
 }
 
-const HEALTHY_ROOT: u32 = COMP32 | COMP64; // consumer root port: Routing- 32bit+ 64bit+
+pub(crate) const HEALTHY_ROOT: u32 = COMP32 | COMP64; // consumer root port: Routing- 32bit+ 64bit+
 const AMDGPU_SILENT: &str =
     "[    4.1] amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n";
 
-fn qemu_guest(t: &Tree) {
+pub(crate) fn qemu_guest(t: &Tree) {
     t.dmi("QEMU", "Standard PC (Q35 + ICH9, 2009)", "pc-q35-11.0");
     t.hypervisor_flag();
 }
@@ -1664,7 +1668,8 @@ fn dmesg_and_log_refuse_fifos_and_devices() {
 #[test]
 fn huge_logs_are_read_from_the_end_only() {
     // A sparse 200 MiB kernel log: an atomics message in the first line (beyond the 64 MiB window,
-    // so it must be ignored), zeros, then amdgpu's normal lines at the end.
+    // so it must be ignored), 8 KiB of text (the text check reads the first 8000 bytes), zeros,
+    // then amdgpu's normal lines at the end.
     let t = Tree::new();
     t.chain(&[
         root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
@@ -1676,6 +1681,10 @@ fn huge_logs_are_read_from_the_end_only() {
         let mut f = std::fs::File::create(&big).unwrap();
         f.write_all(b"[    1.0] amdgpu 0000:03:00.0: amdgpu: PCIE atomic ops is not supported\n")
             .unwrap();
+        for _ in 0..128 {
+            f.write_all(b"[    1.1] usb 1-1: new high-speed USB device number 2 using xhci\n")
+                .unwrap();
+        }
         f.seek(std::io::SeekFrom::Start(200 << 20)).unwrap();
         f.write_all(b"\n").unwrap();
         f.write_all(AMDGPU_SILENT.as_bytes()).unwrap();
@@ -1910,7 +1919,8 @@ fn capture_without_amd_gpu_reads_back() {
         "{}",
         o.json["headline"]
     );
-    // An older capture without the sys/ entry (only the manifest) is accepted too.
+    // A snapshot without the sys/ entry (only the manifest) holds nothing about the machine: an
+    // error, never "not affected" (issue 20; before: exit 0, "no AMD GPU found").
     let old = t.path().join("old-snap");
     std::fs::create_dir_all(&old).unwrap();
     std::fs::write(
@@ -1918,19 +1928,17 @@ fn capture_without_amd_gpu_reads_back() {
         r#"{"kind":"rcclfix-doctor-snapshot"}"#,
     )
     .unwrap();
-    let o = run_doctor(&[
-        "doctor".into(),
-        "--snapshot".into(),
-        old.display().to_string(),
-    ]);
-    assert_eq!(o.code, 0, "{}", o.text);
+    let o = crate::support::rcclfix()
+        .args(["doctor", "--snapshot"])
+        .arg(&old)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
     assert!(
-        o.json["headline"]
-            .as_str()
-            .unwrap()
-            .starts_with("not affected: no AMD GPU found (0 PCI functions in"),
+        String::from_utf8_lossy(&o.stderr).contains("no sys/ folder"),
         "{}",
-        o.json["headline"]
+        String::from_utf8_lossy(&o.stderr)
     );
 }
 
@@ -2847,7 +2855,7 @@ fn partial_lspci_text_is_inconclusive() {
 
 /// Write a tar whose members are `(path, kind)`; `kind` is a file body, a symlink target, a hard
 /// link target, or a FIFO.
-enum Member<'a> {
+pub(crate) enum Member<'a> {
     File(&'a [u8]),
     Dir,
     Symlink(&'a str),
@@ -2855,7 +2863,7 @@ enum Member<'a> {
     Fifo,
 }
 
-fn write_tar(path: &Path, members: &[(&str, Member)]) {
+pub(crate) fn write_tar(path: &Path, members: &[(&str, Member)]) {
     let mut b = tar::Builder::new(Vec::new());
     for (name, m) in members {
         let mut h = tar::Header::new_gnu();
