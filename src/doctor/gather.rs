@@ -9,7 +9,7 @@ use super::hip::{self, HipProbe};
 use super::kmsg::{self, KernelLog};
 use super::library::{self, LibraryScan};
 use super::pci::{self, Bdf, ConfigView, HopProblem, PathResult, PciDevice, PortType};
-use super::report::{GpuReport, GuestView, Hop, Report, VerdictKind, VmBlocker};
+use super::report::{GpuReport, GuestView, Hop, Report, SeenGpu, VerdictKind, VmBlocker};
 use super::triage::{self, LogTriage};
 use super::verdict::{decide_gpu, decide_overall};
 use super::vm::{self, ProxmoxConfig};
@@ -340,6 +340,72 @@ fn hop_for(
     }
 }
 
+/// The AMD GPUs the kernel log's KFD lines or the `lspci -tv` tree name that are not among the
+/// examined `gpus` (issue 22: before, such a machine read as "no AMD GPU found").
+fn seen_gpus(gpus: &[GpuReport], klog: &KernelLog, topo: Option<&lspci::Topology>) -> Vec<SeenGpu> {
+    let mut out: Vec<SeenGpu> = vec![];
+    let chip = |dev: u16| {
+        ids::GPU_IDS
+            .iter()
+            .find(|(d, _, _)| *d == dev)
+            .map(|(_, c, _)| (*c).to_owned())
+    };
+    for (id, line) in &klog.kfd_rejects {
+        if gpus.iter().any(|g| &g.id == id) {
+            continue;
+        }
+        let dev = id
+            .split_once(':')
+            .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
+        out.push(SeenGpu {
+            id: (id != "unknown").then(|| id.clone()),
+            bdf: None,
+            name: dev.and_then(chip),
+            gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
+            seen_in: "kernel log".into(),
+            kfd_rejected: Some(line.clone()),
+        });
+    }
+    for (bdf, name) in topo.map(|t| &t.tree_names).into_iter().flatten() {
+        let amd = name.contains("[AMD/ATI]") || name.starts_with("Advanced Micro Devices");
+        let display = !(name.contains("Audio") || name.contains("HDMI"));
+        if !amd || !display || gpus.iter().any(|g| g.bdf == *bdf) {
+            continue;
+        }
+        if topo.is_some_and(|t| t.devices.iter().any(|d| d.bdf == *bdf)) {
+            continue; // a -vvv block exists: not a GPU, or already examined
+        }
+        // `[AMD/ATI] Device 67df` (pci.ids without the name) or `Ellesmere [Radeon RX 580]`.
+        let dev = name
+            .split_once("Device ")
+            .and_then(|(_, r)| r.get(..4))
+            .and_then(|h| u16::from_str_radix(h, 16).ok());
+        let gfx = dev
+            .and_then(ids::gfx_for_device)
+            .or_else(|| ids::gfx_for_chip_name(name))
+            .map(str::to_owned);
+        if gfx.is_none() && dev.is_none() && !name.contains("Radeon") && !name.contains("Instinct")
+        {
+            continue; // an AMD bridge or host part, not a GPU
+        }
+        if gfx.is_none() && bdf.func != 0 {
+            continue; // `Device aaf0` at .1: the card's audio function, not a second GPU
+        }
+        let id = dev.map(|d| format!("1002:{d:04x}"));
+        let kfd_rejected = id.as_ref().and_then(|i| klog.kfd_rejects.get(i).cloned());
+        out.retain(|s| !(s.bdf.is_none() && s.id.is_some() && s.id == id));
+        out.push(SeenGpu {
+            id,
+            bdf: Some(*bdf),
+            name: Some(name.clone()),
+            gfx,
+            seen_in: "lspci -tv tree".into(),
+            kfd_rejected,
+        });
+    }
+    out
+}
+
 /// A GPU's gfx target and where it came from: its KFD node, else its PCI device ID (when the ID
 /// was readable), else the chip name in pasted lspci text.
 fn gpu_gfx(
@@ -621,6 +687,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         decide_gpu(&mut g, &hv);
         gpus.push(g);
     }
+    let gpus_seen = seen_gpus(&gpus, klog, topo.as_ref());
     let pci_functions = all.len();
     let mut report = decide_overall(
         src,
@@ -631,6 +698,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         logs,
         vm_configs,
         pci_functions,
+        gpus_seen,
     );
     if !libraries_unjudged.is_empty() {
         report

@@ -33,7 +33,8 @@ pub mod vm;
 
 pub use gather::{diagnose, run, Options, Outcome, Sources};
 pub use report::{
-    GpuReport, GuestView, Hop, KernelLogSummary, Report, VerdictKind, VmBlocker, SCHEMA_VERSION,
+    GpuReport, GuestView, Hop, KernelLogSummary, ReleaseFacts, Report, SeenGpu, VerdictKind,
+    VmBlocker, SCHEMA_VERSION,
 };
 
 #[cfg(test)]

@@ -80,6 +80,8 @@ const SIGNATURES: &[Sig] = &[
           explanation: "RCCL's return code for any HIP error inside it (ncclUnhandledCudaError): alone it says nothing about the cause; the HIP text or the refusal line next to it does" },
     Sig { needle: "Kernel expects a hostcall buffer, but none found", name: "clr-hostcall-buffer-missing", meaning: Meaning::DifferentCause,
           explanation: "atomics are present but CLR could not create the hostcall buffer: a different cause, not the AtomicOps refusal" },
+    Sig { needle: "Hostcall: invalid service request", name: "clr-hostcall-invalid-request", meaning: Meaning::DifferentCause,
+          explanation: "the runtime's hostcall listener (CLR devhostcall.cpp) received a request it does not know: the hostcall buffer existed and a kernel reached the host through it, so this GPU's AtomicOps path worked; evidence against the AtomicOps refusal (a malformed hostcall packet is a different bug)" },
     Sig { needle: "PCI rejects atomics", name: "kfd-rejects-atomics", meaning: Meaning::DifferentCause,
           explanation: "KFD refused the whole GPU (an older chip or firmware that needs atomics for compute): a hardware/firmware requirement, not this bug" },
     Sig { needle: "PCIE atomic ops is not supported", name: "amdgpu-no-atomics", meaning: Meaning::Platform,
@@ -746,6 +748,66 @@ fn is_rccl_launch_illegal_state(line: &str) -> bool {
         && (line.contains("NCCL WARN HIP failure") || line.contains("Cuda failure '"))
 }
 
+/// Who built a librccl, from its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Packager {
+    /// AMD's ROCm packages: under `/opt/rocm` or `/opt/rocm-<release>`.
+    Amd,
+    /// The distribution's package (Debian/Ubuntu `librccl1`: `/usr/lib/<triplet>/librccl.so.1`,
+    /// or another path under `/usr`).
+    Distribution,
+    /// The copy a PyTorch wheel bundles (`…/torch/lib/librccl.so`, TheRock `_rocm_sdk_*`).
+    TorchWheel,
+    /// Anywhere else (an own build).
+    Other,
+}
+
+impl Packager {
+    /// Words for the report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Packager::Amd => "AMD's ROCm package (/opt/rocm)",
+            Packager::Distribution => {
+                "the distribution's package (e.g. Debian's librccl1, built from RCCL's source with its own flags), not AMD's"
+            }
+            Packager::TorchWheel => "the copy the PyTorch wheel bundles, not the system's",
+            Packager::Other => "not AMD's /opt/rocm package (an own or third-party build)",
+        }
+    }
+}
+
+/// Who built the librccl at `path` (by its path: `/opt/rocm*` is AMD's, `/usr/…` the
+/// distribution's, `…/torch/lib/` or `_rocm_sdk_` a wheel's).
+pub fn packager_of(path: &str) -> Packager {
+    if path.starts_with("/opt/rocm") {
+        Packager::Amd
+    } else if path.contains("/torch/lib/") || path.contains("_rocm_sdk_") {
+        Packager::TorchWheel
+    } else if path.starts_with("/usr/") || path.starts_with("/lib/") {
+        Packager::Distribution
+    } else {
+        Packager::Other
+    }
+}
+
+/// A line that shows a PyTorch operator ran (`z=torch.sum(y)` in a traceback, `at::native`, a
+/// `libtorch_hip.so` frame), pytorch/pytorch#103973, pytorch/pytorch#115734.
+fn is_torch_op_line(line: &str) -> bool {
+    line.contains("libtorch_hip")
+        || line.contains("at::native::")
+        || line.find("torch.").is_some_and(|i| {
+            let before = line[..i].trim_end();
+            let ident: String = line[i + 6..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            !ident.is_empty()
+                && line[i + 6 + ident.len()..].starts_with('(')
+                && (before.is_empty() || before.ends_with('='))
+        })
+}
+
 /// A line that shows the log goes through RCCL.
 fn is_rccl_line(line: &str) -> bool {
     [
@@ -774,6 +836,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
     // launch's return code, RCCL's warning) belong to the same dispatch.
     let mut event_open = false;
     let mut rccl_line: Option<(usize, String)> = None;
+    // A PyTorch operator in a traceback (`z=torch.sum(y)`) or a libtorch_hip frame: who launched
+    // a refused kernel the log does not name, when nothing ties the log to RCCL.
+    let mut torch_line: Option<(usize, String)> = None;
     let mut enqueue = vec![];
     let mut o0_build = false;
     let mut lines = 0;
@@ -783,6 +848,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         let line_no = i + 1;
         if rccl_line.is_none() && is_rccl_line(line) {
             rccl_line = Some((line_no, line.chars().take(120).collect()));
+        }
+        if torch_line.is_none() && is_torch_op_line(line) {
+            torch_line = Some((line_no, line.chars().take(120).collect()));
         }
         if line.contains("NCCL WARN HIP failure") {
             if let Some((_, r)) = line.split_once("enqueue.cc:") {
@@ -957,11 +1025,16 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         }
         r.owner = match &r.kernel {
             Some(k) => kernel_owner(k),
-            None => match &rccl_line {
-                Some((n, l)) => KernelOwner::Rccl {
+            None => match (&rccl_line, &torch_line) {
+                (Some((n, l)), _) => KernelOwner::Rccl {
                     why: format!("no kernel name, but the log goes through RCCL (line {n}: {l})"),
                 },
-                None => KernelOwner::Unknown,
+                (None, Some((n, l))) => KernelOwner::Other {
+                    library: Some(format!(
+                        "PyTorch (libtorch_hip.so; launched by the PyTorch operator at line {n}: {l})"
+                    )),
+                },
+                (None, None) => KernelOwner::Unknown,
             },
         };
         if let Some(k) = &r.kernel {
@@ -983,10 +1056,22 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             .and_then(|r| rccl_for_rocm(&r.release))
             .map(|(x, _)| x.to_owned())
     });
+    // The release measurements are of AMD's packages: a distribution's librccl (Debian's librccl1
+    // 7.2.4 is RCCL 2.27.7 built with NDEBUG, 0 declaring kernels) is judged by its scan instead.
+    let packager = v.librccl_path.as_deref().map(packager_of);
     let shipped_declares = rocm
         .as_ref()
         .and_then(|r| rccl_for_rocm(&r.release))
-        .map(|(_, d)| d);
+        .map(|(_, d)| d)
+        .filter(|_| packager.is_none_or(|p| p == Packager::Amd));
+    if let (Some(p), Some(path)) = (packager, v.librccl_path.as_deref()) {
+        if p != Packager::Amd && rocm.is_some() {
+            notes.push(format!(
+                "the RCCL that ran is {path}, {}: what AMD's packages of this release do says nothing about it; scan that file (rcclfix scan {path}, or rcclfix doctor --library {path})",
+                p.describe()
+            ));
+        }
+    }
     let mut different: Vec<&'static str> = findings
         .iter()
         .filter(|f| f.meaning == Meaning::DifferentCause)
@@ -1075,6 +1160,8 @@ pub struct RebuildAdvice {
     pub targets: Vec<String>,
     /// Whether the recipe needs `--experimental`.
     pub experimental: bool,
+    /// The recipe's status (`verified`, `expected`, `experimental`), when a recipe was chosen.
+    pub status: Option<String>,
     /// The whole command (`rcclfix build --tag 2.27.7 --targets gfx1100,gfx1201`), when a recipe
     /// was chosen.
     pub command: Option<String>,
@@ -1085,12 +1172,14 @@ pub struct RebuildAdvice {
 /// Pick the recipe that rebuilds the RCCL of `rocm`/`rccl` (either may be unknown), from
 /// [`crate::recipe::embedded`], for `targets` (the affected GPUs' gfx processors).
 ///
-/// Rule: the recipes for exactly this ROCm release (else for this RCCL version), best status first
-/// (`verified`, `expected`, `experimental`; `unfixable-by-rebuild` never). If the best of them is
-/// only `experimental` and a proven 2.27.7 recipe exists, that one comes first (the
-/// community-verified remedy of ROCm/ROCm#6520 and ROCm/ROCm#6074) and the matching experimental
-/// recipe is named as the alternative. Nothing is defaulted: an unknown release gives no tag and
-/// [`RELEASE_UNKNOWN`].
+/// Rule: only the user's release line. The recipes for this RCCL version built for this ROCm
+/// family (when both are known; else for whichever is known), best status first (`verified`,
+/// `expected`, `experimental`; `unfixable-by-rebuild` never). The other recipes of that RCCL
+/// version are named with their status; a different release line (2.27.7 with NDEBUG, the
+/// community-verified remedy of ROCm/ROCm#6520 and ROCm/ROCm#6074) is only ever named as an
+/// explicit alternative, never chosen. When the line has no recipe, the advice says so (no tag),
+/// naming the nearest recipe and why it is not the user's. Nothing is defaulted: an unknown
+/// release gives no tag and [`RELEASE_UNKNOWN`].
 pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>, targets: &[String]) -> RebuildAdvice {
     use crate::recipe::{Recipe, Status};
     let all = crate::recipe::embedded().unwrap_or_default();
@@ -1102,29 +1191,29 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>, targets: &[String]
         v.sort_by_key(|r| (r.status, r.id().len(), r.id().to_owned()));
         v.first().copied()
     }
-    let by_rocm = rocm.and_then(|rel| {
-        best(
-            all.values()
-                .filter(|r| r.rocm_release == rel)
-                .filter(usable)
-                .collect(),
-        )
-    });
-    let by_rccl = rccl.as_deref().and_then(|v| {
-        best(
-            all.values()
-                .filter(|r| r.rccl_version == v)
-                .filter(usable)
-                .collect(),
-        )
-    });
-    let matching = by_rocm.or(by_rccl);
-    let proven_2277 = best(
-        all.values()
-            .filter(|r| r.rccl_version == "2.27.7" && r.rocm_release.starts_with("7.2"))
-            .filter(|r| matches!(r.status, Status::Verified | Status::Expected))
-            .collect(),
-    );
+    // A recipe is of the user's ROCm line when its release is that release, or in that family.
+    let fam = |v: &str| first_n_components(v, 2);
+    let rocm_ok = |r: &Recipe| {
+        rocm.is_none_or(|rel| {
+            r.rocm_release == rel
+                || (rel.split('.').count() < 3 && fam(&r.rocm_release) == fam(rel))
+        })
+    };
+    let line: Vec<&Recipe> = all
+        .values()
+        .filter(|r| rccl.as_deref().is_none_or(|v| r.rccl_version == v))
+        .filter(|_| rccl.is_some() || rocm.is_some())
+        .collect();
+    let mut in_line: Vec<&Recipe> = line.iter().copied().filter(|r| rocm_ok(r)).collect();
+    if in_line.is_empty() && rocm.is_some_and(|rel| rel.split('.').count() >= 3) {
+        // A point release without its own recipe: the family's recipes of that RCCL version.
+        in_line = line
+            .iter()
+            .copied()
+            .filter(|r| rocm.is_some_and(|rel| fam(&r.rocm_release) == fam(rel)))
+            .collect();
+    }
+    let matching = best(in_line.iter().copied().filter(usable).collect());
     let mut notes = vec![];
     let unfixable: Vec<&str> = all
         .values()
@@ -1134,27 +1223,8 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>, targets: &[String]
         })
         .map(|r| r.id())
         .collect();
-    let chosen = match (matching, proven_2277) {
-        (Some(m), Some(p))
-            if m.status == Status::Experimental && m.rccl_version != p.rccl_version =>
-        {
-            notes.push(format!(
-                "RCCL {} has no proven recipe: {} (ROCm/ROCm#6520); rebuilding 2.27.7 with NDEBUG is the community-verified remedy",
-                m.rccl_version,
-                m.status_reason.as_deref().unwrap_or("experimental")
-            ));
-            notes.push(format!(
-                "alternative that keeps RCCL {}: rcclfix build --tag {}{} --experimental",
-                m.rccl_version,
-                m.id(),
-                targets_flag(targets)
-            ));
-            notes.push(
-                "check that your torch's nccl* imports exist in 2.27.7 before installing it (`rcclfix package` audits this; kyuz0/amd-strix-halo-vllm-toolboxes#60)".into(),
-            );
-            Some(p)
-        }
-        (Some(m), _) => {
+    let chosen = match matching {
+        Some(m) => {
             if m.status == Status::Experimental {
                 notes.push(format!(
                     "recipe {} is experimental: {}",
@@ -1162,11 +1232,61 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>, targets: &[String]
                     m.status_reason.as_deref().unwrap_or("not verified")
                 ));
             }
+            let others: Vec<String> = in_line
+                .iter()
+                .filter(|r| r.id() != m.id() && r.status != Status::UnfixableByRebuild)
+                .map(|r| {
+                    format!(
+                        "{} (ROCm {}, {})",
+                        r.id(),
+                        r.rocm_release,
+                        r.status.as_str()
+                    )
+                })
+                .collect();
+            if !others.is_empty() {
+                notes.push(format!(
+                    "other recipes of RCCL {}: {}{}",
+                    m.rccl_version,
+                    others.join(", "),
+                    if rocm.is_none() {
+                        "; the ROCm release is not in the evidence: pick the recipe built for yours"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if m.status == Status::Experimental && m.rccl_version != "2.27.7" {
+                if let Some(p) = best(
+                    all.values()
+                        .filter(|r| r.rccl_version == "2.27.7" && r.rocm_release.starts_with("7.2"))
+                        .filter(|r| matches!(r.status, Status::Verified | Status::Expected))
+                        .collect(),
+                ) {
+                    notes.push(format!(
+                        "a different release line, only if you choose it: RCCL 2.27.7 with NDEBUG is the community-verified remedy (ROCm/ROCm#6520): rcclfix build --tag {}{}; check first that your torch's nccl* imports exist in 2.27.7 (`rcclfix package` audits this; kyuz0/amd-strix-halo-vllm-toolboxes#60)",
+                        p.id(),
+                        targets_flag(targets)
+                    ));
+                }
+            }
             Some(m)
         }
-        (None, _) => {
+        None => {
             match (&rccl, rocm) {
                 (None, None) => notes.push(RELEASE_UNKNOWN.into()),
+                (Some(v), Some(r)) if !line.is_empty() => {
+                    let near: Vec<String> = line
+                        .iter()
+                        .filter(|x| x.status != Status::UnfixableByRebuild)
+                        .map(|x| format!("{} (ROCm {}, {})", x.id(), x.rocm_release, x.status.as_str()))
+                        .collect();
+                    notes.push(format!(
+                        "no recipe for RCCL {v} on ROCm {r} in this rcclfix: {} build{} against another ROCm, whose runtime your machine does not have; rebuild RCCL {v} with NDEBUG against your ROCm {r} yourself, or move to that ROCm release and use its recipe",
+                        near.join(", "),
+                        if near.len() == 1 { "s" } else { "" }
+                    ));
+                }
                 (Some(v), _) => notes.push(format!(
                     "no usable recipe for RCCL {v} in this rcclfix: run `rcclfix build --list` and pick the recipe for your release"
                 )),
@@ -1191,6 +1311,7 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>, targets: &[String]
             rccl,
             targets: targets.to_vec(),
             experimental: false,
+            status: None,
             command: None,
             notes,
         };
@@ -1220,6 +1341,7 @@ pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>, targets: &[String]
         rccl,
         targets: targets.to_vec(),
         experimental,
+        status: Some(r.status.as_str().to_owned()),
         command: Some(format!(
             "rcclfix build --tag {}{}{}",
             r.id(),

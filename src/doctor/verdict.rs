@@ -12,11 +12,24 @@ use super::kmsg;
 use super::library::LibraryScan;
 use super::pci::PathResult;
 use super::report::{
-    GpuReport, GuestView, KernelLogSummary, Report, VerdictKind, VmBlocker, SCHEMA_VERSION,
+    GpuReport, GuestView, KernelLogSummary, ReleaseFacts, Report, SeenGpu, VerdictKind, VmBlocker,
+    SCHEMA_VERSION,
 };
 use super::triage::{self, LogClass, LogTriage};
 use super::vm::{self, Hypervisor, ProxmoxConfig};
 use crate::scan::TargetState;
+
+/// A short word for a scan state: `clean (126 kernels)`, `declares (3 kernels)`, ….
+fn target_state_word(s: &TargetState) -> String {
+    match s {
+        TargetState::Clean { kernels } => format!("clean ({kernels} kernels)"),
+        TargetState::Declares { kernels } => format!("declares ({} kernels)", kernels.len()),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.get("state").and_then(|x| x.as_str()).map(str::to_owned))
+            .unwrap_or_else(|| "unknown".into()),
+    }
+}
 
 /// One line per VM blocker, for a GPU's reasons.
 fn blocker_reason(b: &VmBlocker, v: &GuestView) -> String {
@@ -83,6 +96,17 @@ pub fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         None => {}
     }
     if let Some(r) = &g.kfd_rejected {
+        // In a VM whose layout withholds AtomicOps, the VM is why KFD rejects the GPU: the VM
+        // setting is the fix, though no hostcall refusal ever happens (issue 22, class 3).
+        if let Some(v) = g.guest.as_ref().filter(|v| !v.blockers.is_empty()) {
+            g.verdict = VerdictKind::FixVmConfig;
+            g.reasons.extend(missing);
+            g.reasons.push(format!("KFD rejected this GPU ({r}): it needs PCIe AtomicOps for compute at all, and the VM's layout is what withholds them; once the VM gives it an AtomicOps path, KFD accepts it"));
+            for b in &v.blockers {
+                g.reasons.push(blocker_reason(b, v));
+            }
+            return;
+        }
         g.verdict = VerdictKind::NotAffected;
         g.reasons.push(format!("not this bug: KFD rejected this GPU ({r}); it is not usable for compute at all (hardware/firmware requirement)"));
         return;
@@ -223,10 +247,19 @@ fn outside_kernels(logs: &[LogTriage]) -> Vec<(String, Option<String>)> {
     let mut out: Vec<(String, Option<String>)> = vec![];
     for l in logs {
         for r in &l.refusals {
-            if let (Some(k), triage::KernelOwner::Other { library }) = (&r.kernel, &r.owner) {
-                if !out.iter().any(|(x, _)| x == k) {
-                    out.push((k.clone(), library.clone()));
+            // The log may name no kernel, but what launched it (a PyTorch operator).
+            let k = match (&r.kernel, &r.owner) {
+                (Some(k), triage::KernelOwner::Other { .. }) => k.clone(),
+                (None, triage::KernelOwner::Other { library: Some(_) }) => {
+                    "a kernel the log does not name".to_owned()
                 }
+                _ => continue,
+            };
+            let triage::KernelOwner::Other { library } = &r.owner else {
+                continue;
+            };
+            if !out.iter().any(|(x, _)| *x == k) {
+                out.push((k, library.clone()));
             }
         }
     }
@@ -251,18 +284,54 @@ pub fn decide_overall(
     logs: Vec<LogTriage>,
     vm_configs: Vec<ProxmoxConfig>,
     pci_functions: usize,
+    gpus_seen: Vec<SeenGpu>,
 ) -> Report {
     let mut evidence = vec![];
     let mut actions = vec![];
     let mut notes = vec![];
     let platform = aggregate(&gpus);
     let log_class = logs.iter().map(|l| l.class).min_by_key(|c| c.weight());
-    let log_declaring_release = logs.iter().find_map(|l| {
-        let r = l.rocm.as_ref()?;
-        l.shipped_declares
-            .filter(|d| d.starts_with("yes"))
-            .map(|_| r.release.clone())
-    });
+    // What AMD's packages of a release do holds for AMD's packages only (issue 21): when the
+    // librccl scanned here is another packager's (Debian's librccl1 7.2.4 = RCCL 2.27.7, clean),
+    // the scan judges it, and the release claim is not made.
+    let foreign_libs: Vec<(String, triage::Packager)> = libraries
+        .iter()
+        .map(|l| {
+            let p = l.candidate.path.display().to_string();
+            let k = triage::packager_of(&p);
+            (p, k)
+        })
+        .filter(|(_, k)| *k != triage::Packager::Amd)
+        .collect();
+    let log_declaring_release = logs
+        .iter()
+        .find_map(|l| {
+            let r = l.rocm.as_ref()?;
+            l.shipped_declares
+                .filter(|d| d.starts_with("yes"))
+                .map(|_| r.release.clone())
+        })
+        .filter(|_| foreign_libs.is_empty());
+    for (p, k) in &foreign_libs {
+        if let Some(r) = logs.iter().find_map(|l| {
+            l.shipped_declares
+                .filter(|d| d.starts_with("yes"))
+                .and(l.rocm.as_ref())
+        }) {
+            let states: Vec<String> = libraries
+                .iter()
+                .filter(|l| l.candidate.path.display().to_string() == *p)
+                .flat_map(|l| l.targets.iter())
+                .map(|(g, s)| format!("{g}: {}", target_state_word(s)))
+                .collect();
+            notes.push(format!(
+                "AMD's ROCm {} packages ship an RCCL that declares hidden_hostcall_buffer, but the librccl here, {p}, is {}: it is judged by its own scan ({}), not by the release",
+                r.release,
+                k.describe(),
+                if states.is_empty() { "no target scanned".to_owned() } else { states.join(", ") }
+            ));
+        }
+    }
     let different: Vec<&str> = logs
         .iter()
         .flat_map(|l| l.different_causes.iter().copied())
@@ -395,12 +464,57 @@ pub fn decide_overall(
         ) => {
             if let Some(r) = &log_declaring_release {
                 notes.push(format!(
-                    "ROCm {r}'s shipped RCCL declares hidden_hostcall_buffer, so it is refused on a GPU without PCIe AtomicOps, at once and with an error; this log shows no such refusal, and no GPU was examined: the release alone proves nothing"
+                    "ROCm {r}'s shipped RCCL declares hidden_hostcall_buffer (AMD's packages), so it is refused on a GPU without PCIe AtomicOps, at once and with an error; this log shows no such refusal, and no GPU was examined: the release alone proves nothing"
                 ));
             }
             VerdictKind::Inconclusive
         }
         (None, None) => VerdictKind::NotAffected,
+    };
+
+    // GPUs named only by the kernel log or an lspci tree count (issue 22, class 4): never "no AMD
+    // GPU found". KFD skipping one for atomics is not this bug on bare metal; in a VM the VM is
+    // the likely cause, and its layout is the fix. One only in a tree is not examinable.
+    let seen_desc = |s: &SeenGpu| {
+        let mut d = s.id.clone().unwrap_or_else(|| "(ID not shown)".into());
+        let extra: Vec<&str> = [s.name.as_deref(), s.gfx.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if !extra.is_empty() {
+            d.push_str(&format!(" ({})", extra.join(", ")));
+        }
+        if let Some(b) = s.bdf {
+            d.push_str(&format!(" at {b}"));
+        }
+        d
+    };
+    for s in &gpus_seen {
+        evidence.push(format!(
+            "AMD GPU {} seen in the {}{}",
+            seen_desc(s),
+            s.seen_in,
+            s.kfd_rejected
+                .as_deref()
+                .map(|l| format!(": KFD skipped it: {}", short(l, 200)))
+                .unwrap_or_else(|| ": its config space is not in the evidence".into())
+        ));
+    }
+    let seen_rejected = gpus_seen.iter().any(|s| s.kfd_rejected.is_some());
+    let seen_rule = gpus.is_empty()
+        && !gpus_seen.is_empty()
+        && matches!(
+            verdict,
+            VerdictKind::NotAffected | VerdictKind::Inconclusive
+        );
+    let verdict = if !seen_rule {
+        verdict
+    } else if seen_rejected && hv.is_vm {
+        VerdictKind::FixVmConfig
+    } else if seen_rejected {
+        VerdictKind::NotAffected
+    } else {
+        VerdictKind::Inconclusive
     };
 
     // Rebuild advice: the release from the logs, else the installed ROCm.
@@ -430,12 +544,37 @@ pub fn decide_overall(
         });
     let targets = rebuild_targets(&gpus, &logs, &mut notes);
     let advice = triage::rebuild_advice(rocm.as_deref(), rccl.as_deref(), &targets);
-    let rebuild = (verdict == VerdictKind::Rebuild || rocm.is_some() || rccl.is_some())
-        .then(|| advice.clone());
+    // The contract (docs/doctor-json.md): `rebuild` exactly when the verdict prescribes one.
+    let rebuild = (verdict == VerdictKind::Rebuild).then(|| advice.clone());
+    let release = (rocm.is_some() || rccl.is_some()).then(|| ReleaseFacts {
+        rocm: advice.rocm.clone(),
+        rccl: advice.rccl.clone(),
+        recipe: advice.tag.clone(),
+        recipe_status: advice.status.clone(),
+        shipped_declares: logs
+            .iter()
+            .find_map(|l| l.shipped_declares)
+            .map(|d| format!("{d} (AMD's ROCm packages, /opt/rocm)")),
+        judged_by_scan: foreign_libs.iter().map(|(p, _)| p.clone()).collect(),
+    });
     let outside = outside_kernels(&logs);
 
     let no_gpu = gpus.is_empty();
+    let seen_list = gpus_seen
+        .iter()
+        .map(seen_desc)
+        .collect::<Vec<_>>()
+        .join(", ");
     let headline = match verdict {
+        VerdictKind::NotAffected if seen_rule => format!(
+            "not affected by the hostcall refusal — KFD rejected the AMD GPU {seen_list} (PCI rejects atomics): that GPU needs PCIe atomics for compute at all, a hardware/firmware requirement, not this bug"
+        ),
+        VerdictKind::FixVmConfig if seen_rule => format!(
+            "affected — fix the VM configuration: KFD rejects the AMD GPU {seen_list} because the VM gives it no PCIe AtomicOps path (no rebuild needed)"
+        ),
+        VerdictKind::Inconclusive if seen_rule => format!(
+            "inconclusive — the evidence shows the AMD GPU {seen_list}, but not its config space: paste the whole `sudo lspci -vvv`"
+        ),
         VerdictKind::NotAffected if no_gpu && logs.is_empty() && vm_configs.is_empty() => format!(
             "not affected: no AMD GPU found ({pci_functions} PCI function{} in {})",
             if pci_functions == 1 { "" } else { "s" },
@@ -537,8 +676,12 @@ pub fn decide_overall(
             if guest_blockers
                 .iter()
                 .any(|b| matches!(b, VmBlocker::NoPcieCapability))
+                || (seen_rule && guest_blockers.is_empty())
             {
                 actions.extend(vm::pcie_layout_fix());
+            }
+            if seen_rule && guest_blockers.is_empty() {
+                actions.push("pass the GPU as a single function (no `multifunction=on`, no `x-vga` companion function on the same slot): Proxmox `hostpciN: <host-bus>:<dev>.0,pcie=1`".into());
             }
             let slot_fix = guest_blockers.iter().any(|b| {
                 matches!(
@@ -612,6 +755,9 @@ pub fn decide_overall(
             }
             actions.push("the platform fix helps every library: give the GPU a PCIe AtomicOps path (a CPU-attached slot; in a VM, the GPU as a single function on a q35 pcie=1 root port with QEMU >= 8.1); check it with `sudo rcclfix doctor` on that machine".into());
             actions.push("or rebuild the library that owns the kernel without hostcall users (no device printf/assert, NDEBUG, -O1 or higher)".into());
+        }
+        VerdictKind::Inconclusive if seen_rule => {
+            actions.push("paste the whole `sudo lspci -vvv` (and `lspci -tv`) of that machine: rcclfix doctor --lspci lspci.txt (or run `sudo rcclfix doctor` there)".into());
         }
         VerdictKind::Inconclusive => {
             if gpus
@@ -695,11 +841,23 @@ pub fn decide_overall(
     // What was and was not examined.
     let mut examined = vec![];
     let mut not_examined = vec![];
+    if !gpus_seen.is_empty() {
+        examined.push(format!(
+            "{} AMD GPU{} named by the evidence without config space: {seen_list}",
+            gpus_seen.len(),
+            if gpus_seen.len() == 1 { "" } else { "s" }
+        ));
+    }
     if no_gpu {
         not_examined.push(format!(
-            "GPUs: no AMD GPU in {} ({pci_functions} PCI function{})",
+            "GPUs: no AMD GPU in {} ({pci_functions} PCI function{}){}",
             src.pci_origin,
-            if pci_functions == 1 { "" } else { "s" }
+            if pci_functions == 1 { "" } else { "s" },
+            if gpus_seen.is_empty() {
+                ""
+            } else {
+                ": the GPUs above are named, but their config space is not there"
+            }
         ));
     } else {
         examined.push(format!(
@@ -768,7 +926,9 @@ pub fn decide_overall(
         not_examined,
         evidence,
         rebuild,
+        release,
         gpus,
+        gpus_seen,
         hypervisor: hv,
         kernel_log: KernelLogSummary {
             origin: src.kernel_log.origin.clone(),

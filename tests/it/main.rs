@@ -3,6 +3,7 @@ mod build;
 mod build_plan;
 mod cli;
 mod doctor;
+mod doctor_issue22;
 mod fsutil;
 mod hostile;
 mod hostile_doctor;
