@@ -391,7 +391,19 @@ fn seen_gpus(gpus: &[GpuReport], klog: &KernelLog, topo: Option<&lspci::Topology
         if gfx.is_none() && bdf.func != 0 {
             continue; // `Device aaf0` at .1: the card's audio function, not a second GPU
         }
-        let id = dev.map(|d| format!("1002:{d:04x}"));
+        let mut id = dev.map(|d| format!("1002:{d:04x}"));
+        // A tree without `-nn` names the chip, not the ID: the kernel log's entry for the same
+        // chip is the same GPU (ROCm/legacy-rocm-build#910: `Baffin` and `1002:67ef`).
+        if id.is_none() {
+            let same_chip: Vec<&SeenGpu> = out
+                .iter()
+                .filter(|s| s.bdf.is_none())
+                .filter(|s| s.name.as_deref().is_some_and(|c| name.contains(c)))
+                .collect();
+            if same_chip.len() == 1 {
+                id = same_chip[0].id.clone();
+            }
+        }
         let kfd_rejected = id.as_ref().and_then(|i| klog.kfd_rejects.get(i).cloned());
         out.retain(|s| !(s.bdf.is_none() && s.id.is_some() && s.id == id));
         out.push(SeenGpu {

@@ -570,7 +570,7 @@ pub fn decide_overall(
             "not affected by the hostcall refusal — KFD rejected the AMD GPU {seen_list} (PCI rejects atomics): that GPU needs PCIe atomics for compute at all, a hardware/firmware requirement, not this bug"
         ),
         VerdictKind::FixVmConfig if seen_rule => format!(
-            "affected — fix the VM configuration: KFD rejects the AMD GPU {seen_list} because the VM gives it no PCIe AtomicOps path (no rebuild needed)"
+            "affected — KFD rejects the AMD GPU {seen_list} for want of PCIe AtomicOps, in a VM: give it an AtomicOps path in the VM configuration, or check the host (no rebuild needed)"
         ),
         VerdictKind::Inconclusive if seen_rule => format!(
             "inconclusive — the evidence shows the AMD GPU {seen_list}, but not its config space: paste the whole `sudo lspci -vvv`"
