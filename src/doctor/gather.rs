@@ -9,9 +9,9 @@ use super::hip::{self, HipProbe};
 use super::kmsg::{self, KernelLog};
 use super::library::{self, LibraryScan};
 use super::pci::{self, Bdf, ConfigView, HopProblem, PathResult, PciDevice, PortType};
-use super::report::{GpuReport, GuestView, Hop, Report, SeenGpu, VerdictKind, VmBlocker};
+use super::report::{GpuReport, GuestView, Hop, Report, SeenGpu, VerdictKind};
 use super::triage::{self, LogTriage};
-use super::verdict::{decide_gpu, decide_overall};
+use super::verdict::{decide_gpu, decide_overall, vm_blockers};
 use super::vm::{self, ProxmoxConfig};
 use super::{capture, ids, kfd, lspci};
 
@@ -617,27 +617,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             let directly_under_root_port = bridges
                 .first()
                 .is_some_and(|b| b.exp().is_some_and(|c| c.port_type == PortType::RootPort));
-            let mut blockers = vec![];
-            if matches!(result, PathResult::DeviceRefused { .. })
-                && matches!(gpu.config, ConfigView::NotExpress)
-            {
-                blockers.push(VmBlocker::NoPcieCapability);
-            }
-            if hv.is_qemu && root.is_some() && root_lacks {
-                if let (Some((a, b)), Some(m)) = (hv.qemu_machine_version, &hv.product_version) {
-                    if (a, b) < (8, 1) {
-                        blockers.push(VmBlocker::QemuBefore81 { machine: m.clone() });
-                    }
-                }
-                if multifunction {
-                    blockers.push(VmBlocker::Multifunction);
-                } else if !devfn0 {
-                    blockers.push(VmBlocker::NotAtDevfn0);
-                } else if !directly_under_root_port {
-                    blockers.push(VmBlocker::BehindSwitch);
-                }
-            }
-            GuestView {
+            let mut v = GuestView {
                 multifunction,
                 siblings: siblings.clone(),
                 devfn0,
@@ -648,8 +628,16 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                     && root.is_some()
                     && root_lacks
                     && (multifunction || !devfn0 || !directly_under_root_port),
-                blockers,
-            }
+                blockers: vec![],
+            };
+            // The facts are gathered here; which of them withhold AtomicOps, verdict.rs decides.
+            v.blockers = vm_blockers(
+                &v,
+                &hv,
+                &result,
+                matches!(gpu.config, ConfigView::NotExpress),
+            );
+            v
         });
         let id_known = topo
             .as_ref()

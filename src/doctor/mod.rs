@@ -17,6 +17,7 @@
 //! ROCm/ROCm#6074, ROCm/ROCm#6148, ROCm/ROCm#6520, vllm-project/vllm#38587.
 
 pub mod capture;
+pub mod coverage;
 pub mod gather;
 pub mod hip;
 pub mod ids;
