@@ -41,7 +41,7 @@ fn pytorch115734_mi100_guest_torch_sum_carries_no_rebuild() {
 
 // ---- class 2: the recipe of the user's release line -------------------------------------------------
 
-/// ROCm/ROCm#6520 (C01): rccl-tests of RCCL 2.30.4 (`rccl-library=23004`), `ncclDevKernel_Generic_4`
+/// ROCm/ROCm#6520: rccl-tests of RCCL 2.30.4 (`rccl-library=23004`), `ncclDevKernel_Generic_4`
 /// refused. Before: offered `--tag 2.27.7`. Now: a 2.30.4 recipe, with its status, the other
 /// 2.30.4 recipes and the device-linker one that cannot work; 2.27.7 only as an explicit
 /// alternative of a different release line.
