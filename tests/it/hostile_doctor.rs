@@ -18,7 +18,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::doctor::{data, gpu, root_port, write_tar, Member, Tree, HEALTHY_ROOT};
+use super::doctor::{data, gpu, root_port, Tree, HEALTHY_ROOT};
+use super::doctor_lspci::{write_tar, Member};
 use crate::support::control_chars;
 
 /// The address-space budget of the memory rows: 256 MiB.
