@@ -167,7 +167,13 @@ fn rows(d: &Path) -> Vec<Row> {
         2,
         "error: in/no-sys.tar: not an rcclfix doctor snapshot (no sys/ folder",
     ));
-    std::fs::copy(crate::support::BIN, i.join("rcclfix-binary")).unwrap();
+    // An ELF that contains the refusal strings (rcclfix's own binary does; a small library with
+    // them appended is the same case at a fraction of the size).
+    let mut elf = std::fs::read(data("plain-gfx1100.so")).unwrap();
+    elf.extend_from_slice(
+        b"\n:1:rocvirtual.cpp :4208: 1 us: Pcie atomics not enabled, hostcall not supported\nShaderName : ncclDevKernel_Generic_4\n",
+    );
+    std::fs::write(i.join("rcclfix-binary"), &elf).unwrap();
     rows.push(row(
         "issue 20: doctor --log on an ELF file that contains the refusal strings",
         &[&"doctor", &"--no-hip", &"--log", &"in/rcclfix-binary"],
