@@ -41,6 +41,16 @@ enum Entry {
     Dir,
 }
 
+/// A machine file for the snapshot: at most [`super::input::MAX_SYSFS_FILE_BYTES`], regular files
+/// only (`None` for anything else).
+fn small(p: &Path) -> Option<Vec<u8>> {
+    super::input::read_small(p, super::input::MAX_SYSFS_FILE_BYTES)
+}
+
+fn small_text(p: &Path) -> Option<String> {
+    small(p).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
 fn rel(root: &Path, p: &Path) -> Option<PathBuf> {
     p.strip_prefix(root).ok().map(Path::to_owned)
 }
@@ -84,11 +94,11 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
     for d in &dirs {
         let Some(r) = rel(&root, d) else { continue };
         for f in PCI_FILES {
-            if let Ok(b) = std::fs::read(d.join(f)) {
+            if let Some(b) = small(&d.join(f)) {
                 entries.insert(Path::new("sys").join(&r).join(f), Entry::File(b));
             }
         }
-        if let Ok(mut b) = std::fs::read(d.join("config")) {
+        if let Some(mut b) = small(&d.join("config")) {
             b.truncate(CONFIG_KEEP);
             entries.insert(Path::new("sys").join(&r).join("config"), Entry::File(b));
         }
@@ -105,7 +115,7 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
         for n in rd.filter_map(|e| e.ok()) {
             let nd = n.path();
             let r = Path::new("sys/class/kfd/kfd/topology/nodes").join(n.file_name());
-            if let Ok(t) = std::fs::read_to_string(nd.join("properties")) {
+            if let Some(t) = small_text(&nd.join("properties")) {
                 let kept: String = t
                     .lines()
                     .filter(|l| !l.contains("unique_id") && !l.contains("serial"))
@@ -113,12 +123,12 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
                     .collect();
                 entries.insert(r.join("properties"), Entry::File(kept.into_bytes()));
             }
-            if let Ok(b) = std::fs::read(nd.join("name")) {
+            if let Some(b) = small(&nd.join("name")) {
                 entries.insert(r.join("name"), Entry::File(b));
             }
             if let Ok(rd) = std::fs::read_dir(nd.join("io_links")) {
                 for l in rd.filter_map(|e| e.ok()) {
-                    if let Ok(b) = std::fs::read(l.path().join("properties")) {
+                    if let Some(b) = small(&l.path().join("properties")) {
                         entries.insert(
                             r.join("io_links").join(l.file_name()).join("properties"),
                             Entry::File(b),
@@ -129,11 +139,11 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
         }
     }
     for f in DMI_FILES {
-        if let Ok(b) = std::fs::read(root.join("class/dmi/id").join(f)) {
+        if let Some(b) = small(&root.join("class/dmi/id").join(f)) {
             entries.insert(Path::new("sys/class/dmi/id").join(f), Entry::File(b));
         }
     }
-    if let Ok(t) = std::fs::read_to_string(proc.join("cpuinfo")) {
+    if let Some(t) = small_text(&proc.join("cpuinfo")) {
         let mut kept = String::from("processor\t: 0\n");
         for key in ["model name", "flags"] {
             if let Some(l) = t.lines().find(|l| l.starts_with(key)) {
@@ -146,9 +156,7 @@ pub fn write(out: &Path, sysfs: &Path, proc: &Path, klog: &KernelLog) -> anyhow:
             Entry::File(kept.into_bytes()),
         );
     }
-    let hostname = std::fs::read_to_string(proc.join("sys/kernel/hostname"))
-        .ok()
-        .map(|s| s.trim().to_owned());
+    let hostname = small_text(&proc.join("sys/kernel/hostname")).map(|s| s.trim().to_owned());
     let log: String = klog
         .relevant
         .iter()
@@ -304,6 +312,7 @@ pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
     let f = fs_err::File::open(tar_path)?;
     let mut ar = tar::Archive::new(f);
     let mut total = 0u64;
+    let mut seen: std::collections::BTreeSet<PathBuf> = Default::default();
     for entry in ar.entries().map_err(|e| bad(&e))? {
         let mut entry = entry.map_err(|e| bad(&e))?;
         let path = entry.path().map_err(|e| bad(&e))?.into_owned();
@@ -329,7 +338,22 @@ pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
                 printable(&path.display().to_string())
             );
         }
-        total = total.saturating_add(entry.header().size().unwrap_or(u64::MAX));
+        // Two members of one name: which one a reader sees is the archive's choice, not the
+        // machine's (a capture writes each path once).
+        let key: PathBuf = path
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect();
+        if !seen.insert(key) {
+            anyhow::bail!(
+                "{}: refused snapshot member {}: it appears twice in the archive (a capture writes each path once)",
+                tar_path.display(),
+                printable(&path.display().to_string())
+            );
+        }
+        // `Entry::size` is the size the archive reader will copy: a PAX `size` record overrides
+        // the ustar header's field (POSIX.1-2001 pax), so the header's size is not the one to bound.
+        total = total.saturating_add(entry.size().max(entry.header().size().unwrap_or(u64::MAX)));
         if total > MAX_SNAPSHOT_BYTES {
             anyhow::bail!(
                 "{}: refused snapshot member {}: the members add up to more than {} MiB (a snapshot is a few hundred KiB)",
@@ -338,9 +362,13 @@ pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
                 MAX_SNAPSHOT_BYTES >> 20
             );
         }
-        let ok = entry
-            .unpack_in(dest)
-            .map_err(|e| bad(&anyhow::Error::from(e)))?;
+        // The archive reader's error names the temporary folder: show the member instead.
+        let ok = entry.unpack_in(dest).map_err(|e| {
+            bad(&format!("{e:#}").replace(
+                &format!("{}/", dest.display()),
+                &format!("{}!", tar_path.display()),
+            ))
+        })?;
         if !ok {
             anyhow::bail!(
                 "{}: refused snapshot member {}: its path leaves the snapshot",
@@ -353,13 +381,15 @@ pub fn extract(tar_path: &Path, dest: &Path) -> anyhow::Result<()> {
 }
 
 /// Check an extracted snapshot folder with the rules [`extract`] applies to a tar (regular files,
-/// folders and the capture's own `sys/bus/pci/devices` links only; at most 100 000 entries).
+/// folders and the capture's own `sys/bus/pci/devices` links only; at most 100 000 entries; the
+/// files' sizes add up to at most [`MAX_SNAPSHOT_BYTES`], a sparse file counted at its length).
 ///
 /// Errors: a refused entry (named), or a folder that cannot be read.
 pub fn check_folder(root: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::FileTypeExt;
     let mut stack = vec![root.to_owned()];
     let mut seen = 0usize;
+    let mut total = 0u64;
     while let Some(dir) = stack.pop() {
         for e in fs_err::read_dir(&dir)? {
             let e = e?;
@@ -379,6 +409,15 @@ pub fn check_folder(root: &Path) -> anyhow::Result<()> {
                 stack.push(p.clone());
                 (MemberKind::Dir, None)
             } else if t.is_file() {
+                total = total.saturating_add(e.metadata()?.len());
+                if total > MAX_SNAPSHOT_BYTES {
+                    anyhow::bail!(
+                        "{}: refused snapshot entry {}: the files add up to more than {} MiB (a snapshot is a few hundred KiB)",
+                        root.display(),
+                        printable(&rel.display().to_string()),
+                        MAX_SNAPSHOT_BYTES >> 20
+                    );
+                }
                 (MemberKind::File, None)
             } else if t.is_fifo() {
                 (MemberKind::Special("a FIFO"), None)

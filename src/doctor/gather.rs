@@ -9,9 +9,9 @@ use super::hip::{self, HipProbe};
 use super::kmsg::{self, KernelLog};
 use super::library::{self, LibraryScan};
 use super::pci::{self, Bdf, ConfigView, HopProblem, PathResult, PciDevice, PortType};
-use super::report::{GpuReport, GuestView, Hop, Report, VerdictKind, VmBlocker};
+use super::report::{GpuReport, GuestView, Hop, Report, SeenGpu, VerdictKind};
 use super::triage::{self, LogTriage};
-use super::verdict::{decide_gpu, decide_overall};
+use super::verdict::{decide_gpu, decide_overall, vm_blockers};
 use super::vm::{self, ProxmoxConfig};
 use super::{capture, ids, kfd, lspci};
 
@@ -81,6 +81,20 @@ pub struct Sources {
     pub installed_rocm: Option<String>,
     /// Whether this is the live system (not a snapshot).
     pub live: bool,
+    /// A snapshot tar's temporary extraction folder and the name the report uses for it
+    /// (`snap.tar!`): a path inside the folder is shown as `snap.tar!sys/…`, never as the
+    /// temporary path, which is gone after the run.
+    pub extracted: Option<(PathBuf, String)>,
+}
+
+impl Sources {
+    /// `s` with the temporary extraction folder of a snapshot tar replaced by the tar's name.
+    pub fn shown(&self, s: &str) -> String {
+        match &self.extracted {
+            Some((dir, name)) => s.replace(&format!("{}/", dir.display()), name),
+            None => s.to_owned(),
+        }
+    }
 }
 
 /// Gather the evidence `opts` names and diagnose it (or write the `--capture` snapshot).
@@ -89,9 +103,20 @@ pub struct Sources {
 /// `--dmesg`/`--library`/`--log`/`--vm-config`/`--lspci` input (one line naming it).
 pub fn run(opts: &Options) -> anyhow::Result<Outcome> {
     let _tmp;
+    let mut extracted = None;
     let (sysfs, proc, snapshot_dmesg) = match &opts.snapshot {
         Some(s) => {
-            let dir = if s.is_dir() {
+            // Refused before any open: opening a FIFO blocks until a writer comes.
+            let meta = std::fs::metadata(s)
+                .map_err(|e| anyhow::anyhow!("--snapshot {}: cannot open: {e}", s.display()))?;
+            if !meta.is_dir() && !meta.is_file() {
+                anyhow::bail!(
+                    "--snapshot {}: not a regular file ({}); give the .tar rcclfix doctor --capture wrote, or its extracted folder",
+                    s.display(),
+                    crate::fsutil::file_kind(&meta)
+                );
+            }
+            let dir = if meta.is_dir() {
                 // Untrusted like a tar: links and special files are refused.
                 capture::check_folder(s)?;
                 s.clone()
@@ -99,20 +124,32 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcome> {
                 let t = crate::fsutil::TempDir::new("rcclfix-snapshot-")?;
                 capture::extract(s, t.path())?;
                 let p = t.path().to_owned();
+                extracted = Some((p.clone(), format!("{}!", s.display())));
                 _tmp = t;
                 p
             };
             // An invalid manifest is an error even when sys/ is missing: never "no AMD GPU".
-            let manifest = capture::check_manifest(&dir, s)?;
-            // Older captures of a machine without an AMD GPU have a manifest but no sys/.
-            if !dir.join("sys").is_dir() && !manifest {
+            capture::check_manifest(&dir, s)?;
+            // Without sys/ nothing about the machine was read: that is never "not affected"
+            // (a capture always writes sys/, even on a machine without an AMD GPU).
+            if !dir.join("sys").is_dir() {
                 anyhow::bail!(
-                    "{}: not an rcclfix doctor snapshot (no sys/ folder)",
+                    "{}: not an rcclfix doctor snapshot (no sys/ folder: nothing about the machine to read; capture it again with `rcclfix doctor --capture FILE.tar`)",
                     s.display()
                 );
             }
             let d = dir.join("dmesg.txt");
-            (dir.join("sys"), dir.join("proc"), d.is_file().then_some(d))
+            // The report names the member as `snap.tar!dmesg.txt` (a folder: its own path).
+            let shown = if meta.is_dir() {
+                d.display().to_string()
+            } else {
+                format!("{}!dmesg.txt", s.display())
+            };
+            (
+                dir.join("sys"),
+                dir.join("proc"),
+                d.is_file().then_some((d, shown)),
+            )
         }
         None if !opts.lspci.is_empty() => (PathBuf::new(), PathBuf::new(), None),
         None => {
@@ -141,10 +178,14 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcome> {
         ),
         (None, true) => sysfs.display().to_string(),
     };
-    let kernel_log = match opts.dmesg.as_ref().or(snapshot_dmesg.as_ref()) {
+    let dmesg = match (&opts.dmesg, snapshot_dmesg) {
+        (Some(f), _) => Some((f.clone(), f.display().to_string())),
+        (None, s) => s,
+    };
+    let kernel_log = match &dmesg {
         // One line: `--dmesg FILE: not a regular file (a FIFO); …`.
-        Some(f) => {
-            kmsg::from_file(f).map_err(|e| anyhow::anyhow!("--dmesg {}: {e:#}", f.display()))?
+        Some((f, shown)) => {
+            kmsg::from_file(f, shown).map_err(|e| anyhow::anyhow!("--dmesg {shown}: {e:#}"))?
         }
         None if live => kmsg::from_system(),
         None => kmsg::parse(
@@ -213,6 +254,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcome> {
         hip,
         installed_rocm,
         live,
+        extracted,
     };
     let report = diagnose(&src)?;
     Ok(Outcome::Report(Box::new(report)))
@@ -298,6 +340,113 @@ fn hop_for(
     }
 }
 
+/// The AMD GPUs the kernel log's KFD lines or the `lspci -tv` tree name that are not among the
+/// examined `gpus` (issue 22: before, such a machine read as "no AMD GPU found").
+fn seen_gpus(gpus: &[GpuReport], klog: &KernelLog, topo: Option<&lspci::Topology>) -> Vec<SeenGpu> {
+    let mut out: Vec<SeenGpu> = vec![];
+    let chip = |dev: u16| {
+        ids::GPU_IDS
+            .iter()
+            .find(|(d, _, _)| *d == dev)
+            .map(|(_, c, _)| (*c).to_owned())
+    };
+    for (id, line) in &klog.kfd_rejects {
+        if gpus.iter().any(|g| &g.id == id) {
+            continue;
+        }
+        let dev = id
+            .split_once(':')
+            .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
+        out.push(SeenGpu {
+            id: (id != "unknown").then(|| id.clone()),
+            bdf: None,
+            name: dev.and_then(chip),
+            gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
+            seen_in: "kernel log".into(),
+            kfd_rejected: Some(line.clone()),
+        });
+    }
+    for (bdf, name) in topo.map(|t| &t.tree_names).into_iter().flatten() {
+        let amd = name.contains("[AMD/ATI]") || name.starts_with("Advanced Micro Devices");
+        let display = !(name.contains("Audio") || name.contains("HDMI"));
+        if !amd || !display || gpus.iter().any(|g| g.bdf == *bdf) {
+            continue;
+        }
+        if topo.is_some_and(|t| t.devices.iter().any(|d| d.bdf == *bdf)) {
+            continue; // a -vvv block exists: not a GPU, or already examined
+        }
+        // `[AMD/ATI] Device 67df` (pci.ids without the name) or `Ellesmere [Radeon RX 580]`.
+        let dev = name
+            .split_once("Device ")
+            .and_then(|(_, r)| r.get(..4))
+            .and_then(|h| u16::from_str_radix(h, 16).ok());
+        let gfx = dev
+            .and_then(ids::gfx_for_device)
+            .or_else(|| ids::gfx_for_chip_name(name))
+            .map(str::to_owned);
+        if gfx.is_none() && dev.is_none() && !name.contains("Radeon") && !name.contains("Instinct")
+        {
+            continue; // an AMD bridge or host part, not a GPU
+        }
+        if gfx.is_none() && bdf.func != 0 {
+            continue; // `Device aaf0` at .1: the card's audio function, not a second GPU
+        }
+        let mut id = dev.map(|d| format!("1002:{d:04x}"));
+        // A tree without `-nn` names the chip, not the ID: the kernel log's entry for the same
+        // chip is the same GPU (ROCm/legacy-rocm-build#910: `Baffin` and `1002:67ef`).
+        if id.is_none() {
+            let same_chip: Vec<&SeenGpu> = out
+                .iter()
+                .filter(|s| s.bdf.is_none())
+                .filter(|s| s.name.as_deref().is_some_and(|c| name.contains(c)))
+                .collect();
+            if same_chip.len() == 1 {
+                id = same_chip[0].id.clone();
+            }
+        }
+        let kfd_rejected = id.as_ref().and_then(|i| klog.kfd_rejects.get(i).cloned());
+        out.retain(|s| !(s.bdf.is_none() && s.id.is_some() && s.id == id));
+        out.push(SeenGpu {
+            id,
+            bdf: Some(*bdf),
+            name: Some(name.clone()),
+            gfx,
+            seen_in: "lspci -tv tree".into(),
+            kfd_rejected,
+        });
+    }
+    out
+}
+
+/// A GPU's gfx target and where it came from: its KFD node, else its PCI device ID (when the ID
+/// was readable), else the chip name in pasted lspci text.
+fn gpu_gfx(
+    gpu: &PciDevice,
+    node: Option<&kfd::KfdGpu>,
+    topo: Option<&lspci::Topology>,
+) -> (Option<String>, Option<String>) {
+    let id_known = topo.is_none_or(|t| !t.unknown_ids.contains(&gpu.bdf));
+    match node {
+        Some(n) if n.gfx != "unknown" => (Some(n.gfx.clone()), Some("KFD topology".to_owned())),
+        _ => match ids::gfx_for_device(gpu.device).filter(|_| id_known) {
+            Some(g) => (Some(g.to_owned()), Some(format!("PCI ID {}", id_of(gpu)))),
+            None => match topo
+                .and_then(|t| t.names.get(&gpu.bdf))
+                .and_then(|n| ids::gfx_for_chip_name(n))
+            {
+                Some(g) => (
+                    Some(g.to_owned()),
+                    Some("chip name in the lspci text".to_owned()),
+                ),
+                None => (
+                    node.map(|n| n.gfx.clone()),
+                    node.map(|_| "KFD topology".to_owned()),
+                ),
+            },
+        },
+    }
+}
+
 /// A short word for a PCI class code (`audio`, `GPU`).
 fn class_word(class: u32) -> String {
     match class >> 8 {
@@ -360,6 +509,8 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             c.check_host(&functions);
         }
     }
+    // The targets a library is judged for: every gfx target the evidence names (KFD, each GPU's
+    // PCI ID or lspci chip name, the logs), not only KFD's.
     let gfx_targets: Vec<String> = {
         let mut v: Vec<String> = kfd
             .iter()
@@ -367,6 +518,13 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             .map(|g| g.gfx.clone())
             .filter(|g| g != "unknown")
             .collect();
+        for gpu in all.iter().filter(|d| d.is_amd_gpu()) {
+            let node = kfd.iter().flatten().find(|n| n.bdf == gpu.bdf);
+            if let (Some(g), _) = gpu_gfx(gpu, node, topo.as_ref()) {
+                v.push(g);
+            }
+        }
+        v.extend(logs.iter().flat_map(|l| l.versions.gfx.iter().cloned()));
         v.sort();
         v.dedup();
         v
@@ -379,6 +537,14 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             .cloned()
             .map(|c| library::scan(c, &gfx_targets))
             .collect()
+    };
+    let libraries_unjudged: Vec<String> = if gfx_targets.is_empty() {
+        src.libraries
+            .iter()
+            .map(|c| format!("librccl {}: not scanned: no gfx target known (no KFD topology, no GPU whose PCI ID or lspci name gives its target, no gfx target named in a log); add a log with `rocminfo` output (--log FILE)", src.shown(&c.path.display().to_string())))
+            .collect()
+    } else {
+        vec![]
     };
     let hip_devices = match &src.hip {
         HipProbe::Ran { devices, .. } => devices.clone(),
@@ -393,7 +559,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
     for gpu in all.iter().filter(|d| d.is_amd_gpu()) {
         let upstream = match &topo {
             Some(t) => t.upstream(gpu),
-            None => pci::upstream_bridges(gpu).map_err(|e| format!("{e:#}")),
+            None => pci::upstream_bridges(gpu).map_err(|e| src.shown(&format!("{e:#}"))),
         };
         let (bridges, mut result) = match upstream {
             Ok(b) => {
@@ -451,27 +617,7 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             let directly_under_root_port = bridges
                 .first()
                 .is_some_and(|b| b.exp().is_some_and(|c| c.port_type == PortType::RootPort));
-            let mut blockers = vec![];
-            if matches!(result, PathResult::DeviceRefused { .. })
-                && matches!(gpu.config, ConfigView::NotExpress)
-            {
-                blockers.push(VmBlocker::NoPcieCapability);
-            }
-            if hv.is_qemu && root.is_some() && root_lacks {
-                if let (Some((a, b)), Some(m)) = (hv.qemu_machine_version, &hv.product_version) {
-                    if (a, b) < (8, 1) {
-                        blockers.push(VmBlocker::QemuBefore81 { machine: m.clone() });
-                    }
-                }
-                if multifunction {
-                    blockers.push(VmBlocker::Multifunction);
-                } else if !devfn0 {
-                    blockers.push(VmBlocker::NotAtDevfn0);
-                } else if !directly_under_root_port {
-                    blockers.push(VmBlocker::BehindSwitch);
-                }
-            }
-            GuestView {
+            let mut v = GuestView {
                 multifunction,
                 siblings: siblings.clone(),
                 devfn0,
@@ -482,32 +628,21 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                     && root.is_some()
                     && root_lacks
                     && (multifunction || !devfn0 || !directly_under_root_port),
-                blockers,
-            }
+                blockers: vec![],
+            };
+            // The facts are gathered here; which of them withhold AtomicOps, verdict.rs decides.
+            v.blockers = vm_blockers(
+                &v,
+                &hv,
+                &result,
+                matches!(gpu.config, ConfigView::NotExpress),
+            );
+            v
         });
         let id_known = topo
             .as_ref()
             .is_none_or(|t| !t.unknown_ids.contains(&gpu.bdf));
-        let (gfx, gfx_source) = match node {
-            Some(n) if n.gfx != "unknown" => (Some(n.gfx.clone()), Some("KFD topology".to_owned())),
-            _ => match ids::gfx_for_device(gpu.device).filter(|_| id_known) {
-                Some(g) => (Some(g.to_owned()), Some(format!("PCI ID {}", id_of(gpu)))),
-                None => match topo
-                    .as_ref()
-                    .and_then(|t| t.names.get(&gpu.bdf))
-                    .and_then(|n| ids::gfx_for_chip_name(n))
-                {
-                    Some(g) => (
-                        Some(g.to_owned()),
-                        Some("chip name in the lspci text".to_owned()),
-                    ),
-                    None => (
-                        node.map(|n| n.gfx.clone()),
-                        node.map(|_| "KFD topology".to_owned()),
-                    ),
-                },
-            },
-        };
+        let (gfx, gfx_source) = gpu_gfx(gpu, node, topo.as_ref());
         let mut g = GpuReport {
             bdf: gpu.bdf,
             id: if id_known {
@@ -535,7 +670,6 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             guest,
             library_states: gfx
                 .as_ref()
-                .filter(|_| node.is_some())
                 .map(|gfx| {
                     libraries
                         .iter()
@@ -553,8 +687,9 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         decide_gpu(&mut g, &hv);
         gpus.push(g);
     }
+    let gpus_seen = seen_gpus(&gpus, klog, topo.as_ref());
     let pci_functions = all.len();
-    Ok(decide_overall(
+    let mut report = decide_overall(
         src,
         hv,
         gpus,
@@ -563,5 +698,13 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         logs,
         vm_configs,
         pci_functions,
-    ))
+        gpus_seen,
+    );
+    if !libraries_unjudged.is_empty() {
+        report
+            .not_examined
+            .retain(|l| !l.starts_with("librccl: none scanned"));
+        report.not_examined.extend(libraries_unjudged);
+    }
+    Ok(report)
 }

@@ -10,6 +10,12 @@
 
 /// One row: device ID (vendor 0x1002), chip name as pci.ids spells it, gfx processor.
 pub const GPU_IDS: &[(u16, &str, &str)] = &[
+    // Polaris 10/11/12 (amdgpu_drv.c CHIP_POLARIS10/11/12; AMDGPUUsage: gfx803). KFD needs PCIe
+    // atomics for these unless the MEC firmware is new enough (kfd_device.c: "PCI rejects
+    // atomics"), so they appear in reports as GPUs KFD skipped (ROCm/legacy-rocm-build#1214).
+    (0x67df, "Ellesmere", "gfx803"),
+    (0x67ef, "Baffin", "gfx803"),
+    (0x699f, "Lexa", "gfx803"),
     // Vega 20 (amdgpu_drv.c CHIP_VEGA20).
     (0x66a0, "Vega 20", "gfx906"),
     (0x66a1, "Vega 20", "gfx906"),
@@ -115,6 +121,9 @@ pub fn gfx_for_device(device: u16) -> Option<&'static str> {
 /// XTX]`) → gfx processor, for a pasted `lspci` without `-nn` device IDs. Longer names first, so
 /// `Navi 31` never matches a `Navi 3` prefix of something else.
 pub const CHIP_NAMES: &[(&str, &str)] = &[
+    ("Ellesmere", "gfx803"),
+    ("Baffin", "gfx803"),
+    ("Lexa", "gfx803"),
     ("Aqua Vanjaram", "gfx942"),
     ("Strix Halo", "gfx1151"),
     ("Aldebaran", "gfx90a"),

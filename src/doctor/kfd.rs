@@ -114,6 +114,11 @@ pub fn is_known_igpu(gfx: &str) -> bool {
     )
 }
 
+/// A KFD file, at most [`super::input::MAX_SYSFS_FILE_BYTES`].
+fn read(p: &Path) -> Option<String> {
+    super::input::read_small_string(p, super::input::MAX_SYSFS_FILE_BYTES)
+}
+
 /// Read every GPU node. Returns `None` when the topology directory does not exist (amdgpu/KFD not
 /// loaded, or not captured); nodes that cannot be parsed are skipped with a debug log.
 pub fn read_topology(sysfs: &Path) -> Option<Vec<KfdGpu>> {
@@ -124,11 +129,11 @@ pub fn read_topology(sysfs: &Path) -> Option<Vec<KfdGpu>> {
         let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(e.path().join("properties")) else {
+        let Some(text) = read(&e.path().join("properties")) else {
             tracing::debug!("kfd node {n}: no properties");
             continue;
         };
-        let name = std::fs::read_to_string(e.path().join("name"))
+        let name = read(&e.path().join("name"))
             .unwrap_or_default()
             .trim()
             .to_owned();
@@ -145,7 +150,13 @@ pub fn read_topology(sysfs: &Path) -> Option<Vec<KfdGpu>> {
         let gfx = p
             .get("gfx_target_version")
             .and_then(|v| gfx_name(*v))
-            .or_else(|| name.starts_with("gfx").then(|| name.clone()))
+            // The `name` file is free text: only a gfx processor name this rcclfix knows is taken
+            // (it becomes a `--targets` value and a report line).
+            .or_else(|| {
+                crate::recipe::known_processors()
+                    .contains(&name.as_str())
+                    .then(|| name.clone())
+            })
             .unwrap_or_else(|| "unknown".into());
         let mut links = vec![];
         let links_dir = nodes_dir.join(n.to_string()).join("io_links");
@@ -154,7 +165,7 @@ pub fn read_topology(sysfs: &Path) -> Option<Vec<KfdGpu>> {
                 let Some(i) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                     continue;
                 };
-                let Ok(text) = std::fs::read_to_string(e.path().join("properties")) else {
+                let Some(text) = read(&e.path().join("properties")) else {
                     continue;
                 };
                 let lp = parse_properties(&text);

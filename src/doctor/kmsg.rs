@@ -144,16 +144,19 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
 ///
 /// Errors: the file cannot be read, or is not a regular file (a FIFO or `/dev/zero` would hang or
 /// never end).
-pub fn from_file(path: &Path) -> anyhow::Result<KernelLog> {
+///
+/// `shown` is the name the report uses for it: the path as given, or `snap.tar!dmesg.txt` for a
+/// snapshot's member (never the temporary folder it was extracted to).
+pub fn from_file(path: &Path, shown: &str) -> anyhow::Result<KernelLog> {
     let tail = super::input::read_tail(path, super::input::MAX_INPUT_BYTES)
         .context("cannot read the kernel log")?;
     let mut log = parse(
         &tail.text,
         LogOrigin::File {
-            path: path.display().to_string(),
+            path: shown.to_owned(),
         },
     );
-    log.cut = tail.cut_note(path);
+    log.cut = tail.cut_note(Path::new(shown));
     Ok(log)
 }
 

@@ -53,6 +53,9 @@ pub struct Topology {
     pub root_buses: BTreeSet<(u32, u8)>,
     /// Device → its description (`Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 […]`).
     pub names: BTreeMap<Bdf, String>,
+    /// Device → its description in the `lspci -tv` tree (`Advanced Micro Devices, Inc. [AMD/ATI]
+    /// Ellesmere […]`), for devices the tree shows whether or not a `-vvv` block was pasted.
+    pub tree_names: BTreeMap<Bdf, String>,
     /// Devices whose device ID the text does not give (no `-nn`, and a name pci.ids knows).
     pub unknown_ids: BTreeSet<Bdf>,
     /// The files read.
@@ -176,7 +179,9 @@ fn flags_after(line: &str, key: &str) -> BTreeMap<String, bool> {
         .filter_map(|t| {
             let t = t.trim();
             let sign = t.chars().last()?;
-            let name = &t[..t.len() - 1];
+            // By characters, not bytes: the text is pasted and may hold `±` or any other
+            // non-ASCII character there.
+            let name = &t[..t.len() - sign.len_utf8()];
             match sign {
                 '+' if !name.is_empty() => Some((name.to_owned(), true)),
                 '-' if !name.is_empty() => Some((name.to_owned(), false)),
@@ -368,7 +373,12 @@ impl Block {
 /// The `lspci -tv` tree: child → parent bridge, and the root buses. Children of a bridge are
 /// printed in one column below its first child, so a map from column to (bus, bridge) follows
 /// the nesting line by line.
-fn parse_tree(text: &str, parent: &mut BTreeMap<Bdf, Bdf>, roots: &mut BTreeSet<(u32, u8)>) {
+fn parse_tree(
+    text: &str,
+    parent: &mut BTreeMap<Bdf, Bdf>,
+    roots: &mut BTreeSet<(u32, u8)>,
+    names: &mut BTreeMap<Bdf, String>,
+) {
     let mut cols: BTreeMap<usize, (u32, u8, Option<Bdf>)> = BTreeMap::new();
     for line in text.lines() {
         let t = line.trim_start();
@@ -417,6 +427,12 @@ fn parse_tree(text: &str, parent: &mut BTreeMap<Bdf, Bdf>, roots: &mut BTreeSet<
                     let me = Bdf::parse(&format!("{dom:04x}:{bus:02x}:{e}"));
                     if let (Some(me), Some(up)) = (me, up) {
                         parent.insert(me, up);
+                    }
+                    // `00.0  Advanced Micro Devices, Inc. [AMD/ATI] Ellesmere […]`: a leaf's name.
+                    if let (Some(me), Some(rest)) = (me, line.get(i + 4..)) {
+                        if let Some(n) = rest.strip_prefix("  ") {
+                            names.insert(me, n.trim().to_owned());
+                        }
                     }
                     // A bridge: `01.1-[01-03]--`: its children are on the secondary bus.
                     if line.get(i + 4..i + 6) == Some("-[") {
@@ -471,7 +487,12 @@ pub fn parse(text: &str, what: &str) -> anyhow::Result<Topology> {
         }
     }
     let mut topo = Topology::default();
-    parse_tree(text, &mut topo.parent, &mut topo.root_buses);
+    parse_tree(
+        text,
+        &mut topo.parent,
+        &mut topo.root_buses,
+        &mut topo.tree_names,
+    );
     if blocks.is_empty() && topo.parent.is_empty() && topo.root_buses.is_empty() {
         anyhow::bail!(
             "{what}: no lspci device block (`BB:DD.F Class: …` lines from `sudo lspci -vvv`) and no `lspci -tv` tree"

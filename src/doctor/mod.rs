@@ -17,6 +17,7 @@
 //! ROCm/ROCm#6074, ROCm/ROCm#6148, ROCm/ROCm#6520, vllm-project/vllm#38587.
 
 pub mod capture;
+pub mod coverage;
 pub mod gather;
 pub mod hip;
 pub mod ids;
@@ -26,12 +27,54 @@ pub mod kmsg;
 pub mod library;
 pub mod lspci;
 pub mod pci;
+pub mod release;
 pub mod report;
+pub mod rules;
 pub mod triage;
 pub mod verdict;
 pub mod vm;
 
 pub use gather::{diagnose, run, Options, Outcome, Sources};
 pub use report::{
-    GpuReport, GuestView, Hop, KernelLogSummary, Report, VerdictKind, VmBlocker, SCHEMA_VERSION,
+    GpuReport, GuestView, Hop, KernelLogSummary, ReleaseFacts, Report, SeenGpu, VerdictKind,
+    VmBlocker, SCHEMA_VERSION,
 };
+
+#[cfg(test)]
+mod tests {
+    /// Issue 20: `--lspci` panicked ("byte index … is not a char boundary") on `32bit±`. Every
+    /// parser of pasted text must survive a multi-byte character at every position of real
+    /// inputs (byte slicing of untrusted text is the class).
+    #[test]
+    fn every_text_parser_survives_a_non_ascii_character_at_every_position() {
+        let samples = [
+            include_str!("../../tests/data/doctor/lspci/guest-vvvnn.txt"),
+            include_str!("../../tests/data/doctor/lspci/guest-tv.txt"),
+            include_str!("../../tests/data/doctor/lspci/board-tv.txt"),
+            include_str!("../../tests/data/doctor/logs/rocm6520_machine1_rank0.log"),
+            include_str!("../../tests/data/doctor/logs/vllm38587_collect_env.txt"),
+            include_str!("../../tests/data/doctor/rocm6520/dmesg-guest.txt"),
+        ];
+        // Line by line (each parser reads a line at a time; the lspci line sits under a device
+        // header so the block parser reaches it): the whole text at every position is too slow.
+        for line in samples.iter().flat_map(|t| t.lines()) {
+            for (i, _) in line.char_indices().chain([(line.len(), ' ')]) {
+                for ins in ["±", "𝄞"] {
+                    let mut l = line.to_owned();
+                    l.insert_str(i, ins);
+                    let block =
+                        format!("03:00.0 VGA compatible controller [0300]: AMD [1002:744c]\n{l}\n");
+                    let _ = super::lspci::parse(&block, "sample");
+                    let _ = super::triage::triage(&l, "sample");
+                    let _ = super::kmsg::parse(
+                        &l,
+                        super::kmsg::LogOrigin::Unavailable {
+                            reason: String::new(),
+                        },
+                    );
+                    let _ = super::capture::scrub_line(&l, Some("host"));
+                }
+            }
+        }
+    }
+}

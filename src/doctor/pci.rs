@@ -425,7 +425,12 @@ impl PciDevice {
 }
 
 fn read_hex(path: &Path) -> anyhow::Result<u32> {
-    let s = fs_err::read_to_string(path)?;
+    let s = super::input::read_small_string(path, 64).with_context(|| {
+        format!(
+            "{}: missing, unreadable or not a regular file",
+            path.display()
+        )
+    })?;
     let t = s.trim();
     let t = t.strip_prefix("0x").unwrap_or(t);
     u32::from_str_radix(t, 16)
@@ -440,7 +445,8 @@ pub fn read_device(dir: &Path) -> anyhow::Result<PciDevice> {
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let bdf = Bdf::parse(name)
         .with_context(|| format!("{}: directory name is not a PCI address", dir.display()))?;
-    let config_bytes = std::fs::read(dir.join("config")).unwrap_or_default();
+    // Config space is 4096 bytes at most (PCI Express extended space); a longer file is cut there.
+    let config_bytes = super::input::read_small(&dir.join("config"), 4096).unwrap_or_default();
     let hdr16 = |o: usize| rd16(&config_bytes, o);
     let vendor = match read_hex(&dir.join("vendor")) {
         Ok(v) => v as u16,

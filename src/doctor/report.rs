@@ -12,10 +12,33 @@ use super::triage::{LogTriage, RebuildAdvice};
 use super::vm::{Hypervisor, ProxmoxConfig};
 use crate::scan::TargetState;
 
-/// Version of the `--json` schema below; bumped on any incompatible change (2: `rebuild.tag` may be
-/// null, `rebuild.targets`/`command`, the `hostcall-outside-rccl` verdict, `examined`,
-/// `not_examined`, log `refusals`/`hints`, GPU `gfx_source` and guest `blockers`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of the `--json` schema below (docs/doctor-json.md); bumped on any incompatible change
+/// (2: `rebuild.tag` may be null, `rebuild.targets`/`command`, the `hostcall-outside-rccl` verdict,
+/// `examined`, `not_examined`, log `refusals`/`hints`, GPU `gfx_source` and guest `blockers`;
+/// 3: `rebuild` is present exactly when the verdict is `rebuild`, the release facts moved to
+/// `release`, `rebuild.status`, `gpus_seen`).
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// What the evidence says about the ROCm release and its RCCL, whatever the verdict: never a
+/// command (a rebuild is prescribed only by [`Report::rebuild`]).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ReleaseFacts {
+    /// The ROCm release or family (`7.2.1`, `7.2`), when the evidence names one.
+    pub rocm: Option<String>,
+    /// The RCCL version that ran, or that the release ships.
+    pub rccl: Option<String>,
+    /// The recipe of that release line (a `rcclfix build --tag` value), when this rcclfix has one.
+    pub recipe: Option<String>,
+    /// That recipe's status (`verified`, `expected`, `experimental`).
+    pub recipe_status: Option<String>,
+    /// What the release's shipped RCCL is known to do (community measurements), e.g.
+    /// `yes (NDEBUG lost in packaging, ROCm/rccl#2124) (AMD's ROCm packages, /opt/rocm)`: the
+    /// measurements are of AMD's packages, never of a distribution's build.
+    pub shipped_declares: Option<String>,
+    /// The librccl files here that are not AMD's packages (Debian's `librccl1`, a wheel's copy):
+    /// each is judged by its scan (`libraries`), not by `shipped_declares`.
+    pub judged_by_scan: Vec<String>,
+}
 
 /// The four verdicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -119,6 +142,25 @@ pub enum VmBlocker {
     NoPcieCapability,
 }
 
+/// An AMD GPU the evidence names that doctor could not examine as a PCI device (no config space
+/// read): one KFD skipped in the kernel log (`kfd … skipped device 1002:67df, PCI rejects
+/// atomics`), or one that appears only in a pasted `lspci -tv` tree.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeenGpu {
+    /// `1002:67df`, when the evidence gives the device ID.
+    pub id: Option<String>,
+    /// Its PCI address, when the evidence gives it.
+    pub bdf: Option<Bdf>,
+    /// The chip name (`Ellesmere`), from the PCI ID table or the lspci text.
+    pub name: Option<String>,
+    /// Its gfx target, from the PCI ID or the chip name.
+    pub gfx: Option<String>,
+    /// Where it was seen: `kernel log`, `lspci -tv tree`.
+    pub seen_in: String,
+    /// KFD's line when KFD skipped it because the PCIe path gives it no AtomicOps.
+    pub kfd_rejected: Option<String>,
+}
+
 /// Everything known about one GPU, and its verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuReport {
@@ -183,10 +225,15 @@ pub struct Report {
     pub not_examined: Vec<String>,
     /// The evidence behind the verdict, one line each.
     pub evidence: Vec<String>,
-    /// The rebuild advice (when the verdict is rebuild, or a log names a release).
+    /// The rebuild advice: present exactly when [`Report::verdict`] is [`VerdictKind::Rebuild`]
+    /// (docs/doctor-json.md, "the rebuild contract").
     pub rebuild: Option<RebuildAdvice>,
+    /// The release facts, when the evidence names a ROCm release or an RCCL version.
+    pub release: Option<ReleaseFacts>,
     /// Per GPU.
     pub gpus: Vec<GpuReport>,
+    /// AMD GPUs the evidence names that are not in `gpus` (no config space to examine).
+    pub gpus_seen: Vec<SeenGpu>,
     /// Hypervisor facts.
     pub hypervisor: Hypervisor,
     /// Kernel log summary.

@@ -1,7 +1,7 @@
 //! Log triage (`rcclfix doctor --log FILE`): find the hostcall refusal and say whose kernel was
-//! refused, recognise the look-alikes, and read every hint a pasted report carries about the ROCm
-//! release, the RCCL version and the GPU targets; then map the release to the recipe that rebuilds
-//! its RCCL.
+//! refused, recognise the look-alikes (the rules table in [`super::rules`], which this walks), and
+//! read every hint a pasted report carries about the ROCm release, the RCCL version and the GPU
+//! targets ([`super::release`] resolves them and maps the release to the recipe of its line).
 //!
 //! Evidence rules: the runtime's refusal line (`Pcie atomics not enabled, hostcall not supported`,
 //! CLR `rocvirtual.cpp`) or `hipErrorIllegalState` returned by a kernel launch is a refusal; its
@@ -21,94 +21,14 @@ use std::path::Path;
 use anyhow::Context;
 use serde::Serialize;
 
-/// What a matched line means for the diagnosis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
-pub enum Meaning {
-    /// The runtime says it refused a hostcall kernel: the bug, confirmed.
-    Confirmed,
-    /// A symptom the refusal produces (also produced by other HIP failures).
-    Symptom,
-    /// Kernel-log evidence about the platform.
-    Platform,
-    /// A different problem with a similar face.
-    DifferentCause,
-    /// A line known to be unrelated.
-    Noise,
-    /// Version or path information.
-    Info,
-}
+use super::release::{find_all, hints_on_line, leading_version, value_after};
+pub use super::release::{
+    packager_of, rccl_for_rocm, rebuild_advice, release_from_int, resolve, version_from_code,
+    HintKind, Packager, RebuildAdvice, ReleaseHint, RocmRelease, RELEASE_UNKNOWN,
+};
+use super::rules::SIGNATURES;
+pub use super::rules::{Finding, Meaning, REFUSAL_LINE};
 
-/// One recognised signature in a log.
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// 1-based line number.
-    pub line_no: usize,
-    /// The line, trimmed, at most 400 characters (raw: escape it before printing to a terminal).
-    pub line: String,
-    /// Short name of the signature.
-    pub signature: &'static str,
-    /// How it weighs.
-    pub meaning: Meaning,
-    /// What it means, one sentence.
-    pub explanation: &'static str,
-}
-
-struct Sig {
-    needle: &'static str,
-    name: &'static str,
-    meaning: Meaning,
-    explanation: &'static str,
-}
-
-/// The runtime's refusal line (CLR `rocvirtual.cpp`, level 1).
-pub const REFUSAL_LINE: &str = "Pcie atomics not enabled, hostcall not supported";
-const SIGNATURES: &[Sig] = &[
-    Sig { needle: REFUSAL_LINE, name: "clr-hostcall-refused", meaning: Meaning::Confirmed,
-          explanation: "CLR refused a kernel that declares hidden_hostcall_buffer because the GPU has no PCIe AtomicOps to the host" },
-    Sig { needle: "AQL dispatch failed!", name: "clr-aql-dispatch-failed", meaning: Meaning::Symptom,
-          explanation: "the dispatch was not submitted; right after the hostcall line it is the refusal itself" },
-    Sig { needle: "ShaderName :", name: "clr-shader-name", meaning: Meaning::Info,
-          explanation: "AMD_LOG_LEVEL>=3 names the kernel being launched" },
-    Sig { needle: "hipErrorIllegalState", name: "hip-illegal-state", meaning: Meaning::Symptom,
-          explanation: "HIP error 401, what a refused hostcall dispatch returns" },
-    Sig { needle: "NCCL WARN HIP failure", name: "rccl-enqueue-hip-failure", meaning: Meaning::Symptom,
-          explanation: "RCCL's collective kernel launch (enqueue.cc) returned a HIP error; with 'the operation cannot be performed in the present state' it is hipErrorIllegalState, what a refused hostcall dispatch returns" },
-    Sig { needle: "the operation cannot be performed in the present state", name: "hip-illegal-state-text", meaning: Meaning::Symptom,
-          explanation: "the text of hipErrorIllegalState (401), what a refused hostcall dispatch returns" },
-    Sig { needle: "unhandled cuda error", name: "torch-unhandled-cuda-error", meaning: Meaning::Symptom,
-          explanation: "RCCL's return code for any HIP error inside it (ncclUnhandledCudaError): alone it says nothing about the cause; the HIP text or the refusal line next to it does" },
-    Sig { needle: "Kernel expects a hostcall buffer, but none found", name: "clr-hostcall-buffer-missing", meaning: Meaning::DifferentCause,
-          explanation: "atomics are present but CLR could not create the hostcall buffer: a different cause, not the AtomicOps refusal" },
-    Sig { needle: "PCI rejects atomics", name: "kfd-rejects-atomics", meaning: Meaning::DifferentCause,
-          explanation: "KFD refused the whole GPU (an older chip or firmware that needs atomics for compute): a hardware/firmware requirement, not this bug" },
-    Sig { needle: "PCIE atomic ops is not supported", name: "amdgpu-no-atomics", meaning: Meaning::Platform,
-          explanation: "amdgpu found no AtomicOp path to this GPU's root port; hostcall kernels will be refused on it" },
-    Sig { needle: "PCIe atomic ops are not supported", name: "amdgpu-no-atomics", meaning: Meaning::Platform,
-          explanation: "amdgpu found no AtomicOp path to this GPU's root port; hostcall kernels will be refused on it" },
-    Sig { needle: "cuMem support requires VMM RDMA support", name: "rccl-cumem-warning", meaning: Meaning::Noise,
-          explanation: "unrelated RCCL init warning" },
-    Sig { needle: "undefined symbol: nccl", name: "abi-undefined-nccl-symbol", meaning: Meaning::DifferentCause,
-          explanation: "the loaded RCCL is older than the API torch was built against (kyuz0/amd-strix-halo-vllm-toolboxes#60): an ABI mismatch, not this bug; audit with `rcclfix package`" },
-    Sig { needle: "invalid device function", name: "hip-invalid-device-function", meaning: Meaning::DifferentCause,
-          explanation: "no code for this GPU's gfx target in the library: rebuild for the right target, not this bug" },
-    Sig { needle: "hipErrorNoBinaryForGpu", name: "hip-no-binary-for-gpu", meaning: Meaning::DifferentCause,
-          explanation: "no code for this GPU's gfx target in the library: rebuild for the right target, not this bug" },
-    Sig { needle: "hipErrorInvalidKernelFile", name: "hip-invalid-kernel-file", meaning: Meaning::DifferentCause,
-          explanation: "the device code could not be loaded for this GPU: a target/packaging problem, not this bug" },
-    Sig { needle: "librocm_smi64.so.1: cannot open shared object file", name: "wheel-missing-rocm-smi", meaning: Meaning::DifferentCause,
-          explanation: "the torch wheel does not bundle librocm_smi64 (pytorch/pytorch#191366): a packaging problem, not this bug" },
-    Sig { needle: "Failed to infer device type", name: "vllm-device-type", meaning: Meaning::DifferentCause,
-          explanation: "vLLM could not enumerate the GPUs (amdsmi/rocm_smi clash after a library swap, pytorch/pytorch#191366): not this bug" },
-    Sig { needle: "Watchdog caught collective operation timeout", name: "torch-collective-timeout", meaning: Meaning::DifferentCause,
-          explanation: "a collective hung until the watchdog fired; the hostcall refusal fails at once, so a hang is a different bug (ROCm/rccl#2124)" },
-    Sig { needle: "waitPeer", name: "rccl-waitpeer-hang", meaning: Meaning::DifferentCause,
-          explanation: "a hang in RCCL's waitPeer() loop (the NDEBUG hang of ROCm/rccl#2124): not the refusal" },
-    Sig { needle: "Test NCCL failure", name: "rccl-tests-failure", meaning: Meaning::Symptom,
-          explanation: "rccl-tests stopped on an RCCL error; the quoted error string says which" },
-    Sig { needle: "-- Compiling for", name: "rccl-configure-targets", meaning: Meaning::Info,
-          explanation: "RCCL's configure step lists the gfx targets it really builds; compare with what was requested (ROCm/rccl#958)" },
-];
 /// Versions and paths found in banners and environment dumps (the raw values; [`ReleaseHint`]s say
 /// what each one implies).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -139,44 +59,6 @@ pub struct Versions {
     pub gfx: Vec<String>,
     /// ROCm version from a ROCm container image tag (`rocm/pytorch:rocm7.2_…`).
     pub image_rocm: Option<String>,
-}
-
-/// What a [`ReleaseHint`] names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HintKind {
-    /// A ROCm release (`7.2.1`) or family (`7.2`).
-    Rocm,
-    /// An RCCL version (`2.27.7`).
-    Rccl,
-}
-
-/// One piece of text in a log that names a ROCm release or an RCCL version.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ReleaseHint {
-    /// 1-based line number.
-    pub line_no: usize,
-    /// Release or RCCL version.
-    pub kind: HintKind,
-    /// `7.2.1`, `7.2` or `2.27.7`.
-    pub value: String,
-    /// Whether `value` names a point release (three components).
-    pub exact: bool,
-    /// What the text was, e.g. `torch +rocm6.4 version suffix`, `rccl-library=22707 (rccl-tests)`.
-    pub source: String,
-    /// Strength: lower wins ([`resolve`] picks the lowest, then the earliest line).
-    pub rank: u8,
-}
-
-/// The ROCm release the log points at, and how sure that is.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RocmRelease {
-    /// `7.2.1`, or a family `7.2` when the point release is unknown.
-    pub release: String,
-    /// Where it came from (`clang roc-7.2.1`, `ROCm version banner`, …).
-    pub source: String,
-    /// Whether it names a point release.
-    pub exact: bool,
 }
 
 /// Who owns a refused kernel.
@@ -308,66 +190,6 @@ pub struct LogTriage {
     pub cut: Option<String>,
 }
 
-/// The value after `key` and optional spaces/colon, up to the next whitespace.
-fn value_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let i = line.find(key)?;
-    let rest = line[i + key.len()..].trim_start_matches([' ', ':', '\t']);
-    rest.split_whitespace().next().filter(|s| !s.is_empty())
-}
-
-fn leading_version(s: &str) -> Option<String> {
-    let v: String = s
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    let v = v.trim_end_matches('.');
-    (v.split('.').count() >= 2 && v.split('.').all(|p| !p.is_empty())).then(|| v.to_owned())
-}
-
-fn first_n_components(v: &str, n: usize) -> String {
-    v.split('.').take(n).collect::<Vec<_>>().join(".")
-}
-
-/// `NCCL_VERSION_CODE` → version: `MAJOR*10000 + MINOR*100 + PATCH` from NCCL 2.9 on (23004 →
-/// 2.30.4), `MAJOR*1000 + MINOR*100 + PATCH` before (2708 → 2.7.8). RCCL `nccl.h`.
-pub fn version_from_code(code: u32) -> Option<String> {
-    if code >= 20900 {
-        Some(format!(
-            "{}.{}.{}",
-            code / 10000,
-            (code % 10000) / 100,
-            code % 100
-        ))
-    } else if (2000..2900).contains(&code) {
-        Some(format!(
-            "{}.{}.{}",
-            code / 1000,
-            (code % 1000) / 100,
-            code % 100
-        ))
-    } else {
-        None
-    }
-}
-
-/// A ROCm package's release integer (`70201` in `rccl_2.27.7.70201-81~24.04`) → `7.2.1`.
-pub fn release_from_int(n: u32) -> Option<String> {
-    let (major, minor, patch) = (n / 10000, (n / 100) % 100, n % 100);
-    (5..=20)
-        .contains(&major)
-        .then(|| format!("{major}.{minor}.{patch}"))
-}
-
-/// Every position where `needle` occurs in `hay` (ASCII case-insensitive when `fold`).
-fn find_all(hay: &str, needle: &str, fold: bool) -> Vec<usize> {
-    let (h, n) = if fold {
-        (hay.to_ascii_lowercase(), needle.to_ascii_lowercase())
-    } else {
-        (hay.to_owned(), needle.to_owned())
-    };
-    h.match_indices(&n).map(|(i, _)| i).collect()
-}
-
 /// Whether `line` configures a build (its gfx names are build targets, not the user's GPUs).
 fn is_build_config_line(line: &str) -> bool {
     [
@@ -456,275 +278,6 @@ pub fn library_for_kernel(n: &str) -> Option<String> {
         .map(|(_, l)| (*l).to_owned())
 }
 
-/// Every release/RCCL hint on one line (`line_no` is 1-based).
-fn hints_on_line(line: &str, line_no: usize) -> Vec<ReleaseHint> {
-    let mut out = vec![];
-    let mut push = |kind, value: String, source: String, rank| {
-        let exact = value.split('.').count() >= 3;
-        let value = first_n_components(&value, 3);
-        if !out
-            .iter()
-            .any(|h: &ReleaseHint| h.kind == kind && h.value == value)
-        {
-            out.push(ReleaseHint {
-                line_no,
-                kind,
-                value,
-                exact,
-                source,
-                rank,
-            });
-        }
-    };
-    let lower = line.to_ascii_lowercase();
-    // The library that actually ran, when it sits in a versioned ROCm tree.
-    let librccl = line.contains("Librccl path");
-    for i in find_all(line, "/opt/rocm-", false) {
-        if let Some(r) = leading_version(&line[i + "/opt/rocm-".len()..]) {
-            let (src, rank) = if librccl {
-                (format!("Librccl path /opt/rocm-{r}"), 0)
-            } else {
-                (format!("path /opt/rocm-{r}"), 3)
-            };
-            push(HintKind::Rocm, r, src, rank);
-        }
-    }
-    if let Some(t) = value_after(line, "RCCL version") {
-        if let Some(ver) = leading_version(t) {
-            push(HintKind::Rccl, ver, "RCCL version banner".into(), 1);
-        }
-        // `RCCL version 2.18.3+hip6.0`: the HIP (= ROCm) family it was built for.
-        if let Some((_, hip)) = t.split_once("+hip") {
-            if let Some(f) = leading_version(hip) {
-                push(
-                    HintKind::Rocm,
-                    first_n_components(&f, 2),
-                    format!("RCCL banner +hip{f}"),
-                    9,
-                );
-            }
-        }
-    }
-    if let Some(r) = value_after(line, "ROCm version").and_then(leading_version) {
-        push(
-            HintKind::Rocm,
-            first_n_components(&r, 3),
-            "ROCm version banner".into(),
-            1,
-        );
-    }
-    if lower.contains("clang") {
-        if let Some(t) = line
-            .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-            .find(|t| t.starts_with("roc-"))
-        {
-            if let Some(ver) = leading_version(&t[4..]) {
-                push(HintKind::Rocm, ver.clone(), format!("clang roc-{ver}"), 2);
-            }
-        }
-    }
-    // Package versions: `rccl_2.27.7.70201-81~24.04_amd64.deb`, `ii  rccl  2.27.7.70201-81~24.04`,
-    // `rocm-core-7.2.1.70201-81.el9`.
-    let tokens: Vec<&str> = line.split_whitespace().collect();
-    for (ti, tok) in tokens.iter().enumerate() {
-        let bytes = tok.as_bytes();
-        for p in 0..bytes.len() {
-            if !bytes[p].is_ascii_digit() || (p > 0 && !matches!(bytes[p - 1], b'_' | b'-' | b'='))
-            {
-                continue;
-            }
-            let ver: String = tok[p..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.')
-                .collect();
-            let parts: Vec<&str> = ver.trim_end_matches('.').split('.').collect();
-            if parts.len() != 4 || parts[3].len() != 5 {
-                continue;
-            }
-            let rocmish = |n: &str| {
-                let n = n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
-                (n.starts_with("rccl") || n.starts_with("rocm") || n.starts_with("hip"))
-                    .then_some(n)
-            };
-            // `dpkg -l`: the name is the token before; apt's `Get:` lines put the architecture
-            // between them.
-            let name = if p == 0 {
-                (1..=2)
-                    .filter_map(|k| ti.checked_sub(k).map(|j| tokens[j]))
-                    .find_map(rocmish)
-            } else {
-                rocmish(&tok[..p - 1])
-            };
-            let Some(name) = name else {
-                continue;
-            };
-            let Some(rel) = parts[3].parse().ok().and_then(release_from_int) else {
-                continue;
-            };
-            push(
-                HintKind::Rocm,
-                rel.clone(),
-                format!("package {name} {ver}"),
-                3,
-            );
-            if name == "rccl" || name == "librccl" || name == "rccl-dev" {
-                push(
-                    HintKind::Rccl,
-                    parts[..3].join("."),
-                    format!("package {name} {ver}"),
-                    3,
-                );
-            }
-            break;
-        }
-    }
-    // torch's `DistBackendError: NCCL error in: …, NCCL version 2.27.7`: the RCCL torch runs.
-    if let Some(r) = value_after(line, "NCCL version").and_then(leading_version) {
-        if first_n_components(&r, 3).split('.').count() == 3 {
-            push(HintKind::Rccl, r, "torch's \"NCCL version\"".into(), 4);
-        }
-    }
-    for key in ["rccl-library=", "nccl-library="] {
-        if let Some(t) = value_after(line, key) {
-            let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-            if let Some(ver) = digits.parse().ok().and_then(version_from_code) {
-                push(
-                    HintKind::Rccl,
-                    ver,
-                    format!("{key}{digits} (rccl-tests)"),
-                    4,
-                );
-            }
-        }
-    }
-    for i in find_all(line, "+rocm", false) {
-        if let Some(r) = leading_version(&line[i + 5..]) {
-            let what = if lower.contains("torch") {
-                "torch"
-            } else {
-                "a package"
-            };
-            push(
-                HintKind::Rocm,
-                r.clone(),
-                format!("{what} +rocm{r} version suffix"),
-                5,
-            );
-        }
-    }
-    for phrase in [
-        "compiled with rocm",
-        "built with rocm",
-        "compiled against rocm",
-    ] {
-        for i in find_all(line, phrase, true) {
-            let rest = line[i + phrase.len()..].trim_start_matches([' ', ':', 'v', 'V', '\t']);
-            if let Some(r) = leading_version(rest) {
-                push(
-                    HintKind::Rocm,
-                    r.clone(),
-                    format!("\"{phrase} {r}\"").replace("rocm", "ROCm"),
-                    6,
-                );
-            }
-        }
-    }
-    for (key, src) in [
-        ("HIP version", "HIP version"),
-        ("HIP runtime version", "collect_env HIP runtime version"),
-        ("ROCM used to build PyTorch", "ROCM used to build PyTorch"),
-    ] {
-        if let Some(r) = value_after(line, key).and_then(leading_version) {
-            push(HintKind::Rocm, first_n_components(&r, 2), src.into(), 7);
-        }
-    }
-    // Container images: `rocm/pytorch:rocm7.2_…`, `rocm/dev-ubuntu-24.04:7.2.1-complete`.
-    for i in find_all(line, "rocm/", false) {
-        let tok = line[i..].split_whitespace().next().unwrap_or("");
-        if let Some((_, tag)) = tok.split_once(':') {
-            let tag = tag.strip_prefix("rocm").unwrap_or(tag);
-            if let Some(r) = leading_version(tag) {
-                push(HintKind::Rocm, r, "container image tag".into(), 8);
-            }
-        }
-    }
-    out
-}
-
-/// Pick the strongest hint of `kind` (lowest rank, then earliest line).
-fn best(hints: &[ReleaseHint], kind: HintKind) -> Option<&ReleaseHint> {
-    hints
-        .iter()
-        .filter(|h| h.kind == kind)
-        .min_by_key(|h| (h.rank, h.line_no))
-}
-
-/// Decide the ROCm release and the RCCL version from the hints; note when the log names
-/// releases that disagree (a torch wheel carries its own RCCL next to the system's).
-///
-/// Returns (release, RCCL version, notes).
-pub fn resolve(hints: &[ReleaseHint]) -> (Option<RocmRelease>, Option<String>, Vec<String>) {
-    let mut notes = vec![];
-    let rocm = best(hints, HintKind::Rocm).map(|h| RocmRelease {
-        release: h.value.clone(),
-        source: h.source.clone(),
-        exact: h.exact,
-    });
-    let compatible = |a: &str, b: &str| a.starts_with(b) || b.starts_with(a);
-    if let Some(r) = &rocm {
-        let others: Vec<String> = hints
-            .iter()
-            .filter(|h| h.kind == HintKind::Rocm && !compatible(&h.value, &r.release))
-            .map(|h| format!("{} (line {}: {})", h.value, h.line_no, h.source))
-            .collect();
-        if !others.is_empty() {
-            notes.push(format!(
-                "the log names other ROCm releases too: {}; this report uses {} ({}). The RCCL that runs decides: a torch wheel loads its own torch/lib/librccl.so; NCCL_DEBUG=INFO prints its `Librccl path` and version",
-                others.join(", "),
-                r.release,
-                r.source
-            ));
-        }
-    }
-    let rccl = best(hints, HintKind::Rccl).map(|h| h.value.clone());
-    if let (Some(ran), Some(r)) = (&rccl, &rocm) {
-        if let Some((shipped, _)) = rccl_for_rocm(&r.release) {
-            if shipped != ran {
-                notes.push(format!(
-                    "RCCL {ran} ran, but ROCm {} ships RCCL {shipped}: the RCCL version decides the recipe",
-                    r.release
-                ));
-            }
-        }
-    }
-    (rocm, rccl, notes)
-}
-
-/// The RCCL version a ROCm release ships, and whether its shipped library declares hostcall
-/// (community measurements: ROCm/ROCm#6074, ROCm/ROCm#6520). `release` is `X.Y.Z` or a family
-/// `X.Y`.
-pub fn rccl_for_rocm(release: &str) -> Option<(&'static str, &'static str)> {
-    let fam = first_n_components(release, 2);
-    Some(match (fam.as_str(), release) {
-        ("5.4", _) => ("2.13.4", "not measured"),
-        ("6.0", _) => ("2.18.3", "not measured"),
-        ("6.1", _) => ("2.18.6", "not measured"),
-        ("6.2", _) => ("2.20.5", "not measured"),
-        ("6.3", _) => ("2.21.5", "not measured"),
-        ("6.4", _) => ("2.22.3", "not measured"),
-        ("7.0", _) => ("2.26.6", "no (0 kernels)"),
-        ("7.1", _) => ("2.27.7", "no (0 kernels for 7.1.1)"),
-        ("7.2", "7.2.0") => ("2.27.7", "disputed for 7.2.0: scan it"),
-        ("7.2", "7.2") => ("2.27.7", "yes from 7.2.1 (7.2.0 disputed)"),
-        ("7.2", _) => ("2.27.7", "yes (NDEBUG lost in packaging, ROCm/rccl#2124)"),
-        ("7.11" | "7.12" | "7.13", _) => ("2.28.3", "not measured"),
-        ("7.14", _) => ("2.30.4", "yes (13 kernels)"),
-        ("10.0", _) => ("2.30.4", "yes"),
-        ("10.1", _) => ("2.30.7", "not measured"),
-        _ => return None,
-    })
-}
-
 /// A `ShaderName :` line's kernel name.
 fn shader_name(line: &str) -> Option<String> {
     let (_, r) = line.split_once("ShaderName :")?;
@@ -744,6 +297,23 @@ fn is_launch_illegal_state(line: &str) -> bool {
 fn is_rccl_launch_illegal_state(line: &str) -> bool {
     line.contains("present state")
         && (line.contains("NCCL WARN HIP failure") || line.contains("Cuda failure '"))
+}
+
+/// A line that shows a PyTorch operator ran (`z=torch.sum(y)` in a traceback, `at::native`, a
+/// `libtorch_hip.so` frame), pytorch/pytorch#103973, pytorch/pytorch#115734.
+fn is_torch_op_line(line: &str) -> bool {
+    line.contains("libtorch_hip")
+        || line.contains("at::native::")
+        || line.find("torch.").is_some_and(|i| {
+            let before = line[..i].trim_end();
+            let ident: String = line[i + 6..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            !ident.is_empty()
+                && line[i + 6 + ident.len()..].starts_with('(')
+                && (before.is_empty() || before.ends_with('='))
+        })
 }
 
 /// A line that shows the log goes through RCCL.
@@ -774,6 +344,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
     // launch's return code, RCCL's warning) belong to the same dispatch.
     let mut event_open = false;
     let mut rccl_line: Option<(usize, String)> = None;
+    // A PyTorch operator in a traceback (`z=torch.sum(y)`) or a libtorch_hip frame: who launched
+    // a refused kernel the log does not name, when nothing ties the log to RCCL.
+    let mut torch_line: Option<(usize, String)> = None;
     let mut enqueue = vec![];
     let mut o0_build = false;
     let mut lines = 0;
@@ -783,6 +356,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         let line_no = i + 1;
         if rccl_line.is_none() && is_rccl_line(line) {
             rccl_line = Some((line_no, line.chars().take(120).collect()));
+        }
+        if torch_line.is_none() && is_torch_op_line(line) {
+            torch_line = Some((line_no, line.chars().take(120).collect()));
         }
         if line.contains("NCCL WARN HIP failure") {
             if let Some((_, r)) = line.split_once("enqueue.cc:") {
@@ -845,6 +421,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                         line_no,
                         line: line.chars().take(400).collect(),
                         signature: s.name,
+                        source: s.source,
                         meaning: s.meaning,
                         explanation: s.explanation,
                     });
@@ -945,6 +522,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                 line_no: findings.iter().find(|f| f.signature == "rccl-configure-targets").map_or(0, |f| f.line_no),
                 line: format!("requested {req}, configure builds {got}"),
                 signature: "rccl-target-list-ignored",
+                source: "ROCm/rccl#958",
                 meaning: Meaning::DifferentCause,
                 explanation: "the build ignored the requested gfx target list (ROCm/rccl#958): a build configuration problem, not this bug; pass both GPU_TARGETS and AMDGPU_TARGETS and check the configure log",
             });
@@ -957,11 +535,16 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         }
         r.owner = match &r.kernel {
             Some(k) => kernel_owner(k),
-            None => match &rccl_line {
-                Some((n, l)) => KernelOwner::Rccl {
+            None => match (&rccl_line, &torch_line) {
+                (Some((n, l)), _) => KernelOwner::Rccl {
                     why: format!("no kernel name, but the log goes through RCCL (line {n}: {l})"),
                 },
-                None => KernelOwner::Unknown,
+                (None, Some((n, l))) => KernelOwner::Other {
+                    library: Some(format!(
+                        "PyTorch (libtorch_hip.so; launched by the PyTorch operator at line {n}: {l})"
+                    )),
+                },
+                (None, None) => KernelOwner::Unknown,
             },
         };
         if let Some(k) = &r.kernel {
@@ -983,10 +566,22 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             .and_then(|r| rccl_for_rocm(&r.release))
             .map(|(x, _)| x.to_owned())
     });
+    // The release measurements are of AMD's packages: a distribution's librccl (Debian's librccl1
+    // 7.2.4 is RCCL 2.27.7 built with NDEBUG, 0 declaring kernels) is judged by its scan instead.
+    let packager = v.librccl_path.as_deref().map(packager_of);
     let shipped_declares = rocm
         .as_ref()
         .and_then(|r| rccl_for_rocm(&r.release))
-        .map(|(_, d)| d);
+        .map(|(_, d)| d)
+        .filter(|_| packager.is_none_or(|p| p == Packager::Amd));
+    if let (Some(p), Some(path)) = (packager, v.librccl_path.as_deref()) {
+        if p != Packager::Amd && rocm.is_some() {
+            notes.push(format!(
+                "the RCCL that ran is {path}, {}: what AMD's packages of this release do says nothing about it; scan that file (rcclfix scan {path}, or rcclfix doctor --library {path})",
+                p.describe()
+            ));
+        }
+    }
     let mut different: Vec<&'static str> = findings
         .iter()
         .filter(|f| f.meaning == Meaning::DifferentCause)
@@ -1053,187 +648,4 @@ pub fn triage_file(path: &Path) -> anyhow::Result<LogTriage> {
     let mut t = triage(&tail.text, &path.display().to_string());
     t.cut = tail.cut_note(path);
     Ok(t)
-}
-
-/// The sentence doctor prints when no log or machine names the ROCm release.
-pub const RELEASE_UNKNOWN: &str =
-    "ROCm release unknown: run `rcclfix build --list` and pick the recipe for your release";
-
-/// The rebuild advice for a ROCm release / RCCL version: the recipe to pass to `rcclfix build --tag`,
-/// and the GPU targets to build.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RebuildAdvice {
-    /// The `--tag` value (a recipe id); `None` when the release is unknown or has no recipe.
-    pub tag: Option<String>,
-    /// Whether `tag` names a recipe embedded in this rcclfix.
-    pub recipe_exists: bool,
-    /// The ROCm release the advice is for, when known.
-    pub rocm: Option<String>,
-    /// The RCCL version the advice is for, when known.
-    pub rccl: Option<String>,
-    /// The gfx targets of every affected GPU found (`--targets`); empty when none was found.
-    pub targets: Vec<String>,
-    /// Whether the recipe needs `--experimental`.
-    pub experimental: bool,
-    /// The whole command (`rcclfix build --tag 2.27.7 --targets gfx1100,gfx1201`), when a recipe
-    /// was chosen.
-    pub command: Option<String>,
-    /// Caveats, one sentence each.
-    pub notes: Vec<String>,
-}
-
-/// Pick the recipe that rebuilds the RCCL of `rocm`/`rccl` (either may be unknown), from
-/// [`crate::recipe::embedded`], for `targets` (the affected GPUs' gfx processors).
-///
-/// Rule: the recipes for exactly this ROCm release (else for this RCCL version), best status first
-/// (`verified`, `expected`, `experimental`; `unfixable-by-rebuild` never). If the best of them is
-/// only `experimental` and a proven 2.27.7 recipe exists, that one comes first (the
-/// community-verified remedy of ROCm/ROCm#6520 and ROCm/ROCm#6074) and the matching experimental
-/// recipe is named as the alternative. Nothing is defaulted: an unknown release gives no tag and
-/// [`RELEASE_UNKNOWN`].
-pub fn rebuild_advice(rocm: Option<&str>, rccl: Option<&str>, targets: &[String]) -> RebuildAdvice {
-    use crate::recipe::{Recipe, Status};
-    let all = crate::recipe::embedded().unwrap_or_default();
-    let rccl = rccl
-        .map(str::to_owned)
-        .or_else(|| rocm.and_then(rccl_for_rocm).map(|(r, _)| r.to_owned()));
-    let usable = |r: &&Recipe| r.status != Status::UnfixableByRebuild;
-    fn best(mut v: Vec<&Recipe>) -> Option<&Recipe> {
-        v.sort_by_key(|r| (r.status, r.id().len(), r.id().to_owned()));
-        v.first().copied()
-    }
-    let by_rocm = rocm.and_then(|rel| {
-        best(
-            all.values()
-                .filter(|r| r.rocm_release == rel)
-                .filter(usable)
-                .collect(),
-        )
-    });
-    let by_rccl = rccl.as_deref().and_then(|v| {
-        best(
-            all.values()
-                .filter(|r| r.rccl_version == v)
-                .filter(usable)
-                .collect(),
-        )
-    });
-    let matching = by_rocm.or(by_rccl);
-    let proven_2277 = best(
-        all.values()
-            .filter(|r| r.rccl_version == "2.27.7" && r.rocm_release.starts_with("7.2"))
-            .filter(|r| matches!(r.status, Status::Verified | Status::Expected))
-            .collect(),
-    );
-    let mut notes = vec![];
-    let unfixable: Vec<&str> = all
-        .values()
-        .filter(|r| {
-            rccl.as_deref() == Some(r.rccl_version.as_str())
-                && r.status == Status::UnfixableByRebuild
-        })
-        .map(|r| r.id())
-        .collect();
-    let chosen = match (matching, proven_2277) {
-        (Some(m), Some(p))
-            if m.status == Status::Experimental && m.rccl_version != p.rccl_version =>
-        {
-            notes.push(format!(
-                "RCCL {} has no proven recipe: {} (ROCm/ROCm#6520); rebuilding 2.27.7 with NDEBUG is the community-verified remedy",
-                m.rccl_version,
-                m.status_reason.as_deref().unwrap_or("experimental")
-            ));
-            notes.push(format!(
-                "alternative that keeps RCCL {}: rcclfix build --tag {}{} --experimental",
-                m.rccl_version,
-                m.id(),
-                targets_flag(targets)
-            ));
-            notes.push(
-                "check that your torch's nccl* imports exist in 2.27.7 before installing it (`rcclfix package` audits this; kyuz0/amd-strix-halo-vllm-toolboxes#60)".into(),
-            );
-            Some(p)
-        }
-        (Some(m), _) => {
-            if m.status == Status::Experimental {
-                notes.push(format!(
-                    "recipe {} is experimental: {}",
-                    m.id(),
-                    m.status_reason.as_deref().unwrap_or("not verified")
-                ));
-            }
-            Some(m)
-        }
-        (None, _) => {
-            match (&rccl, rocm) {
-                (None, None) => notes.push(RELEASE_UNKNOWN.into()),
-                (Some(v), _) => notes.push(format!(
-                    "no usable recipe for RCCL {v} in this rcclfix: run `rcclfix build --list` and pick the recipe for your release"
-                )),
-                (None, Some(r)) => notes.push(format!(
-                    "no recipe for ROCm {r} in this rcclfix: run `rcclfix build --list` and pick the recipe for your release"
-                )),
-            }
-            None
-        }
-    };
-    if !unfixable.is_empty() {
-        notes.push(format!(
-            "not: {} (a rebuild with the device linker keeps the declaration)",
-            unfixable.join(", ")
-        ));
-    }
-    let Some(r) = chosen else {
-        return RebuildAdvice {
-            tag: None,
-            recipe_exists: false,
-            rocm: rocm.map(str::to_owned),
-            rccl,
-            targets: targets.to_vec(),
-            experimental: false,
-            command: None,
-            notes,
-        };
-    };
-    if rccl.as_deref().is_some_and(|v| v != r.rccl_version) && notes.is_empty() {
-        notes.push(format!(
-            "this recipe builds RCCL {} (ROCm {})",
-            r.rccl_version, r.rocm_release
-        ));
-    }
-    if r.rccl_version.starts_with("2.27.") {
-        notes.push(
-            "NDEBUG carries the AllReduce hang risk of ROCm/rccl#2124: `rcclfix verify` checks for it".into(),
-        );
-    }
-    if targets.is_empty() {
-        notes.push(format!(
-            "no GPU target found: the recipe builds {}; add --targets for your GPU (`rocminfo | grep -m1 gfx`)",
-            r.build.targets.join(",")
-        ));
-    }
-    let experimental = r.status == Status::Experimental;
-    RebuildAdvice {
-        tag: Some(r.id().to_owned()),
-        recipe_exists: true,
-        rocm: rocm.map(str::to_owned),
-        rccl,
-        targets: targets.to_vec(),
-        experimental,
-        command: Some(format!(
-            "rcclfix build --tag {}{}{}",
-            r.id(),
-            targets_flag(targets),
-            if experimental { " --experimental" } else { "" }
-        )),
-        notes,
-    }
-}
-
-fn targets_flag(targets: &[String]) -> String {
-    if targets.is_empty() {
-        String::new()
-    } else {
-        format!(" --targets {}", targets.join(","))
-    }
 }

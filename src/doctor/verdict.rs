@@ -5,18 +5,31 @@
 //! Sources: Linux `drivers/pci/pci.c` (`pci_enable_atomic_ops_to_root`), QEMU `hw/vfio/pci.c`
 //! (the completer rule), public reports ROCm/ROCm#6074, ROCm/ROCm#6520.
 
+use super::coverage;
 use super::gather::Sources;
-use super::hip::HipProbe;
 use super::kfd;
 use super::kmsg;
 use super::library::LibraryScan;
-use super::pci::PathResult;
+use super::pci::{HopProblem, PathResult};
 use super::report::{
-    GpuReport, GuestView, KernelLogSummary, Report, VerdictKind, VmBlocker, SCHEMA_VERSION,
+    GpuReport, GuestView, KernelLogSummary, ReleaseFacts, Report, SeenGpu, VerdictKind, VmBlocker,
+    SCHEMA_VERSION,
 };
 use super::triage::{self, LogClass, LogTriage};
 use super::vm::{self, Hypervisor, ProxmoxConfig};
 use crate::scan::TargetState;
+
+/// A short word for a scan state: `clean (126 kernels)`, `declares (3 kernels)`, ….
+fn target_state_word(s: &TargetState) -> String {
+    match s {
+        TargetState::Clean { kernels } => format!("clean ({kernels} kernels)"),
+        TargetState::Declares { kernels } => format!("declares ({} kernels)", kernels.len()),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.get("state").and_then(|x| x.as_str()).map(str::to_owned))
+            .unwrap_or_else(|| "unknown".into()),
+    }
+}
 
 /// One line per VM blocker, for a GPU's reasons.
 fn blocker_reason(b: &VmBlocker, v: &GuestView) -> String {
@@ -32,6 +45,45 @@ fn blocker_reason(b: &VmBlocker, v: &GuestView) -> String {
         ),
         VmBlocker::NoPcieCapability => "the VM gives this GPU no PCI Express capability: that is normal for a conventional PCI layout (i440fx, or q35 without pcie=1), not a malformed config space; the kernel enables AtomicOps only for PCIe devices, so the fix is `pcie=1` on a q35 machine".into(),
     }
+}
+
+/// What in a VM's layout withholds AtomicOps from a guest GPU, from the guest's facts `v`, the
+/// path rule's `result` and whether the GPU has no PCI Express capability at all: the kernel
+/// refuses a conventional device at `pci_is_pcie()` (linux `drivers/pci/pci.c`); QEMU sets an
+/// emulated root port's completer bits only from 8.1 on and only for a single function at devfn 0
+/// directly below it (QEMU `hw/vfio/pci.c`, `vfio_pci_enable_rp_atomics`).
+pub fn vm_blockers(
+    v: &GuestView,
+    hv: &Hypervisor,
+    result: &PathResult,
+    not_express: bool,
+) -> Vec<VmBlocker> {
+    let mut blockers = vec![];
+    if matches!(result, PathResult::DeviceRefused { .. }) && not_express {
+        blockers.push(VmBlocker::NoPcieCapability);
+    }
+    let root_lacks = matches!(
+        result,
+        PathResult::Breaks {
+            problem: HopProblem::RootPortNoCompleter,
+            ..
+        }
+    );
+    if hv.is_qemu && v.behind_root_port && root_lacks {
+        if let (Some((a, b)), Some(m)) = (hv.qemu_machine_version, &hv.product_version) {
+            if (a, b) < (8, 1) {
+                blockers.push(VmBlocker::QemuBefore81 { machine: m.clone() });
+            }
+        }
+        if v.multifunction {
+            blockers.push(VmBlocker::Multifunction);
+        } else if !v.devfn0 {
+            blockers.push(VmBlocker::NotAtDevfn0);
+        } else if !v.directly_under_root_port {
+            blockers.push(VmBlocker::BehindSwitch);
+        }
+    }
+    blockers
 }
 
 /// The per-GPU decision (the decision table of this module's docs).
@@ -83,6 +135,17 @@ pub fn decide_gpu(g: &mut GpuReport, hv: &Hypervisor) {
         None => {}
     }
     if let Some(r) = &g.kfd_rejected {
+        // In a VM whose layout withholds AtomicOps, the VM is why KFD rejects the GPU: the VM
+        // setting is the fix, though no hostcall refusal ever happens (issue 22, class 3).
+        if let Some(v) = g.guest.as_ref().filter(|v| !v.blockers.is_empty()) {
+            g.verdict = VerdictKind::FixVmConfig;
+            g.reasons.extend(missing);
+            g.reasons.push(format!("KFD rejected this GPU ({r}): it needs PCIe AtomicOps for compute at all, and the VM's layout is what withholds them; once the VM gives it an AtomicOps path, KFD accepts it"));
+            for b in &v.blockers {
+                g.reasons.push(blocker_reason(b, v));
+            }
+            return;
+        }
         g.verdict = VerdictKind::NotAffected;
         g.reasons.push(format!("not this bug: KFD rejected this GPU ({r}); it is not usable for compute at all (hardware/firmware requirement)"));
         return;
@@ -223,10 +286,19 @@ fn outside_kernels(logs: &[LogTriage]) -> Vec<(String, Option<String>)> {
     let mut out: Vec<(String, Option<String>)> = vec![];
     for l in logs {
         for r in &l.refusals {
-            if let (Some(k), triage::KernelOwner::Other { library }) = (&r.kernel, &r.owner) {
-                if !out.iter().any(|(x, _)| x == k) {
-                    out.push((k.clone(), library.clone()));
+            // The log may name no kernel, but what launched it (a PyTorch operator).
+            let k = match (&r.kernel, &r.owner) {
+                (Some(k), triage::KernelOwner::Other { .. }) => k.clone(),
+                (None, triage::KernelOwner::Other { library: Some(_) }) => {
+                    "a kernel the log does not name".to_owned()
                 }
+                _ => continue,
+            };
+            let triage::KernelOwner::Other { library } = &r.owner else {
+                continue;
+            };
+            if !out.iter().any(|(x, _)| *x == k) {
+                out.push((k, library.clone()));
             }
         }
     }
@@ -251,18 +323,54 @@ pub fn decide_overall(
     logs: Vec<LogTriage>,
     vm_configs: Vec<ProxmoxConfig>,
     pci_functions: usize,
+    gpus_seen: Vec<SeenGpu>,
 ) -> Report {
     let mut evidence = vec![];
     let mut actions = vec![];
     let mut notes = vec![];
     let platform = aggregate(&gpus);
     let log_class = logs.iter().map(|l| l.class).min_by_key(|c| c.weight());
-    let log_declaring_release = logs.iter().find_map(|l| {
-        let r = l.rocm.as_ref()?;
-        l.shipped_declares
-            .filter(|d| d.starts_with("yes"))
-            .map(|_| r.release.clone())
-    });
+    // What AMD's packages of a release do holds for AMD's packages only (issue 21): when the
+    // librccl scanned here is another packager's (Debian's librccl1 7.2.4 = RCCL 2.27.7, clean),
+    // the scan judges it, and the release claim is not made.
+    let foreign_libs: Vec<(String, triage::Packager)> = libraries
+        .iter()
+        .map(|l| {
+            let p = l.candidate.path.display().to_string();
+            let k = triage::packager_of(&p);
+            (p, k)
+        })
+        .filter(|(_, k)| *k != triage::Packager::Amd)
+        .collect();
+    let log_declaring_release = logs
+        .iter()
+        .find_map(|l| {
+            let r = l.rocm.as_ref()?;
+            l.shipped_declares
+                .filter(|d| d.starts_with("yes"))
+                .map(|_| r.release.clone())
+        })
+        .filter(|_| foreign_libs.is_empty());
+    for (p, k) in &foreign_libs {
+        if let Some(r) = logs.iter().find_map(|l| {
+            l.shipped_declares
+                .filter(|d| d.starts_with("yes"))
+                .and(l.rocm.as_ref())
+        }) {
+            let states: Vec<String> = libraries
+                .iter()
+                .filter(|l| l.candidate.path.display().to_string() == *p)
+                .flat_map(|l| l.targets.iter())
+                .map(|(g, s)| format!("{g}: {}", target_state_word(s)))
+                .collect();
+            notes.push(format!(
+                "AMD's ROCm {} packages ship an RCCL that declares hidden_hostcall_buffer, but the librccl here, {p}, is {}: it is judged by its own scan ({}), not by the release",
+                r.release,
+                k.describe(),
+                if states.is_empty() { "no target scanned".to_owned() } else { states.join(", ") }
+            ));
+        }
+    }
     let different: Vec<&str> = logs
         .iter()
         .flat_map(|l| l.different_causes.iter().copied())
@@ -395,12 +503,57 @@ pub fn decide_overall(
         ) => {
             if let Some(r) = &log_declaring_release {
                 notes.push(format!(
-                    "ROCm {r}'s shipped RCCL declares hidden_hostcall_buffer, so it is refused on a GPU without PCIe AtomicOps, at once and with an error; this log shows no such refusal, and no GPU was examined: the release alone proves nothing"
+                    "ROCm {r}'s shipped RCCL declares hidden_hostcall_buffer (AMD's packages), so it is refused on a GPU without PCIe AtomicOps, at once and with an error; this log shows no such refusal, and no GPU was examined: the release alone proves nothing"
                 ));
             }
             VerdictKind::Inconclusive
         }
         (None, None) => VerdictKind::NotAffected,
+    };
+
+    // GPUs named only by the kernel log or an lspci tree count (issue 22, class 4): never "no AMD
+    // GPU found". KFD skipping one for atomics is not this bug on bare metal; in a VM the VM is
+    // the likely cause, and its layout is the fix. One only in a tree is not examinable.
+    let seen_desc = |s: &SeenGpu| {
+        let mut d = s.id.clone().unwrap_or_else(|| "(ID not shown)".into());
+        let extra: Vec<&str> = [s.name.as_deref(), s.gfx.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if !extra.is_empty() {
+            d.push_str(&format!(" ({})", extra.join(", ")));
+        }
+        if let Some(b) = s.bdf {
+            d.push_str(&format!(" at {b}"));
+        }
+        d
+    };
+    for s in &gpus_seen {
+        evidence.push(format!(
+            "AMD GPU {} seen in the {}{}",
+            seen_desc(s),
+            s.seen_in,
+            s.kfd_rejected
+                .as_deref()
+                .map(|l| format!(": KFD skipped it: {}", short(l, 200)))
+                .unwrap_or_else(|| ": its config space is not in the evidence".into())
+        ));
+    }
+    let seen_rejected = gpus_seen.iter().any(|s| s.kfd_rejected.is_some());
+    let seen_rule = gpus.is_empty()
+        && !gpus_seen.is_empty()
+        && matches!(
+            verdict,
+            VerdictKind::NotAffected | VerdictKind::Inconclusive
+        );
+    let verdict = if !seen_rule {
+        verdict
+    } else if seen_rejected && hv.is_vm {
+        VerdictKind::FixVmConfig
+    } else if seen_rejected {
+        VerdictKind::NotAffected
+    } else {
+        VerdictKind::Inconclusive
     };
 
     // Rebuild advice: the release from the logs, else the installed ROCm.
@@ -430,12 +583,37 @@ pub fn decide_overall(
         });
     let targets = rebuild_targets(&gpus, &logs, &mut notes);
     let advice = triage::rebuild_advice(rocm.as_deref(), rccl.as_deref(), &targets);
-    let rebuild = (verdict == VerdictKind::Rebuild || rocm.is_some() || rccl.is_some())
-        .then(|| advice.clone());
+    // The contract (docs/doctor-json.md): `rebuild` exactly when the verdict prescribes one.
+    let rebuild = (verdict == VerdictKind::Rebuild).then(|| advice.clone());
+    let release = (rocm.is_some() || rccl.is_some()).then(|| ReleaseFacts {
+        rocm: advice.rocm.clone(),
+        rccl: advice.rccl.clone(),
+        recipe: advice.tag.clone(),
+        recipe_status: advice.status.clone(),
+        shipped_declares: logs
+            .iter()
+            .find_map(|l| l.shipped_declares)
+            .map(|d| format!("{d} (AMD's ROCm packages, /opt/rocm)")),
+        judged_by_scan: foreign_libs.iter().map(|(p, _)| p.clone()).collect(),
+    });
     let outside = outside_kernels(&logs);
 
     let no_gpu = gpus.is_empty();
+    let seen_list = gpus_seen
+        .iter()
+        .map(seen_desc)
+        .collect::<Vec<_>>()
+        .join(", ");
     let headline = match verdict {
+        VerdictKind::NotAffected if seen_rule => format!(
+            "not affected by the hostcall refusal — KFD rejected the AMD GPU {seen_list} (PCI rejects atomics): that GPU needs PCIe atomics for compute at all, a hardware/firmware requirement, not this bug"
+        ),
+        VerdictKind::FixVmConfig if seen_rule => format!(
+            "affected — KFD rejects the AMD GPU {seen_list} for want of PCIe AtomicOps, in a VM: give it an AtomicOps path in the VM configuration, or check the host (no rebuild needed)"
+        ),
+        VerdictKind::Inconclusive if seen_rule => format!(
+            "inconclusive — the evidence shows the AMD GPU {seen_list}, but not its config space: paste the whole `sudo lspci -vvv`"
+        ),
         VerdictKind::NotAffected if no_gpu && logs.is_empty() && vm_configs.is_empty() => format!(
             "not affected: no AMD GPU found ({pci_functions} PCI function{} in {})",
             if pci_functions == 1 { "" } else { "s" },
@@ -505,79 +683,13 @@ pub fn decide_overall(
 
     match verdict {
         VerdictKind::FixVmConfig => {
-            let mut fixed_any = false;
-            for c in &vm_configs {
-                for h in c.hostpci.iter().filter(|h| !h.problems.is_empty()) {
-                    for p in &h.problems {
-                        evidence.push(format!("{}: {}: {p}", c.path, h.key));
-                    }
-                    if let Some(f) = &h.fixed {
-                        actions.push(format!(
-                            "{}: replace `{}: {}` with `{f}`",
-                            c.path, h.key, h.value
-                        ));
-                        fixed_any = true;
-                    }
-                }
-                if !c.q35 {
-                    actions.push(format!("{}: set `machine: q35`", c.path));
-                }
-            }
-            let guest_blockers: Vec<&VmBlocker> = gpus
-                .iter()
-                .filter_map(|g| g.guest.as_ref())
-                .flat_map(|v| v.blockers.iter())
-                .collect();
-            if let Some(VmBlocker::QemuBefore81 { machine }) = guest_blockers
-                .iter()
-                .find(|b| matches!(b, VmBlocker::QemuBefore81 { .. }))
-            {
-                actions.extend(vm::qemu_upgrade_fix(machine));
-            }
-            if guest_blockers
-                .iter()
-                .any(|b| matches!(b, VmBlocker::NoPcieCapability))
-            {
-                actions.extend(vm::pcie_layout_fix());
-            }
-            let slot_fix = guest_blockers.iter().any(|b| {
-                matches!(
-                    b,
-                    VmBlocker::Multifunction | VmBlocker::NotAtDevfn0 | VmBlocker::BehindSwitch
-                )
-            }) || (guest_blockers.is_empty() && vm_cfg_problems);
-            if slot_fix {
-                let slot = vm_configs
-                    .iter()
-                    .flat_map(|c| c.hostpci.iter())
-                    .flat_map(|h| h.hosts.iter())
-                    .next()
-                    .map(|h| h.split('.').next().unwrap_or(h).to_owned());
-                // Which functions stay behind: the host's sysfs (--vm-config on the host), else the
-                // guest's view of the GPU's slot.
-                let host_funcs: Vec<String> = vm_configs
-                    .iter()
-                    .flat_map(|c| c.hostpci.iter())
-                    .flat_map(|h| h.host_functions.iter())
-                    .filter(|f| !f.contains(".0 ("))
-                    .cloned()
-                    .collect();
-                let guest_sibs: Vec<String> = gpus
-                    .iter()
-                    .filter_map(|g| g.guest.as_ref())
-                    .flat_map(|v| v.siblings.iter().cloned())
-                    .collect();
-                let left = if !host_funcs.is_empty() {
-                    Some(host_funcs)
-                } else if !guest_sibs.is_empty() {
-                    Some(guest_sibs)
-                } else {
-                    None
-                };
-                let lines = vm::proxmox_fix(slot.as_deref(), left.as_deref());
-                actions.extend(lines.into_iter().skip(usize::from(fixed_any)));
-            }
-            actions.push("then rerun `rcclfix doctor` in the guest: the root port should show 32bit+ 64bit+ and the GPU ReqEn+; stock RCCL then works".into());
+            actions.extend(vm::fix_actions(
+                &vm_configs,
+                &gpus,
+                seen_rule,
+                vm_cfg_problems,
+                &mut evidence,
+            ));
         }
         VerdictKind::Rebuild => {
             let adv = &advice;
@@ -613,6 +725,9 @@ pub fn decide_overall(
             actions.push("the platform fix helps every library: give the GPU a PCIe AtomicOps path (a CPU-attached slot; in a VM, the GPU as a single function on a q35 pcie=1 root port with QEMU >= 8.1); check it with `sudo rcclfix doctor` on that machine".into());
             actions.push("or rebuild the library that owns the kernel without hostcall users (no device printf/assert, NDEBUG, -O1 or higher)".into());
         }
+        VerdictKind::Inconclusive if seen_rule => {
+            actions.push("paste the whole `sudo lspci -vvv` (and `lspci -tv`) of that machine: rcclfix doctor --lspci lspci.txt (or run `sudo rcclfix doctor` there)".into());
+        }
         VerdictKind::Inconclusive => {
             if gpus
                 .iter()
@@ -640,123 +755,19 @@ pub fn decide_overall(
         VerdictKind::NotAffected => {}
     }
 
-    // iGPU hint.
-    let igpus: Vec<&GpuReport> = gpus.iter().filter(|g| g.integrated).collect();
-    if !igpus.is_empty() && gpus.len() > igpus.len() {
-        let discrete: Vec<String> = gpus
-            .iter()
-            .filter(|g| !g.integrated)
-            .map(|g| {
-                g.hip_ordinal
-                    .map(|o| o.to_string())
-                    .unwrap_or_else(|| g.bdf.to_string())
-            })
-            .collect();
-        notes.push(format!(
-            "an integrated GPU is visible to ROCm ({}): collectives can pick it up or stall; restrict to the discrete cards with HIP_VISIBLE_DEVICES={} (HIP ordinals; ROCR_VISIBLE_DEVICES works one level lower)",
-            igpus.iter().map(|g| format!("{} {}", g.bdf, g.gfx.as_deref().unwrap_or("?"))).collect::<Vec<_>>().join(", "),
-            if discrete.iter().all(|d| d.parse::<u32>().is_ok()) { discrete.join(",") } else { "<ordinals of the discrete GPUs, see rocminfo>".into() }
-        ));
-    }
-    if hv.is_vm && !gpus.is_empty() {
-        notes.push(format!(
-            "running in a VM ({}{}): the guest's root ports and kernel log decide, not the host's",
-            hv.name.as_deref().unwrap_or("?"),
-            hv.qemu_machine_version
-                .map(|(a, b)| format!(", machine type {a}.{b}: QEMU >= {a}.{b}"))
-                .unwrap_or_default()
-        ));
-    }
-    if let Some(k) = logs
-        .iter()
-        .find_map(|l| l.versions.kernel.as_deref())
-        .filter(|k| k.ends_with("-pve"))
-    {
-        notes.push(format!("kernel {k} is a Proxmox host kernel: this ran in a container (LXC) on the host, so the host's own PCIe path decides"));
-    }
-    if !kfd_present && !gpus.is_empty() && src.lspci.is_empty() {
-        notes.push("no KFD topology (amdgpu not loaded, or not captured): gfx targets and io_link flags unknown".into());
-    }
-    if !src.kernel_log.usable() && !gpus.is_empty() {
-        if let kmsg::LogOrigin::Unavailable { reason } = &src.kernel_log.origin {
-            notes.push(format!("kernel log unavailable: {reason}"));
-        } else {
-            notes.push(
-                "kernel log has no amdgpu lines: it may be wrapped or from another boot".into(),
-            );
-        }
-    }
-    notes.extend(src.kernel_log.cut.iter().cloned());
-    notes.extend(logs.iter().filter_map(|l| l.cut.clone()));
-    if let HipProbe::Failed { reason } = &src.hip {
-        notes.push(format!("HIP runtime probe failed: {reason}"));
-    }
-
-    // What was and was not examined.
-    let mut examined = vec![];
-    let mut not_examined = vec![];
-    if no_gpu {
-        not_examined.push(format!(
-            "GPUs: no AMD GPU in {} ({pci_functions} PCI function{})",
-            src.pci_origin,
-            if pci_functions == 1 { "" } else { "s" }
-        ));
-    } else {
-        examined.push(format!(
-            "{} AMD GPU{} and {} PCIe path{} ({})",
-            gpus.len(),
-            if gpus.len() == 1 { "" } else { "s" },
-            if gpus.len() == 1 { "its" } else { "their" },
-            if gpus.len() == 1 { "" } else { "s" },
-            src.pci_origin
-        ));
-    }
-    if src.kernel_log.usable() {
-        let origin = match &src.kernel_log.origin {
-            kmsg::LogOrigin::File { path } => path.clone(),
-            kmsg::LogOrigin::Command { argv } => argv.clone(),
-            kmsg::LogOrigin::Unavailable { reason } => reason.clone(),
-        };
-        examined.push(format!(
-            "kernel log ({origin}, {} line{})",
-            src.kernel_log.lines,
-            if src.kernel_log.lines == 1 { "" } else { "s" }
-        ));
-    } else {
-        not_examined.push(match &src.kernel_log.origin {
-            kmsg::LogOrigin::Unavailable { reason } => format!("kernel log: {reason}"),
-            _ => format!(
-                "kernel log: {} lines, none from amdgpu",
-                src.kernel_log.lines
-            ),
-        });
-    }
-    if src.lspci.is_empty() {
-        if kfd_present {
-            examined.push("KFD topology".into());
-        } else {
-            not_examined.push("KFD topology: not present".into());
-        }
-    }
-    match &src.hip {
-        HipProbe::Ran { .. } => examined.push("HIP runtime (hostNativeAtomicSupported)".into()),
-        HipProbe::NotRun { reason } | HipProbe::Absent { reason } | HipProbe::Failed { reason } => {
-            not_examined.push(format!("HIP runtime probe: {reason}"))
-        }
-    }
-    for l in &libraries {
-        examined.push(format!("librccl {}", l.candidate.path.display()));
-    }
-    if libraries.is_empty() {
-        not_examined.push("librccl: none scanned (--library FILE)".into());
-    }
-    for l in &logs {
-        examined.push(format!("log {} ({} lines)", l.path, l.lines));
-    }
-    for c in &vm_configs {
-        examined.push(format!("VM config {}", c.path));
-    }
-
+    // Caveats and what was and was not examined: listed, not decided (coverage.rs).
+    coverage::caveats(src, &hv, &gpus, kfd_present, &logs, &mut notes);
+    let (examined, not_examined) = coverage::examined(&coverage::Seen {
+        src,
+        gpus: &gpus,
+        gpus_seen: &gpus_seen,
+        seen_list: &seen_list,
+        kfd_present,
+        libraries: &libraries,
+        logs: &logs,
+        vm_configs: &vm_configs,
+        pci_functions,
+    });
     let exit_code = verdict.exit_code();
     Report {
         schema_version: SCHEMA_VERSION,
@@ -768,7 +779,9 @@ pub fn decide_overall(
         not_examined,
         evidence,
         rebuild,
+        release,
         gpus,
+        gpus_seen,
         hypervisor: hv,
         kernel_log: KernelLogSummary {
             origin: src.kernel_log.origin.clone(),
@@ -795,102 +808,5 @@ pub fn decide_overall(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::doctor::pci::Bdf;
-
-    /// A GPU whose facts are only `path_result` (nothing from KFD, the log, HIP or a library).
-    fn gpu(path_result: PathResult) -> GpuReport {
-        GpuReport {
-            bdf: Bdf::parse("0000:03:00.0").unwrap(),
-            id: "1002:744c".into(),
-            gfx: Some("gfx1100".into()),
-            gfx_source: Some("KFD topology".into()),
-            kfd_node: Some(1),
-            integrated: false,
-            path: vec![],
-            path_result,
-            req_en: None,
-            kernel_message: None,
-            kernel_log_usable: false,
-            kfd_atomics: None,
-            kfd_link_flags: vec![],
-            kfd_rejected: None,
-            hip_host_native_atomic: None,
-            hip_ordinal: None,
-            guest: None,
-            library_states: vec![],
-            verdict: VerdictKind::Inconclusive,
-            reasons: vec![],
-        }
-    }
-
-    #[test]
-    fn a_path_that_passes_is_not_affected_and_an_unreadable_one_is_inconclusive() {
-        let mut g = gpu(PathResult::Passes {
-            no_root_port: false,
-        });
-        decide_gpu(&mut g, &Hypervisor::default());
-        assert_eq!(g.verdict, VerdictKind::NotAffected);
-        let mut g = gpu(PathResult::Unreadable {
-            at: Bdf::parse("0000:00:01.0").unwrap(),
-            len: 64,
-        });
-        decide_gpu(&mut g, &Hypervisor::default());
-        assert_eq!(g.verdict, VerdictKind::Inconclusive, "{:?}", g.reasons);
-    }
-
-    #[test]
-    fn the_runtime_saying_no_atomics_means_rebuild_unless_every_library_is_clean() {
-        let mut g = gpu(PathResult::Passes {
-            no_root_port: false,
-        });
-        g.hip_host_native_atomic = Some(0);
-        decide_gpu(&mut g, &Hypervisor::default());
-        assert_eq!(g.verdict, VerdictKind::Rebuild);
-        let mut g = gpu(PathResult::Passes {
-            no_root_port: false,
-        });
-        g.hip_host_native_atomic = Some(0);
-        g.library_states = vec![("librccl.so.1".into(), TargetState::Clean { kernels: 3 })];
-        decide_gpu(&mut g, &Hypervisor::default());
-        assert_eq!(g.verdict, VerdictKind::NotAffected);
-    }
-
-    #[test]
-    fn aggregate_is_fix_vm_only_when_every_affected_gpu_has_a_vm_blocker() {
-        let with = |v| {
-            let mut g = gpu(PathResult::Passes {
-                no_root_port: false,
-            });
-            g.verdict = v;
-            g
-        };
-        assert_eq!(aggregate(&[]), None);
-        assert_eq!(
-            aggregate(&[
-                with(VerdictKind::FixVmConfig),
-                with(VerdictKind::NotAffected)
-            ]),
-            Some(VerdictKind::FixVmConfig)
-        );
-        assert_eq!(
-            aggregate(&[with(VerdictKind::FixVmConfig), with(VerdictKind::Rebuild)]),
-            Some(VerdictKind::Rebuild)
-        );
-        assert_eq!(
-            aggregate(&[
-                with(VerdictKind::NotAffected),
-                with(VerdictKind::Inconclusive)
-            ]),
-            Some(VerdictKind::Inconclusive)
-        );
-    }
-
-    #[test]
-    fn installed_release_reads_the_rocm_version_file() {
-        assert_eq!(installed_release("7.2.1-81\n").as_deref(), Some("7.2.1"));
-        assert_eq!(installed_release("6.4").as_deref(), Some("6.4"));
-        assert_eq!(installed_release("garbage"), None);
-    }
-}
+#[path = "verdict_tests.rs"]
+mod tests;

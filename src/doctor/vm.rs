@@ -10,6 +10,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde::Serialize;
 
+use super::report::{GpuReport, VmBlocker};
+
 /// The hypervisor as far as the guest can tell.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Hypervisor {
@@ -33,8 +35,7 @@ pub struct Hypervisor {
 }
 
 fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
+    super::input::read_small_string(p, 4096)
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
 }
@@ -57,13 +58,14 @@ pub fn detect(sysfs: &Path, proc: &Path) -> Hypervisor {
         product_version: read_trim(&dmi.join("product_version")),
         ..Default::default()
     };
-    h.cpu_flag = std::fs::read_to_string(proc.join("cpuinfo"))
-        .map(|t| {
-            t.lines()
-                .filter(|l| l.starts_with("flags"))
-                .any(|l| l.split_whitespace().any(|w| w == "hypervisor"))
-        })
-        .unwrap_or(false);
+    h.cpu_flag =
+        super::input::read_small_string(&proc.join("cpuinfo"), super::input::MAX_SYSFS_FILE_BYTES)
+            .map(|t| {
+                t.lines()
+                    .filter(|l| l.starts_with("flags"))
+                    .any(|l| l.split_whitespace().any(|w| w == "hypervisor"))
+            })
+            .unwrap_or(false);
     let vendor = h.sys_vendor.clone().unwrap_or_default();
     let product = h.product_name.clone().unwrap_or_default();
     let name =
@@ -341,4 +343,97 @@ pub fn pcie_layout_fix() -> Vec<String> {
         "give the GPU a PCIe slot in the VM: Proxmox `machine: q35` and `pcie=1` on its `hostpciN` line (`hostpciN: <host-bus>:<dev>.0,pcie=1`); plain QEMU `-machine q35` and `-device vfio-pci,host=<host-bus>:<dev>.0,bus=<pcie-root-port id>,addr=0x0`".into(),
         "needs QEMU >= 8.1 on the host for the emulated root port to advertise AtomicOp completion, and a host PCIe path that itself passes (run `rcclfix doctor` on the host)".into(),
     ]
+}
+
+/// The actions of a "fix the VM" verdict: each `--vm-config` line to replace, the fix for each VM
+/// blocker the guest GPUs show (a QEMU >= 8.1 host, a PCIe slot, the GPU as a single function at
+/// devfn 0, naming the slot's functions that stay behind), or, for a GPU seen only in the kernel
+/// log (`seen_only`), the layout that gives it AtomicOps. The config problems go to `evidence`.
+pub fn fix_actions(
+    vm_configs: &[ProxmoxConfig],
+    gpus: &[GpuReport],
+    seen_only: bool,
+    vm_cfg_problems: bool,
+    evidence: &mut Vec<String>,
+) -> Vec<String> {
+    let seen_rule = seen_only;
+    let mut actions = vec![];
+    let mut fixed_any = false;
+    for c in vm_configs {
+        for h in c.hostpci.iter().filter(|h| !h.problems.is_empty()) {
+            for p in &h.problems {
+                evidence.push(format!("{}: {}: {p}", c.path, h.key));
+            }
+            if let Some(f) = &h.fixed {
+                actions.push(format!(
+                    "{}: replace `{}: {}` with `{f}`",
+                    c.path, h.key, h.value
+                ));
+                fixed_any = true;
+            }
+        }
+        if !c.q35 {
+            actions.push(format!("{}: set `machine: q35`", c.path));
+        }
+    }
+    let guest_blockers: Vec<&VmBlocker> = gpus
+        .iter()
+        .filter_map(|g| g.guest.as_ref())
+        .flat_map(|v| v.blockers.iter())
+        .collect();
+    if let Some(VmBlocker::QemuBefore81 { machine }) = guest_blockers
+        .iter()
+        .find(|b| matches!(b, VmBlocker::QemuBefore81 { .. }))
+    {
+        actions.extend(qemu_upgrade_fix(machine));
+    }
+    if guest_blockers
+        .iter()
+        .any(|b| matches!(b, VmBlocker::NoPcieCapability))
+        || (seen_rule && guest_blockers.is_empty())
+    {
+        actions.extend(pcie_layout_fix());
+    }
+    if seen_rule && guest_blockers.is_empty() {
+        actions.push("pass the GPU as a single function (no `multifunction=on`, no `x-vga` companion function on the same slot): Proxmox `hostpciN: <host-bus>:<dev>.0,pcie=1`".into());
+    }
+    let slot_fix = guest_blockers.iter().any(|b| {
+        matches!(
+            b,
+            VmBlocker::Multifunction | VmBlocker::NotAtDevfn0 | VmBlocker::BehindSwitch
+        )
+    }) || (guest_blockers.is_empty() && vm_cfg_problems);
+    if slot_fix {
+        let slot = vm_configs
+            .iter()
+            .flat_map(|c| c.hostpci.iter())
+            .flat_map(|h| h.hosts.iter())
+            .next()
+            .map(|h| h.split('.').next().unwrap_or(h).to_owned());
+        // Which functions stay behind: the host's sysfs (--vm-config on the host), else the
+        // guest's view of the GPU's slot.
+        let host_funcs: Vec<String> = vm_configs
+            .iter()
+            .flat_map(|c| c.hostpci.iter())
+            .flat_map(|h| h.host_functions.iter())
+            .filter(|f| !f.contains(".0 ("))
+            .cloned()
+            .collect();
+        let guest_sibs: Vec<String> = gpus
+            .iter()
+            .filter_map(|g| g.guest.as_ref())
+            .flat_map(|v| v.siblings.iter().cloned())
+            .collect();
+        let left = if !host_funcs.is_empty() {
+            Some(host_funcs)
+        } else if !guest_sibs.is_empty() {
+            Some(guest_sibs)
+        } else {
+            None
+        };
+        let lines = proxmox_fix(slot.as_deref(), left.as_deref());
+        actions.extend(lines.into_iter().skip(usize::from(fixed_any)));
+    }
+    actions.push("then rerun `rcclfix doctor` in the guest: the root port should show 32bit+ 64bit+ and the GPU ReqEn+; stock RCCL then works".into());
+    actions
 }

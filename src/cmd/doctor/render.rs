@@ -140,8 +140,25 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
     out.push('\n');
 }
 
-/// Render the report as text.
+/// Render the report as text. Each field from an input is escaped where it is placed ([`esc`]);
+/// then every line of the whole report goes through [`crate::ui::escape`] once more, so a field
+/// that was missed (a KFD `name`, a DMI string, a library path) still cannot reach the terminal
+/// with a control character. Escaping is idempotent on escaped text (`\e` holds no control byte).
 pub fn text(r: &Report) -> String {
+    let raw = text_fields(r);
+    let mut out = String::with_capacity(raw.len());
+    for line in raw.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        out.push_str(&crate::ui::escape(body));
+        out.push_str(nl);
+    }
+    out
+}
+
+fn text_fields(r: &Report) -> String {
     let mut out = String::new();
     if r.gpus.is_empty() {
         let _ = writeln!(
