@@ -204,3 +204,60 @@ fn slow_rocm72_readelf_parses_the_patched_code_object() {
         assert_eq!(x.replace("hidden_hostcall_buffer", "hidden_none"), y);
     }
 }
+
+/// The `WARP_SIZE` block of `rccl-2.21-warp-size-constexpr.patch` (its added preprocessor lines),
+/// read from the patch itself.
+fn warp_size_block() -> String {
+    let text = std::fs::read_to_string(repo().join("patches/rccl-2.21-warp-size-constexpr.patch"))
+        .unwrap();
+    let added: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix('+'))
+        .filter(|l| l.starts_with('#'))
+        .collect();
+    assert!(added.len() >= 8, "{added:?}");
+    added.join("\n")
+}
+
+/// The patch's `WARP_SIZE` is the value HIP 6's `warpSize` had, in both compilers: compiled with
+/// static_asserts in debian-sid (clang 21, HIP 6.4: equal to `warpSize` itself in the device
+/// pass) and debian-rocm7.2 (clang 22, HIP 7.2.4, which defines no wave-size macro): 32 in the
+/// device pass of gfx10/11/12 targets, 64 on gfx9, 64 in the host pass.
+#[test]
+fn slow_warp_size_patch_gives_hip6_values_in_both_compilers() {
+    if !slow_or_note() {
+        return;
+    }
+    crate::support::require_tool("sid", "hipcc");
+    crate::support::require_tool("rocm7.2", "hipcc");
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "#include <hip/hip_runtime.h>\n{}\n{}",
+        warp_size_block(),
+        r#"#ifdef __HIP_DEVICE_COMPILE__
+#if defined(__GFX9__)
+static_assert(WARP_SIZE == 64, "gfx9 device pass");
+#else
+static_assert(WARP_SIZE == 32, "gfx10-12 device pass");
+#endif
+#if defined(HIP6)
+static_assert(WARP_SIZE == warpSize, "HIP 6's constexpr warpSize");
+#endif
+#else
+static_assert(WARP_SIZE == 64, "host pass");
+#endif
+__global__ void k(int* p) { p[threadIdx.x] = WARP_SIZE; }
+"#
+    );
+    std::fs::write(dir.path().join("w.hip"), src).unwrap();
+    for (suite, extra) in [("sid", "-DHIP6"), ("rocm7.2", "-DHIP7")] {
+        for gfx in ["gfx1100", "gfx1030", "gfx1200", "gfx11-generic", "gfx90a"] {
+            let arch = format!("--offload-arch={gfx}");
+            crate::support::in_toolchain_ok(
+                suite,
+                dir.path(),
+                &["hipcc", "-x", "hip", &arch, extra, "-fsyntax-only", "w.hip"],
+            );
+        }
+    }
+}
