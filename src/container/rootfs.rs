@@ -310,7 +310,8 @@ pub fn pinned_origins(
             if let Some(nv) = installed.iter().find(|nv| nv.starts_with(&prefix)) {
                 if !from.contains(nv) {
                     bail!(
-                        "{nv} is installed, but [[pin]] wants {name} from {}",
+                        "{} is installed, but [[pin]] wants {name} from {}",
+                        crate::ui::escape(nv),
                         p.suite
                     );
                 }
