@@ -1,4 +1,5 @@
-//! Embeds every `recipes/*.toml`, every `patches/*.patch` (and `recipes/rcclfix.lock` when present)
+//! Embeds every `recipes/*.toml`, every `patches/*.patch`, every `recipes/records/*/manifest.json`
+//! (and `recipes/rcclfix.lock` when present)
 //! into the binary, so
 //! `rcclfix build` works from an installed binary with no checkout.
 
@@ -48,6 +49,28 @@ fn main() {
             out,
             "    ({:?}, include_str!({:?})),",
             f.file_name().unwrap().to_str().unwrap(),
+            abs
+        )
+        .unwrap();
+    }
+    out.push_str("];\n");
+    // Every `recipes/records/<folder>/manifest.json`: the toolchain package versions a verified
+    // recipe was recorded with, compared by `build` against the toolchain it runs in.
+    println!("cargo:rerun-if-changed=recipes/records");
+    let mut records: Vec<_> = std::fs::read_dir("recipes/records")
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    records.retain(|p: &std::path::PathBuf| p.join("manifest.json").is_file());
+    records.sort();
+    out.push_str("/// Every `recipes/records/*/manifest.json` at build time: (folder name, contents).\npub static EMBEDDED_RECORD_MANIFESTS: &[(&str, &str)] = &[\n");
+    for d in &records {
+        let f = d.join("manifest.json");
+        println!("cargo:rerun-if-changed={}", f.display());
+        let abs = std::fs::canonicalize(&f).unwrap();
+        writeln!(
+            out,
+            "    ({:?}, include_str!({:?})),",
+            d.file_name().unwrap().to_str().unwrap(),
             abs
         )
         .unwrap();

@@ -44,6 +44,12 @@ pub struct Manifest {
     /// Digest of an image toolchain's base image, as pinned in `rcclfix.lock`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolchain_digest: Option<String>,
+    /// A rootfs toolchain's installed packages as `name=version` (its stamp's list, sorted): the
+    /// versions this library was built with. `build` compares a verified recipe's record with the
+    /// toolchain it runs in (`container::toolchain::check_record_versions`). Empty for image and
+    /// host toolchains, and in manifests from before rcclfix recorded it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolchain_packages: Vec<String>,
     /// Engine used: `podman`, `docker`, `bubblewrap`, `host`.
     pub engine: String,
     /// gfx targets built and gated.

@@ -79,6 +79,8 @@ pub struct Provenance {
     pub toolchain_id: String,
     /// An image toolchain's pinned base image digest.
     pub toolchain_digest: Option<String>,
+    /// A rootfs toolchain's installed packages (`name=version`, from its stamp).
+    pub toolchain_packages: Vec<String>,
     /// The engine's name.
     pub engine: String,
     /// The artifact-cache key, recorded in `manifest.cache` (`None`: not cacheable).
@@ -461,6 +463,7 @@ fn gate_and_output(
         toolchain: prov.toolchain.clone(),
         toolchain_id: prov.toolchain_id.clone(),
         toolchain_digest: prov.toolchain_digest.clone(),
+        toolchain_packages: prov.toolchain_packages.clone(),
         engine: prov.engine.clone(),
         targets: targets.clone(),
         ndebug_strategy: plan.ndebug_strategy.clone(),

@@ -469,6 +469,7 @@ pub fn build_with(
         &crate::source::user_lockfile(),
     )?;
     container::prepare(&engine, &mut tc)?;
+    container::toolchain::check_record_versions(recipe, &tc, recipe_root, args.locked)?;
     ui.status(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
@@ -494,6 +495,7 @@ pub fn build_with(
         toolchain: tc.name().into(),
         toolchain_id: tc.id().into(),
         toolchain_digest: tc.base_digest().map(str::to_owned),
+        toolchain_packages: tc.packages().to_vec(),
         engine: engine.name().into(),
         key,
     };

@@ -4,11 +4,13 @@
 //!
 //! `rcclfix toolchain build <name>` / `list` / `run <name> -- argv…` call into here from
 //! `src/cmd/toolchain.rs`. [`engine`] runs a [`RunSpec`] in an [`engine::Root`] and knows the
-//! image verbs; [`toolchain`] describes, builds and prepares toolchains and asks the engine;
+//! image verbs; [`toolchain`] describes and prepares toolchains and asks the engine; [`rootfs`]
+//! builds the Debian-package rootfs toolchains;
 //! [`containerfile`] parses the official-image Containerfiles.
 
 pub mod containerfile;
 pub mod engine;
+pub mod rootfs;
 pub mod toolchain;
 
 use anyhow::Context;

@@ -21,6 +21,10 @@ use sha2::Digest;
 use super::engine::{Engine, Root};
 use crate::process::Cmd;
 
+pub use super::rootfs::{
+    build_rootfs, ensure_built, host_debian_mirror, mirror_from_deb822, mirror_from_one_line,
+};
+
 /// Bumped when the way a rootfs is built changes, so old stamps read as outdated.
 pub const BUILDER_VERSION: u32 = 1;
 
@@ -33,6 +37,10 @@ pub const EMBEDDED_TOOLCHAINS: &[(&str, &str)] = &[
     (
         "debian-trixie",
         include_str!("../../containers/debian-trixie/toolchain.toml"),
+    ),
+    (
+        "debian-rocm7.2",
+        include_str!("../../containers/debian-rocm7.2/toolchain.toml"),
     ),
 ];
 
@@ -119,6 +127,23 @@ pub struct ToolchainDesc {
     /// Directories put first on PATH inside the toolchain (`/usr/lib/llvm-17/bin`).
     #[serde(default)]
     pub path_prepend: Vec<String>,
+    /// Packages taken from another suite of the same mirror (`[[pin]]` tables): that suite is added
+    /// to the rootfs's apt sources and only the named packages are pinned to it (priority 990 in
+    /// `/etc/apt/preferences.d/rcclfix`, apt_preferences(5)); everything else comes from `suite`.
+    /// Empty for the plain-suite toolchains (and then absent from [`ToolchainDesc::hash`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pin: Vec<SuitePin>,
+}
+
+/// One `[[pin]]` of a toolchain description: `packages` come from `suite`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SuitePin {
+    /// Debian suite of the same mirror (`experimental`).
+    pub suite: String,
+    /// Binary package names pinned to it (the packages that must come from it and the libraries
+    /// whose exact versions they depend on).
+    pub packages: Vec<String>,
 }
 
 fn default_variant() -> String {
@@ -150,6 +175,34 @@ impl ToolchainDesc {
         if d.packages.is_empty() {
             bail!("{origin}: packages is empty");
         }
+        let word = |s: &str| {
+            !s.is_empty()
+                && !s.starts_with('-')
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        };
+        for name in std::iter::once(&d.suite)
+            .chain(&d.components)
+            .chain(&d.packages)
+            .chain(
+                d.pin
+                    .iter()
+                    .flat_map(|p| std::iter::once(&p.suite).chain(&p.packages)),
+            )
+        {
+            if !word(name) {
+                bail!("{origin}: {name:?} is not a Debian suite, component or package name");
+            }
+        }
+        for p in &d.pin {
+            if p.suite == d.suite || p.packages.is_empty() {
+                bail!(
+                    "{origin}: [[pin]] suite {:?} must name another suite than {:?} and at least one package",
+                    p.suite,
+                    d.suite
+                );
+            }
+        }
         Ok(d)
     }
 
@@ -179,6 +232,11 @@ pub struct Stamp {
     pub rootfs_bytes: u64,
     /// Every installed package as `name=version`, sorted.
     pub packages: Vec<String>,
+    /// For a description with `[[pin]]`s: per pinned suite, every installed package whose version
+    /// that suite has and `suite` has not (`name=version`, sorted): what came from it, the pinned
+    /// packages and the libraries they pulled in.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub from_suites: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Where local toolchains live: `$RCCLFIX_HOME/toolchains`.
@@ -220,6 +278,7 @@ pub struct Toolchain {
     image_ref: Option<String>,
     id: String,
     base_digest: Option<String>,
+    packages: Vec<String>,
 }
 
 impl Toolchain {
@@ -236,6 +295,7 @@ impl Toolchain {
                 image_ref: None,
                 id: "host".into(),
                 base_digest: None,
+                packages: vec![],
             });
         }
         let desc = ToolchainDesc::embedded(name)?;
@@ -266,6 +326,7 @@ impl Toolchain {
             path_prepend: desc.path_prepend,
             image_ref: None,
             base_digest: None,
+            packages: stamp.packages,
         })
     }
 
@@ -291,7 +352,14 @@ impl Toolchain {
             image_ref: None,
             id: String::new(),
             base_digest: None,
+            packages: vec![],
         }
+    }
+
+    /// A rootfs toolchain's installed packages as `name=version`, sorted (its stamp's list); empty
+    /// for image and host toolchains.
+    pub fn packages(&self) -> &[String] {
+        &self.packages
     }
 
     /// The base image's digest pinned by [`pin_base_image`] (image toolchains only).
@@ -513,253 +581,119 @@ fn prune_old_images(engine: &Engine, name: &str, keep: &str) {
     }
 }
 
-/// The Debian mirror the host's apt uses: `RCCLFIX_DEBIAN_MIRROR`, else the first `URIs:` of a
-/// non-security deb822 stanza in `/etc/apt/sources.list.d/*.sources`, else the first `deb` line of
-/// `/etc/apt/sources.list` (sources.list(5)). No registry host is written in rcclfix.
-///
-/// Errors: none of those name a mirror.
-pub fn host_debian_mirror() -> anyhow::Result<String> {
-    if let Ok(m) = std::env::var("RCCLFIX_DEBIAN_MIRROR") {
-        if !m.is_empty() {
-            return Ok(m);
-        }
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir("/etc/apt/sources.list.d")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "sources"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap_or_default();
-        if let Some(m) = mirror_from_deb822(&text) {
-            return Ok(m);
-        }
-    }
-    if let Ok(text) = std::fs::read_to_string("/etc/apt/sources.list") {
-        if let Some(m) = mirror_from_one_line(&text) {
-            return Ok(m);
-        }
-    }
-    bail!("cannot find the host's Debian mirror in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list\nhelp: set RCCLFIX_DEBIAN_MIRROR to a Debian mirror URL")
-}
-
-/// The first `URIs:` of a deb822 stanza with `Types: deb` whose suites are not `*-security`.
-pub fn mirror_from_deb822(text: &str) -> Option<String> {
-    for stanza in text.split("\n\n") {
-        let field = |name: &str| {
-            stanza
-                .lines()
-                .find(|l| {
-                    l.to_ascii_lowercase()
-                        .starts_with(&format!("{}:", name.to_ascii_lowercase()))
-                })
-                .map(|l| l[name.len() + 1..].trim().to_owned())
-        };
-        let (Some(types), Some(uris)) = (field("Types"), field("URIs")) else {
-            continue;
-        };
-        let suites = field("Suites").unwrap_or_default();
-        if types.split_whitespace().any(|t| t == "deb") && !suites.contains("-security") {
-            if let Some(u) = uris.split_whitespace().next() {
-                return Some(u.to_owned());
-            }
-        }
-    }
-    None
-}
-
-/// The URL of the first `deb` line (options in `[...]` skipped) whose suite is not `*-security`.
-pub fn mirror_from_one_line(text: &str) -> Option<String> {
-    for line in text.lines() {
-        let line = line.trim();
-        let Some(rest) = line.strip_prefix("deb ") else {
-            continue;
-        };
-        let rest = rest.trim_start();
-        let rest = if rest.starts_with('[') {
-            rest.split_once(']').map(|x| x.1).unwrap_or("")
-        } else {
-            rest
-        };
-        let mut it = rest.split_whitespace();
-        let (Some(url), suite) = (it.next(), it.next().unwrap_or("")) else {
-            continue;
-        };
-        if !suite.contains("-security") {
-            return Some(url.to_owned());
-        }
-    }
-    None
-}
-
-/// Build the rootfs toolchain `name` into `toolchains/<name>/` (temp folder, renamed at the end).
-/// Skipped when the stamp already matches the description, unless `force`.
-///
-/// Steps: debootstrap from the host mirror; write `apt_conf`; `apt-get update` and install the
-/// packages inside the rootfs (a private mount + pid namespace via `unshare`, /proc mounted);
-/// `apt-get clean`; record package versions; write `stamp.json`. Full output goes to
-/// `toolchains/<name>.log`.
-///
-/// Errors: not root (debootstrap needs it), debootstrap or unshare missing, any step fails (the error
-/// carries the step's last output lines). A failed build leaves no `toolchains/<name>` behind.
-pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
-    let desc = ToolchainDesc::embedded(name)?;
-    let dest = toolchains_dir().join(name);
-    let hash = desc.hash();
-    if !force {
-        if let Ok(bytes) = std::fs::read(dest.join("stamp.json")) {
-            if let Ok(stamp) = serde_json::from_slice::<Stamp>(&bytes) {
-                if stamp.description_sha256 == hash {
-                    crate::ui::status(
-                        "Fresh",
-                        format_args!("toolchain {name} ({})", dest.display()),
-                    );
-                    return Ok(dest);
-                }
-                crate::ui::status(
-                    "Outdated",
-                    format_args!("toolchain {name}: description changed, rebuilding"),
-                );
-            }
-        }
-    }
-    if !super::engine::running_as_root() {
-        bail!("building toolchain {name} needs root (debootstrap creates device nodes and chroots)\nhelp: run `sudo rcclfix toolchain build {name}`, with RCCLFIX_HOME set to where your builds look");
-    }
-    for prog in ["debootstrap", "unshare"] {
-        which::which(prog).map_err(|_| {
-            anyhow::anyhow!(
-                "`{prog}` is not installed\nhelp: apt-get install debootstrap util-linux"
-            )
-        })?;
-    }
-    let mirror = host_debian_mirror()?;
-    fs_err::create_dir_all(toolchains_dir())?;
-    let log_path = toolchains_dir().join(format!("{name}.log"));
-    let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
-    let out = crate::fsutil::AtomicDir::new(&dest)?;
-    let rootfs = out.path().join("rootfs");
-    let started = std::time::Instant::now();
-
-    crate::ui::status(
-        "Creating",
-        format_args!(
-            "{name}: debian {} ({}) from {mirror}",
-            desc.suite, desc.variant
-        ),
-    );
-    let phase = crate::ui::Phase::start(&format!("debootstrapping {name}"));
-    Cmd::new(format!("debootstrap {}", desc.suite), "debootstrap")
-        .arg(format!("--variant={}", desc.variant))
-        .arg(format!("--components={}", desc.components.join(",")))
-        .arg(&desc.suite)
-        .arg(&rootfs)
-        .arg(&mirror)
-        .stream(&mut log, |_| {})
-        .with_context(|| {
-            format!(
-                "toolchain {name}: debootstrap failed (full log: {})",
-                log_path.display()
-            )
-        })?;
-    drop(phase);
-
-    let mut conf = desc.apt_conf.join("\n");
-    conf.push('\n');
-    crate::fsutil::atomic_write(
-        &rootfs.join("etc/apt/apt.conf.d/99rcclfix"),
-        conf.as_bytes(),
-    )?;
-
-    let in_root = |summary: &str, argv: &[&str]| {
-        Cmd::new(format!("{name}: {summary}"), "unshare")
-            .args(["--mount", "--pid", "--fork", "--mount-proc"])
-            .arg(format!("--root={}", rootfs.display()))
-            .args([
-                "/usr/bin/env",
-                "-i",
-                "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                "DEBIAN_FRONTEND=noninteractive",
-                "LANG=C.UTF-8",
-            ])
-            .args(argv)
+/// What differs between two `name=version` lists (a record's and a toolchain's now), one line
+/// each, sorted by name: `hipcc 7.2.4+dfsg-1~exp1 -> 7.2.5+dfsg-1~exp1`, `libfoo 1.0 (gone)`,
+/// `libbar 2.0 (new)`. Empty when they agree.
+pub fn package_drift(recorded: &[String], now: &[String]) -> Vec<String> {
+    let split = |l: &[String]| -> std::collections::BTreeMap<String, String> {
+        l.iter()
+            .map(|nv| match nv.split_once('=') {
+                Some((n, v)) => (n.to_owned(), v.to_owned()),
+                None => (nv.clone(), String::new()),
+            })
+            .collect()
     };
-    crate::ui::status(
-        "Installing",
-        format_args!("{} packages into {name}", desc.packages.len()),
-    );
-    let phase = crate::ui::Phase::start(&format!("installing packages into {name}"));
-    in_root("apt-get update", &["apt-get", "update", "-q"]).stream(&mut log, |_| {})?;
-    let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
-    install.extend(desc.packages.iter().map(|s| s.as_str()));
-    in_root("apt-get install", &install).stream(&mut log, |_| {})?;
-    in_root("apt-get clean", &["apt-get", "clean"]).stream(&mut log, |_| {})?;
-    drop(phase);
-    let listing = in_root(
-        "list packages",
-        &["dpkg-query", "-W", "-f=${Package}=${Version}\\n"],
-    )
-    .read()?;
-    let mut packages: Vec<String> = listing
-        .lines()
-        .map(str::to_owned)
-        .filter(|l| !l.is_empty())
-        .collect();
-    packages.sort();
-
-    let rootfs_bytes: u64 = walkdir::WalkDir::new(&rootfs)
+    let (old, new) = (split(recorded), split(now));
+    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
         .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
-        .sum();
-    let stamp = Stamp {
-        name: name.into(),
-        description_sha256: hash,
-        suite: desc.suite.clone(),
-        mirror,
-        built_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        rootfs_bytes,
-        packages,
-    };
-    let mut text = serde_json::to_string_pretty(&stamp)?;
-    text.push('\n');
-    crate::fsutil::atomic_write(&out.path().join("stamp.json"), text.as_bytes())?;
-    drop(log);
-    let dest = out.commit()?;
-    crate::ui::status(
-        "Built",
-        format_args!(
-            "toolchain {name} in {:.0}s, {:.2} GB ({})",
-            started.elapsed().as_secs_f64(),
-            rootfs_bytes as f64 / 1e9,
-            dest.display()
-        ),
-    );
-    Ok(dest)
+        .filter_map(|n| match (old.get(n), new.get(n)) {
+            (Some(a), Some(b)) if a == b => None,
+            (Some(a), Some(b)) => Some(format!("{n} {a} -> {b}")),
+            (Some(a), None) => Some(format!("{n} {a} (gone)")),
+            (None, Some(b)) => Some(format!("{n} {b} (new)")),
+            (None, None) => None,
+        })
+        .collect()
 }
 
-/// Build the local toolchain `name` now if it has never been built (first `rcclfix build` on a fresh
-/// machine); an existing one, even outdated, is left alone. Nothing to do for `host`.
+/// The record a verified recipe names (`verified_by = "recipes/records/<folder>"`): its
+/// `manifest.json` under `recipe_root` when that checkout has it, else the copy embedded at build
+/// time (`recipe::EMBEDDED_RECORD_MANIFESTS`). `None` for other recipes and unknown folders.
 ///
-/// Errors: as [`build_rootfs`] (e.g. not root, debootstrap missing).
-pub fn ensure_built(name: &str) -> anyhow::Result<()> {
-    if name == "host" || toolchains_dir().join(name).join("stamp.json").exists() {
+/// Errors: the manifest does not parse.
+pub fn record_manifest(
+    recipe: &crate::recipe::Recipe,
+    recipe_root: Option<&Path>,
+) -> anyhow::Result<Option<(String, crate::manifest::Manifest)>> {
+    let Some(v) = recipe.verified_by.as_deref() else {
+        return Ok(None);
+    };
+    let Some(folder) = v.strip_prefix("recipes/records/") else {
+        return Ok(None);
+    };
+    if let Some(root) = recipe_root {
+        let path = root.join(v).join("manifest.json");
+        if path.is_file() {
+            return Ok(Some((
+                v.to_owned(),
+                crate::manifest::Manifest::load(&path)?,
+            )));
+        }
+    }
+    match crate::recipe::EMBEDDED_RECORD_MANIFESTS
+        .iter()
+        .find(|(f, _)| *f == folder)
+    {
+        Some((_, text)) => Ok(Some((
+            v.to_owned(),
+            serde_json::from_str(text)
+                .with_context(|| format!("{v}/manifest.json: not a valid rcclfix manifest"))?,
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// A Debian suite moves; the stamp's package versions are what decide the bytes. Compare the
+/// versions `recipe`'s record was made with ([`record_manifest`], `manifest.toolchain_packages`)
+/// with those of the toolchain `tc` about to build it. Nothing to compare (no record, a record
+/// from another toolchain or without package versions, an image or host toolchain): `Ok`. When
+/// they differ the build is no longer the recorded one: a warning naming the record and the
+/// differing packages, or, with `locked` (`--locked`), an error. Either way the scan gate still
+/// judges the library that comes out.
+///
+/// Errors: `locked` and the versions differ; the record does not parse.
+pub fn check_record_versions(
+    recipe: &crate::recipe::Recipe,
+    tc: &Toolchain,
+    recipe_root: Option<&Path>,
+    locked: bool,
+) -> anyhow::Result<()> {
+    let Some((folder, m)) = record_manifest(recipe, recipe_root)? else {
+        return Ok(());
+    };
+    if m.toolchain != tc.name() || m.toolchain_packages.is_empty() || tc.packages().is_empty() {
         return Ok(());
     }
-    crate::ui::status(
-        "Toolchain",
-        format_args!(
-            "{name} is not built yet: building it first (once; 1.3–1.4 GB, 1–4 min measured: 191 s on a busy 2-core machine)"
-        ),
+    let drift = package_drift(&m.toolchain_packages, tc.packages());
+    if drift.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 12;
+    let mut list: Vec<String> = drift
+        .iter()
+        .take(SHOWN)
+        .map(|d| crate::ui::escape(d).to_string())
+        .collect();
+    if drift.len() > SHOWN {
+        list.push(format!("and {} more", drift.len() - SHOWN));
+    }
+    let msg = format!(
+        "toolchain {} differs from the one {folder} was made with ({} packages: {})",
+        tc.name(),
+        drift.len(),
+        list.join(", ")
     );
-    build_rootfs(name, false).map(|_| ())
+    if locked {
+        bail!("{msg}\nhelp: --locked refuses a toolchain whose package versions differ from the record's; build without --locked to build anyway (the scan gate still judges), or see README, \"Refreshing a toolchain\"");
+    }
+    crate::ui::warn(format_args!(
+        "{msg}\nhelp: the library may differ from the recorded sha256 {}; the scan gate still judges it (README, \"Refreshing a toolchain\")",
+        m.library.sha256
+    ));
+    Ok(())
 }
 
 /// One row of `toolchain list`.
@@ -827,21 +761,109 @@ mod tests {
         }
     }
 
+    /// The ROCm 7.2 toolchain takes its ROCm packages, and only those, from experimental; every
+    /// pinned package is one the description installs or a library their -dev packages need.
     #[test]
-    fn mirror_deb822_skips_security() {
-        let t = "Types: deb\nURIs: http://sec.example/debian-security\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://m.example/debian\nSuites: bookworm\n";
-        assert_eq!(
-            mirror_from_deb822(t).as_deref(),
-            Some("http://m.example/debian")
-        );
+    fn rocm72_pins_the_rocm_packages_to_experimental() {
+        let d = ToolchainDesc::embedded("debian-rocm7.2").unwrap();
+        assert_eq!(d.suite, "sid");
+        assert_eq!(d.pin.len(), 1);
+        assert_eq!(d.pin[0].suite, "experimental");
+        for p in [
+            "hipcc",
+            "libamdhip64-dev",
+            "rocm-device-libs-22",
+            "hipify-perl",
+        ] {
+            assert!(d.pin[0].packages.iter().any(|x| x == p), "{p} not pinned");
+        }
+        for p in ["clang-22", "cmake", "rocm-cmake", "build-essential"] {
+            assert!(!d.pin[0].packages.iter().any(|x| x == p), "{p} pinned");
+        }
+    }
+
+    /// A description without `[[pin]]` hashes as before the field existed, so the toolchains
+    /// already built from debian-sid and debian-trixie do not read as outdated.
+    #[test]
+    fn pins_do_not_change_the_hash_of_plain_descriptions() {
+        let d = ToolchainDesc::embedded("debian-sid").unwrap();
+        assert!(!serde_json::to_string(&d).unwrap().contains("pin"));
     }
 
     #[test]
-    fn mirror_one_line_with_options() {
-        let t = "# c\ndeb [signed-by=/k.gpg] http://m.example/debian bookworm main\n";
-        assert_eq!(
-            mirror_from_one_line(t).as_deref(),
-            Some("http://m.example/debian")
+    fn bad_pins_are_refused() {
+        let base = "description = \"x\"\nsuite = \"sid\"\npackages = [\"hipcc\"]\n";
+        for (extra, needle) in [
+            (
+                "[[pin]]\nsuite = \"sid\"\npackages = [\"hipcc\"]\n",
+                "another suite",
+            ),
+            (
+                "[[pin]]\nsuite = \"experimental\"\npackages = []\n",
+                "at least one",
+            ),
+            (
+                "[[pin]]\nsuite = \"exp erimental\"\npackages = [\"a\"]\n",
+                "not a Debian",
+            ),
+            (
+                "[[pin]]\nsuite = \"experimental\"\npackages = [\"a\\nPin: x\"]\n",
+                "not a Debian",
+            ),
+        ] {
+            let e = ToolchainDesc::parse(&format!("{base}{extra}"), "t.toml").unwrap_err();
+            assert!(format!("{e:#}").contains(needle), "{extra}: {e:#}");
+            assert!(format!("{e:#}").starts_with("t.toml: "), "{e:#}");
+        }
+    }
+
+    /// A verified recipe's record names the toolchain versions it was made with; a toolchain whose
+    /// versions differ warns (`Ok`), and is refused with `--locked`, naming each package.
+    #[test]
+    fn record_versions_are_compared_and_locked_refuses_a_drift() {
+        let recipe = crate::recipe::embedded().unwrap()["2.21.5-debian-sid"].clone();
+        let folder = recipe.verified_by.clone().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(&folder)
+            .join("manifest.json");
+        let mut m = crate::manifest::Manifest::load(&src).unwrap();
+        m.toolchain_packages = vec!["hipcc=7.0.2+dfsg-3".into(), "libc6=2.43-7".into()];
+        fs_err::create_dir_all(root.path().join(&folder)).unwrap();
+        m.save(&root.path().join(&folder).join("manifest.json"))
+            .unwrap();
+        let tc = |packages: &[&str]| Toolchain {
+            name: "debian-sid".into(),
+            kind: ToolchainKind::Host,
+            path_prepend: vec![],
+            image_ref: None,
+            id: "x".into(),
+            base_digest: None,
+            packages: packages.iter().map(|s| s.to_string()).collect(),
+        };
+        let same = tc(&["hipcc=7.0.2+dfsg-3", "libc6=2.43-7"]);
+        let moved = tc(&["hipcc=7.0.3+dfsg-1", "libc6=2.43-7"]);
+        let r = Some(root.path());
+        check_record_versions(&recipe, &same, r, true).unwrap();
+        check_record_versions(&recipe, &moved, r, false).unwrap();
+        let e = check_record_versions(&recipe, &moved, r, true).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains(&format!("differs from the one {folder} was made with (1 packages: hipcc 7.0.2+dfsg-3 -> 7.0.3+dfsg-1)")),
+            "{msg}"
         );
+        // The embedded record predates toolchain_packages: nothing to compare.
+        check_record_versions(&recipe, &moved, None, true).unwrap();
+    }
+
+    #[test]
+    fn drift_names_changed_gone_and_new_packages() {
+        let rec: Vec<String> = ["a=1", "b=2", "c=3"].map(String::from).to_vec();
+        let now: Vec<String> = ["a=1", "b=2.1", "d=4"].map(String::from).to_vec();
+        assert_eq!(
+            package_drift(&rec, &now),
+            ["b 2 -> 2.1", "c 3 (gone)", "d 4 (new)"]
+        );
+        assert!(package_drift(&rec, &rec).is_empty());
     }
 }

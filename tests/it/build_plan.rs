@@ -212,6 +212,7 @@ fn provenance() -> Provenance {
         toolchain: "debian-trixie".into(),
         toolchain_id: "stamp-0".into(),
         toolchain_digest: None,
+        toolchain_packages: vec![],
         engine: "recording".into(),
         key: None,
     }

@@ -18,6 +18,7 @@ mod package;
 mod patch;
 mod prove;
 mod recipes;
+mod rocm72;
 mod scan;
 mod source;
 mod support;

@@ -270,6 +270,7 @@ pub(crate) fn build_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
         toolchain: "debian-trixie".into(),
         toolchain_id: "sha256:00".into(),
         toolchain_digest: None,
+        toolchain_packages: vec![],
         engine: "bubblewrap".into(),
         targets: vec!["gfx1100".into()],
         ndebug_strategy: "cmake-build-type".into(),

@@ -65,8 +65,9 @@ fn kernels_of(r: &rcclfix::scan::ScanReport) -> Vec<KernelReport> {
         .collect()
 }
 
-/// Patch `name`, expect the given kernels rewritten, check the output and return the record.
-fn check(name: &str, targets: &[&str], kernels: &[&str]) -> PatchRecord {
+/// Patch `name` (under `tests/fixtures/patch/`), expect the given kernels rewritten, check the
+/// output and return the record.
+pub(crate) fn check(name: &str, targets: &[&str], kernels: &[&str]) -> PatchRecord {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let input = std::fs::read(fixture(name)).unwrap();

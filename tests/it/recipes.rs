@@ -515,6 +515,7 @@ fn manifest_for(r: &Recipe, gate: &str) -> rcclfix::manifest::Manifest {
         toolchain: r.toolchain.image.clone().unwrap_or_default(),
         toolchain_id: "sha256:00".into(),
         toolchain_digest: None,
+        toolchain_packages: vec![],
         engine: "host".into(),
         targets: vec!["gfx1100".into()],
         ndebug_strategy: "cxx-flags".into(),

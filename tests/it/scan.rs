@@ -213,6 +213,56 @@ fn sid_multi_target_generic() {
     assert_eq!(procs, ["gfx11-generic", "gfx1100"]);
 }
 
+// rocm7.2: the debian-rocm7.2 toolchain (hipcc 7.2.4, clang 22, HIP 7.2.4): code object v6 by
+// default, and `--offload-compress` writes CCOB v3 without being asked.
+#[test]
+fn rocm72_verdicts_match_sid() {
+    for (f, want) in [
+        ("implicit.so", "gfx1100: clean 1"),
+        ("kernels.so", "gfx1100: declares k_assert k_printf"),
+        ("kernels-ndebug.so", "gfx1100: declares k_printf"),
+        (
+            "kernels-O0.so",
+            "gfx1100: declares k_assert k_plain k_printf",
+        ),
+        ("kernels-ccob.so", "gfx1100: declares k_assert k_printf"),
+        ("kernels-ccob3.so", "gfx1100: declares k_assert k_printf"),
+        ("kernels.co", "gfx1100: declares k_assert k_printf"),
+        (
+            "two-tu-ccob.so",
+            "gfx1100: declares k_assert k_printf k_table",
+        ),
+    ] {
+        check(&format!("rocm7.2/{f}"), want);
+        // The ROCm 7 compiler gives the verdicts hipcc 7.0.2 (clang 21) gives.
+        check(&format!("sid/{f}"), want);
+    }
+}
+#[test]
+fn rocm72_code_object_v6_and_ccob_v3_by_default() {
+    let r = scan(&fixture("rocm7.2/kernels-ccob.so"));
+    let i = &r.files[0].images[0];
+    assert_eq!(i.container, "ccob-v3-zstd");
+    assert_eq!(i.code_object_version, 6);
+    assert_eq!(i.metadata_version, [1, 2]);
+    let r = scan(&fixture("rocm7.2/kernels.so"));
+    assert_eq!(r.files[0].images[0].container, "plain");
+    assert_eq!(r.files[0].images[0].code_object_version, 6);
+}
+#[test]
+fn rocm72_multi_target_generic() {
+    let r = scan(&fixture("rocm7.2/multi-ccob.so"));
+    let states = r.target_states(&["gfx1101".to_string(), "gfx1200".to_string()]);
+    assert!(
+        matches!(states["gfx1101"], TargetState::Declares { .. }),
+        "{states:?}"
+    );
+    assert!(
+        matches!(&states["gfx1200"], TargetState::Unknown { reason } if reason.contains("no device image")),
+        "{states:?}"
+    );
+}
+
 /// The gate API: a clean NDEBUG build of a plain kernel only is `Clean`; unknown never passes.
 #[test]
 fn gate_states() {
@@ -238,7 +288,7 @@ fn golden() {
     let update = std::env::var_os("RCCLFIX_UPDATE").is_some();
     let mut failures = Vec::new();
     let mut n = 0;
-    for suite in ["trixie", "sid"] {
+    for suite in ["trixie", "sid", "rocm7.2"] {
         let dir = root().join("tests/fixtures").join(suite);
         let mut entries: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
@@ -269,7 +319,7 @@ fn golden() {
             }
         }
     }
-    assert!(n >= 20, "expected every fixture, found {n}");
+    assert!(n >= 40, "expected every fixture, found {n}");
     assert!(
         failures.is_empty(),
         "golden mismatch (RCCLFIX_UPDATE=1 regenerates):\n{}",

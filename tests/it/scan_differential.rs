@@ -25,7 +25,11 @@ struct Tools {
 
 impl Tools {
     fn new(suite: &'static str) -> Tools {
-        let v = if suite == "trixie" { "17" } else { "21" };
+        let v = match suite {
+            "trixie" => "17",
+            "rocm7.2" => "22",
+            _ => "21",
+        };
         require_tool(suite, &format!("llvm-readelf-{v}"));
         Tools { suite, v }
     }
@@ -350,6 +354,31 @@ fn differential_fixtures() {
         }
     }
     assert!(total >= 60, "compared only {total} kernels");
+}
+
+/// The fixtures compiled by the ROCm 7.2 compiler (`tests/fixtures/rocm7.2/`), against clang 22's
+/// own tools in the debian-rocm7.2 toolchain.
+#[test]
+fn differential_fixtures_rocm72() {
+    if !slow_or_note() {
+        return;
+    }
+    let tools = Tools::new("rocm7.2");
+    let dir = root().join("tests/fixtures/rocm7.2");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut total = 0;
+    for f in files {
+        let rel = fixture(&format!(
+            "rocm7.2/{}",
+            f.file_name().unwrap().to_string_lossy()
+        ));
+        total += compare(&tools, &rel);
+    }
+    assert!(total >= 30, "compared only {total} kernels");
 }
 
 /// The Debian librccl1 5.4.3 library: the `.deb` from `$RCCLFIX_TEST_INPUTS`, extracted with

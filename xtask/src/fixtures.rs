@@ -3,16 +3,19 @@
 //! `tests/fixtures/<suite>/`.
 //!
 //! - trixie (hipcc 5.7.1, clang-17): code object v4, plain offload bundles.
-//! - sid (hipcc 7.0.2, clang-21): code object v5, plain and `--offload-compress` (CCOB v2; v3 via
+//! - sid (hipcc 7.0.2, clang-21): code object v6, plain and `--offload-compress` (CCOB v2; v3 via
 //!   `COMPRESSED_BUNDLE_FORMAT_VERSION=3`).
+//! - rocm7.2 (the `debian-rocm7.2` toolchain: hipcc 7.2.4, clang-22, HIP 7.2.4 from Debian's
+//!   experimental suite): the sid list compiled by the ROCm 7 compiler.
 //!
-//! The toolchain rootfs is `$RCCLFIX_TOOLCHAIN_ROOT_<SUITE>` or `$RCCLFIX_TOOLCHAIN_ROOT/<suite>`
-//! if set, else `$RCCLFIX_HOME/toolchains/debian-<suite>/rootfs` (`RCCLFIX_HOME` defaults to
+//! The toolchain rootfs is `$RCCLFIX_TOOLCHAIN_ROOT_<SUITE>` (`.` written `_`: `ROCM7_2`) or
+//! `$RCCLFIX_TOOLCHAIN_ROOT/<suite>` if set, else `$RCCLFIX_HOME/toolchains/debian-<suite>/rootfs` (`RCCLFIX_HOME` defaults to
 //! `$XDG_CACHE_HOME/rcclfix` or `~/.cache/rcclfix`). Commands run read-only inside the rootfs under bubblewrap, with the work
 //! folder (`target/fixtures-work/<suite>`) bound at `/mnt`. Host parts are stripped (`llvm-strip --strip-all`), which keeps every
 //! section the scanner reads. `tests/fixtures/README.md` lists every command.
 //!
-//! Usage: `cargo xtask fixtures [trixie|sid]… [OUTPUT-NAME]…` (default: both suites, every fixture).
+//! Usage: `cargo xtask fixtures [trixie|sid|rocm7.2]… [OUTPUT-NAME]…` (default: trixie and sid,
+//! every fixture; `rocm7.2` only when named).
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +39,15 @@ fn fx(out: &'static str, argv: &str) -> Fixture {
         argv: argv.split_whitespace().map(str::to_owned).collect(),
         env: vec![],
         strip: true,
+    }
+}
+
+/// The LLVM major version of a suite's tools (`llvm-strip-NN`, `llc-NN`).
+fn llvm_version(suite: &str) -> &'static str {
+    match suite {
+        "trixie" => "17",
+        "rocm7.2" => "22",
+        _ => "21",
     }
 }
 
@@ -96,10 +108,14 @@ fn fixtures(suite: &str) -> Vec<Fixture> {
                 .split_whitespace()
                 .map(str::to_owned)
                 .collect(),
-            ..fx(
-                "indirect-rel.co",
-                "llc-21 -mtriple=amdgcn-amd-amdhsa -mcpu=gfx1100 -O3 -filetype=obj indirect.ll -o indirect-rel.co",
+            argv: format!(
+                "llc-{} -mtriple=amdgcn-amd-amdhsa -mcpu=gfx1100 -O3 -filetype=obj indirect.ll -o indirect-rel.co",
+                llvm_version(suite)
             )
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+            ..fx("indirect-rel.co", "")
         });
         list.push(fx(
             "multi-ccob.so",
@@ -111,7 +127,10 @@ fn fixtures(suite: &str) -> Vec<Fixture> {
 
 /// The rootfs of a Debian toolchain suite (see the module docs).
 pub fn toolchain_root(suite: &str) -> anyhow::Result<PathBuf> {
-    if let Ok(p) = std::env::var(format!("RCCLFIX_TOOLCHAIN_ROOT_{}", suite.to_uppercase())) {
+    if let Ok(p) = std::env::var(format!(
+        "RCCLFIX_TOOLCHAIN_ROOT_{}",
+        suite.to_uppercase().replace('.', "_")
+    )) {
         return Ok(PathBuf::from(p));
     }
     if let Ok(p) = std::env::var("RCCLFIX_TOOLCHAIN_ROOT") {
@@ -155,7 +174,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     let (mut suites, only): (Vec<String>, Vec<String>) = rest
         .iter()
         .cloned()
-        .partition(|a| a == "trixie" || a == "sid");
+        .partition(|a| a == "trixie" || a == "sid" || a == "rocm7.2");
     if suites.is_empty() {
         suites = vec!["trixie".into(), "sid".into()];
     }
@@ -166,7 +185,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             anyhow::bail!(
                 "no hipcc in the {suite} toolchain rootfs {}\nhelp: build it with `rcclfix toolchain build debian-{suite}` or set RCCLFIX_TOOLCHAIN_ROOT_{}",
                 root.display(),
-                suite.to_uppercase()
+                suite.to_uppercase().replace('.', "_")
             );
         }
         let work = crate::project_root()
@@ -181,7 +200,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         let out_dir = crate::project_root().join("tests/fixtures").join(suite);
         std::fs::create_dir_all(&out_dir)?;
         let prefix = in_rootfs(&root, &work);
-        let strip = format!("llvm-strip-{}", if suite == "trixie" { "17" } else { "21" });
+        let strip = format!("llvm-strip-{}", llvm_version(suite));
         for f in fixtures(suite)
             .into_iter()
             .filter(|f| only.is_empty() || only.iter().any(|o| o == f.out))

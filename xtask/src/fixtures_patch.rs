@@ -2,6 +2,10 @@
 //! `rcclfix patch` test fixtures in `tests/fixtures/patch/` (or `DIR`, which the freshness test
 //! uses) from our own sources in `tests/fixtures/patch/src/`.
 //!
+//! `cargo xtask fixtures-patch rocm7.2 [--rootfs ROOTFS] [--out DIR]`: the device-linker pattern
+//! compiled by the ROCm 7.2 compiler (the `debian-rocm7.2` toolchain: clang 22, code object v6,
+//! CCOB v3 from `clang-offload-bundler -compress`) into `tests/fixtures/patch/rocm7.2/`.
+//!
 //! Every compiler, linker and bundler runs inside a Debian toolchain rootfs, read-only, through
 //! bubblewrap: `debian-sid` (clang 21, code object v6 by default and v5 on request, CCOB v2) and `debian-trixie` (clang 17, code
 //! object v4). The rootfs defaults are `$RCCLFIX_HOME/toolchains/debian-{sid,trixie}/rootfs`
@@ -30,6 +34,9 @@ struct Toolchain {
 }
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
+    if rest.first().map(String::as_str) == Some("rocm7.2") {
+        return run_rocm72(sh, &rest[1..]);
+    }
     let mut sid = crate::paths::toolchain_rootfs("debian-sid");
     let mut trixie = crate::paths::toolchain_rootfs("debian-trixie");
     let root = crate::project_root();
@@ -232,6 +239,72 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         "libdispatch-tight.so",
     ];
     for o in outputs {
+        std::fs::copy(work.join(o), dest.join(o)).with_context(|| format!("copy {o}"))?;
+        let n = std::fs::metadata(dest.join(o))?.len();
+        eprintln!("{:>12} {} ({n} bytes)", "Wrote", dest.join(o).display());
+    }
+    Ok(())
+}
+
+/// The ROCm 7.2 set: the dispatcher pattern for gfx1100 and gfx1030 with clang 22 (code object v6
+/// by default), and its CCOB library (clang-offload-bundler-22 `-compress`, whose default format
+/// is CCOB v3).
+fn run_rocm72(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
+    let root = crate::project_root();
+    let mut rootfs = crate::paths::toolchain_rootfs("debian-rocm7.2");
+    let mut dest = root.join("tests/fixtures/patch/rocm7.2");
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--rootfs" => rootfs = it.next().context("--rootfs needs a rootfs path")?.into(),
+            "--out" => dest = it.next().context("--out needs a folder")?.into(),
+            _ => bail!("unknown argument {a:?}; usage: cargo xtask fixtures-patch rocm7.2 [--rootfs ROOTFS] [--out DIR]"),
+        }
+    }
+    if !rootfs.join("usr/bin").is_dir() {
+        bail!("toolchain rootfs {} not found\nhelp: rcclfix toolchain build debian-rocm7.2, or pass --rootfs", rootfs.display());
+    }
+    let t = Toolchain { rootfs, v: "22" };
+    let work = root.join("target/fixtures-patch-work-rocm7.2");
+    std::fs::create_dir_all(&dest)?;
+    if work.exists() {
+        std::fs::remove_dir_all(&work)?;
+    }
+    std::fs::create_dir_all(&work)?;
+    for e in std::fs::read_dir(root.join("tests/fixtures/patch/src"))? {
+        let e = e?;
+        std::fs::copy(e.path(), work.join(e.file_name()))?;
+    }
+    for gfx in ["gfx1100", "gfx1030"] {
+        for tu in ["dispatch", "funcs"] {
+            device_object(sh, &t, &work, tu, gfx, &format!("{tu}-{gfx}.o"))?;
+        }
+        link(
+            sh,
+            &t,
+            &work,
+            &[&format!("dispatch-{gfx}.o"), &format!("funcs-{gfx}.o")],
+            &format!("dispatch-v6-{gfx}.co"),
+        )?;
+    }
+    let bundler = format!("clang-offload-bundler-{}", t.v);
+    tc(
+        sh,
+        &t,
+        &work,
+        &[
+            &bundler,
+            "-type=o",
+            "-targets=host-x86_64-unknown-linux-gnu-,hip-amdgcn-amd-amdhsa--gfx1030,hip-amdgcn-amd-amdhsa--gfx1100",
+            "-compress",
+            "-input=/dev/null",
+            "-input=dispatch-v6-gfx1030.co",
+            "-input=dispatch-v6-gfx1100.co",
+            "-output=dispatch-v6.ccob",
+        ],
+    )?;
+    host_library(sh, &t, &work, "dispatch-v6.ccob", "libdispatch-ccob.so")?;
+    for o in ["dispatch-v6-gfx1100.co", "libdispatch-ccob.so"] {
         std::fs::copy(work.join(o), dest.join(o)).with_context(|| format!("copy {o}"))?;
         let n = std::fs::metadata(dest.join(o))?.len();
         eprintln!("{:>12} {} ({n} bytes)", "Wrote", dest.join(o).display());

