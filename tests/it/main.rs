@@ -5,6 +5,7 @@ mod cli;
 mod doctor;
 mod fsutil;
 mod hostile;
+mod hostile_gate;
 mod hostile_package;
 mod matrix;
 mod package;
