@@ -566,6 +566,12 @@ fn deb_spec(
                  declares hidden_hostcall_buffer (the report is scan.json beside the manifest).",
                 scan.counts()
             ),
+            format!(
+                "verify: {}. Check the library on this machine's GPUs before relying on it: \
+                 rcclfix verify --lib {stock_path} (two GPUs; exit 0 means every all_reduce and \
+                 all_gather case gave the exact result).",
+                m.verify_summary()
+            ),
         ],
         stock_path,
         library,
@@ -672,9 +678,13 @@ fn wheel_spec(
              unless it is already set. Set `{dis}=1` to turn the hook off; `pip uninstall` removes it.\n\n\
              rcclfix scanned this wheel's library when it made the wheel: {counts}, none declares \
              `hidden_hostcall_buffer`.\n\n\
+             verify: {verify}. Check the library on the GPUs of the machine that runs it before \
+             relying on it: `rcclfix verify --lib $(python3 -c 'import {pkg}; print({pkg}.LIBRARY)')` \
+             (two GPUs; exit 0 means every all_reduce and all_gather case gave the exact result).\n\n\
              Provenance: recipe `{recipe}`, `{tag}` at `{commit}`, toolchain `{tc}`; \
              `{pkg}/manifest.json` and `{pkg}/scan.json` hold the build manifest and the scanner's report.",
             counts = scan.counts(),
+            verify = m.verify_summary(),
             ver = m.rccl_version,
             rocm = m.rocm_release,
             pkg = wheel::IMPORT_PACKAGE,

@@ -20,7 +20,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-
 use super::folder::BuildFolder;
 use crate::scan::{ScanOptions, ScanReport, TargetState};
 

@@ -1748,3 +1748,58 @@ fn default_deb_and_dbgsym_pass_lintian_and_gdb_finds_the_symbols() {
     let without = line(&t.path().join("empty"));
     assert!(without.contains("No line number information"), "{without}");
 }
+
+/// Both packages say whether verify ran and how to run it on the target machine; a manifest
+/// without a verify report says `not run`, one with a report says what ran on which GPUs.
+#[test]
+fn packages_say_whether_verify_ran() {
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        saved["verify"], "not run",
+        "manifest.json records that verify did not run"
+    );
+    let read_whl_metadata = |whl: &Path| {
+        let mut z = zip::ZipArchive::new(std::fs::File::open(whl).unwrap()).unwrap();
+        let name = (0..z.len())
+            .map(|i| z.by_index(i).unwrap().name().to_owned())
+            .find(|n| n.ends_with(".dist-info/METADATA"))
+            .unwrap();
+        let mut s = String::new();
+        z.by_name(&name).unwrap().read_to_string(&mut s).unwrap();
+        s
+    };
+    let description = |deb: &Path| {
+        ok(Command::new("dpkg-deb")
+            .arg("--field")
+            .arg(deb)
+            .arg("Description"))
+    };
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb,whl"]);
+    let d = description(&paths[0]);
+    assert!(d.contains("verify: not run."), "{d}");
+    assert!(
+        d.contains("rcclfix verify --lib /usr/lib/x86_64-linux-gnu/librccl.so.1.0"),
+        "{d}"
+    );
+    let meta = read_whl_metadata(&paths[1]);
+    assert!(meta.contains("verify: not run."), "{meta}");
+    assert!(meta.contains("rcclfix verify --lib"), "{meta}");
+
+    // A manifest with a verify report (the shape of `rcclfix verify --json`).
+    let (t, dir) = build_folder(&f.ours);
+    let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
+    m.verify = Some(serde_json::json!({
+        "verdict": "pass", "mode": "single", "gpus": [0, 1],
+        "cases": vec![serde_json::json!({}); 24],
+    }));
+    m.save(&dir.join("manifest.json")).unwrap();
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb,whl"]);
+    let want = "verify: pass: 24 cases, mode single, GPUs 0, 1 (on the build machine).";
+    let d = description(&paths[0]);
+    assert!(d.contains(want), "{d}");
+    assert!(read_whl_metadata(&paths[1]).contains(want));
+}
