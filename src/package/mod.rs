@@ -14,6 +14,7 @@ pub mod export_gate;
 pub mod fields;
 pub mod folder;
 pub mod shipped;
+pub mod stock;
 pub mod strip;
 pub mod wheel;
 
@@ -436,25 +437,36 @@ fn rocm_int(release: &str) -> anyhow::Result<u32> {
     }
 }
 
-/// The default `Depends:` for a flavor: the stock package, pinned to the manifest's ROCm release.
+/// The default `Depends:` for a flavor: for Debian, the `librccl1` of the toolchain's own
+/// distribution ([`stock::read`] on the rootfs of the toolchain the manifest names); for ROCm,
+/// AMD's `rccl` of the manifest's ROCm release.
+///
+/// Errors: the toolchain's rootfs or its apt lists are missing, or describe no `librccl1` (the
+/// message says how to build the toolchain or to give `--depends`); a `rocm_release` that is not
+/// `X.Y[.Z]`.
 pub fn default_depends(m: &Manifest, flavor: Flavor) -> anyhow::Result<String> {
-    let code = rocm_int(&m.rocm_release).with_context(|| "reading manifest.json")?;
     Ok(match flavor {
-        // Debian's librccl1 is versioned by the ROCm release (5.4.3-3+b1 is ROCm 5.4.3).
         Flavor::Debian => {
-            let (a, b, c) = (code / 10_000, code / 100 % 100, code % 100);
-            format!(
-                "librccl1 (>= {a}.{b}.{c}~), librccl1 (<< {a}.{b}.{}~)",
-                c + 1
-            )
+            let rootfs = stock::toolchain_rootfs(&m.toolchain)?;
+            let p = stock::read(&rootfs, "librccl1", "amd64").map_err(|e| {
+                anyhow::anyhow!(
+                    "{e:#}\nhelp: the .deb depends on the librccl1 of toolchain {}'s distribution; build the toolchain (`rcclfix toolchain build {}`) or give --depends",
+                    m.toolchain,
+                    m.toolchain
+                )
+            })?;
+            p.depends()
         }
         // ROCm's rccl is `<rccl>.<ROCm int>-<build>~<distro>` (e.g. `2.27.7.70201-…` in AMD's
         // ROCm 7.2.1 apt repository).
-        Flavor::Rocm => format!(
-            "rccl (>= {v}.{code}), rccl (<< {v}.{})",
-            code + 1,
-            v = m.rccl_version
-        ),
+        Flavor::Rocm => {
+            let code = rocm_int(&m.rocm_release).with_context(|| "reading manifest.json")?;
+            format!(
+                "rccl (>= {v}.{code}), rccl (<< {v}.{})",
+                code + 1,
+                v = m.rccl_version
+            )
+        }
     })
 }
 

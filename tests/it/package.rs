@@ -354,8 +354,36 @@ pub(crate) fn rcclfix(args: &[&str]) -> Command {
     let mut c = crate::support::rcclfix();
     c.args(args)
         .env("SOURCE_DATE_EPOCH", "1700000000")
+        .env("RCCLFIX_HOME", toolchain_home())
         .env_remove("DEBEMAIL");
     c
+}
+
+/// The `librccl1` stanza of Debian trixie's `Packages` list (main, amd64), as apt stores it.
+pub(crate) const TRIXIE_LIBRCCL1: &str = "Package: librccl1\nSource: rccl (5.4.3-3)\nVersion: 5.4.3-3+b1\nInstalled-Size: 108813\nMaintainer: Debian ROCm Team <debian-ai@lists.debian.org>\nArchitecture: amd64\nDepends: libamdhip64-5 (>= 5.2.3), libc6 (>= 2.38), libgcc-s1 (>= 3.0), librocm-smi64-1 (>= 5.0.0), libstdc++6 (>= 11)\nDescription: ROCm Communication Collectives Library\nSection: libs\nPriority: optional\nFilename: pool/main/r/rccl/librccl1_5.4.3-3+b1_amd64.deb\n";
+
+/// An `RCCLFIX_HOME` for the package tests whose `toolchains/debian-trixie/rootfs` holds only
+/// the apt list `package` reads the stock `librccl1` from ([`TRIXIE_LIBRCCL1`] between two other
+/// packages), so the tests do not depend on a toolchain built on this machine.
+pub(crate) fn toolchain_home() -> &'static Path {
+    static H: OnceLock<tempfile::TempDir> = OnceLock::new();
+    H.get_or_init(|| {
+        let h = tempfile::Builder::new()
+            .prefix("package-home-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let lists = h.path().join("toolchains/debian-trixie/rootfs/var/lib/apt/lists");
+        std::fs::create_dir_all(&lists).unwrap();
+        std::fs::write(
+            lists.join("mirror_debian_dists_trixie_main_binary-amd64_Packages"),
+            format!(
+                "Package: librccl-dev\nVersion: 5.4.3-3+b1\nArchitecture: amd64\n\n{TRIXIE_LIBRCCL1}\nPackage: librccl1\nVersion: 5.4.3-3+b1\nArchitecture: arm64\n"
+            ),
+        )
+        .unwrap();
+        h
+    })
+    .path()
 }
 
 /// `rcclfix package --from DIR --out-dir OUT …`, expecting success; returns the paths printed.
@@ -1359,6 +1387,9 @@ fn patched_builds_say_so_and_build_package_entry_point_works() {
     let (t, dir) = build_folder(&f.ours);
     let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
     m.patched = Some(serde_json::json!({"kernels": 3}));
+    // An image toolchain (AMD's rccl flavour): this in-process entry point reads this machine's
+    // RCCLFIX_HOME, and the Debian flavour would read a toolchain rootfs from it.
+    m.toolchain = "rocm/dev-ubuntu-22.04:5.4.3".into();
     m.save(&dir.join("manifest.json")).unwrap();
     // The entry point `build --package deb,whl` calls.
     let out = t.path().join("pkgs");
@@ -1367,7 +1398,7 @@ fn patched_builds_say_so_and_build_package_entry_point_works() {
     assert_eq!(paths.len(), 2);
     let info = ok(Command::new("dpkg-deb").arg("--info").arg(&paths[0]));
     let words = info.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(words.contains("Overlay for the stock librccl1 package: RCCL 2.13.4 (ROCm 5.4.3) rebuilt and patched by rcclfix"), "{info}");
+    assert!(words.contains("Overlay for the stock rccl package: RCCL 2.13.4 (ROCm 5.4.3) rebuilt and patched by rcclfix"), "{info}");
     let mut z = zip::ZipArchive::new(std::fs::File::open(&paths[1]).unwrap()).unwrap();
     let mut meta = String::new();
     z.by_name("rcclfix_rccl_gfx1100-2.13.4+rcclfix1.dist-info/METADATA")
@@ -1802,4 +1833,64 @@ fn packages_say_whether_verify_ran() {
     let d = description(&paths[0]);
     assert!(d.contains(want), "{d}");
     assert!(read_whl_metadata(&paths[1]).contains(want));
+}
+
+/// The .deb's Depends comes from the librccl1 of the toolchain's distribution (its apt lists),
+/// not from the recipe's rocm_release: the manifest below says ROCm 6.3.0, for which no Debian
+/// suite has a librccl1; a toolchain without lists is refused naming it.
+#[test]
+fn deb_depends_on_the_librccl1_of_the_toolchain_distribution() {
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
+    m.rocm_release = "6.3.0".into();
+    m.save(&dir.join("manifest.json")).unwrap();
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb"]);
+    let depends = ok(Command::new("dpkg-deb")
+        .arg("--field")
+        .arg(&paths[0])
+        .arg("Depends"));
+    assert!(
+        depends.contains("librccl1 (>= 5.4.3~), librccl1 (<< 5.4.4~)") && !depends.contains("6.3"),
+        "{depends}"
+    );
+    // A toolchain this machine has no rootfs (or apt lists) for.
+    m.toolchain = "debian-nowhere".into();
+    m.save(&dir.join("manifest.json")).unwrap();
+    let o = run(rcclfix(&["package", "--format", "deb", "--from"])
+        .arg(&dir)
+        .arg("--out-dir")
+        .arg(t.path().join("pkgs2")));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("toolchains/debian-nowhere/rootfs/var/lib/apt/lists: cannot read the toolchain's apt lists")
+            && stderr.contains("help: the .deb depends on the librccl1 of toolchain debian-nowhere's distribution"),
+        "{stderr}"
+    );
+    assert!(!t.path().join("pkgs2").exists());
+}
+
+/// With the real toolchains (slow): debian-sid's librccl1 is 5.4.3 (RCCL 2.13.4), and
+/// debian-rocm7.2's (sid plus experimental) is experimental's 7.2.4-1~exp3 (RCCL 2.27.7).
+#[test]
+fn stock_librccl1_of_the_real_toolchains() {
+    if !slow_gate("stock_librccl1_of_the_real_toolchains") {
+        return;
+    }
+    use rcclfix::package::stock;
+    for (tc, want) in [
+        ("debian-trixie", "5.4.3-3+b1"),
+        ("debian-sid", "5.4.3-3+b1"),
+        ("debian-rocm7.2", "7.2.4-1~exp3"),
+    ] {
+        let root = stock::toolchain_rootfs(tc).unwrap();
+        if !root.exists() {
+            eprintln!("{tc}: no rootfs at {}; skipped", root.display());
+            continue;
+        }
+        let p = stock::read(&root, "librccl1", "amd64").unwrap();
+        assert_eq!(p.version, want, "{tc}: {p:?}");
+    }
 }
