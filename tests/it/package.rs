@@ -1894,3 +1894,56 @@ fn stock_librccl1_of_the_real_toolchains() {
         assert_eq!(p.version, want, "{tc}: {p:?}");
     }
 }
+
+/// The export gate on Debian's real libraries (slow; `cargo xtask inputs` fetches them):
+/// librccl1 5.4.3 (RCCL 2.13.4) and experimental's 7.2.4-1~exp3 (RCCL 2.27.7) both ship the
+/// stock path the Debian flavour diverts, and an overlay of the older RCCL over 2.27.7 is
+/// refused, naming exports 2.27.7 added (among them the ones RCCL 2.21.5 lacks too).
+#[test]
+fn export_gate_refuses_an_older_rccl_over_debians_2_27_7() {
+    if !slow_gate("export_gate_refuses_an_older_rccl_over_debians_2_27_7") {
+        return;
+    }
+    let inputs = std::env::var_os("RCCLFIX_TEST_INPUTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-inputs"));
+    let t = tempfile::tempdir().unwrap();
+    let lib = |deb: &str, sub: &str| {
+        let d = inputs.join(deb);
+        assert!(
+            d.exists(),
+            "{}: missing; run cargo xtask inputs",
+            d.display()
+        );
+        let x = t.path().join(sub);
+        ok(Command::new("dpkg-deb").arg("-x").arg(&d).arg(&x));
+        let l = x.join(DEB_LIB);
+        assert!(l.is_file(), "{deb} ships no {DEB_LIB}");
+        l
+    };
+    let old = lib("librccl1_5.4.3-3+b1_amd64.deb", "old");
+    let stock = lib("librccl1_7.2.4-1~exp3_amd64.deb", "stock");
+    let report = rcclfix::package::export_gate::check(
+        &old,
+        &rcclfix::package::export_gate::GateInputs {
+            stock: Some(stock),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!report.passed());
+    let missing: Vec<&str> = report.missing.iter().map(|m| m.symbol.as_str()).collect();
+    for s in [
+        "ncclCommShrink",
+        "ncclCommWindowRegister",
+        "ncclCommWindowDeregister",
+        "ncclCommInitRankScalable",
+        "ncclGroupSimulateEnd",
+    ] {
+        assert!(
+            missing.iter().any(|m| m.starts_with(s)),
+            "{s} not in {missing:?}"
+        );
+    }
+    eprintln!("2.13.4 over 2.27.7: {} missing exports", missing.len());
+}
