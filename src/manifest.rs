@@ -66,8 +66,10 @@ pub struct Manifest {
     pub build_seconds: f64,
     /// Scan gate verdict per target (`clean`, `declares`, `unknown`).
     pub gate: std::collections::BTreeMap<String, String>,
-    /// `verify` result (JSON report), when `--verify` ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `verify` result (the JSON report of `rcclfix verify`), when `build --verify` ran; written
+    /// as the string [`VERIFY_NOT_RUN`] when it did not, so every manifest says whether the
+    /// library was run on GPUs ([`Manifest::verify_summary`]).
+    #[serde(default, serialize_with = "verify_or_not_run")]
     pub verify: Option<serde_json::Value>,
     /// `patch` record (what was rewritten and the proof), when the library was patched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,6 +78,19 @@ pub struct Manifest {
     /// `src/build/cache.rs`); absent in folders from an older rcclfix, which are then rebuilt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheRecord>,
+}
+
+/// What `manifest.json` says in `verify` when no verify ran.
+pub const VERIFY_NOT_RUN: &str = "not run";
+
+fn verify_or_not_run<S: serde::Serializer>(
+    v: &Option<serde_json::Value>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => v.serialize(s),
+        None => s.serialize_str(VERIFY_NOT_RUN),
+    }
 }
 
 /// The artifact-cache record of an output folder.
@@ -118,6 +133,52 @@ impl Manifest {
             Some(b) => format!("branch {b}"),
             None => format!("tag {}", self.tag),
         }
+    }
+
+    /// `verify` in one line: `not run`, or the report's verdict, how many cases ran, in which
+    /// mode, on which GPU indices (`pass: 24 cases, single process, GPUs 0, 1`). The report is
+    /// `rcclfix verify --json` (`src/verify/report.rs`).
+    pub fn verify_summary(&self) -> String {
+        let Some(v) = self.verify.as_ref().filter(|v| v.is_object()) else {
+            return VERIFY_NOT_RUN.to_owned();
+        };
+        // Words only: the summary goes into package descriptions.
+        let word = |k: &str| -> String {
+            let w: String = v
+                .get(k)
+                .and_then(|x| x.as_str())
+                .unwrap_or("unknown")
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .take(32)
+                .collect();
+            if w.is_empty() {
+                "unknown".to_owned()
+            } else {
+                w
+            }
+        };
+        let (verdict, mode) = (word("verdict"), word("mode"));
+        let cases = v
+            .get("cases")
+            .and_then(|x| x.as_array())
+            .map_or(0, Vec::len);
+        let gpus: Vec<String> = v
+            .get("gpus")
+            .and_then(|x| x.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g.as_i64())
+            .map(|g| g.to_string())
+            .collect();
+        format!(
+            "{verdict}: {cases} cases, mode {mode}, GPUs {} (on the build machine)",
+            if gpus.is_empty() {
+                "unknown".to_owned()
+            } else {
+                gpus.join(", ")
+            }
+        )
     }
 
     /// Read `manifest.json`. Errors name the file.

@@ -12,9 +12,13 @@
 //! users found in each image, wall time and peak RSS of each run, both library sha256s.
 //!
 //! The proof holds, and `prove` exits 0, only when the control's gate fails (some kernel declares
-//! the argument) and the fix's gate passes: then removing NDEBUG is what makes the declaration
-//! appear, on real source. A control that is already clean proves the pipeline, not the fix, and is
-//! reported as such (exit 1), as is a fix that fails its gate.
+//! the argument), the fix's gate passes, and every kernel that declares in the control is present
+//! in the fix (and clean there): then removing NDEBUG is what makes the declaration appear, on real
+//! source. A control that is already clean proves the pipeline, not the fix, and is reported as
+//! such (exit 1), as is a fix that fails its gate, and two builds whose declaring kernels are not
+//! in both (`not-comparable`: a fix that lost the kernels proves nothing about them). Kernels found
+//! in only one build are named in the record (`missing`) and the table. The decision is
+//! [`compare`], a pure function of the two scan reports.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,7 +71,7 @@ pub struct ProveRecord {
     pub targets: Vec<String>,
     /// The recipe's NDEBUG strategy (the fix's); the control's is `none`.
     pub ndebug_strategy: String,
-    /// `proven`, `control-clean`, `control-unknown`, `fix-failed`.
+    /// `proven`, `control-clean`, `control-unknown`, `fix-failed`, `not-comparable`.
     pub verdict: String,
     /// One sentence saying what the verdict means.
     pub summary: String,
@@ -78,6 +82,33 @@ pub struct ProveRecord {
     /// Per target, per kernel: declared before (control) and after (fix). Kernels present in only
     /// one build have `null` on the other side.
     pub kernels: BTreeMap<String, BTreeMap<String, KernelDiff>>,
+    /// Per target, the kernels found in only one of the two builds (absent: none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub missing: BTreeMap<String, Missing>,
+}
+
+/// Kernels of one target found in only one of the two builds, by [`stable_kernel_name`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Missing {
+    /// In the control, not in the fix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only_in_control: Vec<String>,
+    /// In the fix, not in the control.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only_in_fix: Vec<String>,
+}
+
+/// What [`compare`] decides about a control and a fix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// `proven`, `control-clean`, `control-unknown`, `fix-failed` or `not-comparable`.
+    pub verdict: &'static str,
+    /// One sentence saying what the verdict means.
+    pub summary: String,
+    /// Per target, per kernel: declared before and after ([`ProveRecord::kernels`]).
+    pub kernels: BTreeMap<String, BTreeMap<String, KernelDiff>>,
+    /// Per target, kernels in only one build ([`ProveRecord::missing`]).
+    pub missing: BTreeMap<String, Missing>,
 }
 
 /// One of the two builds.
@@ -253,46 +284,12 @@ pub fn prove(
             .unwrap_or(0.0),
         fix_peak,
     );
-    let control_declares = control
-        .gate
-        .states
-        .values()
-        .any(|s| matches!(s, TargetState::Declares { .. }));
-    let control_unknown = control
-        .gate
-        .states
-        .values()
-        .any(|s| matches!(s, TargetState::Unknown { .. }));
-    let declaring: usize = control_rec.counts.values().map(|c| c.declaring).sum();
-    let total: usize = control_rec.counts.values().map(|c| c.kernels).sum();
-    let (verdict, summary) = if control_unknown {
-        (
-            "control-unknown",
-            "the control build could not be read completely by the scanner: nothing is proven"
-                .to_owned(),
-        )
-    } else if !fix_gate.passed() {
-        (
-            "fix-failed",
-            format!(
-                "the fix's gate failed ({}): the recipe's NDEBUG strategy does not remove the declaration",
-                fix_gate.failures().join("; ")
-            ),
-        )
-    } else if !control_declares {
-        (
-            "control-clean",
-            "the control is already clean: this recipe proves the pipeline, not the fix".to_owned(),
-        )
-    } else {
-        (
-            "proven",
-            format!(
-                "without NDEBUG {declaring} of {total} kernels declare hidden_hostcall_buffer; with NDEBUG strategy {} none do, from the same commit, patches and toolchain",
-                strategy_name(recipe.build.ndebug)
-            ),
-        )
-    };
+    let cmp = compare(
+        &control.gate.report,
+        &fix_gate.report,
+        &targets,
+        &strategy_name(recipe.build.ndebug),
+    );
     Ok(ProveRecord {
         schema_version: PROVE_SCHEMA_VERSION,
         rcclfix_version: env!("CARGO_PKG_VERSION").into(),
@@ -301,13 +298,141 @@ pub fn prove(
         source: recipe.source.rev_label(),
         commit,
         ndebug_strategy: strategy_name(recipe.build.ndebug),
-        verdict: verdict.into(),
-        summary,
-        kernels: kernel_diff(&control.gate.report, &fix_gate.report, &targets),
+        verdict: cmp.verdict.into(),
+        summary: cmp.summary,
+        kernels: cmp.kernels,
+        missing: cmp.missing,
         targets,
         control: control_rec,
         fix: fix_rec,
     })
+}
+
+/// Decide a proof from the control's and the fix's scan reports for `targets` (the fix built with
+/// NDEBUG strategy `strategy`), in this order:
+///
+/// - `control-unknown`: some target of the control is neither clean nor declaring (unreadable,
+///   no code): nothing can be compared.
+/// - `fix-failed`: some target of the fix is not clean (its gate fails).
+/// - `control-clean`: no kernel of the control declares: the recipe proves the pipeline only.
+/// - `not-comparable`: a kernel that declares in the control is absent from the fix (matched by
+///   [`stable_kernel_name`]): the fix is clean, but not for the kernels the control convicts.
+/// - `proven`: every kernel that declares in the control is in the fix and clean there, and no
+///   kernel of the fix declares.
+///
+/// Kernels in only one build are listed in [`Comparison::missing`] and named in the summary.
+pub fn compare(
+    control: &ScanReport,
+    fix: &ScanReport,
+    targets: &[String],
+    strategy: &str,
+) -> Comparison {
+    let cstates = control.target_states(targets);
+    let fstates = fix.target_states(targets);
+    let kernels = kernel_diff(control, fix, targets);
+    let mut missing = BTreeMap::new();
+    let mut absent_declaring = Vec::new();
+    let (mut declaring, mut total) = (0usize, 0usize);
+    for (t, ks) in &kernels {
+        let mut m = Missing::default();
+        for (k, d) in ks {
+            match (d.before, d.after) {
+                (Some(true), None) => {
+                    absent_declaring.push(format!("{t}: {k}"));
+                    m.only_in_control.push(k.clone());
+                }
+                (Some(_), None) => m.only_in_control.push(k.clone()),
+                (None, Some(_)) => m.only_in_fix.push(k.clone()),
+                _ => {}
+            }
+            if let Some(b) = d.before {
+                total += 1;
+                declaring += usize::from(b);
+            }
+        }
+        if m != Missing::default() {
+            missing.insert(t.clone(), m);
+        }
+    }
+    let only_one: usize = missing
+        .values()
+        .map(|m| m.only_in_control.len() + m.only_in_fix.len())
+        .sum();
+    let missing_note = if only_one == 0 {
+        String::new()
+    } else {
+        format!("; {only_one} kernel(s) are in only one of the two builds (listed in the record)")
+    };
+    let not_clean = |states: &BTreeMap<String, TargetState>, declares_ok: bool| -> Vec<String> {
+        states
+            .iter()
+            .filter(|(_, s)| match s {
+                TargetState::Clean { .. } => false,
+                TargetState::Declares { .. } => !declares_ok,
+                _ => true,
+            })
+            .map(|(t, s)| format!("{t}: {}", crate::package::shipped::describe(s)))
+            .collect()
+    };
+    let control_bad = not_clean(&cstates, true);
+    let fix_bad = not_clean(&fstates, false);
+    let control_declares = cstates
+        .values()
+        .any(|s| matches!(s, TargetState::Declares { .. }));
+    let (verdict, summary) = if !control_bad.is_empty() {
+        (
+            "control-unknown",
+            format!(
+                "the control build could not be read completely by the scanner ({}): nothing is proven",
+                control_bad.join("; ")
+            ),
+        )
+    } else if !fix_bad.is_empty() {
+        (
+            "fix-failed",
+            format!(
+                "the fix's gate failed ({}): the recipe's NDEBUG strategy does not remove the declaration",
+                fix_bad.join("; ")
+            ),
+        )
+    } else if !control_declares {
+        (
+            "control-clean",
+            "the control is already clean: this recipe proves the pipeline, not the fix".to_owned(),
+        )
+    } else if !absent_declaring.is_empty() {
+        let shown: Vec<&str> = absent_declaring
+            .iter()
+            .take(8)
+            .map(String::as_str)
+            .collect();
+        let more = if absent_declaring.len() > shown.len() {
+            format!(" and {} more", absent_declaring.len() - shown.len())
+        } else {
+            String::new()
+        };
+        (
+            "not-comparable",
+            format!(
+                "{} kernel(s) that declare hidden_hostcall_buffer in the control are absent from the fix ({}{more}): the two builds are not comparable, so nothing is proven",
+                absent_declaring.len(),
+                shown.join(", ")
+            ),
+        )
+    } else {
+        (
+            "proven",
+            format!(
+                "without NDEBUG {declaring} of {total} kernels declare hidden_hostcall_buffer; with NDEBUG strategy {strategy} each of them is present and clean and none declares, from the same commit, patches and toolchain{missing_note}"
+            ),
+        )
+    };
+    Comparison {
+        verdict,
+        summary,
+        kernels,
+        missing,
+    }
 }
 
 fn load_report(path: &Path) -> anyhow::Result<ScanReport> {
@@ -411,14 +536,18 @@ fn kernel_diff(
     out
 }
 
-/// The human table of a record: one row per target, then the kernels whose verdict changed.
+/// The human table of a record: one row per target, then the kernels whose verdict changed and
+/// those found in only one build. Every value from the record (kernel names above all, which come
+/// from the scanned code objects) goes through [`crate::ui::escape`], so a name cannot move the
+/// cursor, retitle the terminal or forge a row.
 pub fn render(r: &ProveRecord) -> String {
+    use crate::ui::escape;
     let mut s = format!(
         "recipe {} ({} {}), NDEBUG strategy {}\n{:<10} {:>8} {:>18} {:>18}\n",
-        r.recipe,
-        r.source,
-        r.commit,
-        r.ndebug_strategy,
+        escape(&r.recipe),
+        escape(&r.source),
+        escape(&r.commit),
+        escape(&r.ndebug_strategy),
         "TARGET",
         "KERNELS",
         "DECLARING BEFORE",
@@ -429,7 +558,10 @@ pub fn render(r: &ProveRecord) -> String {
         let a = r.fix.counts.get(t).copied().unwrap_or_default();
         s.push_str(&format!(
             "{:<10} {:>8} {:>18} {:>18}\n",
-            t, b.kernels, b.declaring, a.declaring
+            escape(t),
+            b.kernels,
+            b.declaring,
+            a.declaring
         ));
         for (k, d) in r.kernels.get(t).into_iter().flatten() {
             if d.before != d.after {
@@ -438,7 +570,21 @@ pub fn render(r: &ProveRecord) -> String {
                     Some(false) => "clean",
                     None => "absent",
                 };
-                s.push_str(&format!("  {k}: {} -> {}\n", f(d.before), f(d.after)));
+                s.push_str(&format!(
+                    "  {}: {} -> {}\n",
+                    escape(k),
+                    f(d.before),
+                    f(d.after)
+                ));
+            }
+        }
+        if let Some(m) = r.missing.get(t) {
+            if !m.only_in_control.is_empty() || !m.only_in_fix.is_empty() {
+                s.push_str(&format!(
+                    "  {} kernel(s) only in the control, {} only in the fix (named above)\n",
+                    m.only_in_control.len(),
+                    m.only_in_fix.len()
+                ));
             }
         }
     }
@@ -449,9 +595,9 @@ pub fn render(r: &ProveRecord) -> String {
             run.build_seconds,
             run.peak_rss_bytes as f64 / 1e9,
             if run.library_sha256.is_empty() {
-                "-"
+                "-".into()
             } else {
-                &run.library_sha256
+                escape(&run.library_sha256)
             }
         ));
     }

@@ -82,8 +82,9 @@ impl Args {
 
 /// Run the subcommand: print each package path on stdout.
 ///
-/// Errors: see [`crate::package::package`]; a failed export gate is a [`crate::CheckFailed`]
-/// (exit 1) over the [`export_gate::GateError`] (one escaped line per problem).
+/// Errors: see [`crate::package::package`]; a failed export gate or a library whose own scan is
+/// not clean is a [`crate::CheckFailed`] (exit 1) over the [`export_gate::GateError`] or
+/// [`crate::package::shipped::ScanRefused`] (one escaped line per problem).
 pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     match crate::package::package(&a.from, &a.options()) {
         Ok(paths) => {
@@ -92,12 +93,17 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => Err(match e.downcast_ref::<export_gate::GateError>() {
-            Some(g) => {
-                let summary = format!("export gate failed for {}", g.library);
-                e.context(crate::CheckFailed::new(summary))
-            }
-            None => e,
-        }),
+        Err(e) => {
+            let summary = if let Some(g) = e.downcast_ref::<export_gate::GateError>() {
+                Some(format!("export gate failed for {}", g.library))
+            } else {
+                e.downcast_ref::<crate::package::shipped::ScanRefused>()
+                    .map(|g| format!("scan gate failed for {}", g.library))
+            };
+            Err(match summary {
+                Some(summary) => e.context(crate::CheckFailed::new(summary)),
+                None => e,
+            })
+        }
     }
 }

@@ -69,7 +69,8 @@ impl ProveBuildArgs {
 /// Run both builds, write `prove.json`, print the table and the record's path on stdout.
 ///
 /// Errors: either build errors (exit 2); a proof that does not hold (control clean or unknown,
-/// fix failed) is a [`crate::CheckFailed`] carrying the record's summary (exit 1).
+/// fix failed, declaring kernels absent from the fix) is a [`crate::CheckFailed`] carrying the
+/// record's summary (exit 1). The table is escaped ([`crate::build::prove::render`]).
 pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
     let (recipe, recipe_root) =
         crate::build::resolve_recipe(a.tag.as_deref(), a.recipe.as_deref())?;

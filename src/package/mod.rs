@@ -1,7 +1,10 @@
 //! `rcclfix package`: drop-in .deb and .whl overlays with export checks and provenance.
 //!
 //! Flow: read the build folder (`manifest.json`, `scan.json`, the library; [`BuildFolder`]) →
-//! export/ABI gate ([`export_gate::check`]) → assemble every requested package in a temporary file in the
+//! a private copy of the library, checked against the manifest's sha256 and size, and rcclfix's
+//! own scan of it ([`shipped`]: only `clean` for every requested target passes, and a manifest or
+//! `scan.json` that disagrees is refused) → export/ABI gate ([`export_gate::check`]) → the `.deb`'s
+//! stripped library, scanned again → assemble every requested package in a temporary file in the
 //! output folder ([`deb::write_deb`], [`wheel::write_wheel`]) → rename them all into place. A failed
 //! gate or a failed package writes nothing.
 
@@ -9,8 +12,13 @@ pub mod deb;
 pub mod elf;
 pub mod export_gate;
 pub mod fields;
+pub mod folder;
+pub mod shipped;
+pub mod stock;
 pub mod strip;
 pub mod wheel;
+
+pub use folder::{read_manifest, regular_file, BuildFolder, MAX_JSON_BYTES};
 
 use std::path::{Path, PathBuf};
 
@@ -117,107 +125,6 @@ pub fn package_build_dir(
     package(build_dir, &PackageOptions::new(formats, out_dir))
 }
 
-/// A build folder, read and checked.
-#[derive(Debug, Clone)]
-pub struct BuildFolder {
-    /// The folder.
-    pub dir: PathBuf,
-    /// `manifest.json`, parsed.
-    pub manifest: Manifest,
-    /// `manifest.json` as stored (embedded verbatim).
-    pub manifest_json: Vec<u8>,
-    /// `scan.json` as stored (embedded verbatim; parsed once to check it is a scan report).
-    pub scan_json: Vec<u8>,
-    /// The library file named by the manifest.
-    pub library: PathBuf,
-}
-
-impl BuildFolder {
-    /// Read `dir`: `manifest.json` (schema `crate::manifest`), `scan.json` (schema
-    /// `crate::scan::model`), and the library `manifest.library.file`, whose sha256 must match the
-    /// manifest. The manifest's scan gate must say `clean` for every target.
-    ///
-    /// Errors name the file and what is wrong.
-    pub fn read(dir: &Path) -> anyhow::Result<BuildFolder> {
-        match std::fs::metadata(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
-                "{}: does not exist (--from takes a build folder, e.g. out/rccl-2.13.4-gfx1100/)",
-                dir.display()
-            ),
-            Err(e) => anyhow::bail!("{}: cannot read: {e}", dir.display()),
-            Ok(m) if !m.is_dir() => anyhow::bail!(
-                "{}: is {}, not a folder (--from takes a build folder, e.g. out/rccl-2.13.4-gfx1100/)",
-                dir.display(),
-                kind_of(&m)
-            ),
-            Ok(_) => {}
-        }
-        let mpath = dir.join("manifest.json");
-        regular_file(&mpath, "the build manifest")?;
-        let manifest_json = read_all(&mpath)?;
-        let manifest = read_manifest(&mpath, &manifest_json)?;
-        fields::check_manifest(&mpath, &manifest)?;
-        let spath = dir.join("scan.json");
-        regular_file(&spath, "the scanner's report")?;
-        let scan_json = read_all(&spath)?;
-        let scan: crate::scan::model::ScanReport =
-            serde_json::from_slice(&scan_json).map_err(|e| {
-                anyhow::anyhow!("{}: not a valid rcclfix scan report: {e}", spath.display())
-            })?;
-        // Version 2 changed only the CLI's default `--json` shape; the build's full report has
-        // the same fields in versions 1 and 2 (docs/scan-json.md).
-        if !(1..=crate::scan::model::SCHEMA_VERSION).contains(&scan.schema_version) {
-            anyhow::bail!(
-                "{}: scan schema version {} (this rcclfix reads {})",
-                spath.display(),
-                scan.schema_version,
-                crate::scan::model::SCHEMA_VERSION
-            );
-        }
-        let library = dir.join(&manifest.library.file);
-        let meta = regular_file(
-            &library,
-            &format!("the library named by {}", mpath.display()),
-        )?;
-        if meta.len() != manifest.library.size {
-            anyhow::bail!(
-                "{}: library.size {} differs from the size of {} ({} bytes)",
-                mpath.display(),
-                manifest.library.size,
-                library.display(),
-                meta.len()
-            );
-        }
-        let sha = crate::fsutil::sha256_file(&library)
-            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e:#}", library.display()))?;
-        if sha != manifest.library.sha256 {
-            anyhow::bail!(
-                "{}: sha256 {sha} differs from {} ({})\nhelp: the library changed after the build; rebuild, or re-run the step that rewrote it",
-                library.display(),
-                mpath.display(),
-                manifest.library.sha256
-            );
-        }
-        for t in &manifest.targets {
-            match manifest.gate.get(t).map(String::as_str) {
-                Some("clean") => {}
-                Some(v) => anyhow::bail!(
-                    "{}: the scan gate says {v:?} for {t}; refusing to package a library that may declare hidden_hostcall_buffer",
-                    mpath.display()
-                ),
-                None => anyhow::bail!("{}: no scan gate verdict for {t}", mpath.display()),
-            }
-        }
-        Ok(BuildFolder {
-            dir: dir.to_owned(),
-            manifest,
-            manifest_json,
-            scan_json,
-            library,
-        })
-    }
-}
-
 /// `s` with every control character (C0, DEL, C1) written as a `\u{..}` escape, for strings read
 /// from the files being packaged (symbol names, SONAMEs, `DT_NEEDED` entries, manifest keys) that
 /// go to the terminal.
@@ -233,73 +140,6 @@ pub fn printable(s: &str) -> String {
     out
 }
 
-/// What a non-regular file is, for messages: `a folder`, `a FIFO (named pipe)`, ….
-fn kind_of(m: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = m.file_type();
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_file() {
-        "a regular file"
-    } else {
-        "not a regular file"
-    }
-}
-
-/// Check, without opening it (a FIFO would block), that `path` (following symbolic links) is a
-/// regular file; `what` says what it should be. Returns its metadata.
-///
-/// Errors (one line): `<path>: missing (<what>)`, `<path>: is a folder, not a file (<what>)`, ….
-pub fn regular_file(path: &Path, what: &str) -> anyhow::Result<std::fs::Metadata> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => Ok(m),
-        Ok(m) => anyhow::bail!(
-            "{}: is {}, not a file ({what})",
-            path.display(),
-            kind_of(&m)
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if std::fs::symlink_metadata(path).is_ok() {
-                anyhow::bail!("{}: a symbolic link to nothing ({what})", path.display())
-            }
-            anyhow::bail!("{}: missing ({what})", path.display())
-        }
-        Err(e) => anyhow::bail!("{}: cannot read: {e} ({what})", path.display()),
-    }
-}
-
-/// The most `manifest.json` or `scan.json` may hold. A build writes a few KiB (a scan report
-/// of every RCCL kernel stays far below a MiB); the cap keeps a hostile build folder from making
-/// `package` read gigabytes into memory. It is the `--log` cap of `doctor`.
-pub const MAX_JSON_BYTES: u64 = 64 << 20;
-
-/// Read a small file (at most [`MAX_JSON_BYTES`]); the error is one line naming it.
-fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    let f = std::fs::File::open(path)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
-    let mut v = Vec::new();
-    f.take(MAX_JSON_BYTES + 1)
-        .read_to_end(&mut v)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
-    if v.len() as u64 > MAX_JSON_BYTES {
-        anyhow::bail!(
-            "{}: larger than {} MiB, which no rcclfix build writes (a build's manifest.json and scan.json are a few KiB)",
-            path.display(),
-            MAX_JSON_BYTES >> 20
-        );
-    }
-    Ok(v)
-}
-
 /// Read the build folder, run the gate, write the packages. Returns the paths written, in format
 /// order. Errors: [`BuildFolder::read`]'s; [`export_gate::GateError`] when the gate fails (nothing is
 /// written); a package that cannot be assembled (nothing is written either).
@@ -310,8 +150,26 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     if formats.is_empty() {
         anyhow::bail!("no package format requested\nhelp: --format deb,whl");
     }
+    if opts.dbgsym && !formats.contains(&Format::Deb) {
+        anyhow::bail!("--dbgsym needs the deb format (--format deb or deb,whl)");
+    }
     let build = BuildFolder::read(build_dir)?;
-    let info = elf::ElfInfo::read(&build.library)?;
+    if let Ok(m) = std::fs::metadata(&opts.out_dir) {
+        if !m.is_dir() {
+            anyhow::bail!(
+                "{}: is {}, not a folder (--out-dir)",
+                opts.out_dir.display(),
+                folder::kind_of(&m)
+            );
+        }
+    }
+
+    // A folder created here (and the private copy below, a hidden folder in it) is removed again when the run fails or is interrupted before writing.
+    let out_dir = crate::fsutil::OutDir::create(&opts.out_dir)?;
+    // Every package is made from this copy, so what is checked below is what ships.
+    let snap = shipped::Snapshot::take(&build, out_dir.path())?;
+    let info = elf::ElfInfo::read(&snap.path)
+        .map_err(|e| anyhow::anyhow!("{}: {e:#}", build.library.display()))?;
     if info.soname.as_deref() != Some(build.manifest.library.soname.as_str()) {
         anyhow::bail!(
             "{}: library.soname {:?} differs from the DT_SONAME of {} ({})",
@@ -321,12 +179,43 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
             info.soname.as_deref().unwrap_or("none")
         );
     }
+    // Names are checked before the (long) scan: a manifest whose targets make no valid file
+    // name is refused at once.
+    let version = package_version(&build.manifest, opts.revision);
+    let deb_pkg = format!("rcclfix-rccl-{}", targets_slug(&build.manifest));
+    let deb_name = format!(
+        "{}_{version}_{}.deb",
+        if opts.dbgsym {
+            deb::dbgsym_name(&deb_pkg)
+        } else {
+            deb_pkg
+        },
+        info.machine.debian()
+    );
+    let whl_name = format!(
+        "{}-{version}-py3-none-{}.whl",
+        wheel::escape_name(&format!("rcclfix-rccl-{}", targets_slug(&build.manifest))),
+        wheel::platform_tag(info.glibc, info.machine.uname())
+    );
+    for name in [deb_name, whl_name] {
+        output_name(&name)?;
+    }
+    crate::ui::status(
+        "Scanning",
+        format!("{} (what the packages ship)", build.library.display()),
+    );
+    let lib_name = build.manifest.library.file.clone();
+    let scan = shipped::scan_shipped(&build, &snap.path, &lib_name, "the library")?;
+    crate::ui::note(format_args!(
+        "scan gate passed: {}, none declares hidden_hostcall_buffer",
+        scan.counts()
+    ));
 
     crate::ui::status(
         "Checking",
         format!("exports of {}", build.library.display()),
     );
-    let report = export_gate::check(&build.library, &opts.gate)?;
+    let report = export_gate::check(&snap.path, &opts.gate)?;
     for n in &report.notes {
         crate::ui::note(n);
     }
@@ -350,9 +239,6 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     ));
 
     let mtime = source_date_epoch()?;
-    if opts.dbgsym && !formats.contains(&Format::Deb) {
-        anyhow::bail!("--dbgsym needs the deb format (--format deb or deb,whl)");
-    }
     // Every package is described (and every value checked) before anything is written.
     enum Job {
         Deb(deb::DebSpec),
@@ -363,14 +249,31 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     for f in &formats {
         match f {
             Format::Deb => {
-                let map = strip::map_file(&build.library)?;
+                let map = snap.map.clone();
                 let stripped = strip::strip(map.clone()).map_err(|e| {
                     anyhow::anyhow!(
                         "{}: cannot strip the debug information: {e:#}",
                         build.library.display()
                     )
                 })?;
-                let spec = deb_spec(&build, &info, opts, mtime, stripped)?;
+                // The .deb's library is the stripped file: write it, scan exactly those bytes.
+                let (spath, smap) = snap.write_beside("stripped", &stripped)?;
+                let deb_scan = shipped::scan_shipped(
+                    &build,
+                    &spath,
+                    &lib_name,
+                    "the .deb's stripped library",
+                )?;
+                if deb_scan.kernels != scan.kernels {
+                    anyhow::bail!(
+                        "{}: stripping changed the device code ({} before, {} after)",
+                        build.library.display(),
+                        scan.counts(),
+                        deb_scan.counts()
+                    );
+                }
+                let shipped_lib = strip::Rewritten::whole(smap, stripped.changed_sections);
+                let spec = deb_spec(&build, &info, opts, mtime, shipped_lib, &deb_scan)?;
                 if opts.dbgsym {
                     let (debug, id) = dbgsym_parts(&build.library, &map)?;
                     let name = format!(
@@ -384,7 +287,7 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
                 jobs.insert(0, (spec.file_name(), Job::Deb(spec)));
             }
             Format::Whl => {
-                let spec = wheel_spec(&build, &info, opts, mtime)?;
+                let spec = wheel_spec(&build, &info, opts, mtime, &snap.path, &scan)?;
                 jobs.push((spec.file_name(), Job::Whl(spec)));
             }
         }
@@ -392,18 +295,6 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     for (name, _) in &jobs {
         output_name(name)?;
     }
-    if let Ok(m) = std::fs::metadata(&opts.out_dir) {
-        if !m.is_dir() {
-            anyhow::bail!(
-                "{}: is {}, not a folder (--out-dir)",
-                opts.out_dir.display(),
-                kind_of(&m)
-            );
-        }
-    }
-
-    // A folder created here is removed again when the run fails or is interrupted before writing.
-    let out_dir = crate::fsutil::OutDir::create(&opts.out_dir)?;
     let mut staged: Vec<(crate::fsutil::TempFile, PathBuf)> = Vec::new();
     for (name, job) in jobs {
         let dest = opts.out_dir.join(&name);
@@ -438,6 +329,7 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
             .map_err(|e| write_error(&dest, &e))?;
         written.push(dest);
     }
+    drop(snap);
     drop(out_dir);
     Ok(written)
 }
@@ -499,67 +391,6 @@ fn write_error(dest: &Path, e: &anyhow::Error) -> anyhow::Error {
     }
 }
 
-/// Parse `manifest.json` (bytes `json`, read from `path`): its `schema_version` must be
-/// [`crate::manifest::MANIFEST_SCHEMA_VERSION`] (checked before the typed parse, so a newer
-/// manifest is named as such rather than as malformed). Fields this rcclfix does not know are
-/// accepted with one warning naming them (a newer rcclfix of the same schema version may add
-/// optional fields); they are still embedded verbatim in the packages.
-///
-/// Errors: not JSON, an unsupported `schema_version`, or a shape that does not parse as
-/// [`Manifest`]; each names the file.
-pub fn read_manifest(path: &Path, json: &[u8]) -> anyhow::Result<Manifest> {
-    let invalid = |e: serde_json::Error| {
-        anyhow::anyhow!("{}: not a valid rcclfix manifest: {e}", path.display())
-    };
-    let v: serde_json::Value = serde_json::from_slice(json).map_err(invalid)?;
-    let want = crate::manifest::MANIFEST_SCHEMA_VERSION;
-    match v.get("schema_version").and_then(serde_json::Value::as_u64) {
-        Some(n) if n == u64::from(want) => {}
-        Some(n) => anyhow::bail!(
-            "{}: manifest schema version {n} is not supported (this rcclfix reads {want})",
-            path.display()
-        ),
-        None => anyhow::bail!(
-            "{}: no schema_version (this rcclfix reads manifest schema version {want})",
-            path.display()
-        ),
-    }
-    let m: Manifest = serde_json::from_value(v.clone()).map_err(invalid)?;
-    let known = serde_json::to_value(&m)?;
-    let mut unknown = Vec::new();
-    unknown_fields(&v, &known, "", &mut unknown);
-    if !unknown.is_empty() {
-        crate::ui::warn(format!(
-            "{}: ignoring field(s) this rcclfix does not know: {}",
-            path.display(),
-            printable(&unknown.join(", "))
-        ));
-    }
-    Ok(m)
-}
-
-/// Keys of `got` (recursively through objects) that `known` lacks, as dotted paths.
-fn unknown_fields(
-    got: &serde_json::Value,
-    known: &serde_json::Value,
-    at: &str,
-    out: &mut Vec<String>,
-) {
-    if let (Some(g), Some(k)) = (got.as_object(), known.as_object()) {
-        for (key, gv) in g {
-            let path = if at.is_empty() {
-                key.clone()
-            } else {
-                format!("{at}.{key}")
-            };
-            match k.get(key) {
-                Some(kv) => unknown_fields(gv, kv, &path, out),
-                None => out.push(path),
-            }
-        }
-    }
-}
-
 /// `SOURCE_DATE_EPOCH` (reproducible-builds.org), else a fixed date (2024-01-01T00:00:00Z), so
 /// packages are reproducible by default. Errors: the variable is set but not a non-negative integer.
 pub fn source_date_epoch() -> anyhow::Result<u64> {
@@ -606,25 +437,36 @@ fn rocm_int(release: &str) -> anyhow::Result<u32> {
     }
 }
 
-/// The default `Depends:` for a flavor: the stock package, pinned to the manifest's ROCm release.
+/// The default `Depends:` for a flavor: for Debian, the `librccl1` of the toolchain's own
+/// distribution ([`stock::read`] on the rootfs of the toolchain the manifest names); for ROCm,
+/// AMD's `rccl` of the manifest's ROCm release.
+///
+/// Errors: the toolchain's rootfs or its apt lists are missing, or describe no `librccl1` (the
+/// message says how to build the toolchain or to give `--depends`); a `rocm_release` that is not
+/// `X.Y[.Z]`.
 pub fn default_depends(m: &Manifest, flavor: Flavor) -> anyhow::Result<String> {
-    let code = rocm_int(&m.rocm_release).with_context(|| "reading manifest.json")?;
     Ok(match flavor {
-        // Debian's librccl1 is versioned by the ROCm release (5.4.3-3+b1 is ROCm 5.4.3).
         Flavor::Debian => {
-            let (a, b, c) = (code / 10_000, code / 100 % 100, code % 100);
-            format!(
-                "librccl1 (>= {a}.{b}.{c}~), librccl1 (<< {a}.{b}.{}~)",
-                c + 1
-            )
+            let rootfs = stock::toolchain_rootfs(&m.toolchain)?;
+            let p = stock::read(&rootfs, "librccl1", "amd64").map_err(|e| {
+                anyhow::anyhow!(
+                    "{e:#}\nhelp: the .deb depends on the librccl1 of toolchain {}'s distribution; build the toolchain (`rcclfix toolchain build {}`) or give --depends",
+                    m.toolchain,
+                    m.toolchain
+                )
+            })?;
+            p.depends()
         }
         // ROCm's rccl is `<rccl>.<ROCm int>-<build>~<distro>` (e.g. `2.27.7.70201-…` in AMD's
         // ROCm 7.2.1 apt repository).
-        Flavor::Rocm => format!(
-            "rccl (>= {v}.{code}), rccl (<< {v}.{})",
-            code + 1,
-            v = m.rccl_version
-        ),
+        Flavor::Rocm => {
+            let code = rocm_int(&m.rocm_release).with_context(|| "reading manifest.json")?;
+            format!(
+                "rccl (>= {v}.{code}), rccl (<< {v}.{})",
+                code + 1,
+                v = m.rccl_version
+            )
+        }
     })
 }
 
@@ -650,6 +492,7 @@ fn deb_spec(
     opts: &PackageOptions,
     mtime: u64,
     library: strip::Rewritten,
+    scan: &shipped::ShippedScan,
 ) -> anyhow::Result<deb::DebSpec> {
     let m = &b.manifest;
     let fl = flavor(m, opts);
@@ -730,20 +573,33 @@ fn deb_spec(
                 targets_slug(m)
             ),
             stripped,
+            format!(
+                "rcclfix scanned this package's library when it made the package: {}, none \
+                 declares hidden_hostcall_buffer (the report is scan.json beside the manifest).",
+                scan.counts()
+            ),
+            format!(
+                "verify: {}. Check the library on this machine's GPUs before relying on it: \
+                 rcclfix verify --lib {stock_path} (two GPUs; exit 0 means every all_reduce and \
+                 all_gather case gave the exact result).",
+                m.verify_summary()
+            ),
         ],
         stock_path,
         library,
         manifest_json: b.manifest_json.clone(),
-        scan_json: b.scan_json.clone(),
+        scan_json: scan.json()?,
         changelog: vec![format!(
             "RCCL {} from {} at {}, built by rcclfix {} (recipe {}) for {targets}{}; \
-             no kernel declares hidden_hostcall_buffer.",
+             scanned when packaged by rcclfix {}: {}, none declares hidden_hostcall_buffer.",
             m.rccl_version,
             m.rev_label(),
             short(&m.commit),
             m.rcclfix_version,
             m.recipe,
-            if m.patched.is_some() { ", patched after the link" } else { "" }
+            if m.patched.is_some() { ", patched after the link" } else { "" },
+            env!("CARGO_PKG_VERSION"),
+            scan.counts()
         )],
         mtime,
     };
@@ -806,6 +662,8 @@ fn wheel_spec(
     info: &elf::ElfInfo,
     opts: &PackageOptions,
     mtime: u64,
+    library: &Path,
+    scan: &shipped::ShippedScan,
 ) -> anyhow::Result<wheel::WheelSpec> {
     let m = &b.manifest;
     let version = package_version(m, opts.revision);
@@ -830,8 +688,15 @@ fn wheel_spec(
              A start-up hook (`{pkg}.pth`) loads `{pkg}/lib/librccl.so.1` with `RTLD_GLOBAL` before \
              PyTorch, so torch's `librccl.so.1` resolves to this copy, and sets `VLLM_NCCL_SO_PATH` \
              unless it is already set. Set `{dis}=1` to turn the hook off; `pip uninstall` removes it.\n\n\
+             rcclfix scanned this wheel's library when it made the wheel: {counts}, none declares \
+             `hidden_hostcall_buffer`.\n\n\
+             verify: {verify}. Check the library on the GPUs of the machine that runs it before \
+             relying on it: `rcclfix verify --lib $(python3 -c 'import {pkg}; print({pkg}.LIBRARY)')` \
+             (two GPUs; exit 0 means every all_reduce and all_gather case gave the exact result).\n\n\
              Provenance: recipe `{recipe}`, `{tag}` at `{commit}`, toolchain `{tc}`; \
              `{pkg}/manifest.json` and `{pkg}/scan.json` hold the build manifest and the scanner's report.",
+            counts = scan.counts(),
+            verify = m.verify_summary(),
             ver = m.rccl_version,
             rocm = m.rocm_release,
             pkg = wheel::IMPORT_PACKAGE,
@@ -841,9 +706,9 @@ fn wheel_spec(
             commit = m.commit,
             tc = m.toolchain,
         ),
-        library: b.library.clone(),
+        library: library.to_owned(),
         manifest_json: b.manifest_json.clone(),
-        scan_json: b.scan_json.clone(),
+        scan_json: scan.json()?,
         mtime,
     };
     wheel::validate(&spec)?;

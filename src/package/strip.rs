@@ -14,6 +14,13 @@
 //! refers to them). The kept non-allocated sections, a rebuilt `.shstrtab` and the section header
 //! table follow. The result is a list of pieces of the memory-mapped input, read without a copy.
 //!
+//! Bounds: the input is untrusted (a build folder someone else made). Every offset and size read
+//! from a header is checked against the input before it is used, sections that overlap in the
+//! file are refused, an empty section (`SHT_NOBITS`, `SHT_NULL`) contributes no offset to the
+//! layout, and a rewritten file is accepted only when each of its pieces lies inside the input
+//! and it is at most [`MAX_GROWTH`] bytes larger than the input (a real strip makes the file
+//! smaller); anything else is one error naming what is wrong.
+//!
 //! Source: the System V gABI ("ELF Header", "Sections", "Program Header"), binutils `strip(1)` and
 //! `objcopy(1)` (`--strip-unneeded`, `--only-keep-debug`), debhelper `dh_strip(1)` (debug files
 //! under `/usr/lib/debug/.build-id/NN/REST.debug`). ELF64 little-endian only, as
@@ -42,6 +49,13 @@ const PHDR_SIZE: usize = 56;
 const NT_GNU_BUILD_ID: u32 = 3;
 /// Largest alignment accepted for a section that is moved (64 KiB).
 const MAX_MOVED_ALIGN: u64 = 1 << 16;
+/// The most a rewritten file may exceed its input by, in bytes (64 KiB): the new ELF header,
+/// alignment padding of the moved sections and the rebuilt `.shstrtab` replace bytes the input
+/// already holds, so a consistent input never grows by more than a few bytes of padding.
+pub const MAX_GROWTH: u64 = 1 << 16;
+
+/// The bytes a [`Rewritten`] file is cut from: a memory map ([`map_file`]) or a buffer.
+pub type Input = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// One section header (`Elf64_Shdr`) plus its name.
 #[derive(Debug, Clone)]
@@ -177,6 +191,12 @@ impl Elf {
         if shstrndx >= raw.len() {
             anyhow::bail!("e_shstrndx {shstrndx} is not a section");
         }
+        // The section name table is rebuilt and moved: it must be a string table no segment
+        // loads.
+        let names_hdr = &raw[shstrndx].1;
+        if shstrndx == 0 || names_hdr.typ != SHT_STRTAB || names_hdr.alloc() {
+            anyhow::bail!("e_shstrndx {shstrndx} is not a non-allocated string table");
+        }
         for (i, (_, s)) in raw.iter().enumerate() {
             let has_bytes = s.typ != SHT_NOBITS && s.typ != SHT_NULL;
             if has_bytes && !in_file(s.offset, s.size) {
@@ -252,11 +272,11 @@ enum Piece {
     Bytes(Vec<u8>),
 }
 
-/// A file assembled from pieces of a memory-mapped input file and new bytes (see the module
-/// docs); [`Rewritten::reader`] streams it without a copy.
-#[derive(Debug, Clone)]
+/// A file assembled from pieces of an input file and new bytes (see the module docs);
+/// [`Rewritten::reader`] streams it without a copy.
+#[derive(Clone)]
 pub struct Rewritten {
-    map: Arc<memmap2::Mmap>,
+    map: Input,
     pieces: Vec<Piece>,
     len: u64,
     /// Names of the sections removed (stripping) or emptied (`SHT_NOBITS`, debug file), in
@@ -264,16 +284,69 @@ pub struct Rewritten {
     pub changed_sections: Vec<String>,
 }
 
+impl std::fmt::Debug for Rewritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rewritten")
+            .field("len", &self.len)
+            .field("pieces", &self.pieces.len())
+            .field("changed_sections", &self.changed_sections)
+            .finish()
+    }
+}
+
 impl Rewritten {
     /// The whole input, unchanged.
-    pub fn unchanged(map: Arc<memmap2::Mmap>) -> Rewritten {
-        let len = map.len();
+    pub fn unchanged(map: Input) -> Rewritten {
+        Rewritten::whole(map, Vec::new())
+    }
+
+    /// The whole input, described as the result of a rewrite that changed `changed_sections`
+    /// (e.g. a stripped file read back from where it was written).
+    pub fn whole(map: Input, changed_sections: Vec<String>) -> Rewritten {
+        let len = (*map).as_ref().len();
         Rewritten {
             map,
             pieces: vec![Piece::Input(0..len)],
             len: len as u64,
-            changed_sections: Vec::new(),
+            changed_sections,
         }
+    }
+
+    /// A file of `pieces` cut from `map`, checked: every input piece lies inside the input, and
+    /// the whole is at most [`MAX_GROWTH`] bytes larger than the input.
+    ///
+    /// Errors (one line): a piece outside the input; a file larger than that bound (the section
+    /// headers describe a layout no consistent ELF file has).
+    fn new(map: Input, pieces: Vec<Piece>, changed_sections: Vec<String>) -> anyhow::Result<Self> {
+        let input = (*map).as_ref().len() as u64;
+        let mut len = 0u64;
+        for p in &pieces {
+            len = len.saturating_add(match p {
+                Piece::Input(r) => {
+                    if r.start > r.end || r.end as u64 > input {
+                        anyhow::bail!(
+                            "inconsistent section headers: bytes {}..{} are outside the {input}-byte file",
+                            r.start,
+                            r.end
+                        );
+                    }
+                    (r.end - r.start) as u64
+                }
+                Piece::Bytes(b) => b.len() as u64,
+            });
+        }
+        if len > input.saturating_add(MAX_GROWTH) {
+            anyhow::bail!(
+                "inconsistent section headers: the rewritten file would be {len} bytes, more than the {input}-byte input plus {} KiB",
+                MAX_GROWTH >> 10
+            );
+        }
+        Ok(Rewritten {
+            map,
+            pieces,
+            len,
+            changed_sections,
+        })
     }
 
     /// Size in bytes.
@@ -288,11 +361,12 @@ impl Rewritten {
 
     /// A reader over the bytes.
     pub fn reader(&self) -> impl Read + '_ {
+        let data: &[u8] = (*self.map).as_ref();
         let slices: Vec<&[u8]> = self
             .pieces
             .iter()
             .map(|p| match p {
-                Piece::Input(r) => &self.map[r.clone()],
+                Piece::Input(r) => &data[r.clone()],
                 Piece::Bytes(b) => &b[..],
             })
             .collect();
@@ -354,7 +428,11 @@ impl Layout {
             self.end += pad;
         }
     }
+    /// Append input bytes `r` (nothing for an empty range, whose offset is never read).
     fn push_input(&mut self, r: Range<u64>) {
+        if r.start >= r.end {
+            return;
+        }
         self.end += r.end - r.start;
         self.pieces
             .push(Piece::Input(r.start as usize..r.end as usize));
@@ -405,8 +483,10 @@ fn new_ehdr(data: &[u8], shoff: u64, shnum: usize, shstrndx: usize, drop_phdrs: 
 ///
 /// Errors: not an ELF64 little-endian executable or shared object; malformed headers; an
 /// allocated section that links to a section that would be removed.
-pub fn strip(map: Arc<memmap2::Mmap>) -> anyhow::Result<Rewritten> {
-    let elf = Elf::parse(&map)?;
+pub fn strip<B: AsRef<[u8]> + Send + Sync + 'static>(map: Arc<B>) -> anyhow::Result<Rewritten> {
+    let map: Input = map;
+    let data: &[u8] = (*map).as_ref();
+    let elf = Elf::parse(data)?;
     let n = elf.shdrs.len();
     let mut removed = vec![false; n];
     for (i, s) in elf.shdrs.iter().enumerate() {
@@ -464,6 +544,7 @@ pub fn strip(map: Arc<memmap2::Mmap>) -> anyhow::Result<Rewritten> {
     if !removed.iter().any(|&r| r) {
         return Ok(Rewritten::unchanged(map));
     }
+    let data: &[u8] = (*map).as_ref();
 
     // New indices: allocated sections keep theirs (a removed section before one becomes an
     // inactive SHT_NULL header); removed sections after the last allocated one are dropped.
@@ -509,16 +590,19 @@ pub fn strip(map: Arc<memmap2::Mmap>) -> anyhow::Result<Rewritten> {
     }
 
     // Bytes up to the end of the last segment or allocated section stay where they are.
+    // Only sections with file bytes count: the `sh_offset` of a `SHT_NOBITS` (`.bss`) or
+    // `SHT_NULL` header is never read, and a corrupted one must not stretch the layout.
     let mut keep_end = elf.loaded_end;
     for s in &elf.shdrs {
-        if s.alloc() {
-            keep_end = keep_end.max(s.file_range().end);
+        let r = s.file_range();
+        if s.alloc() && r.start < r.end {
+            keep_end = keep_end.max(r.end);
         }
     }
     // A kept non-allocated section that starts inside that range stays in place too.
     for &i in &kept {
         let r = elf.shdrs[i].file_range();
-        if i != elf.shstrndx && r.start < keep_end {
+        if i != elf.shstrndx && r.start < r.end && r.start < keep_end {
             keep_end = keep_end.max(r.end);
         }
     }
@@ -554,20 +638,23 @@ pub fn strip(map: Arc<memmap2::Mmap>) -> anyhow::Result<Rewritten> {
     }
     tail.push_bytes(table);
 
+    if keep_end > data.len() as u64 {
+        anyhow::bail!(
+            "inconsistent section headers: the loaded part ends past the end of the file"
+        );
+    }
     let mut pieces = vec![
-        Piece::Bytes(new_ehdr(&map, shoff, out.len(), shstr, false)),
+        Piece::Bytes(new_ehdr(data, shoff, out.len(), shstr, false)),
         Piece::Input(EHDR_SIZE..keep_end as usize),
     ];
     pieces.extend(tail.pieces);
-    Ok(Rewritten {
-        map,
-        pieces,
-        len: tail.end,
-        changed_sections: (0..n)
-            .filter(|&i| removed[i])
-            .map(|i| elf.shdrs[i].name.clone())
-            .collect(),
-    })
+    let changed = (0..n)
+        .filter(|&i| removed[i])
+        .map(|i| elf.shdrs[i].name.clone())
+        .collect();
+    let r = Rewritten::new(map, pieces, changed)?;
+    debug_assert_eq!(r.len, tail.end);
+    Ok(r)
 }
 
 /// The detached debug file of `map` for a `-dbgsym` package, as `objcopy --only-keep-debug`
@@ -576,8 +663,12 @@ pub fn strip(map: Arc<memmap2::Mmap>) -> anyhow::Result<Rewritten> {
 /// sections (DWARF, `.symtab`) with their bytes, and no program headers.
 ///
 /// Errors: as [`strip`].
-pub fn only_keep_debug(map: Arc<memmap2::Mmap>) -> anyhow::Result<Rewritten> {
-    let elf = Elf::parse(&map)?;
+pub fn only_keep_debug<B: AsRef<[u8]> + Send + Sync + 'static>(
+    map: Arc<B>,
+) -> anyhow::Result<Rewritten> {
+    let map: Input = map;
+    let data: &[u8] = (*map).as_ref();
+    let elf = Elf::parse(data)?;
     let mut out = elf.shdrs.clone();
     let mut changed = Vec::new();
     let mut tail = Layout {
@@ -615,19 +706,16 @@ pub fn only_keep_debug(map: Arc<memmap2::Mmap>) -> anyhow::Result<Rewritten> {
     }
     tail.push_bytes(table);
     let mut pieces = vec![Piece::Bytes(new_ehdr(
-        &map,
+        data,
         shoff,
         out.len(),
         elf.shstrndx,
         true,
     ))];
     pieces.extend(tail.pieces);
-    Ok(Rewritten {
-        map,
-        pieces,
-        len: tail.end,
-        changed_sections: changed,
-    })
+    let r = Rewritten::new(map, pieces, changed)?;
+    debug_assert_eq!(r.len, tail.end);
+    Ok(r)
 }
 
 /// The GNU build ID (`NT_GNU_BUILD_ID` note of an allocated `SHT_NOTE` section), lowercase hex,

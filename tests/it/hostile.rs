@@ -546,6 +546,9 @@ fn successful_runs(dir: &Path) -> Runs {
                 &dir.join("pkg"),
                 &"--stock",
                 &f.stock,
+                // RCCLFIX_HOME is empty here: no toolchain rootfs to read librccl1 from.
+                &"--depends",
+                &"librccl1",
             ]),
         ),
     ];

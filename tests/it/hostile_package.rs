@@ -356,8 +356,8 @@ fn hostile_manifest_values_are_refused_naming_the_field() {
             }),
         ),
         manifest_row(
-            "gate verdict is not clean",
-            "the scan gate says \"unknown\" for gfx1100",
+            "gate verdict disagrees with package's own scan",
+            "manifest.json: the gate says \"unknown\" for gfx1100, but rcclfix's scan of",
             |v| v["gate"]["gfx1100"] = json!("unknown"),
         ),
     ]);
@@ -645,8 +645,21 @@ fn unusable_inputs_are_named_for_what_they_are() {
             Box::new(|_| args(&["--dbgsym"])),
         ),
     ];
-    // A full disk: the output folder is a 4 KiB tmpfs, smaller than either package.
+    // A full disk. `package` first copies the library into a hidden folder of the output folder
+    // (the .deb's stripped copy too), so a 4 KiB tmpfs fails at that copy, naming the folder;
+    // one with room for exactly those copies fails at the package itself, naming it.
     tool("bwrap", "bubblewrap");
+    let pages = |n: u64| n.div_ceil(4096) * 4096;
+    rows.push(Row {
+        name: "disk full before anything is copied",
+        lib: unstripped,
+        setup: Box::new(|_| Inv {
+            disk_bytes: Some(4096),
+            ..args(&["--format", "deb"])
+        }),
+        code: 2,
+        fragment: "pkgs: No space left on device (os error 28) (the library is copied there first)",
+    });
     for (format, fragment) in [
         ("whl", "rcclfix_rccl_gfx1100-2.13.4+rcclfix1-py3-none-manylinux_2_28_x86_64.whl: No space left on device"),
         ("deb", "rcclfix-rccl-gfx1100_2.13.4+rcclfix1_amd64.deb: No space left on device"),
@@ -658,9 +671,16 @@ fn unusable_inputs_are_named_for_what_they_are() {
                 "disk full writing the .deb"
             },
             lib: unstripped,
-            setup: Box::new(move |_| Inv {
-                disk_bytes: Some(4096),
-                ..args(&["--format", format])
+            setup: Box::new(move |c: &Case| {
+                let lib = std::fs::read(c.dir.join("librccl.so.1.0")).unwrap();
+                let mut room = pages(lib.len() as u64);
+                if format == "deb" {
+                    room += pages(rcclfix::package::strip::strip(std::sync::Arc::new(lib)).unwrap().len());
+                }
+                Inv {
+                    disk_bytes: Some(room),
+                    ..args(&["--format", format])
+                }
             }),
             code: 2,
             fragment,

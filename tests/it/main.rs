@@ -11,6 +11,7 @@ mod doctor_lspci;
 mod fsutil;
 mod hostile;
 mod hostile_doctor;
+mod hostile_gate;
 mod hostile_package;
 mod hostile_source;
 mod matrix;

@@ -356,3 +356,184 @@ fn prove_reports_a_control_that_is_already_clean() {
     .unwrap();
     assert_eq!(rec["verdict"], "control-clean");
 }
+
+/// A scan report of one gfx1100 image holding `kernels` (name, declares).
+fn report_of(kernels: &[(String, bool)]) -> rcclfix::scan::ScanReport {
+    let ks: Vec<serde_json::Value> = kernels
+        .iter()
+        .map(|(n, d)| {
+            serde_json::json!({
+                "name": n, "symbol": format!("{n}.kd"), "kernarg_segment_size": 64,
+                "hidden_args": [], "declares_hostcall": d,
+            })
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "schema_version": 2, "rcclfix_version": "0", "files": [{
+            "path": "librccl.so.1.0", "kind": "host-elf", "unreadable": [],
+            "images": [{
+                "entry_id": "hipv4-amdgcn-amd-amdhsa--gfx1100", "processor": "gfx1100",
+                "target_id": "gfx1100", "code_object_version": 6, "container": "plain",
+                "bundle_offset": 4096, "kernels": ks, "hostcall_users": [],
+            }],
+        }],
+    }))
+    .unwrap()
+}
+
+/// `prove`'s decision ([`rcclfix::build::prove::compare`]) on the recorded proof of
+/// 2.21.5-debian-sid (`recipes/records/2.21.5-debian-sid-gfx1100/prove.json`, 4 of 124 kernels
+/// declaring before, none after) and on pairs made from it: a fix that lost the declaring kernels
+/// is not a proof (issue 20), a fix that lost a clean one is still one and names it, and the
+/// table escapes kernel names.
+#[test]
+fn prove_compare_needs_the_declaring_kernels_present_and_clean_in_the_fix() {
+    use rcclfix::build::prove::{compare, render, ProveRecord};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text =
+        std::fs::read_to_string(root.join("recipes/records/2.21.5-debian-sid-gfx1100/prove.json"))
+            .unwrap();
+    let rec: ProveRecord = serde_json::from_str(&text).unwrap();
+    let side = |before: bool| -> Vec<(String, bool)> {
+        rec.kernels["gfx1100"]
+            .iter()
+            .filter_map(|(k, d)| {
+                let v = if before { d.before } else { d.after };
+                v.map(|v| (k.clone(), v))
+            })
+            .collect()
+    };
+    let (control, fix) = (side(true), side(false));
+    let targets = vec!["gfx1100".to_owned()];
+    let declaring: Vec<String> = control
+        .iter()
+        .filter(|(_, d)| *d)
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert_eq!(declaring.len(), 4);
+
+    // The record as it is: proven, and (with the `.intern.<hash>` suffixes dropped) both builds
+    // have the same 124 kernels.
+    let c = compare(
+        &report_of(&control),
+        &report_of(&fix),
+        &targets,
+        "cxx-flags",
+    );
+    assert_eq!(c.verdict, "proven", "{}", c.summary);
+    assert!(
+        c.summary.starts_with("without NDEBUG 4 of 124 kernels"),
+        "{}",
+        c.summary
+    );
+    assert!(c.missing.is_empty(), "{:?}", c.missing);
+
+    // The fix without the four declaring kernels: clean, but not comparable.
+    let lost: Vec<(String, bool)> = fix
+        .iter()
+        .filter(|(k, _)| !declaring.contains(k))
+        .cloned()
+        .collect();
+    let c = compare(
+        &report_of(&control),
+        &report_of(&lost),
+        &targets,
+        "cxx-flags",
+    );
+    assert_eq!(c.verdict, "not-comparable", "{}", c.summary);
+    assert!(
+        c.summary.contains("4 kernel(s) that declare"),
+        "{}",
+        c.summary
+    );
+    for k in &declaring {
+        assert!(c.summary.contains(k.as_str()), "{k}: {}", c.summary);
+    }
+    assert_eq!(c.missing["gfx1100"].only_in_control, declaring);
+    // One of them missing is enough.
+    let one: Vec<(String, bool)> = fix
+        .iter()
+        .filter(|(k, _)| k != &declaring[0])
+        .cloned()
+        .collect();
+    let c = compare(
+        &report_of(&control),
+        &report_of(&one),
+        &targets,
+        "cxx-flags",
+    );
+    assert_eq!(c.verdict, "not-comparable", "{}", c.summary);
+
+    // A clean kernel missing from the fix: still proven, and named in the record.
+    let clean_gone = fix
+        .iter()
+        .find(|(k, _)| !declaring.contains(k))
+        .unwrap()
+        .0
+        .clone();
+    let fewer: Vec<(String, bool)> = fix
+        .iter()
+        .filter(|(k, _)| k != &clean_gone)
+        .cloned()
+        .collect();
+    let c = compare(
+        &report_of(&control),
+        &report_of(&fewer),
+        &targets,
+        "cxx-flags",
+    );
+    assert_eq!(c.verdict, "proven", "{}", c.summary);
+    assert!(
+        c.summary.contains("1 kernel(s) are in only one"),
+        "{}",
+        c.summary
+    );
+    assert_eq!(
+        rcclfix::build::prove::stable_kernel_name(&c.missing["gfx1100"].only_in_control[0]),
+        rcclfix::build::prove::stable_kernel_name(&clean_gone)
+    );
+
+    // A fix that declares fails; a control with no image for the target proves nothing; a
+    // clean control proves the pipeline only.
+    let mut bad_fix = fix.clone();
+    bad_fix[0].1 = true;
+    let c = compare(
+        &report_of(&control),
+        &report_of(&bad_fix),
+        &targets,
+        "cxx-flags",
+    );
+    assert_eq!(c.verdict, "fix-failed", "{}", c.summary);
+    let nothing = rcclfix::scan::ScanReport {
+        schema_version: 2,
+        rcclfix_version: "0".into(),
+        files: vec![],
+    };
+    let c = compare(&nothing, &report_of(&fix), &targets, "cxx-flags");
+    assert_eq!(c.verdict, "control-unknown", "{}", c.summary);
+    let c = compare(&report_of(&fix), &report_of(&fix), &targets, "cxx-flags");
+    assert_eq!(c.verdict, "control-clean", "{}", c.summary);
+
+    // The table: a kernel name carrying OSC and CSI sequences and a newline is escaped.
+    let hostile = "k_evil\u{1b}]0;owned\u{7}\u{1b}[2J\nFORGED".to_owned();
+    let mut with_evil = control.clone();
+    with_evil.push((hostile.clone(), true));
+    let c = compare(
+        &report_of(&with_evil),
+        &report_of(&fix),
+        &targets,
+        "cxx-flags",
+    );
+    assert_eq!(c.verdict, "not-comparable");
+    let mut r = rec.clone();
+    r.kernels = c.kernels;
+    r.missing = c.missing;
+    r.recipe = "r\u{1b}[31m".into();
+    let table = render(&r);
+    assert!(
+        !table.contains('\u{1b}') && !table.contains('\u{7}'),
+        "{table:?}"
+    );
+    assert!(!table.lines().any(|l| l.starts_with("FORGED")), "{table}");
+    assert!(table.contains("k_evil\\e]0;owned"), "{table}");
+}

@@ -12,8 +12,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
-/// Packages the tests read: (package=version, the file apt writes).
-pub const PACKAGES: &[(&str, &str)] = &[("librccl1=5.4.3-3+b1", "librccl1_5.4.3-3+b1_amd64.deb")];
+/// Packages the tests read: (package=version, the file apt writes). Debian's own RCCL builds:
+/// 5.4.3 (RCCL 2.13.4, trixie and sid) and experimental's 7.2.4 (RCCL 2.27.7, built with ROCm
+/// 7.2.4), the stock libraries the package export gate compares with.
+pub const PACKAGES: &[(&str, &str)] = &[
+    ("librccl1=5.4.3-3+b1", "librccl1_5.4.3-3+b1_amd64.deb"),
+    ("librccl1=7.2.4-1~exp3", "librccl1_7.2.4-1~exp3_amd64.deb"),
+];
 
 /// Packages only `bench-scan` reads: Debian trixie's librocsparse0 5.7.1 (346 MB `.deb`, a 1.2 GB
 /// library with plain offload bundles for ten targets).
@@ -78,7 +83,7 @@ pub fn fetch(sh: &Shell, packages: &[(&str, &str)]) -> anyhow::Result<()> {
     let m = mirror()?;
     let key = "/usr/share/keyrings/debian-archive-keyring.gpg";
     let mut sources = String::new();
-    for suite in ["sid", "trixie"] {
+    for suite in ["sid", "trixie", "experimental"] {
         sources.push_str(&format!("deb [signed-by={key}] {m} {suite} main\n"));
     }
     std::fs::write(x.join("sources.list"), sources)?;

@@ -10,6 +10,7 @@
 //! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
+//! - `fixtures-package`: compile the stripper's unstripped library fixture (`tests/fixtures/package/`).
 //! - `bench-build`: `rcclfix build` against bare cmake + ninja in the same toolchain, and the
 //!   no-op rebuild, on the miniature HIP project.
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
@@ -19,6 +20,7 @@ mod bench_scan;
 mod bench_verify;
 mod doctor_fixtures;
 mod fixtures;
+mod fixtures_package;
 mod fixtures_patch;
 mod inputs;
 mod lint_ci;
@@ -43,10 +45,11 @@ fn main() -> anyhow::Result<()> {
         "bench-scan" => bench_scan::run(&sh, &rest),
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
         "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
+        "fixtures-package" => fixtures_package::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
         "bench-verify" => bench_verify::run(&sh, &rest),
         "bench-build" => bench_build::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, ci-tools, bench-verify, bench-build"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, fixtures-package, ci-tools, bench-verify, bench-build"),
     }
 }
 
