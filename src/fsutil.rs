@@ -643,5 +643,5 @@ pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     }
     // SAFETY: statvfs returned 0, so it initialised the whole struct.
     let st = unsafe { st.assume_init() };
-    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
