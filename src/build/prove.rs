@@ -262,7 +262,7 @@ pub fn prove(
         .gate
         .states
         .values()
-        .any(|s| matches!(s, TargetState::Unknown { .. }));
+        .any(|s| matches!(s, TargetState::Unknown { .. } | TargetState::NoCode { .. }));
     let declaring: usize = control_rec.counts.values().map(|c| c.declaring).sum();
     let total: usize = control_rec.counts.values().map(|c| c.kernels).sum();
     let (verdict, summary) = if control_unknown {

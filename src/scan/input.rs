@@ -358,9 +358,44 @@ enum Planned<'a> {
     Unknown,
 }
 
-/// Read, locate and run every source; reports in source order.
+/// Most files mapped at once. The sources are read in chunks of this many, and a chunk's maps
+/// are dropped before the next chunk is mapped, so a folder of 70,000 small objects never holds a
+/// map per file (Linux's `vm.max_map_count` defaults to 65,530 maps per process).
+pub const MAX_MAPPED_FILES: usize = 512;
+
+/// Read, locate and run every source, [`MAX_MAPPED_FILES`] at a time; reports in source order.
 fn scan_sources(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<FileReport>> {
-    // Map every file whose first bytes have a known format (the rest is never mapped).
+    let mut out = Vec::new();
+    let mut sources = sources.into_iter().peekable();
+    while sources.peek().is_some() {
+        let chunk: Vec<Source> = sources.by_ref().take(MAX_MAPPED_FILES).collect();
+        out.extend(scan_chunk(chunk, opts)?);
+    }
+    Ok(out)
+}
+
+/// Open `path` as a regular file ([`crate::fsutil::open_regular`]: `O_NONBLOCK`, then `fstat`),
+/// so a file swapped for a FIFO between the folder walk and the open cannot block the scan.
+/// Errors as an unreadable record's class and reason (`not-regular` or `io`).
+fn open_input(path: &Path) -> Result<fs::File, (&'static str, String)> {
+    match crate::fsutil::open_regular(path) {
+        Ok((f, _)) => Ok(f),
+        Err(e) => Err(match fs::metadata(path) {
+            Ok(md) if !md.is_file() => (
+                "not-regular",
+                format!(
+                    "not a regular file ({}) when opened; not read",
+                    crate::fsutil::file_kind(&md)
+                ),
+            ),
+            _ => ("io", format!("cannot open: {e:#}")),
+        }),
+    }
+}
+
+/// [`scan_sources`] for one chunk: map every file whose first bytes have a known format (the rest
+/// is never mapped), locate its work, run it; the maps are dropped on return.
+fn scan_chunk(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<FileReport>> {
     enum Loaded {
         Map(String, memmap2::Mmap, bool),
         Report(FileReport),
@@ -377,17 +412,14 @@ fn scan_sources(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<Fil
                     explicit,
                 } => (name, path, explicit),
             };
-            let f = match fs::File::open(&path) {
-                Ok(f) => f,
-                Err(e) if explicit => {
-                    return Err(anyhow::Error::new(e).context(format!("cannot open {name}")))
-                }
-                Err(e) => {
-                    return Ok(Loaded::Report(io_unreadable(
-                        &name,
-                        "io",
-                        format!("cannot open: {e}"),
-                    )))
+            let f = if explicit {
+                crate::fsutil::open_regular(&path)?.0
+            } else {
+                match open_input(&path) {
+                    Ok(f) => f,
+                    Err((class, why)) => {
+                        return Ok(Loaded::Report(io_unreadable(&name, class, why)))
+                    }
                 }
             };
             let mut head = [0u8; 264];
@@ -588,9 +620,59 @@ fn member_name(archive: &str, member: &str) -> String {
     format!("{archive}!{}", member.trim_start_matches("./"))
 }
 
+/// Whether an `ar` archive named `name` whose first member is `first` is a Debian package: a
+/// `.deb` (`.udeb`, `.ddeb`) name, or `debian-binary` first (deb(5)).
+fn is_deb(name: &str, first: Option<&str>) -> bool {
+    let n = name.rsplit('!').next().unwrap_or(name).to_ascii_lowercase();
+    first == Some("debian-binary") || [".deb", ".udeb", ".ddeb"].iter().any(|e| n.ends_with(e))
+}
+
+/// A Debian package's `data.tar[.gz|.xz|.zst]` member (deb(5)), which holds every file the
+/// package installs: it must read as a tar archive to its end. Anything else (another
+/// compression, not a tar, a stream that cannot be decompressed) is an unreadable record, never
+/// "no device code".
+fn scan_deb_data(
+    mname: &str,
+    body: &[u8],
+    depth: u32,
+    files: &mut Vec<FileReport>,
+    opts: &Settings,
+) {
+    match sniff(body) {
+        Some(Format::Tar | Format::Gzip | Format::Xz | Format::Zstd) => {
+            if let Err(e) = scan_buffer(mname, body, true, depth, files, opts) {
+                files.push(io_unreadable(
+                    mname,
+                    "decompress",
+                    format!("the package's data archive cannot be read: {e:#}"),
+                ));
+            }
+        }
+        _ => files.push(io_unreadable(
+            mname,
+            "unsupported",
+            format!(
+                "the package's data archive is not a tar archive (uncompressed, gzip, xz or zstd; first bytes {}); its files were not read",
+                hex_head(body)
+            ),
+        )),
+    }
+}
+
+/// The first (up to) 8 bytes of `b` in hex, for messages.
+fn hex_head(b: &[u8]) -> String {
+    b.iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `ar` archives (.deb, .a), parsed in place. GNU (`//` long-name table, `/N`) and BSD (`#1/N`)
 /// long names are understood. An archive that ends inside a member header is truncated
-/// (unknown), never a clean end.
+/// (unknown), never a clean end. A Debian package ([`is_deb`]) must hold a `data.tar*` member
+/// that reads completely ([`scan_deb_data`]); one without (cut to its magic, or holding only
+/// `debian-binary`) is unreadable, not a package without device code.
 fn scan_ar(
     name: &str,
     data: &[u8],
@@ -600,6 +682,8 @@ fn scan_ar(
 ) -> anyhow::Result<()> {
     let mut pos = 8usize;
     let mut long_names: &[u8] = &[];
+    let mut first: Option<String> = None;
+    let mut saw_data = false;
     while pos < data.len() {
         if pos + 60 > data.len() {
             let mut f = new_file(name, "ar");
@@ -681,17 +765,40 @@ fn scan_ar(
                     body = &body[n..];
                 }
             }
-            scan_buffer(
-                &member_name(name, &mname),
-                body,
-                false,
-                depth + 1,
-                files,
-                opts,
-            )
-            .with_context(|| format!("{name}: ar member {mname}"))?;
+            let first = first.get_or_insert_with(|| mname.clone());
+            if is_deb(name, Some(first.as_str())) && mname.starts_with("data.tar") {
+                saw_data = true;
+                scan_deb_data(&member_name(name, &mname), body, depth + 1, files, opts);
+            } else {
+                scan_buffer(
+                    &member_name(name, &mname),
+                    body,
+                    false,
+                    depth + 1,
+                    files,
+                    opts,
+                )
+                .with_context(|| format!("{name}: ar member {mname}"))?;
+            }
         }
         pos = end + (end & 1);
+    }
+    if is_deb(name, first.as_deref()) && !saw_data {
+        let mut f = new_file(name, "ar");
+        f.unreadable.push(Unreadable {
+            offset: data.len() as u64,
+            processor: None,
+            entry_id: None,
+            class: "truncated".into(),
+            reason: format!(
+                "a Debian package without a data.tar member ({}): cut, or not a package; the files it would install were not read",
+                match &first {
+                    None => "no member at all".to_owned(),
+                    Some(f) => format!("first member {f:?}"),
+                }
+            ),
+        });
+        files.push(f);
     }
     Ok(())
 }
@@ -716,7 +823,9 @@ impl Reopen for ZipAgain<'_, '_> {
 }
 
 /// zip archives (.whl): stored members are parsed in place; deflated ones are inflated into
-/// memory when they fit [`Settings::memory_budget`], else streamed.
+/// memory when they fit [`Settings::memory_budget`], else streamed. A member that cannot be
+/// inflated is an unreadable record. A `.whl` holds at least its `*.dist-info` files (PEP 427):
+/// one without any file member (an empty zip) is unreadable, not a wheel without device code.
 fn scan_zip(
     name: &str,
     data: &[u8],
@@ -735,6 +844,23 @@ fn scan_zip(
             return Ok(());
         }
     };
+    let is_wheel = name
+        .rsplit('!')
+        .next()
+        .unwrap_or(name)
+        .to_ascii_lowercase()
+        .ends_with(".whl");
+    if is_wheel && !z.file_names().any(|n| !n.ends_with('/')) {
+        files.push(io_unreadable(
+            name,
+            "truncated",
+            format!(
+                "a wheel without any file member ({} members): cut, or not a wheel; nothing in it was read",
+                z.len()
+            ),
+        ));
+        return Ok(());
+    }
     for i in 0..z.len() {
         let mut m = match z.by_index(i) {
             Ok(m) => m,
@@ -760,7 +886,17 @@ fn scan_zip(
             }
         }
         let mut head = [0u8; 264];
-        let n = read_up_to(&mut m, &mut head).with_context(|| mname.clone())?;
+        let n = match read_up_to(&mut m, &mut head) {
+            Ok(n) => n,
+            Err(e) => {
+                files.push(io_unreadable(
+                    &mname,
+                    "decompress",
+                    format!("zip member at byte {}: cannot inflate: {e}", m.header_start()),
+                ));
+                continue;
+            }
+        };
         let Some(fmt) = sniff(&head[..n]) else {
             continue;
         };
@@ -778,7 +914,7 @@ fn scan_zip(
             ));
             continue;
         }
-        let mut body = Vec::with_capacity(claimed as usize);
+        let mut body = Vec::with_capacity(claimed.min(MAX_RESERVE) as usize);
         body.extend_from_slice(&head[..n]);
         // One byte past the claim, so a member longer than its header says is seen.
         let rest = claimed.saturating_sub(n as u64) + 1;
@@ -835,7 +971,8 @@ fn decoder<'a>(fmt: Format, data: &'a [u8]) -> io::Result<Box<dyn Read + Send + 
 
 /// A compressed stream (gzip, xz, zstd): scanned as a tar archive when its first 512 decompressed
 /// bytes are a tar header; otherwise skipped (a compressed changelog in a .deb), or an error when
-/// named directly.
+/// named directly. A stream whose start cannot be decompressed is an error when named directly,
+/// else an unreadable record (it may be a tar of libraries).
 fn scan_compressed_tar(
     name: &str,
     fmt: Format,
@@ -845,9 +982,22 @@ fn scan_compressed_tar(
     files: &mut Vec<FileReport>,
     opts: &Settings,
 ) -> anyhow::Result<()> {
-    let mut r = decoder(fmt, data).with_context(|| format!("{name}: compressed stream"))?;
     let mut head = vec![0u8; 512];
-    let n = read_up_to(&mut r, &mut head).with_context(|| format!("{name}: cannot decompress"))?;
+    let started = decoder(fmt, data).and_then(|mut r| Ok((read_up_to(&mut r, &mut head)?, r)));
+    let (n, r) = match started {
+        Ok(s) => s,
+        Err(e) if explicit => {
+            return Err(anyhow::Error::new(e).context(format!("{name}: cannot decompress")))
+        }
+        Err(e) => {
+            files.push(io_unreadable(
+                name,
+                "decompress",
+                format!("cannot decompress: {e}"),
+            ));
+            return Ok(());
+        }
+    };
     head.truncate(n);
     if head.get(257..262) != Some(b"ustar") {
         if explicit {
@@ -905,6 +1055,10 @@ impl Reopen for TarAgain<'_, '_> {
 /// known format is taken in place from `in_place` (an uncompressed archive in memory), read into
 /// memory when it fits [`Settings::memory_budget`], or else streamed (`again` reopens the
 /// decompressed stream at a position for the later passes).
+///
+/// The archive must end with its end-of-archive block (a 512-byte zero block after the last
+/// member, POSIX `ustar`): a stream that simply stops after a member, as one cut at a block
+/// boundary does, is truncated (unknown), never a clean end.
 fn tar_members<'a>(
     name: &str,
     r: impl Read,
@@ -914,7 +1068,22 @@ fn tar_members<'a>(
     files: &mut Vec<FileReport>,
     opts: &Settings,
 ) -> anyhow::Result<()> {
-    let mut ar = tar::Archive::new(r);
+    /// Counts the bytes the tar reader consumed.
+    struct Counting<'c, R> {
+        r: R,
+        n: &'c std::cell::Cell<u64>,
+    }
+    impl<R: Read> Read for Counting<'_, R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let k = self.r.read(buf)?;
+            self.n.set(self.n.get() + k as u64);
+            Ok(k)
+        }
+    }
+    let consumed = std::cell::Cell::new(0u64);
+    // Where the block after the last member seen starts.
+    let mut members_end = 0u64;
+    let mut ar = tar::Archive::new(Counting { r, n: &consumed });
     let entries = match ar.entries() {
         Ok(e) => e,
         Err(e) => {
@@ -935,6 +1104,14 @@ fn tar_members<'a>(
             }
         };
         let ty = entry.header().entry_type();
+        let stored = if ty.is_gnu_sparse() {
+            entry.header().entry_size().unwrap_or(0)
+        } else {
+            entry.size()
+        };
+        members_end = entry
+            .raw_file_position()
+            .saturating_add(stored.div_ceil(512).saturating_mul(512));
         if !ty.is_file() || entry.size() < 4 {
             continue;
         }
@@ -1009,7 +1186,7 @@ fn tar_members<'a>(
             ));
             continue;
         }
-        let mut body = Vec::with_capacity(size as usize);
+        let mut body = Vec::with_capacity(size.min(MAX_RESERVE) as usize);
         body.extend_from_slice(&head[..n]);
         if let Err(e) = entry.read_to_end(&mut body) {
             files.push(io_unreadable(
@@ -1024,6 +1201,21 @@ fn tar_members<'a>(
             return Ok(());
         }
         scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
+    }
+    drop(ar);
+    if consumed.get() < members_end.saturating_add(512) {
+        let mut f = new_file(name, "archive");
+        f.unreadable.push(Unreadable {
+            offset: consumed.get(),
+            processor: None,
+            entry_id: None,
+            class: "truncated".into(),
+            reason: format!(
+                "the tar archive ends at byte {} without its end-of-archive block: it was cut, and members after that point were not read",
+                consumed.get()
+            ),
+        });
+        files.push(f);
     }
     Ok(())
 }
