@@ -107,7 +107,9 @@ fn pin(a: PinArgs, ui: &Ui) -> anyhow::Result<ExitCode> {
         .max(3);
     crate::outln!(
         "{:<wid$}  {:<wtag$}  {:<40}  STATE",
-        "RECIPE", "TAG", "COMMIT"
+        "RECIPE",
+        "TAG",
+        "COMMIT"
     )?;
     let mut failed = 0usize;
     let mut write_error = None;

@@ -12,8 +12,9 @@ Exit codes:
   0  no kernel of a requested target declares hidden_hostcall_buffer, and all device code was read
   1  at least one kernel of a requested target declares hidden_hostcall_buffer
   2  error: a path could not be read or is not a recognised input
-  3  some device code that may belong to a requested target could not be read (unknown), or there
-     is no device image for a requested target
+  3  some device code that may belong to a requested target could not be read (unknown), or a
+     requested target has no device code (no code)
+A closed stdout or stderr does not change the exit code.
 
 Without --target every target found is requested (with --python/--rocm: the GPUs of this machine
 when KFD lists them). A scan for gfx1100 also reads generic entries (gfx11-generic).

@@ -892,7 +892,10 @@ fn scan_zip(
                 files.push(io_unreadable(
                     &mname,
                     "decompress",
-                    format!("zip member at byte {}: cannot inflate: {e}", m.header_start()),
+                    format!(
+                        "zip member at byte {}: cannot inflate: {e}",
+                        m.header_start()
+                    ),
                 ));
                 continue;
             }
@@ -1799,5 +1802,34 @@ trait EndsPast {
 impl EndsPast for Option<u64> {
     fn ends_past(&self, limit: u64) -> bool {
         !matches!(self, Some(e) if *e <= limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A walked entry that became a FIFO before it is opened (the walk saw a regular file) is a
+    /// `not-regular` record at once: the open does not wait for a writer.
+    #[test]
+    fn an_input_swapped_for_a_fifo_is_not_opened_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("libswapped.so");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let (done, wait) = std::sync::mpsc::channel();
+        let q = p.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(open_input(&q).map(|_| ()));
+        });
+        let got = wait
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("open_input blocked on a FIFO");
+        let (class, why) = got.expect_err("a FIFO is not an input");
+        assert_eq!(class, "not-regular");
+        assert_eq!(why, "not a regular file (a FIFO) when opened; not read");
     }
 }

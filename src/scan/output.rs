@@ -112,6 +112,9 @@ pub struct CliScan {
     pub requested: Vec<String>,
     /// Every target found before restricting.
     pub found: Vec<String>,
+    /// Per file with images before restricting (by report path): the processors it carries,
+    /// so the environment summary lists a library that has no code for the requested targets.
+    pub carried: BTreeMap<String, Vec<String>>,
 }
 
 /// Whether a scan of `opts` walks folders (so a progress bar is worth drawing).
@@ -158,6 +161,17 @@ pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
     opts.settings.progress.finish_and_clear();
     let mut report = scanned?;
     let found = report.processors();
+    let carried: BTreeMap<String, Vec<String>> = report
+        .files
+        .iter()
+        .filter(|f| !f.images.is_empty())
+        .map(|f| {
+            let mut p: Vec<String> = f.images.iter().map(|i| i.processor.clone()).collect();
+            p.sort_by_key(|t| target_order(t));
+            p.dedup();
+            (f.path.clone(), p)
+        })
+        .collect();
     let gpus = if env.is_some() && opts.targets.is_empty() {
         opts.machine_gpus.clone()
     } else {
@@ -205,6 +219,7 @@ pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
         explicit,
         requested,
         found,
+        carried,
     })
 }
 
@@ -242,17 +257,7 @@ pub fn write_output(
         }
         None => {
             if let Some(e) = &scan.env {
-                write!(
-                    out,
-                    "{}",
-                    render_summary(
-                        &scan.report,
-                        e,
-                        &scan.gpus,
-                        &scan.requested,
-                        !scan.explicit.is_empty()
-                    )
-                )?;
+                write!(out, "{}", render_summary(scan, e))?;
                 if kernels {
                     writeln!(out)?;
                     write!(out, "{}", render_table(&scan.report, &scan.states, true))?;
@@ -349,18 +354,16 @@ pub fn python_env_from_probe(shown: &str, stdout: &[u8]) -> anyhow::Result<Env> 
 /// A library's verdict is `declares` when a kernel for a requested target declares, `unknown`
 /// when something that may belong to one could not be read, `no code` when it has code for none
 /// of them, else `clean`: a target the library carries no code for never makes it `unknown`.
-/// With `explicit` targets (`--target`, or the machine's GPUs) the requested targets a library
-/// has no code for are noted on its row (`[no code for gfx1030]`); without, every target found
-/// in the environment is requested and a library is judged on the ones it carries.
+/// With explicit targets (`--target`, or the machine's GPUs) every library with device code is
+/// listed, also one with none for them, and the requested targets a library has no code for
+/// are noted on its row (`[no code for gfx1030]`); without, every target found in the
+/// environment is requested and a library is judged on the ones it carries. `TARGETS` lists
+/// what a library carries ([`CliScan::carried`]).
 ///
 /// Every field from the input or the interpreter is escaped for the terminal ([`crate::ui::escape`]).
-pub fn render_summary(
-    report: &ScanReport,
-    env: &Env,
-    gpus: &[String],
-    requested: &[String],
-    explicit: bool,
-) -> String {
+pub fn render_summary(scan: &CliScan, env: &Env) -> String {
+    let (report, gpus, requested) = (&scan.report, &scan.gpus, &scan.requested);
+    let explicit = !scan.explicit.is_empty();
     use crate::ui::escape as e;
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -376,7 +379,9 @@ pub fn render_summary(
     let libs: Vec<&FileReport> = report
         .files
         .iter()
-        .filter(|f| !f.images.is_empty() || !f.unreadable.is_empty())
+        .filter(|f| {
+            !f.images.is_empty() || !f.unreadable.is_empty() || scan.carried.contains_key(&f.path)
+        })
         .collect();
     let _ = writeln!(
         s,
@@ -457,9 +462,7 @@ pub fn render_summary(
             } else {
                 (3, "clean")
             };
-            let mut procs: Vec<&str> = f.images.iter().map(|i| i.processor.as_str()).collect();
-            procs.sort_by_key(|t| target_order(t));
-            procs.dedup();
+            let procs: &[String] = scan.carried.get(&f.path).map_or(&[], Vec::as_slice);
             let targets = if procs.is_empty() {
                 "-".to_owned()
             } else {

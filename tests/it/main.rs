@@ -6,6 +6,7 @@ mod doctor;
 mod fsutil;
 mod hostile;
 mod hostile_package;
+mod hostile_scan;
 mod matrix;
 mod package;
 mod patch;

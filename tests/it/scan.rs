@@ -223,10 +223,7 @@ fn gate_states() {
     assert!(matches!(s["gfx1100"], TargetState::Declares { .. }));
     assert!(matches!(s["gfx1030"], TargetState::NoCode { .. }), "{s:?}");
     assert_eq!(
-        rcclfix::scan::output::exit_code(
-            &[("gfx1030".to_owned(), s["gfx1030"].clone())].into(),
-            0
-        ),
+        rcclfix::scan::output::exit_code(&[("gfx1030".to_owned(), s["gfx1030"].clone())].into(), 0),
         3,
         "a requested target with no code is not clean"
     );
