@@ -18,6 +18,11 @@ use std::sync::OnceLock;
 
 use tracing_subscriber::EnvFilter;
 
+/// `eprintln!` that never panics, for this file ([`write_stderr`]; elsewhere [`crate::errln!`]).
+macro_rules! eline {
+    ($($t:tt)*) => { write_stderr(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 /// `--color`: when stderr output is coloured (status verbs, warnings, tracing, clap errors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ColorChoice {
@@ -172,9 +177,9 @@ impl Ui {
         let msg = msg.to_string();
         let msg = escape_message(&msg);
         if self.color {
-            crate::errln!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
+            eline!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
         } else {
-            crate::errln!("{verb:>12} {msg}");
+            eline!("{verb:>12} {msg}");
         }
     }
 
@@ -187,9 +192,9 @@ impl Ui {
         let msg = msg.to_string();
         let msg = escape_message(&msg);
         if self.color {
-            crate::errln!("\x1b[1;33mwarning\x1b[0m: {msg}");
+            eline!("\x1b[1;33mwarning\x1b[0m: {msg}");
         } else {
-            crate::errln!("warning: {msg}");
+            eline!("warning: {msg}");
         }
     }
 
@@ -200,7 +205,7 @@ impl Ui {
             return;
         }
         let msg = msg.to_string();
-        crate::errln!("note: {}", escape_message(&msg));
+        eline!("note: {}", escape_message(&msg));
     }
 
     /// Print an informational line to stderr as it is (no prefix). Nothing with `-q`. Escaped
@@ -210,7 +215,7 @@ impl Ui {
             return;
         }
         let msg = msg.to_string();
-        crate::errln!("{}", escape_message(&msg));
+        eline!("{}", escape_message(&msg));
     }
 
     /// A progress bar counting `unit` (e.g. `bundles`) on stderr, or a hidden one when
@@ -260,14 +265,14 @@ pub fn child_line(label: &str, line: &str) {
     if quiet() {
         return;
     }
-    crate::errln!("[{}] {}", escape(label), escape(line));
+    eline!("[{}] {}", escape(label), escape(line));
 }
 
 /// Tell the user that an interrupt removed the in-flight partial output (from the signal thread
 /// of [`crate::fsutil::install_interrupt_handler`], just before it exits); printed with `-q` too,
 /// as errors are.
 pub fn interrupted() {
-    crate::errln!("rcclfix: interrupted; removed partial output");
+    eline!("rcclfix: interrupted; removed partial output");
 }
 
 /// Write one line of the verify child's protocol to stdout and flush it (stdout is the child's
@@ -299,7 +304,7 @@ pub fn print_error(err: &anyhow::Error) {
     };
     for (i, link) in shown_links(err).into_iter().enumerate() {
         let label = if i == 0 { err_label } else { cause_label };
-        crate::errln!("{label}: {}", escape_error(link));
+        eline!("{label}: {}", escape_error(link));
     }
 }
 
