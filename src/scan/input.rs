@@ -1018,15 +1018,28 @@ fn scan_compressed_tar(
         }
         Ok(r)
     };
-    tar_members(
+    let mut r = r;
+    let ended = tar_members(
         name,
-        std::io::Cursor::new(head).chain(r),
+        std::io::Cursor::new(head).chain(&mut r),
         None,
         Some(&again),
         depth,
         files,
         opts,
-    )
+    )?;
+    // The rest of the stream after the tar's end (padding, the compressor's checksum and index)
+    // is read to its end, so a stream cut or corrupt there is not taken as complete.
+    if ended {
+        if let Err(e) = io::copy(&mut r, &mut io::sink()) {
+            files.push(io_unreadable(
+                name,
+                "decompress",
+                format!("the compressed stream after the tar archive's end cannot be read (cut or corrupt): {e}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An uncompressed tar archive in memory: members are parsed in place.
@@ -1037,7 +1050,8 @@ fn scan_tar(
     files: &mut Vec<FileReport>,
     opts: &Settings,
 ) -> anyhow::Result<()> {
-    tar_members(name, data, Some(data), None, depth, files, opts)
+    tar_members(name, data, Some(data), None, depth, files, opts)?;
+    Ok(())
 }
 
 type Again<'a> = dyn Fn(u64) -> io::Result<Box<dyn Read + Send + 'a>> + 'a;
@@ -1061,7 +1075,8 @@ impl Reopen for TarAgain<'_, '_> {
 ///
 /// The archive must end with its end-of-archive block (a 512-byte zero block after the last
 /// member, POSIX `ustar`): a stream that simply stops after a member, as one cut at a block
-/// boundary does, is truncated (unknown), never a clean end.
+/// boundary does, is truncated (unknown), never a clean end. Returns whether the archive was read
+/// to its end-of-archive block.
 fn tar_members<'a>(
     name: &str,
     r: impl Read,
@@ -1070,7 +1085,7 @@ fn tar_members<'a>(
     depth: u32,
     files: &mut Vec<FileReport>,
     opts: &Settings,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     /// Counts the bytes the tar reader consumed.
     struct Counting<'c, R> {
         r: R,
@@ -1095,7 +1110,7 @@ fn tar_members<'a>(
                 "bad-magic",
                 format!("not a readable tar stream: {e}"),
             ));
-            return Ok(());
+            return Ok(false);
         }
     };
     for entry in entries {
@@ -1103,7 +1118,7 @@ fn tar_members<'a>(
             Ok(e) => e,
             Err(e) => {
                 files.push(io_unreadable(name, "truncated", format!("tar stream: {e}")));
-                return Ok(());
+                return Ok(false);
             }
         };
         let ty = entry.header().entry_type();
@@ -1146,7 +1161,7 @@ fn tar_members<'a>(
                             d.len()
                         ),
                     ));
-                    return Ok(());
+                    return Ok(false);
                 }
             }
             continue;
@@ -1160,7 +1175,7 @@ fn tar_members<'a>(
                     "truncated",
                     format!("tar member: {e}"),
                 ));
-                return Ok(());
+                return Ok(false);
             }
         };
         let Some(fmt) = sniff(&head[..n]) else {
@@ -1197,11 +1212,11 @@ fn tar_members<'a>(
                 "truncated",
                 format!("tar member: {e}"),
             ));
-            return Ok(());
+            return Ok(false);
         }
         if body.len() as u64 != size {
             files.push(size_lie(&mname, &what, size, body.len() as u64));
-            return Ok(());
+            return Ok(false);
         }
         scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
     }
@@ -1219,8 +1234,9 @@ fn tar_members<'a>(
             ),
         });
         files.push(f);
+        return Ok(false);
     }
-    Ok(())
+    Ok(true)
 }
 
 fn over_budget(mname: &str, what: &str, size: u64, opts: &Settings) -> FileReport {

@@ -440,6 +440,17 @@ fn rows() -> Vec<Row> {
         "without its end-of-archive block",
     ));
     rows.push(row(
+        "class 3: a .deb whose data.tar.xz is cut in the xz index, after the tar's end",
+        |d| {
+            let tar = tar_archive(&[("./usr/share/doc/x/README", b"hello\n".as_slice())], true);
+            let x = xz(&tar);
+            write(&d.join("in/cutxz.deb"), &deb_with_data(&x[..x.len() - 20]));
+        },
+        &[&"scan", &"in/cutxz.deb"],
+        3,
+        "the compressed stream after the tar archive's end cannot be read (cut or corrupt)",
+    ));
+    rows.push(row(
         "class 3: a complete .deb without device code is read completely: exit 0",
         |d| {
             let tar = tar_archive(&[("./usr/share/doc/x/README", b"hello\n".as_slice())], true);
