@@ -38,7 +38,7 @@ use object::elf;
 use object::read::elf::{FileHeader, Rela, SectionHeader, Sym};
 use object::LittleEndian as LE;
 
-use super::codeobj::{is_hostcall_user, mach_name};
+use super::amdgpu::{is_hostcall_user, mach_name};
 
 /// The instruction-set generation, for the handful of encodings read here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
