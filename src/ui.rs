@@ -18,6 +18,11 @@ use std::sync::OnceLock;
 
 use tracing_subscriber::EnvFilter;
 
+/// `eprintln!` that never panics, for this file ([`write_stderr`]; elsewhere [`crate::errln!`]).
+macro_rules! eline {
+    ($($t:tt)*) => { write_stderr(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 /// `--color`: when stderr output is coloured (status verbs, warnings, tracing, clap errors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ColorChoice {
@@ -172,9 +177,9 @@ impl Ui {
         let msg = msg.to_string();
         let msg = escape_message(&msg);
         if self.color {
-            eprintln!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
+            eline!("\x1b[1;32m{verb:>12}\x1b[0m {msg}");
         } else {
-            eprintln!("{verb:>12} {msg}");
+            eline!("{verb:>12} {msg}");
         }
     }
 
@@ -187,9 +192,9 @@ impl Ui {
         let msg = msg.to_string();
         let msg = escape_message(&msg);
         if self.color {
-            eprintln!("\x1b[1;33mwarning\x1b[0m: {msg}");
+            eline!("\x1b[1;33mwarning\x1b[0m: {msg}");
         } else {
-            eprintln!("warning: {msg}");
+            eline!("warning: {msg}");
         }
     }
 
@@ -200,7 +205,7 @@ impl Ui {
             return;
         }
         let msg = msg.to_string();
-        eprintln!("note: {}", escape_message(&msg));
+        eline!("note: {}", escape_message(&msg));
     }
 
     /// Print an informational line to stderr as it is (no prefix). Nothing with `-q`. Escaped
@@ -210,7 +215,7 @@ impl Ui {
             return;
         }
         let msg = msg.to_string();
-        eprintln!("{}", escape_message(&msg));
+        eline!("{}", escape_message(&msg));
     }
 
     /// A progress bar counting `unit` (e.g. `bundles`) on stderr, or a hidden one when
@@ -260,14 +265,14 @@ pub fn child_line(label: &str, line: &str) {
     if quiet() {
         return;
     }
-    eprintln!("[{}] {}", escape(label), escape(line));
+    eline!("[{}] {}", escape(label), escape(line));
 }
 
 /// Tell the user that an interrupt removed the in-flight partial output (from the signal thread
 /// of [`crate::fsutil::install_interrupt_handler`], just before it exits); printed with `-q` too,
 /// as errors are.
 pub fn interrupted() {
-    eprintln!("rcclfix: interrupted; removed partial output");
+    eline!("rcclfix: interrupted; removed partial output");
 }
 
 /// Write one line of the verify child's protocol to stdout and flush it (stdout is the child's
@@ -299,7 +304,7 @@ pub fn print_error(err: &anyhow::Error) {
     };
     for (i, link) in shown_links(err).into_iter().enumerate() {
         let label = if i == 0 { err_label } else { cause_label };
-        eprintln!("{label}: {}", escape_error(link));
+        eline!("{label}: {}", escape_error(link));
     }
 }
 
@@ -489,33 +494,97 @@ pub fn columns<S: AsRef<str>>(head: &[&str], rows: &[Vec<S>]) -> String {
     out
 }
 
-/// Whether the error chain contains a broken pipe (e.g. `rcclfix scan | head`), which exits 0.
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-            || c.downcast_ref::<serde_json::Error>()
-                .is_some_and(|e| e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
-    })
+/// Set once a write to stdout met a closed pipe; later writes are dropped.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether stdout was found closed (`rcclfix scan lib | true`): what was printed after that was
+/// dropped.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Make a closed stdout (`rcclfix matrix | head -1`) end the process quietly with exit 0, as
-/// the exit-code contract says, instead of `println!`'s "failed printing to stdout" panic.
-/// Every other panic still goes to the default hook.
-pub fn exit_quietly_on_broken_stdout() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let msg = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
-            std::process::exit(0);
+/// The result channel: stdout, except that a closed pipe (`rcclfix scan lib | head -1`, `| true`)
+/// is not an error. The first write that meets `EPIPE` marks stdout closed ([`stdout_closed`]),
+/// and it and every later write succeed without writing, so the subcommand finishes and exits
+/// with its verdict's code (1 stays 1, 3 stays 3). Other write errors (a full disk behind `>`)
+/// are errors. Rust ignores `SIGPIPE`, so the write returns `EPIPE` instead of killing the process.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stdout;
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if stdout_closed() {
+            return Ok(buf.len());
         }
-        default(info);
-    }));
+        match std::io::stdout().lock().write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(buf.len())
+            }
+            r => r,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if stdout_closed() {
+            return Ok(());
+        }
+        match std::io::stdout().lock().flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            r => r,
+        }
+    }
+}
+
+/// Write formatted text to stdout through [`Stdout`] (the [`crate::out!`] and [`crate::outln!`]
+/// macros): a closed pipe is not an error.
+///
+/// Errors: stdout is open and the write fails (a full disk).
+pub fn write_stdout(args: fmt::Arguments<'_>) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = Stdout;
+    out.write_fmt(args)?;
+    out.flush()
+}
+
+/// Write formatted text to stderr (the [`crate::err!`] and [`crate::errln!`] macros), ignoring
+/// every error: a closed stderr (`rcclfix scan x 2>&1 | true`) must neither panic, as
+/// `eprintln!` does, nor change the exit code.
+pub fn write_stderr(args: fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(args);
+    let _ = err.flush();
+}
+
+/// `print!` for results: [`write_stdout`] (a closed stdout is not an error); evaluates to
+/// `std::io::Result<()>`.
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => { $crate::ui::write_stdout(format_args!($($t)*)) };
+}
+
+/// `println!` for results: [`write_stdout`] (a closed stdout is not an error); evaluates to
+/// `std::io::Result<()>`.
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::ui::write_stdout(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::ui::write_stdout(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `eprint!` that never panics: [`write_stderr`].
+#[macro_export]
+macro_rules! err {
+    ($($t:tt)*) => { $crate::ui::write_stderr(format_args!($($t)*)) };
+}
+
+/// `eprintln!` that never panics: [`write_stderr`].
+#[macro_export]
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::ui::write_stderr(format_args!("{}\n", format_args!($($t)*))) };
 }
 
 /// How often a [`Phase`] prints its heartbeat line when stderr is not a terminal.

@@ -24,7 +24,7 @@ impl GateResult {
             .all(|s| matches!(s, TargetState::Clean { .. }))
     }
 
-    /// `target → clean|declares|unknown` for `manifest.gate`.
+    /// `target → clean|declares|unknown|no-code` for `manifest.gate`.
     pub fn summary(&self) -> BTreeMap<String, String> {
         self.states
             .iter()
@@ -33,6 +33,7 @@ impl GateResult {
                     TargetState::Clean { .. } => "clean",
                     TargetState::Declares { .. } => "declares",
                     TargetState::Unknown { .. } => "unknown",
+                    TargetState::NoCode { .. } => "no-code",
                 };
                 (t.clone(), v.to_owned())
             })
@@ -51,6 +52,7 @@ impl GateResult {
                     kernels.join(", ")
                 )),
                 TargetState::Unknown { reason } => Some(format!("{t}: unknown: {reason}")),
+                TargetState::NoCode { reason } => Some(format!("{t}: no code: {reason}")),
             })
             .collect()
     }

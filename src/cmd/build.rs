@@ -95,7 +95,7 @@ impl Args {
 /// [`crate::CheckFailed`] (exit 1).
 pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
     if a.list {
-        print!("{}", crate::recipe::list_table(&crate::recipe::embedded()?));
+        crate::out!("{}", crate::recipe::list_table(&crate::recipe::embedded()?))?;
         return Ok(ExitCode::SUCCESS);
     }
     let (recipe, recipe_root) =
@@ -107,18 +107,18 @@ pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
             &crate::build::plan::HostFacts::detect(),
         )?;
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&plan)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&plan)?)?;
         } else {
             // `render` escapes every value itself.
             for line in crate::build::plan::render(&plan).lines() {
-                println!("{line}");
+                crate::outln!("{line}")?;
             }
         }
         return Ok(ExitCode::SUCCESS);
     }
     match crate::build::build_with(&a.options(), a.force, &recipe, recipe_root.as_deref(), ui)? {
         Outcome::Built(dir) => {
-            println!("{}", dir.display());
+            crate::outln!("{}", dir.display())?;
             Ok(ExitCode::SUCCESS)
         }
         Outcome::CheckFailed(err) => Err(err),

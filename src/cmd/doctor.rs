@@ -86,7 +86,7 @@ impl Args {
 /// Errors: whatever [`crate::doctor::run`] returns (unusable inputs, one line each).
 pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     if a.internal_hip_probe {
-        println!("{}", serde_json::to_string(&hip::probe_in_process())?);
+        crate::outln!("{}", serde_json::to_string(&hip::probe_in_process())?)?;
         return Ok(ExitCode::SUCCESS);
     }
     match doctor::run(&a.options())? {
@@ -99,17 +99,17 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
                     "snapshot": path.to_string_lossy(),
                     "files": files,
                 });
-                println!("{}", serde_json::to_string_pretty(&doc)?);
+                crate::outln!("{}", serde_json::to_string_pretty(&doc)?)?;
             } else {
-                println!("{}", path.display());
+                crate::outln!("{}", path.display())?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Outcome::Report(report) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                crate::outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print!("{}", render::text(&report));
+                crate::out!("{}", render::text(&report))?;
             }
             Ok(ExitCode::from(report.exit_code))
         }

@@ -61,7 +61,7 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             crate::ui::note(n);
         }
         for p in &report.problems {
-            println!("{p}");
+            crate::outln!("{p}")?;
         }
         if let (true, Some(m)) = (report.problems.is_empty(), &a.git_mirror) {
             if report.mirror_confirmed.is_empty() {
@@ -89,9 +89,9 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     };
     let entries = matrix::entries(&all, &filter, targets, a.joined)?;
     if a.json {
-        println!("{}", matrix::github_matrix_json(&entries)?);
+        crate::outln!("{}", matrix::github_matrix_json(&entries)?)?;
     } else {
-        print!("{}", matrix::table(&entries, &all));
+        crate::out!("{}", matrix::table(&entries, &all))?;
         let hidden = all.values().filter(|r| !filter.accepts(r.status)).count();
         if hidden > 0 {
             crate::ui::message(format_args!(

@@ -89,7 +89,7 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     match crate::package::package(&a.from, &a.options()) {
         Ok(paths) => {
             for p in paths {
-                println!("{}", p.display());
+                crate::outln!("{}", p.display())?;
             }
             Ok(ExitCode::SUCCESS)
         }

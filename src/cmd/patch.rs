@@ -69,9 +69,9 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             a.out.display()
         ));
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&rec)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&rec)?)?;
         } else if a.explain {
-            print!("{}", explain(&rec));
+            crate::out!("{}", explain(&rec))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -86,14 +86,14 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     );
     if a.json {
         if a.explain {
-            eprint!("{}", explain(&rec));
+            crate::err!("{}", explain(&rec));
         }
-        println!("{}", serde_json::to_string_pretty(&rec)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&rec)?)?;
     } else {
         if a.explain {
-            print!("{}", explain(&rec));
+            crate::out!("{}", explain(&rec))?;
         }
-        println!("{}", a.out.display());
+        crate::outln!("{}", a.out.display())?;
     }
     crate::ui::warn(UNVERIFIED);
     Ok(ExitCode::SUCCESS)

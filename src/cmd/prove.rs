@@ -77,8 +77,8 @@ pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
     let opts = a.build.options();
     let record = crate::build::prove::prove(&opts, &recipe, recipe_root.as_deref(), ui)?;
     let path = crate::build::prove::write_record(&opts.out_dir, &record)?;
-    print!("{}", crate::build::prove::render(&record));
-    println!("{}", path.display());
+    crate::out!("{}", crate::build::prove::render(&record))?;
+    crate::outln!("{}", path.display())?;
     if record.verdict == "proven" {
         ui.status("Proven", &record.summary);
         Ok(ExitCode::SUCCESS)

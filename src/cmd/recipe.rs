@@ -50,15 +50,15 @@ pub struct PinArgs {
 pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
     match a.cmd {
         RecipeCmd::List => {
-            print!("{}", crate::recipe::list_table(&crate::recipe::embedded()?));
+            crate::out!("{}", crate::recipe::list_table(&crate::recipe::embedded()?))?;
             Ok(ExitCode::SUCCESS)
         }
         RecipeCmd::Show { tag } => {
             let all = crate::recipe::embedded()?;
-            print!(
+            crate::out!(
                 "{}",
                 toml::to_string_pretty(crate::recipe::find(&all, &tag)?)?
-            );
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         RecipeCmd::Pin(p) => pin(p, ui),
@@ -109,25 +109,33 @@ fn pin(a: PinArgs, ui: &Ui) -> anyhow::Result<ExitCode> {
         .max()
         .unwrap_or(0)
         .max(3);
-    println!(
+    crate::outln!(
         "{:<wid$}  {:<wtag$}  {:<40}  STATE",
-        "RECIPE", "TAG", "COMMIT"
-    );
+        "RECIPE",
+        "TAG",
+        "COMMIT"
+    )?;
     let mut failed = 0usize;
+    let mut write_error = None;
     let outcome = crate::source::pin(&recipes, &opts, |row| {
         // Recipe names and refs are checked when the recipe is parsed; escaped all the same.
         let esc = crate::ui::escape;
         if !row.ok {
             failed += 1;
         }
-        println!(
+        if let Err(e) = crate::outln!(
             "{:<wid$}  {:<wtag$}  {:<40}  {}",
             esc(&row.recipe),
             esc(&row.rev),
             esc(&row.commit),
             esc(&row.state)
-        );
+        ) {
+            write_error.get_or_insert(e);
+        }
     })?;
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
     if let Some(p) = &outcome.wrote {
         ui.status("Wrote", p.display());
     }

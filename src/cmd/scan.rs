@@ -12,8 +12,9 @@ Exit codes:
   0  no kernel of a requested target declares hidden_hostcall_buffer, and all device code was read
   1  at least one kernel of a requested target declares hidden_hostcall_buffer
   2  error: a path could not be read or is not a recognised input
-  3  some device code that may belong to a requested target could not be read (unknown), or there
-     is no device image for a requested target
+  3  some device code that may belong to a requested target could not be read (unknown), or a
+     requested target has no device code (no code)
+A closed stdout or stderr does not change the exit code.
 
 Without --target every target found is requested (with --python/--rocm: the GPUs of this machine
 when KFD lists them). A scan for gfx1100 also reads generic entries (gfx11-generic).
@@ -77,12 +78,16 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 impl Args {
-    /// The domain's options; `progress` is the bar the scan drives.
-    pub fn options(&self, progress: indicatif::ProgressBar) -> CliOptions {
-        CliOptions {
+    /// The domain's options; `progress` is the bar the scan drives. With `--python` the
+    /// interpreter is asked for its environment here ([`python_env`]).
+    ///
+    /// Errors: `--python` cannot run the interpreter, it fails, does not answer within
+    /// [`PYTHON_DEADLINE`], or names no site-packages folder.
+    pub fn options(&self, progress: indicatif::ProgressBar) -> anyhow::Result<CliOptions> {
+        Ok(CliOptions {
             paths: self.paths.clone(),
             targets: self.target.clone(),
-            python: self.python.clone(),
+            python: self.python.as_deref().map(python_env).transpose()?,
             rocm: self.rocm.clone(),
             machine_gpus: if (self.python.is_some() || self.rocm.is_some())
                 && self.target.is_empty()
@@ -99,8 +104,47 @@ impl Args {
                 progress,
                 ..Settings::default()
             },
-        }
+        })
     }
+}
+
+/// How long `--python`'s interpreter gets to answer (a slow `.pth` hook, a cold disk).
+pub const PYTHON_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Ask `python` for its environment ([`crate::scan::output::PYTHON_PROBE`], run with `-I`) through
+/// [`crate::process::Cmd::read_with_deadline`], which drains stdout and stderr while it waits, so
+/// an interpreter whose `.pth` hooks print a lot cannot block on a full pipe.
+///
+/// Errors: the interpreter cannot be started, exits non-zero (its last stderr line is shown),
+/// runs past [`PYTHON_DEADLINE`], or its answer is not the probe's ([`crate::scan::output::python_env_from_probe`]).
+fn python_env(python: &std::path::Path) -> anyhow::Result<crate::scan::output::Env> {
+    use crate::process::{Cmd, CommandError, DeadlineError};
+    let shown = python.display().to_string();
+    let cmd = Cmd::new(format!("--python {shown}"), python).args([
+        "-I",
+        "-c",
+        crate::scan::output::PYTHON_PROBE,
+    ]);
+    let stdout = match cmd.read_with_deadline(PYTHON_DEADLINE) {
+        Ok(o) => o,
+        Err(e) => {
+            if let Some(c) = e.downcast_ref::<CommandError>() {
+                anyhow::bail!(
+                    "--python {shown}: the interpreter failed ({}): {}",
+                    c.status,
+                    c.tail.lines().last().unwrap_or("").trim()
+                );
+            }
+            if e.downcast_ref::<DeadlineError>().is_some() {
+                anyhow::bail!(
+                    "--python {shown}: no answer within {} s",
+                    PYTHON_DEADLINE.as_secs()
+                );
+            }
+            anyhow::bail!("--python {shown}: cannot run it: {}\nhelp: give the interpreter of the environment, e.g. --python .venv/bin/python", e.root_cause());
+        }
+    };
+    crate::scan::output::python_env_from_probe(&shown, stdout.as_bytes())
 }
 
 /// The gfx targets of this machine's GPUs from KFD's topology under `sysfs` (empty when none).
@@ -117,12 +161,13 @@ fn machine_gpus(sysfs: &std::path::Path) -> Vec<String> {
 }
 
 /// Run the scan and print the table or JSON on stdout; the global `-v` lists kernels like
-/// `--kernels`. The exit code is [`crate::scan::output::exit_code`]'s (0, 1 or 3).
+/// `--kernels`. The exit code is [`crate::scan::output::exit_code`]'s (0, 1 or 3), also when
+/// stdout is closed ([`crate::ui::Stdout`]).
 ///
 /// Errors: an empty `--target` string; a path cannot be read or is not a recognised input;
 /// `--python` cannot run the interpreter; `--rocm` has no `lib/` (exit 2 via `main`).
 pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
-    let mut opts = a.options(indicatif::ProgressBar::hidden());
+    let mut opts = a.options(indicatif::ProgressBar::hidden())?;
     if crate::scan::output::walks(&opts) {
         let bar = ui.counter_bar("bundles");
         bar.set_message("scanning");
@@ -133,7 +178,8 @@ pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
         Some(JsonShape::Compact) if a.kernels => Some(JsonShape::Full),
         s => s,
     };
-    let mut out = std::io::stdout().lock();
+    // A closed stdout drops the rest of the output and keeps the verdict's exit code.
+    let mut out = std::io::BufWriter::new(crate::ui::Stdout);
     crate::scan::output::write_output(&mut out, &scan, shape, a.kernels || ui.verbose > 0)?;
     Ok(ExitCode::from(scan.code))
 }

@@ -60,12 +60,12 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     match a.cmd {
         ToolchainCmd::Build { name, force } => {
             let dir = container::toolchain::build_rootfs(&name, force)?;
-            println!("{}", dir.display());
+            crate::outln!("{}", dir.display())?;
         }
         ToolchainCmd::List { json } => {
             let rows = container::toolchain::list()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                crate::outln!("{}", serde_json::to_string_pretty(&rows)?)?;
             } else {
                 let rows: Vec<Vec<String>> = rows
                     .iter()
@@ -78,10 +78,10 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
                         vec![r.name.clone(), r.state.clone(), size, r.description.clone()]
                     })
                     .collect();
-                print!(
+                crate::out!(
                     "{}",
                     crate::ui::columns(&["TOOLCHAIN", "STATE", "SIZE", "DESCRIPTION"], &rows)
-                );
+                )?;
             }
         }
         ToolchainCmd::Run {

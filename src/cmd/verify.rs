@@ -81,9 +81,9 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     let json = a.json;
     let report = verify::run_suite(&a.into_options())?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", report.render());
+        crate::out!("{}", report.render())?;
     }
     // Errors and their explanation go to stderr (stdout carries the result), in both modes.
     for c in &report.cases {
@@ -93,7 +93,7 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             } else {
                 ""
             };
-            eprintln!(
+            crate::errln!(
                 "error: case {} ({}){hung}: {}",
                 c.id,
                 c.name,
@@ -102,10 +102,10 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
         }
     }
     for e in &report.errors {
-        eprintln!("error: {}", crate::ui::escape(e));
+        crate::errln!("error: {}", crate::ui::escape(e));
     }
     for d in &report.diagnosis {
-        eprintln!("{}", crate::ui::escape(d));
+        crate::errln!("{}", crate::ui::escape(d));
     }
     Ok(ExitCode::from(report.exit_code()))
 }

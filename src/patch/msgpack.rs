@@ -99,6 +99,9 @@ pub fn parse(buf: &[u8]) -> Result<Item, String> {
     Ok(item)
 }
 
+/// Most elements reserved up front for one array or map, whatever its header claims.
+const RESERVE_ITEMS: usize = 1024;
+
 fn parse_at(buf: &[u8], pos: usize, depth: usize) -> Result<Item, String> {
     if depth > 64 {
         return Err("MessagePack nesting deeper than 64".into());
@@ -159,7 +162,9 @@ fn parse_at(buf: &[u8], pos: usize, depth: usize) -> Result<Item, String> {
                 ));
             }
             let mut at = header_end;
-            let mut v = Vec::with_capacity(n);
+            // Bounded by the bytes left, and reserved only up to a small start: the vector grows
+            // with the elements actually parsed.
+            let mut v = Vec::with_capacity(n.min(RESERVE_ITEMS));
             for _ in 0..n {
                 let c = parse_at(buf, at, depth + 1)?;
                 at = c.end;
@@ -176,7 +181,7 @@ fn parse_at(buf: &[u8], pos: usize, depth: usize) -> Result<Item, String> {
                 ));
             }
             let mut at = header_end;
-            let mut v = Vec::with_capacity(n);
+            let mut v = Vec::with_capacity(n.min(RESERVE_ITEMS));
             for _ in 0..n {
                 let k = parse_at(buf, at, depth + 1)?;
                 let val = parse_at(buf, k.end, depth + 1)?;

@@ -227,6 +227,11 @@ pub fn next_item(data: &[u8], mut pos: usize) -> Option<Item> {
     }
 }
 
+/// Bitcode magics: raw `BC C0 DE` and the bitcode wrapper `DE C0 17 0B`.
+pub fn is_bitcode(b: &[u8]) -> bool {
+    b.starts_with(b"BC\xC0\xDE") || b.starts_with(&[0xDE, 0xC0, 0x17, 0x0B])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

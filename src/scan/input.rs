@@ -10,13 +10,12 @@
 //!
 //! Archive members are named `archive!member`. `ar` members, stored zip members and members of an
 //! uncompressed tar are parsed in place; a compressed member up to [`Settings::memory_budget`]
-//! is read into memory once, a larger one is streamed ([`stream`]) and read again for what
+//! is read into memory once, a larger one is streamed ([`member`]) and read again for what
 //! the first pass located (nothing is extracted to disk). Source: ar(5), POSIX ustar, PKWARE
 //! APPNOTE, deb(5).
 
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -24,16 +23,20 @@ use rayon::prelude::*;
 
 use super::bundle::{BUNDLE_MAGIC, CCOB_MAGIC};
 use super::model::{FileReport, Unreadable};
-use super::stream::{self, Stream};
 use super::walk::{self, Job, Part};
 use super::Settings;
 
+mod archive;
+mod member;
+mod tree;
+
+use archive::{scan_ar, scan_compressed_tar, scan_tar, scan_zip};
+pub use tree::may_carry_device_code;
+use tree::top_sources;
+
 /// Deepest archive nesting followed (a .deb holds a data.tar.xz holding files: depth 2).
 pub const MAX_DEPTH: u32 = 4;
-/// Memory reserved up front for a member or code object, whatever size its header claims; the
-/// buffer grows only as real bytes arrive, so a lying header cannot make the scanner reserve more
-/// (256 MiB).
-pub const MAX_RESERVE: u64 = 256 << 20;
+pub use super::stream::MAX_RESERVE;
 /// Largest section header table or section name table read from a streamed ELF member (16 MiB).
 pub const MAX_ELF_TABLE: u64 = 16 << 20;
 
@@ -175,175 +178,22 @@ enum Source {
     Report(FileReport),
 }
 
-fn top_sources(path: &Path, out: &mut Vec<Source>, opts: &Settings) -> anyhow::Result<()> {
-    let md = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let name = path.display().to_string();
-    if md.is_dir() {
-        walk_dir(path, out, opts);
-        return Ok(());
-    }
-    if !md.is_file() {
-        anyhow::bail!("{name}: not a regular file or directory");
-    }
-    if md.len() == 0 {
-        anyhow::bail!("{name}: file is empty (offset 0): no ELF, offload bundle or archive header");
-    }
-    out.push(Source::File {
-        name,
-        path: path.to_owned(),
-        explicit: true,
-    });
-    Ok(())
-}
-
-/// Whether a file name looks like something that can carry device code (a library, object, code
-/// object, bundle, kpack or archive). Used only for entries whose bytes cannot be read at all.
-pub fn may_carry_device_code(path: &Path) -> bool {
-    let n = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
-    const EXT: &[&str] = &[
-        ".o", ".a", ".co", ".hsaco", ".fatbin", ".bundle", ".ccob", ".kpack", ".deb", ".whl",
-        ".zip", ".tar", ".tgz", ".gz", ".xz", ".zst", ".bz2",
-    ];
-    n.ends_with(".so") || n.contains(".so.") || EXT.iter().any(|e| n.ends_with(e))
-}
-
 /// Log a skipped entry (visible with `-v`).
 fn skipped(name: &str, why: impl std::fmt::Display) {
     tracing::info!("skipped {name}: {why}");
 }
 
-/// Walk a directory in name order. Regular files are read; a link to a regular file is read
-/// too, under the link's name, unless the same file is also met under another name (a SONAME
-/// link beside its library, a hard link), then it is read once, under its own name when the walk
-/// meets it, else under the first link's name. Links to folders are not followed. Entries that
-/// cannot be read are reported: I/O errors on regular files always; dangling links, link loops,
-/// FIFOs and other non-regular files when their name looks like a library, object or archive
-/// ([`may_carry_device_code`]; a dangling `sitecustomize.py` link in a rootfs is not one).
-/// Everything skipped is logged (`-v`).
-fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
-    struct Cand {
-        name: String,
-        path: PathBuf,
-        link: bool,
-        key: (u64, u64),
-    }
-    let mut found: Vec<Result<Cand, FileReport>> = Vec::new();
-    let mut seen = 0u64;
-    for entry in walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .sort_by_file_name()
-    {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                let p = e
-                    .path()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| root.display().to_string());
-                found.push(Err(io_unreadable(&p, "io", format!("cannot read: {e}"))));
-                continue;
-            }
-        };
-        seen += 1;
-        if seen.is_multiple_of(256) {
-            opts.progress
-                .set_message(format!("walking: {seen} entries"));
-        }
-        let p = entry.path();
-        let name = p.display().to_string();
-        let ft = entry.file_type();
-        if ft.is_dir() {
-            continue;
-        }
-        let unread = |class: &str, why: String| {
-            if may_carry_device_code(p) {
-                Some(Err(io_unreadable(&name, class, why)))
-            } else {
-                skipped(
-                    &name,
-                    format!("{why} (its name is not one of a library, object or archive)"),
-                );
-                None
-            }
-        };
-        if ft.is_symlink() {
-            let to = fs::read_link(p)
-                .map(|t| t.display().to_string())
-                .unwrap_or_default();
-            match fs::metadata(p) {
-                Ok(md) if md.is_dir() => skipped(&name, format!("link to the folder {to} (links to folders are not followed)")),
-                Ok(md) if md.is_file() => found.push(Ok(Cand {
-                    name,
-                    path: p.to_owned(),
-                    link: true,
-                    key: (md.dev(), md.ino()),
-                })),
-                Ok(_) => found.extend(unread(
-                    "not-regular",
-                    format!("link to {to}, which is not a regular file (FIFO, socket or device); not read"),
-                )),
-                Err(e) if e.raw_os_error() == Some(40) => {
-                    found.extend(unread("io", format!("symbolic link loop ({to})")))
-                }
-                Err(_) => found.extend(unread("io", format!("dangling symlink to {to}"))),
-            }
-            continue;
-        }
-        if !ft.is_file() {
-            found.extend(unread(
-                "not-regular",
-                "not a regular file (FIFO, socket or device); not read".into(),
-            ));
-            continue;
-        }
-        match entry.metadata() {
-            Ok(md) => found.push(Ok(Cand {
-                name,
-                path: p.to_owned(),
-                link: false,
-                key: (md.dev(), md.ino()),
-            })),
-            Err(e) => found.push(Err(io_unreadable(&name, "io", format!("cannot read: {e}")))),
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
-    // One name per file: its own (not a link) when the walk meets it, else the first link.
-    let mut chosen: std::collections::HashMap<(u64, u64), (usize, bool)> = Default::default();
-    for (i, c) in found.iter().enumerate() {
-        if let Ok(c) = c {
-            let e = chosen.entry(c.key).or_insert((i, c.link));
-            if e.1 && !c.link {
-                *e = (i, false);
-            }
-        }
-    }
-    let names: Vec<Option<String>> = found
-        .iter()
-        .map(|c| c.as_ref().ok().map(|c| c.name.clone()))
-        .collect();
-    for (i, c) in found.into_iter().enumerate() {
-        match c {
-            Err(r) => out.push(Source::Report(r)),
-            Ok(c) => {
-                let (first, _) = chosen[&c.key];
-                if first == i {
-                    out.push(Source::File {
-                        name: c.name,
-                        path: c.path,
-                        explicit: false,
-                    });
-                } else {
-                    let other = names[first].as_deref().unwrap_or("");
-                    skipped(
-                        &c.name,
-                        format!("the same file as {other}, read under that name"),
-                    );
-                }
-            }
-        }
-    }
+    Ok(n)
 }
 
 /// A file's work, located: its report so far and its jobs (in file order), or reports already
@@ -358,9 +208,44 @@ enum Planned<'a> {
     Unknown,
 }
 
-/// Read, locate and run every source; reports in source order.
+/// Most files mapped at once. The sources are read in chunks of this many, and a chunk's maps
+/// are dropped before the next chunk is mapped, so a folder of 70,000 small objects never holds a
+/// map per file (Linux's `vm.max_map_count` defaults to 65,530 maps per process).
+pub const MAX_MAPPED_FILES: usize = 512;
+
+/// Read, locate and run every source, [`MAX_MAPPED_FILES`] at a time; reports in source order.
 fn scan_sources(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<FileReport>> {
-    // Map every file whose first bytes have a known format (the rest is never mapped).
+    let mut out = Vec::new();
+    let mut sources = sources.into_iter().peekable();
+    while sources.peek().is_some() {
+        let chunk: Vec<Source> = sources.by_ref().take(MAX_MAPPED_FILES).collect();
+        out.extend(scan_chunk(chunk, opts)?);
+    }
+    Ok(out)
+}
+
+/// Open `path` as a regular file ([`crate::fsutil::open_regular`]: `O_NONBLOCK`, then `fstat`),
+/// so a file swapped for a FIFO between the folder walk and the open cannot block the scan.
+/// Errors as an unreadable record's class and reason (`not-regular` or `io`).
+fn open_input(path: &Path) -> Result<fs::File, (&'static str, String)> {
+    match crate::fsutil::open_regular(path) {
+        Ok((f, _)) => Ok(f),
+        Err(e) => Err(match fs::metadata(path) {
+            Ok(md) if !md.is_file() => (
+                "not-regular",
+                format!(
+                    "not a regular file ({}) when opened; not read",
+                    crate::fsutil::file_kind(&md)
+                ),
+            ),
+            _ => ("io", format!("cannot open: {e:#}")),
+        }),
+    }
+}
+
+/// [`scan_sources`] for one chunk: map every file whose first bytes have a known format (the rest
+/// is never mapped), locate its work, run it; the maps are dropped on return.
+fn scan_chunk(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<FileReport>> {
     enum Loaded {
         Map(String, memmap2::Mmap, bool),
         Report(FileReport),
@@ -377,17 +262,14 @@ fn scan_sources(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<Fil
                     explicit,
                 } => (name, path, explicit),
             };
-            let f = match fs::File::open(&path) {
-                Ok(f) => f,
-                Err(e) if explicit => {
-                    return Err(anyhow::Error::new(e).context(format!("cannot open {name}")))
-                }
-                Err(e) => {
-                    return Ok(Loaded::Report(io_unreadable(
-                        &name,
-                        "io",
-                        format!("cannot open: {e}"),
-                    )))
+            let f = if explicit {
+                crate::fsutil::open_regular(&path)?.0
+            } else {
+                match open_input(&path) {
+                    Ok(f) => f,
+                    Err((class, why)) => {
+                        return Ok(Loaded::Report(io_unreadable(&name, class, why)))
+                    }
                 }
             };
             let mut head = [0u8; 264];
@@ -584,1129 +466,31 @@ pub fn scan_buffer(
     Ok(known)
 }
 
-fn member_name(archive: &str, member: &str) -> String {
-    format!("{archive}!{}", member.trim_start_matches("./"))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `ar` archives (.deb, .a), parsed in place. GNU (`//` long-name table, `/N`) and BSD (`#1/N`)
-/// long names are understood. An archive that ends inside a member header is truncated
-/// (unknown), never a clean end.
-fn scan_ar(
-    name: &str,
-    data: &[u8],
-    depth: u32,
-    files: &mut Vec<FileReport>,
-    opts: &Settings,
-) -> anyhow::Result<()> {
-    let mut pos = 8usize;
-    let mut long_names: &[u8] = &[];
-    while pos < data.len() {
-        if pos + 60 > data.len() {
-            let mut f = new_file(name, "ar");
-            f.unreadable.push(Unreadable {
-                offset: pos as u64,
-                processor: None,
-                entry_id: None,
-                class: "truncated".into(),
-                reason: format!(
-                    "ar member header at offset {pos} is truncated: {} of its 60 bytes present; the archive was cut",
-                    data.len() - pos
-                ),
-            });
-            files.push(f);
-            return Ok(());
-        }
-        let h = &data[pos..pos + 60];
-        if &h[58..60] != b"`\n" {
-            files.push(io_unreadable(
-                name,
-                "bad-magic",
-                format!("ar member header at offset {pos} has no terminator"),
-            ));
-            return Ok(());
-        }
-        let raw_name = std::str::from_utf8(&h[..16]).unwrap_or("").trim_end();
-        let size: usize = match std::str::from_utf8(&h[48..58])
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-        {
-            Some(s) => s,
-            None => {
-                files.push(io_unreadable(
-                    name,
-                    "bad-size",
-                    format!("ar member header at offset {pos}: bad size field"),
-                ));
-                return Ok(());
-            }
-        };
-        let start = pos + 60;
-        let Some(end) = start.checked_add(size).filter(|&e| e <= data.len()) else {
-            let mut f = new_file(name, "ar");
-            f.unreadable.push(Unreadable {
-                offset: pos as u64,
-                processor: None,
-                entry_id: None,
-                class: "truncated".into(),
-                reason: format!("ar member {raw_name:?} ({size} bytes at {start}) runs past the end of the archive"),
-            });
-            files.push(f);
-            return Ok(());
-        };
-        let mut body = &data[start..end];
-        let mut mname = raw_name.trim_end_matches('/').to_owned();
-        if raw_name == "//" {
-            long_names = body;
-        } else if raw_name == "/" || raw_name == "/SYM64/" {
-            // Symbol table.
-        } else {
-            if let Some(n) = raw_name
-                .strip_prefix('/')
-                .and_then(|n| n.parse::<usize>().ok())
-            {
-                if let Some(rest) = long_names.get(n..) {
-                    let e = rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len());
-                    mname = String::from_utf8_lossy(&rest[..e])
-                        .trim_end_matches('/')
-                        .to_owned();
-                }
-            } else if let Some(n) = raw_name
-                .strip_prefix("#1/")
-                .and_then(|n| n.parse::<usize>().ok())
-            {
-                if n <= body.len() {
-                    mname = String::from_utf8_lossy(&body[..n])
-                        .trim_end_matches('\0')
-                        .to_owned();
-                    body = &body[n..];
-                }
-            }
-            scan_buffer(
-                &member_name(name, &mname),
-                body,
-                false,
-                depth + 1,
-                files,
-                opts,
-            )
-            .with_context(|| format!("{name}: ar member {mname}"))?;
-        }
-        pos = end + (end & 1);
-    }
-    Ok(())
-}
-
-/// Reads a streamed member again from its start (the second and third passes over a member too
-/// large to hold).
-trait Reopen {
-    fn reopen(&mut self) -> io::Result<Box<dyn Read + '_>>;
-}
-
-struct ZipAgain<'z, 'a> {
-    z: &'z mut zip::ZipArchive<std::io::Cursor<&'a [u8]>>,
-    index: usize,
-}
-
-impl Reopen for ZipAgain<'_, '_> {
-    fn reopen(&mut self) -> io::Result<Box<dyn Read + '_>> {
-        Ok(Box::new(
-            self.z.by_index(self.index).map_err(io::Error::other)?,
-        ))
-    }
-}
-
-/// zip archives (.whl): stored members are parsed in place; deflated ones are inflated into
-/// memory when they fit [`Settings::memory_budget`], else streamed.
-fn scan_zip(
-    name: &str,
-    data: &[u8],
-    depth: u32,
-    files: &mut Vec<FileReport>,
-    opts: &Settings,
-) -> anyhow::Result<()> {
-    let mut z = match zip::ZipArchive::new(std::io::Cursor::new(data)) {
-        Ok(z) => z,
-        Err(e) => {
-            files.push(io_unreadable(
-                name,
-                "bad-magic",
-                format!("zip central directory: {e}"),
-            ));
-            return Ok(());
-        }
-    };
-    for i in 0..z.len() {
-        let mut m = match z.by_index(i) {
-            Ok(m) => m,
-            Err(e) => {
-                files.push(io_unreadable(
-                    name,
-                    "unsupported",
-                    format!("zip member {i}: {e}"),
-                ));
-                continue;
-            }
-        };
-        if !m.is_file() || m.size() < 4 {
-            continue;
-        }
-        let mname = member_name(name, m.name());
-        if m.compression() == zip::CompressionMethod::Stored {
-            let start = m.data_start() as usize;
-            if let Some(body) = data.get(start..start.saturating_add(m.compressed_size() as usize))
-            {
-                scan_buffer(&mname, body, false, depth + 1, files, opts)?;
-                continue;
-            }
-        }
-        let mut head = [0u8; 264];
-        let n = read_up_to(&mut m, &mut head).with_context(|| mname.clone())?;
-        let Some(fmt) = sniff(&head[..n]) else {
-            continue;
-        };
-        let at = m.header_start();
-        let claimed = m.size();
-        let what = format!("zip member at byte {at}");
-        if claimed > opts.memory_budget {
-            match spill(&head[..n], &mut m, claimed, opts) {
-                Spill::Mapped(map) => {
-                    drop(m);
-                    scan_buffer(&mname, &map, false, depth + 1, files, opts)?;
-                    continue;
-                }
-                Spill::Short(got) => {
-                    files.push(size_lie(&mname, &what, claimed, got));
-                    continue;
-                }
-                Spill::ReadFailed(e) => {
-                    files.push(io_unreadable(
-                        &mname,
-                        "decompress",
-                        format!("{what}: cannot inflate: {e}"),
-                    ));
-                    continue;
-                }
-                // The zip member is reopened from its start either way.
-                Spill::NotSpilled | Spill::WriteFailed => {}
-            }
-            drop(m);
-            let mut again = ZipAgain {
-                z: &mut z,
-                index: i,
-            };
-            files.extend(stream_member(
-                &mname, &what, fmt, claimed, None, &mut again, depth, opts,
-            ));
-            continue;
-        }
-        let mut body = Vec::with_capacity(claimed as usize);
-        body.extend_from_slice(&head[..n]);
-        // One byte past the claim, so a member longer than its header says is seen.
-        let rest = claimed.saturating_sub(n as u64) + 1;
-        if let Err(e) = (&mut m).take(rest).read_to_end(&mut body) {
-            files.push(io_unreadable(
-                &mname,
-                "decompress",
-                format!("{what}: cannot inflate: {e}"),
-            ));
-            continue;
-        }
-        if body.len() as u64 != claimed {
-            files.push(size_lie(&mname, &what, claimed, body.len() as u64));
-            continue;
-        }
-        scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
-    }
-    Ok(())
-}
-
-/// What [`spill`] did with a member too large to hold.
-enum Spill {
-    /// The member, exactly its claimed size, decompressed into an unnamed file and mapped.
-    Mapped(memmap2::Mmap),
-    /// The member held this many bytes, not the claimed size (at most one byte past it is read).
-    Short(u64),
-    /// Decompressing the member failed: it is unreadable, as when it is held in memory.
-    ReadFailed(io::Error),
-    /// Nothing was read: no spill folder, or too little space in it.
-    NotSpilled,
-    /// Writing the spill failed after part of the member was read; it must be read again from
-    /// its start.
-    WriteFailed,
-}
-
-/// Decompress a compressed archive member of `size` bytes, of which `head` was already read from
-/// `rest`, once into an unnamed file in [`Settings::spill_dir`] and map it, so that the passes a
-/// host ELF needs (section headers, section names, `.hip_fatbin`) read the map rather than decode
-/// the archive again from its start: streamed, a 370 MB library in Debian's
-/// `librccl1_7.2.4-1~exp3_amd64.deb` (`data.tar.xz`) was decoded about three times.
-///
-/// The spill is used only when its file system has twice `size` free, so a member that claims
-/// more than the disk holds (a decompression bomb) is streamed as before, and at most one byte
-/// past the claim is ever written.
-fn spill(head: &[u8], rest: &mut dyn Read, size: u64, opts: &Settings) -> Spill {
-    let Some(dir) = &opts.spill_dir else {
-        return Spill::NotSpilled;
-    };
-    match crate::fsutil::free_bytes(dir) {
-        Ok(free) if size.saturating_mul(2) <= free => {}
-        _ => return Spill::NotSpilled,
-    }
-    let Ok(mut file) = crate::fsutil::unnamed_temp_in(dir) else {
-        return Spill::NotSpilled;
-    };
-    if io::Write::write_all(&mut file, head).is_err() {
-        return Spill::NotSpilled;
-    }
-    let mut got = head.len() as u64;
-    let mut r = rest.take((size + 1).saturating_sub(got));
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let k = match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(k) => k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Spill::ReadFailed(e),
-        };
-        if io::Write::write_all(&mut file, &buf[..k]).is_err() {
-            return Spill::WriteFailed;
-        }
-        got += k as u64;
-    }
-    if got != size {
-        return Spill::Short(got);
-    }
-    match crate::fsutil::map_readonly(&file) {
-        Ok(map) => Spill::Mapped(map),
-        Err(_) => Spill::WriteFailed,
-    }
-}
-
-fn size_lie(mname: &str, what: &str, claimed: u64, got: u64) -> FileReport {
-    io_unreadable(
-        mname,
-        "truncated",
-        format!(
-            "{what} claims {claimed} bytes but holds {}{}",
-            if got > claimed { "more than " } else { "" },
-            got.min(claimed)
-        ),
-    )
-}
-
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
-/// A fresh decoder over a compressed archive held in memory.
-fn decoder<'a>(fmt: Format, data: &'a [u8]) -> io::Result<Box<dyn Read + Send + 'a>> {
-    Ok(match fmt {
-        Format::Gzip => Box::new(flate2::read::MultiGzDecoder::new(data)),
-        Format::Xz => Box::new(xz2::read::XzDecoder::new_multi_decoder(data)),
-        _ => Box::new(zstd::stream::read::Decoder::with_buffer(data)?),
-    })
-}
-
-/// A compressed stream (gzip, xz, zstd): scanned as a tar archive when its first 512 decompressed
-/// bytes are a tar header; otherwise skipped (a compressed changelog in a .deb), or an error when
-/// named directly.
-fn scan_compressed_tar(
-    name: &str,
-    fmt: Format,
-    data: &[u8],
-    explicit: bool,
-    depth: u32,
-    files: &mut Vec<FileReport>,
-    opts: &Settings,
-) -> anyhow::Result<()> {
-    let mut r = decoder(fmt, data).with_context(|| format!("{name}: compressed stream"))?;
-    let mut head = vec![0u8; 512];
-    let n = read_up_to(&mut r, &mut head).with_context(|| format!("{name}: cannot decompress"))?;
-    head.truncate(n);
-    if head.get(257..262) != Some(b"ustar") {
-        if explicit {
-            anyhow::bail!("{name}: compressed stream at offset 0 is not a tar archive");
-        }
-        return Ok(());
-    }
-    let again = |at: u64| -> io::Result<Box<dyn Read + Send + '_>> {
-        let mut r = decoder(fmt, data)?;
-        if io::copy(&mut (&mut r).take(at), &mut io::sink())? < at {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the stream ended before the member",
-            ));
-        }
-        Ok(r)
-    };
-    tar_members(
-        name,
-        std::io::Cursor::new(head).chain(r),
-        None,
-        Some(&again),
-        depth,
-        files,
-        opts,
-    )
-}
-
-/// An uncompressed tar archive in memory: members are parsed in place.
-fn scan_tar(
-    name: &str,
-    data: &[u8],
-    depth: u32,
-    files: &mut Vec<FileReport>,
-    opts: &Settings,
-) -> anyhow::Result<()> {
-    tar_members(name, data, Some(data), None, depth, files, opts)
-}
-
-type Again<'a> = dyn Fn(u64) -> io::Result<Box<dyn Read + Send + 'a>> + 'a;
-
-struct TarAgain<'f, 'a> {
-    again: &'f Again<'a>,
-    at: u64,
-    size: u64,
-}
-
-impl Reopen for TarAgain<'_, '_> {
-    fn reopen(&mut self) -> io::Result<Box<dyn Read + '_>> {
-        Ok(Box::new((self.again)(self.at)?.take(self.size)))
-    }
-}
-
-/// The members of a tar stream: each regular member's first bytes are sniffed; a member of a
-/// known format is taken in place from `in_place` (an uncompressed archive in memory), read into
-/// memory when it fits [`Settings::memory_budget`], or else streamed (`again` reopens the
-/// decompressed stream at a position for the later passes).
-fn tar_members<'a>(
-    name: &str,
-    r: impl Read,
-    in_place: Option<&'a [u8]>,
-    again: Option<&Again<'a>>,
-    depth: u32,
-    files: &mut Vec<FileReport>,
-    opts: &Settings,
-) -> anyhow::Result<()> {
-    let mut ar = tar::Archive::new(r);
-    let entries = match ar.entries() {
-        Ok(e) => e,
-        Err(e) => {
-            files.push(io_unreadable(
-                name,
-                "bad-magic",
-                format!("not a readable tar stream: {e}"),
-            ));
-            return Ok(());
-        }
-    };
-    for entry in entries {
-        let mut entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                files.push(io_unreadable(name, "truncated", format!("tar stream: {e}")));
-                return Ok(());
-            }
-        };
-        let ty = entry.header().entry_type();
-        if !ty.is_file() || entry.size() < 4 {
-            continue;
-        }
-        let mname = member_name(
-            name,
-            &entry
-                .path()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-        );
-        let size = entry.size();
-        let what = format!("tar member at byte {}", entry.raw_header_position());
-        let data_at = entry.raw_file_position();
-        if let (Some(d), false) = (in_place, ty.is_gnu_sparse()) {
-            let body = usize::try_from(data_at)
-                .ok()
-                .and_then(|s| Some(s..s.checked_add(usize::try_from(size).ok()?)?))
-                .and_then(|r| d.get(r));
-            match body {
-                Some(b) => {
-                    scan_buffer(&mname, b, false, depth + 1, files, opts)?;
-                }
-                None => {
-                    files.push(io_unreadable(
-                        &mname,
-                        "truncated",
-                        format!(
-                            "{what} claims {size} bytes at {data_at}, past the end of the archive ({} bytes)",
-                            d.len()
-                        ),
-                    ));
-                    return Ok(());
-                }
-            }
-            continue;
-        }
-        let mut head = [0u8; 264];
-        let n = match read_up_to(&mut entry, &mut head) {
-            Ok(n) => n,
-            Err(e) => {
-                files.push(io_unreadable(
-                    &mname,
-                    "truncated",
-                    format!("tar member: {e}"),
-                ));
-                return Ok(());
-            }
-        };
-        let Some(fmt) = sniff(&head[..n]) else {
-            continue;
-        };
-        if size > opts.memory_budget {
-            let streamed_from_start = match spill(&head[..n], &mut entry, size, opts) {
-                Spill::Mapped(map) => {
-                    scan_buffer(&mname, &map, false, depth + 1, files, opts)?;
-                    continue;
-                }
-                Spill::Short(got) => {
-                    files.push(size_lie(&mname, &what, size, got));
-                    return Ok(());
-                }
-                Spill::ReadFailed(e) => {
-                    files.push(io_unreadable(
-                        &mname,
-                        "truncated",
-                        format!("tar member: {e}"),
-                    ));
-                    return Ok(());
-                }
-                Spill::NotSpilled => false,
-                Spill::WriteFailed => true,
-            };
-            let Some(again) = again else {
-                files.push(over_budget(&mname, &what, size, opts));
-                continue;
-            };
-            let mut first = io::Cursor::new(head[..n].to_vec()).chain(&mut entry);
-            let mut re = TarAgain {
-                again,
-                at: data_at,
-                size,
-            };
-            let first: Option<&mut dyn Read> = if streamed_from_start {
-                None
-            } else {
-                Some(&mut first)
-            };
-            files.extend(stream_member(
-                &mname, &what, fmt, size, first, &mut re, depth, opts,
-            ));
-            continue;
-        }
-        let mut body = Vec::with_capacity(size as usize);
-        body.extend_from_slice(&head[..n]);
-        if let Err(e) = entry.read_to_end(&mut body) {
-            files.push(io_unreadable(
-                &mname,
-                "truncated",
-                format!("tar member: {e}"),
-            ));
-            return Ok(());
-        }
-        if body.len() as u64 != size {
-            files.push(size_lie(&mname, &what, size, body.len() as u64));
-            return Ok(());
-        }
-        scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
-    }
-    Ok(())
-}
-
-fn over_budget(mname: &str, what: &str, size: u64, opts: &Settings) -> FileReport {
-    io_unreadable(
-        mname,
-        "too-large",
-        format!(
-            "{what}: {size} bytes, more than the {}-byte memory budget, and this kind of member cannot be streamed; raise it with --memory-budget SIZE or RCCLFIX_SCAN_MEMORY_BUDGET",
-            opts.memory_budget
-        ),
-    )
-}
-
-/// Scan a member of `size` bytes that is too large to hold: `first` reads it once from its start
-/// (bytes already sniffed included; `None`: `again` opens it for the first pass too), `again`
-/// reads it again. A bare code object is held (it is
-/// the code object); a raw bundle or CCOB file is streamed in one pass; a host ELF in up to three
-/// (section headers; section names; the device-code sections, `.hip_fatbin` streamed). Nested
-/// archives are not streamed (unknown, naming the budget).
-#[allow(clippy::too_many_arguments)]
-fn stream_member(
-    mname: &str,
-    what: &str,
-    fmt: Format,
-    size: u64,
-    first: Option<&mut dyn Read>,
-    again: &mut dyn Reopen,
-    depth: u32,
-    opts: &Settings,
-) -> Vec<FileReport> {
-    let mut files = Vec::new();
-    if fmt == Format::HostElf {
-        files.extend(stream_elf(mname, what, size, first, again, opts));
-        return files;
-    }
-    let mut own;
-    let first: &mut dyn Read = match first {
-        Some(r) => r,
-        None => match again.reopen() {
-            Ok(r) => {
-                own = r;
-                &mut own
-            }
-            Err(e) => {
-                files.push(io_unreadable(mname, "io", format!("{what}: {e}")));
-                return files;
-            }
-        },
-    };
-    match fmt {
-        Format::CodeObject => {
-            if size > opts.max_code_object {
-                files.push(io_unreadable(
-                    mname,
-                    "too-large",
-                    walk::too_large(what, size, opts.max_code_object),
-                ));
-                return files;
-            }
-            let mut s = Stream::new(first);
-            let mut body = Vec::new();
-            match s.read_to(&mut body, size + 1) {
-                Ok(n) if n == size => {
-                    if let Err(e) = scan_buffer(mname, &body, false, depth + 1, &mut files, opts) {
-                        files.push(io_unreadable(mname, "io", format!("{e:#}")));
-                    }
-                }
-                Ok(n) => files.push(size_lie(mname, what, size, n)),
-                Err(e) => files.push(io_unreadable(mname, "io", format!("{what}: {e}"))),
-            }
-        }
-        Format::Bundle | Format::Ccob => {
-            let mut f = new_file(
-                mname,
-                if fmt == Format::Bundle {
-                    "bundle"
-                } else {
-                    "ccob"
-                },
-            );
-            let mut s = Stream::new(first);
-            let mut part = Part::default();
-            let r = walk_stream(&mut s, size, 0, &mut part, opts);
-            part.append_to(&mut f);
-            if let Err(e) = r {
-                f.unreadable.push(stream_failed(what, size, s.pos(), e));
-            } else if let Some(u) = rest_of(&mut s, what, size) {
-                f.unreadable.push(u);
-            }
-            files.push(f);
-        }
-        Format::Kpack => files.push(kpack_file(mname)),
-        _ if depth + 1 >= MAX_DEPTH => files.push(too_deep(mname)),
-        _ => files.push(over_budget(mname, what, size, opts)),
-    }
-    files
-}
-
-/// The record for a stream that failed or ended at `pos` of a member claiming `size` bytes.
-fn stream_failed(what: &str, size: u64, pos: u64, e: io::Error) -> Unreadable {
-    let reason = if e.kind() == io::ErrorKind::UnexpectedEof || pos < size {
-        format!("{what} claims {size} bytes but holds {pos}: {e}")
-    } else {
-        format!("{what}: cannot read at byte {pos}: {e}")
-    };
-    Unreadable {
-        offset: pos,
-        processor: None,
-        entry_id: None,
-        class: "truncated".into(),
-        reason,
-    }
-}
-
-/// Read a streamed member to its end: `None` when it holds exactly `size` bytes, else the record.
-fn rest_of<R: Read>(s: &mut Stream<R>, what: &str, size: u64) -> Option<Unreadable> {
-    let at = s.pos();
-    match s.skip(size.saturating_sub(at) + 1) {
-        Ok(_) if s.pos() == size => None,
-        Ok(_) => Some(Unreadable {
-            offset: 0,
-            processor: None,
-            entry_id: None,
-            class: "truncated".into(),
-            reason: format!(
-                "{what} claims {size} bytes but holds {}{}",
-                if s.pos() > size { "more than " } else { "" },
-                s.pos().min(size)
-            ),
-        }),
-        Err(e) => Some(stream_failed(what, size, s.pos(), e)),
-    }
-}
-
-/// Walk a streamed `.hip_fatbin` (or raw bundle/CCOB file) of `len` bytes at file offset `base`,
-/// as [`walk::locate_fatbin`] does in memory (after a bad bundle the walk goes on at the next
-/// aligned magic after what was read). CCOB v1 (whose end only a full decode finds) is not read
-/// from a stream.
-///
-/// Errors: the stream failed or ended early (what was found so far is in `part`).
-fn walk_stream<R: Read>(
-    s: &mut Stream<R>,
-    len: u64,
-    base: u64,
-    part: &mut Part,
-    opts: &Settings,
-) -> io::Result<()> {
-    let start = s.pos();
-    loop {
-        let (pos, found) = stream::next(s, start, len)?;
-        let at = base + pos;
-        match found {
-            stream::Found::End => return Ok(()),
-            stream::Found::Unknown { len } => part.unreadable.push(walk::unknown_data(at, len)),
-            stream::Found::Plain => {
-                let mut got = Vec::new();
-                let r = stream::read_bundle(s, len - pos, opts.max_code_object, |e, body| {
-                    got.push((e.index, stream_record(e, body, at, "plain", None)));
-                });
-                got.sort_by_key(|(i, _)| *i);
-                push_records(part, got);
-                match r {
-                    Ok(_) => {}
-                    Err(stream::Fail::Bad(p)) => {
-                        part.unreadable.push(p.unreadable(at, None, None));
-                        // Go on past the magic even when nothing of the bundle was consumed.
-                        if s.pos() == start + pos {
-                            s.consume(1);
-                        }
-                    }
-                    Err(stream::Fail::Io { error, .. }) => return Err(error),
-                }
-            }
-            stream::Found::Ccob => {
-                let h = s.peek(32)?.to_vec();
-                let header = match super::ccob::parse_header_in(&h, len - pos) {
-                    Ok(hd) if hd.total_size.is_some() => hd,
-                    Ok(hd) => {
-                        part.unreadable.push(Unreadable {
-                            offset: at,
-                            processor: None,
-                            entry_id: None,
-                            class: "unsupported".into(),
-                            reason: format!("CCOB v{} (no total size) inside a member larger than the memory budget is not read; raise it with --memory-budget SIZE or RCCLFIX_SCAN_MEMORY_BUDGET", hd.version),
-                        });
-                        s.consume(1);
-                        continue;
-                    }
-                    Err(p) => {
-                        part.unreadable.push(p.unreadable(at, None, None));
-                        s.consume(1);
-                        continue;
-                    }
-                };
-                let total = header.total_size.unwrap_or(0);
-                let payload_len = total - header.header_len as u64;
-                s.consume(header.header_len);
-                let label = header.label();
-                if let Err(p) = super::ccob::check_claim(&header, payload_len) {
-                    part.unreadable.push(p.unreadable(at, None, None));
-                } else {
-                    let payload = io::BufReader::new((&mut *s).take(payload_len));
-                    let r =
-                        super::ccob::decode_streamed(&header, payload, opts.verify_hash, |ds| {
-                            let mut got = Vec::new();
-                            stream::read_bundle(
-                                ds,
-                                header.uncompressed_size,
-                                opts.max_code_object,
-                                |e, body| {
-                                    got.push((
-                                        e.index,
-                                        stream_record(e, body, at, &label, Some(&label)),
-                                    ));
-                                },
-                            )?;
-                            got.sort_by_key(|(i, _)| *i);
-                            Ok(got)
-                        });
-                    match r {
-                        Err(p) => part.unreadable.push(p.unreadable(at, None, None)),
-                        Ok((Err(p), _)) => part.unreadable.push(Unreadable {
-                            offset: at,
-                            processor: None,
-                            entry_id: None,
-                            class: p.class.to_owned(),
-                            reason: format!(
-                                "{label}: decompressed bundle at +{}: {}",
-                                p.offset, p.reason
-                            ),
-                        }),
-                        Ok((Ok(got), _)) => push_records(part, got),
-                    }
-                }
-                let done = s.pos() - start - pos;
-                if done < total && s.skip(total - done)? < total - done {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the stream ended inside a CCOB",
-                    ));
-                }
-            }
-        }
-    }
-}
-
-fn stream_record(
-    e: &stream::StreamEntry,
-    body: stream::Body<'_>,
-    at: u64,
-    container: &str,
-    inner: Option<&str>,
-) -> Option<Result<super::model::ImageReport, Unreadable>> {
-    walk::entry_or_too_large(e, body, at, container, inner)
-}
-
-fn push_records(
-    part: &mut Part,
-    got: Vec<(usize, Option<Result<super::model::ImageReport, Unreadable>>)>,
-) {
-    for (_, r) in got {
-        match r {
-            Some(Ok(i)) => part.images.push(i),
-            Some(Err(u)) => part.unreadable.push(u),
-            None => {}
-        }
-    }
-}
-
-/// One section header of a streamed ELF.
-#[derive(Debug, Clone)]
-struct Shdr {
-    name: u32,
-    ty: u32,
-    offset: u64,
-    size: u64,
-}
-
-/// A host ELF member too large to hold: pass 1 reads the ELF header and the section header table
-/// (and the whole member, to check its size); pass 2 the section names; pass 3 the device-code
-/// sections in file order (`.hip_fatbin` streamed, the rest held). `None`: no device code.
-fn stream_elf(
-    mname: &str,
-    what: &str,
-    size: u64,
-    first: Option<&mut dyn Read>,
-    again: &mut dyn Reopen,
-    opts: &Settings,
-) -> Option<FileReport> {
-    let mut f = new_file(mname, "host-elf");
-    let fail = |mut f: FileReport, u: Unreadable| {
-        f.unreadable.push(u);
-        Some(f)
-    };
-    let bad = |offset: u64, class: &str, reason: String| Unreadable {
-        offset,
-        processor: None,
-        entry_id: None,
-        class: class.into(),
-        reason: format!("{what}: {reason}"),
-    };
-    // Pass 1.
-    // The ELF header, the section header table's offset, and the table.
-    type Pass1 = Option<(Vec<u8>, u64, Vec<u8>)>;
-    let pass1 = |r: &mut dyn Read| -> Result<Pass1, Unreadable> {
-        let mut s = Stream::new(r);
-        let hdr = match s.peek(64) {
-            Ok(h) if h.len() == 64 => h.to_vec(),
-            Ok(h) => {
-                let n = h.len() as u64;
-                return Err(stream_failed(
-                    what,
-                    size,
-                    n,
-                    io::ErrorKind::UnexpectedEof.into(),
-                ));
-            }
-            Err(e) => return Err(stream_failed(what, size, 0, e)),
-        };
-        if hdr[4] != 2 || hdr[5] != 1 {
-            return Err(bad(4, "unsupported", "a host ELF larger than the memory budget is read only when it is 64-bit little-endian".into()));
-        }
-        let u16_at = |o: usize| u16::from_le_bytes([hdr[o], hdr[o + 1]]) as u64;
-        let shoff = u64::from_le_bytes(hdr[0x28..0x30].try_into().unwrap());
-        let (shentsize, shnum) = (u16_at(0x3a), u16_at(0x3c));
-        if shnum == 0 || shoff == 0 {
-            return Ok(None);
-        }
-        let table = shnum * 64;
-        if shentsize != 64 || table > MAX_ELF_TABLE || shoff.checked_add(table).ends_past(size) {
-            return Err(bad(0x28, "bad-elf", format!("section header table ({shnum} entries of {shentsize} bytes at {shoff}) does not fit the {size}-byte member")));
-        }
-        let mut raw = Vec::new();
-        let read = (|| -> io::Result<u64> {
-            let k = s.skip(shoff)?;
-            if k < shoff {
-                return Ok(k);
-            }
-            s.read_to(&mut raw, table)?;
-            Ok(s.pos())
-        })();
-        match read {
-            Ok(p) if p == shoff + table => {}
-            Ok(p) => {
-                return Err(stream_failed(
-                    what,
-                    size,
-                    p,
-                    io::ErrorKind::UnexpectedEof.into(),
-                ))
-            }
-            Err(e) => return Err(stream_failed(what, size, s.pos(), e)),
-        }
-        if let Some(u) = rest_of(&mut s, what, size) {
-            return Err(u);
-        }
-        Ok(Some((hdr, shoff, raw)))
-    };
-    let p1 = match first {
-        Some(r) => pass1(r),
-        None => match again.reopen() {
-            Ok(mut r) => pass1(&mut r),
-            Err(e) => Err(stream_failed(what, size, 0, e)),
-        },
-    };
-    let (hdr, shoff, raw) = match p1 {
-        Ok(Some(x)) => x,
-        Ok(None) => return None,
-        Err(u) => return fail(f, u),
-    };
-    let shnum = raw.len() as u64 / 64;
-    let shstrndx = u16::from_le_bytes([hdr[0x3e], hdr[0x3f]]) as u64;
-    let shdrs: Vec<Shdr> = raw
-        .chunks_exact(64)
-        .map(|r| Shdr {
-            name: u32::from_le_bytes(r[0..4].try_into().unwrap()),
-            ty: u32::from_le_bytes(r[4..8].try_into().unwrap()),
-            offset: u64::from_le_bytes(r[24..32].try_into().unwrap()),
-            size: u64::from_le_bytes(r[32..40].try_into().unwrap()),
-        })
-        .collect();
-    let Some(strtab) = shdrs.get(shstrndx as usize).cloned() else {
-        return fail(
-            f,
-            bad(
-                0x3e,
-                "bad-elf",
-                format!("section name table index {shstrndx} is past the {shnum} sections"),
-            ),
-        );
-    };
-    if strtab.size > MAX_ELF_TABLE || strtab.offset.checked_add(strtab.size).ends_past(size) {
-        return fail(f, bad(shoff, "bad-elf", format!("section name table ({} bytes at {}) does not fit the member or exceeds {MAX_ELF_TABLE} bytes", strtab.size, strtab.offset)));
-    }
-    // Pass 2: the names.
-    let names = match read_range(again, strtab.offset, strtab.size) {
-        Ok(n) => n,
-        Err(e) => return fail(f, stream_failed(what, size, strtab.offset, e)),
-    };
-    let name_of = |sh: &Shdr| -> &[u8] {
-        let s = names.get(sh.name as usize..).unwrap_or(&[]);
-        &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())]
-    };
-    const NOBITS: u32 = 8;
-    #[derive(Clone, Copy, PartialEq)]
-    enum Want {
-        Fatbin,
-        Wrappers,
-        Rdc,
-    }
-    let mut wanted: Vec<(Want, Shdr, String)> = Vec::new();
-    let mut nobits_fatbin = None;
-    let mut kpack_ref = None;
-    for sh in &shdrs {
-        let n = name_of(sh);
-        match n {
-            b".hip_fatbin" | b".hip_fat" if sh.ty == NOBITS => nobits_fatbin = Some(sh.offset),
-            b".hip_fatbin" | b".hip_fat" => wanted.push((Want::Fatbin, sh.clone(), String::new())),
-            b".hipFatBinSegment" | b".hipFatB" if sh.ty != NOBITS => {
-                wanted.push((Want::Wrappers, sh.clone(), String::new()))
-            }
-            b".rocm_kpack_ref" | b".kpackrf" => kpack_ref = Some(sh.offset),
-            n if n.starts_with(super::elf::RDC_PREFIX.as_bytes()) => {
-                if let Ok(id) = std::str::from_utf8(&n[super::elf::RDC_PREFIX.len()..]) {
-                    wanted.push((Want::Rdc, sh.clone(), id.to_owned()));
-                }
-            }
-            _ => {}
-        }
-    }
-    if wanted.is_empty() && nobits_fatbin.is_none() && kpack_ref.is_none() {
-        return None;
-    }
-    for (_, sh, _) in &wanted {
-        if sh.ty == NOBITS {
-            continue;
-        }
-        if sh.offset.checked_add(sh.size).ends_past(size) {
-            return fail(
-                f,
-                Unreadable {
-                    offset: sh.offset,
-                    processor: None,
-                    entry_id: None,
-                    class: "truncated".into(),
-                    reason: format!(
-                        "{what}: section {} ({} bytes at {}) runs past the end of the member",
-                        String::from_utf8_lossy(name_of(sh)),
-                        sh.size,
-                        sh.offset
-                    ),
-                },
-            );
-        }
-    }
-    // Pass 3: the device-code sections in file order.
-    wanted.sort_by_key(|(_, sh, _)| sh.offset);
-    let mut wrappers = Vec::new();
-    let mut fatbin = Part::default();
-    let mut rdc = Part::default();
-    let mut has_fatbin = false;
-    let mut r = match again.reopen() {
-        Ok(r) => Stream::new(r),
-        Err(e) => return fail(f, stream_failed(what, size, 0, e)),
-    };
-    for (want, sh, id) in &wanted {
-        if sh.ty == NOBITS && *want != Want::Fatbin {
-            continue;
-        }
-        let at = r.pos();
-        if sh.offset < at {
-            rdc.unreadable.push(bad(
-                sh.offset,
-                "unsupported",
-                format!(
-                    "section {} at {} overlaps the section before it; not read from a stream",
-                    String::from_utf8_lossy(name_of(sh)),
-                    sh.offset
-                ),
-            ));
-            continue;
-        }
-        if let Err(e) = r.skip(sh.offset - at) {
-            return fail(f, stream_failed(what, size, r.pos(), e));
-        }
-        match want {
-            Want::Fatbin => {
-                has_fatbin = true;
-                let mut sec = Stream::new((&mut r).take(sh.size));
-                if let Err(e) = walk_stream(&mut sec, sh.size, sh.offset, &mut fatbin, opts) {
-                    return fail(f, stream_failed(what, size, sh.offset + sec.pos(), e));
-                }
-                let done = sec.pos();
-                drop(sec);
-                if let Err(e) = r.skip(sh.size - done.min(sh.size)) {
-                    return fail(f, stream_failed(what, size, r.pos(), e));
-                }
-            }
-            Want::Wrappers => {
-                let mut b = Vec::new();
-                if sh.size > MAX_ELF_TABLE {
-                    continue;
-                }
-                if let Err(e) = r.read_to(&mut b, sh.size) {
-                    return fail(f, stream_failed(what, size, r.pos(), e));
-                }
-                for (i, w) in b.chunks_exact(24).enumerate() {
-                    wrappers.push((
-                        sh.offset + 24 * i as u64,
-                        u32::from_le_bytes(w[..4].try_into().unwrap()),
-                    ));
-                }
-            }
-            Want::Rdc => {
-                if sh.size > opts.max_code_object {
-                    rdc.unreadable.push(Unreadable {
-                        offset: sh.offset,
-                        processor: Some(super::bundle::EntryId::parse(id).processor().to_owned())
-                            .filter(|p| !p.is_empty()),
-                        entry_id: Some(id.clone()),
-                        class: "too-large".into(),
-                        reason: walk::too_large(
-                            &format!("{what}: section __CLANG_OFFLOAD_BUNDLE__{id}"),
-                            sh.size,
-                            opts.max_code_object,
-                        ),
-                    });
-                    if let Err(e) = r.skip(sh.size) {
-                        return fail(f, stream_failed(what, size, r.pos(), e));
-                    }
-                    continue;
-                }
-                let mut b = Vec::new();
-                if let Err(e) = r.read_to(&mut b, sh.size) {
-                    return fail(f, stream_failed(what, size, r.pos(), e));
-                }
-                let p = walk::rdc_section(id, sh.offset, &b);
-                rdc.images.extend(p.images);
-                rdc.unreadable.extend(p.unreadable);
-            }
-        }
-    }
-    let h = super::elf::HostElf {
-        fatbin: None,
-        fatbin_nobits: nobits_fatbin,
-        wrappers,
-        kpack_ref,
-        rdc: Vec::new(),
-    };
-    if let Some(u) = walk::kpack_record(&h) {
-        f.unreadable.push(u);
-    }
-    if !has_fatbin && wanted.iter().any(|(w, _, _)| *w == Want::Rdc) {
-        f.kind = "rdc-object".into();
-    }
-    fatbin.append_to(&mut f);
-    rdc.append_to(&mut f);
-    Some(f)
-}
-
-/// Read `len` bytes at `offset` of a member opened again.
-fn read_range(again: &mut dyn Reopen, offset: u64, len: u64) -> io::Result<Vec<u8>> {
-    let mut s = Stream::new(again.reopen()?);
-    let mut out = Vec::new();
-    if s.skip(offset)? < offset || s.read_to(&mut out, len)? < len {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the member ended early when read again",
-        ));
-    }
-    Ok(out)
-}
-
-/// `checked_add(..)` results: whether the range overflowed or ends past `limit`.
-trait EndsPast {
-    fn ends_past(&self, limit: u64) -> bool;
-}
-
-impl EndsPast for Option<u64> {
-    fn ends_past(&self, limit: u64) -> bool {
-        !matches!(self, Some(e) if *e <= limit)
+    /// A walked entry that became a FIFO before it is opened (the walk saw a regular file) is a
+    /// `not-regular` record at once: the open does not wait for a writer.
+    #[test]
+    fn an_input_swapped_for_a_fifo_is_not_opened_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("libswapped.so");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let (done, wait) = std::sync::mpsc::channel();
+        let q = p.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(open_input(&q).map(|_| ()));
+        });
+        let got = wait
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("open_input blocked on a FIFO");
+        let (class, why) = got.expect_err("a FIFO is not an input");
+        assert_eq!(class, "not-regular");
+        assert_eq!(why, "not a regular file (a FIFO) when opened; not read");
     }
 }

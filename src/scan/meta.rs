@@ -162,6 +162,10 @@ enum Tok<'a> {
 /// Nested containers accepted (as `rmpv`'s depth limit used before).
 const MAX_DEPTH: u32 = 32;
 
+/// Most items reserved up front for a kernel or argument list, whatever its header claims; the
+/// list grows as items are read.
+const RESERVE_ITEMS: usize = 1024;
+
 impl<'a> Rd<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let e = self
@@ -224,6 +228,27 @@ impl<'a> Rd<'a> {
             0xde | 0xdf => Tok::Map(self.be(2 << (m - 0xde))? as u32),
             0xe0..=0xff => Tok::Int(m as i8 as i64),
         })
+        .and_then(|t| self.check_count(t))
+    }
+
+    /// Refuse a container whose count claims more items than the bytes that remain (every item
+    /// takes at least one byte, a map entry two), so no caller ever sizes anything by a count the
+    /// note cannot hold (an `amdhsa.kernels` array header of `0xdd ff ff ff ff` claims
+    /// 4,294,967,295 kernels).
+    fn check_count(&self, t: Tok<'a>) -> Result<Tok<'a>, String> {
+        let items = match t {
+            Tok::Array(n) => n as u64,
+            Tok::Map(n) => 2 * n as u64,
+            _ => return Ok(t),
+        };
+        let left = (self.b.len() - self.p) as u64;
+        if items > left {
+            return Err(format!(
+                "container at byte {} claims {items} items, more than the {left} bytes left",
+                self.p
+            ));
+        }
+        Ok(t)
     }
 
     /// Skip one whole value (validating it), `depth` containers deep.
@@ -235,13 +260,6 @@ impl<'a> Rd<'a> {
         };
         if depth >= MAX_DEPTH {
             return Err(format!("nested deeper than {MAX_DEPTH} containers"));
-        }
-        // Every item takes at least one byte: a count beyond the bytes left is a lie.
-        if items > (self.b.len() - self.p) as u64 {
-            return Err(format!(
-                "container of {items} items at byte {} runs past the end",
-                self.p
-            ));
         }
         for _ in 0..items {
             self.skip(depth + 1)?;
@@ -377,7 +395,9 @@ fn merge_pass(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
                 let Tok::Array(k) = r.next().map_err(bad)? else {
                     return Err("metadata note: amdhsa.kernels is not an array".into());
                 };
-                md.kernels.reserve(k as usize);
+                // The count is bounded by the note's bytes ([`Rd::check_count`]); reserve no
+                // more than a small start so the vector grows with kernels actually read.
+                md.kernels.reserve((k as usize).min(RESERVE_ITEMS));
                 for i in 0..k {
                     let kernel = read_kernel(&mut r, i as usize, bad)?;
                     md.kernels.push(kernel);
@@ -428,7 +448,7 @@ fn read_kernel(
                     args = Some(Args::NotArray);
                     continue;
                 };
-                let mut v = Vec::with_capacity(k as usize);
+                let mut v = Vec::with_capacity((k as usize).min(RESERVE_ITEMS));
                 let mut problem = None;
                 for j in 0..k as usize {
                     if problem.is_some() {

@@ -10,6 +10,7 @@
 //! paths to hostcall users) → [`verdict`] (why, states).
 //! Files are mmapped and parsed in place; only compressed data is copied (decompressed once).
 
+pub mod amdgpu;
 pub mod bundle;
 pub mod callgraph;
 pub mod ccob;

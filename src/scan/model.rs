@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the JSON schema below; bumped on any incompatible change. Version 2: `scan --json`
 /// writes the compact document by default (`--json=full` this full one); this full report (the
-/// build's `scan.json`) has the same fields as version 1.
-pub const SCHEMA_VERSION: u32 = 2;
+/// build's `scan.json`) has the same fields as version 1. Version 3: a target with no image and
+/// nothing unreadable is the state `no-code` ([`TargetState::NoCode`]), no longer `unknown`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The whole result of one `rcclfix scan`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -134,9 +135,17 @@ pub enum TargetState {
         /// Kernels read.
         kernels: usize,
     },
-    /// Something for this target could not be read, or no image exists for it.
+    /// Something that may belong to this target could not be read.
     Unknown {
         /// Why.
+        reason: String,
+    },
+    /// Everything was read and no image is for this target (or a generic target covering it):
+    /// the input has no code for it. Not clean: a build or package that asked for the target
+    /// fails on it, and the exit code is 3 as for `unknown`; but it is not `unknown` either,
+    /// which means that something could not be read.
+    NoCode {
+        /// `no device code for gfx1030` (the scan command adds the targets it found).
         reason: String,
     },
 }

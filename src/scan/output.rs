@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -42,8 +42,8 @@ pub struct ScanJson<'a> {
     pub exit_code: u8,
 }
 
-/// The exit code for a set of verdicts: 1 if any target declares, else 3 if any is unknown (or
-/// device code could not be attributed), else 0.
+/// The exit code for a set of verdicts: 1 if any target declares, else 3 if any is unknown or has
+/// no code (or device code could not be attributed), else 0.
 pub fn exit_code(states: &BTreeMap<String, TargetState>, unattributed: usize) -> u8 {
     if states
         .values()
@@ -53,7 +53,7 @@ pub fn exit_code(states: &BTreeMap<String, TargetState>, unattributed: usize) ->
     } else if unattributed > 0
         || states
             .values()
-            .any(|s| matches!(s, TargetState::Unknown { .. }))
+            .any(|s| matches!(s, TargetState::Unknown { .. } | TargetState::NoCode { .. }))
     {
         crate::EXIT_UNKNOWN
     } else {
@@ -78,8 +78,9 @@ pub struct CliOptions {
     /// Requested gfx targets (`--target`; empty: every target found, or this machine's GPUs for
     /// an environment scan).
     pub targets: Vec<String>,
-    /// `--python`: the interpreter whose site-packages are scanned.
-    pub python: Option<PathBuf>,
+    /// `--python`: the environment whose site-packages are scanned, as the command resolved it
+    /// from the interpreter's answer to [`PYTHON_PROBE`] ([`python_env_from_probe`]).
+    pub python: Option<Env>,
     /// `--rocm`: the ROCm install whose `lib/` is scanned.
     pub rocm: Option<PathBuf>,
     /// This machine's GPUs (gfx names), requested for an environment scan without `targets`
@@ -111,6 +112,9 @@ pub struct CliScan {
     pub requested: Vec<String>,
     /// Every target found before restricting.
     pub found: Vec<String>,
+    /// Per file with images before restricting (by report path): the processors it carries,
+    /// so the environment summary lists a library that has no code for the requested targets.
+    pub carried: BTreeMap<String, Vec<String>>,
 }
 
 /// Whether a scan of `opts` walks folders (so a progress bar is worth drawing).
@@ -122,17 +126,16 @@ pub fn walks(opts: &CliOptions) -> bool {
 /// requested target.
 ///
 /// Errors: an empty target string; a path cannot be read or is not a recognised input;
-/// `--python` cannot run the interpreter; `--rocm` has no `lib/`.
+/// `--rocm` has no `lib/`.
 pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
     if opts.targets.iter().any(|t| t.trim().is_empty()) {
         anyhow::bail!("--target: empty gfx target (e.g. --target gfx1100)");
     }
     let mut paths = opts.paths.clone();
     let mut env = None;
-    if let Some(py) = &opts.python {
-        let e = python_env(py)?;
+    if let Some(e) = &opts.python {
         paths.extend(e.roots.iter().cloned());
-        env = Some(e);
+        env = Some(e.clone());
     }
     if let Some(root) = &opts.rocm {
         let lib = root.join("lib");
@@ -158,6 +161,17 @@ pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
     opts.settings.progress.finish_and_clear();
     let mut report = scanned?;
     let found = report.processors();
+    let carried: BTreeMap<String, Vec<String>> = report
+        .files
+        .iter()
+        .filter(|f| !f.images.is_empty())
+        .map(|f| {
+            let mut p: Vec<String> = f.images.iter().map(|i| i.processor.clone()).collect();
+            p.sort_by_key(|t| target_order(t));
+            p.dedup();
+            (f.path.clone(), p)
+        })
+        .collect();
     let gpus = if env.is_some() && opts.targets.is_empty() {
         opts.machine_gpus.clone()
     } else {
@@ -178,8 +192,8 @@ pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
     };
     let mut states = report.target_states(&requested);
     for (t, st) in states.iter_mut() {
-        if let TargetState::Unknown { reason } = st {
-            if reason.starts_with("no device image for") && !found.is_empty() {
+        if let TargetState::NoCode { reason } = st {
+            if !found.is_empty() {
                 *reason = format!("no device code for {t}; found: {}", found.join(", "));
             }
         }
@@ -205,6 +219,7 @@ pub fn scan_for_cli(opts: &CliOptions) -> anyhow::Result<CliScan> {
         explicit,
         requested,
         found,
+        carried,
     })
 }
 
@@ -242,11 +257,7 @@ pub fn write_output(
         }
         None => {
             if let Some(e) = &scan.env {
-                write!(
-                    out,
-                    "{}",
-                    render_summary(&scan.report, e, &scan.gpus, &scan.requested)
-                )?;
+                write!(out, "{}", render_summary(scan, e))?;
                 if kernels {
                     writeln!(out)?;
                     write!(out, "{}", render_table(&scan.report, &scan.states, true))?;
@@ -273,10 +284,10 @@ pub fn write_output(
     Ok(())
 }
 
-/// Ask `python` for its site-packages (and torch's package folder, found without importing it).
-/// The interpreter gets 60 s.
-fn python_env(python: &Path) -> anyhow::Result<Env> {
-    const PROBE: &str = r#"
+/// What `--python` asks the interpreter (`PYTHON -I -c PYTHON_PROBE`): its site-packages (and
+/// torch's package folder, found without importing it), version and prefix, as one JSON line on
+/// stdout.
+pub const PYTHON_PROBE: &str = r#"
 import json, os, site, sys, sysconfig
 p = []
 try:
@@ -296,42 +307,20 @@ except Exception:
     pass
 print(json.dumps({"paths": p, "version": sys.version.split()[0], "prefix": sys.prefix}))
 "#;
-    let shown = python.display().to_string();
-    let mut child = std::process::Command::new(python)
-        .args(["-I", "-c", PROBE])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("--python {shown}: cannot run it: {e}\nhelp: give the interpreter of the environment, e.g. --python .venv/bin/python"))?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        if child.try_wait()?.is_some() {
-            break;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            anyhow::bail!("--python {shown}: no answer within 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let o = child.wait_with_output()?;
-    if !o.status.success() {
-        let err = String::from_utf8_lossy(&o.stderr);
-        anyhow::bail!(
-            "--python {shown}: the interpreter failed ({}): {}",
-            o.status,
-            err.lines().last().unwrap_or("").trim()
-        );
-    }
+
+/// The environment from the interpreter's answer to [`PYTHON_PROBE`] (`stdout`; `shown`: the
+/// interpreter as the user named it, for messages): the existing folders it names, canonical,
+/// none inside another.
+///
+/// Errors: the answer is not the probe's JSON; none of the folders exists.
+pub fn python_env_from_probe(shown: &str, stdout: &[u8]) -> anyhow::Result<Env> {
     #[derive(serde::Deserialize)]
     struct Probe {
         paths: Vec<String>,
         version: String,
         prefix: String,
     }
-    let p: Probe = serde_json::from_slice(&o.stdout).map_err(|e| {
+    let p: Probe = serde_json::from_slice(stdout).map_err(|e| {
         anyhow::anyhow!("--python {shown}: unexpected answer from the interpreter: {e}")
     })?;
     let mut roots: Vec<PathBuf> = Vec::new();
@@ -358,15 +347,24 @@ print(json.dumps({"paths": p, "version": sys.version.split()[0], "prefix": sys.p
 }
 
 /// The per-library summary of an environment scan: one row per file with device code, the
-/// affected ones first (declares, then unknown, then clean), each with its verdict for the
-/// requested targets (this machine's GPUs when known), the declaring kernels and the targets it
-/// carries.
-pub fn render_summary(
-    report: &ScanReport,
-    env: &Env,
-    gpus: &[String],
-    requested: &[String],
-) -> String {
+/// affected ones first (declares, then unknown, then no code, then clean), each with its verdict
+/// for the requested targets (this machine's GPUs when known), the declaring kernels and the
+/// targets it carries.
+///
+/// A library's verdict is `declares` when a kernel for a requested target declares, `unknown`
+/// when something that may belong to one could not be read, `no code` when it has code for none
+/// of them, else `clean`: a target the library carries no code for never makes it `unknown`.
+/// With explicit targets (`--target`, or the machine's GPUs) every library with device code is
+/// listed, also one with none for them, and the requested targets a library has no code for
+/// are noted on its row (`[no code for gfx1030]`); without, every target found in the
+/// environment is requested and a library is judged on the ones it carries. `TARGETS` lists
+/// what a library carries ([`CliScan::carried`]).
+///
+/// Every field from the input or the interpreter is escaped for the terminal ([`crate::ui::escape`]).
+pub fn render_summary(scan: &CliScan, env: &Env) -> String {
+    let (report, gpus, requested) = (&scan.report, &scan.gpus, &scan.requested);
+    let explicit = !scan.explicit.is_empty();
+    use crate::ui::escape as e;
     use std::fmt::Write as _;
     let mut s = String::new();
     let rel = |p: &str| -> String {
@@ -381,17 +379,19 @@ pub fn render_summary(
     let libs: Vec<&FileReport> = report
         .files
         .iter()
-        .filter(|f| !f.images.is_empty() || !f.unreadable.is_empty())
+        .filter(|f| {
+            !f.images.is_empty() || !f.unreadable.is_empty() || scan.carried.contains_key(&f.path)
+        })
         .collect();
     let _ = writeln!(
         s,
         "{}: {} librar{} with device code under {}",
-        env.what,
+        e(&env.what),
         libs.len(),
         if libs.len() == 1 { "y" } else { "ies" },
         env.roots
             .iter()
-            .map(|r| r.display().to_string())
+            .map(|r| crate::ui::escape_path(r))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -402,11 +402,15 @@ pub fn render_summary(
             if requested.is_empty() {
                 "every target found".to_owned()
             } else {
-                requested.join(", ")
+                e(&requested.join(", ")).into_owned()
             }
         );
     } else {
-        let _ = writeln!(s, "verdicts for this machine's GPUs: {}", gpus.join(", "));
+        let _ = writeln!(
+            s,
+            "verdicts for this machine's GPUs: {}",
+            e(&gpus.join(", "))
+        );
     }
     struct Row {
         rank: u8,
@@ -437,6 +441,11 @@ pub fn render_summary(
                     _ => 0,
                 })
                 .sum();
+            let no_code: Vec<&str> = states
+                .iter()
+                .filter(|(_, s)| matches!(s, TargetState::NoCode { .. }))
+                .map(|(t, _)| t.as_str())
+                .collect();
             let (rank, state) = if states
                 .values()
                 .any(|s| matches!(s, TargetState::Declares { .. }))
@@ -448,29 +457,34 @@ pub fn render_summary(
                     .any(|s| matches!(s, TargetState::Unknown { .. }))
             {
                 (1, "unknown")
+            } else if no_code.len() == states.len() {
+                (2, "no code")
             } else {
-                (2, "clean")
+                (3, "clean")
             };
-            let mut procs: Vec<&str> = f.images.iter().map(|i| i.processor.as_str()).collect();
-            procs.sort_by_key(|t| target_order(t));
-            procs.dedup();
+            let procs: &[String] = scan.carried.get(&f.path).map_or(&[], Vec::as_slice);
             let targets = if procs.is_empty() {
                 "-".to_owned()
             } else {
                 format!("{} ({})", procs.join(" "), procs.len())
             };
-            let note = if !f.unreadable.is_empty() {
-                format!("{} unreadable", f.unreadable.len())
-            } else {
-                String::new()
-            };
+            let mut notes = Vec::new();
+            if !f.unreadable.is_empty() {
+                notes.push(format!("{} unreadable", f.unreadable.len()));
+            }
+            if explicit && !no_code.is_empty() {
+                let mut t = no_code.clone();
+                t.sort_by_key(|t| target_order(t));
+                notes.push(format!("no code for {}", t.join(", ")));
+            }
+            let note = notes.join("; ");
             Row {
                 rank,
-                path: rel(&f.path),
+                path: e(&rel(&f.path)).into_owned(),
                 state,
                 declaring,
-                targets,
-                note,
+                targets: e(&targets).into_owned(),
+                note: e(&note).into_owned(),
             }
         })
         .collect();
@@ -480,7 +494,7 @@ pub fn render_summary(
     }
     let w = rows
         .iter()
-        .map(|r| r.path.len())
+        .map(|r| r.path.chars().count())
         .max()
         .unwrap_or(7)
         .clamp(7, 60);
@@ -581,6 +595,7 @@ pub fn write_compact(
                 TargetState::Declares { .. } => "declares",
                 TargetState::Clean { .. } => "clean",
                 TargetState::Unknown { .. } => "unknown",
+                TargetState::NoCode { .. } => "no-code",
             },
             images: imgs.len(),
             kernels: imgs.iter().map(|i| i.kernels.len()).sum(),
@@ -589,7 +604,9 @@ pub fn write_compact(
                 _ => 0,
             },
             reason: match st {
-                TargetState::Unknown { reason } => Some(reason.clone()),
+                TargetState::Unknown { reason } | TargetState::NoCode { reason } => {
+                    Some(reason.clone())
+                }
                 _ => None,
             },
         };
@@ -745,6 +762,7 @@ pub fn render_table(
                 format!("{} image(s): {}", imgs.len(), kinds.join(", ")),
             ),
             TargetState::Unknown { reason } => ("unknown", reason.clone()),
+            TargetState::NoCode { reason } => ("no code", reason.clone()),
         };
         let (t_shown, detail) = (e(t), e(&detail));
         let _ = writeln!(s, "{t_shown:<16} {state:<9} {nk:>7} {nh:>8}  {detail}");

@@ -17,6 +17,11 @@ use super::Problem;
 /// Look-ahead window of a [`Stream`] (bytes); headers and magics are read through it.
 const WINDOW: usize = 64 << 10;
 
+/// Memory reserved up front for a member or code object, whatever size its header claims; the
+/// buffer grows only as real bytes arrive, so a lying header cannot make the scanner reserve more
+/// (256 MiB).
+pub const MAX_RESERVE: u64 = 256 << 20;
+
 /// Largest plain-bundle header (entry table) read from a stream: 16 MiB. Real headers hold a few
 /// dozen entries (a few KB); a bigger one is refused rather than held.
 pub const MAX_HEADER: u64 = 16 << 20;
@@ -99,7 +104,7 @@ impl<R: Read> Stream<R> {
     /// of the stream). Memory is reserved only as bytes arrive (at most 256 MiB ahead of them).
     pub fn read_to(&mut self, out: &mut Vec<u8>, n: u64) -> io::Result<u64> {
         let from_buf = ((self.hi - self.lo) as u64).min(n) as usize;
-        out.reserve(n.min(super::input::MAX_RESERVE) as usize);
+        out.reserve(n.min(MAX_RESERVE) as usize);
         out.extend_from_slice(&self.buf[self.lo..self.lo + from_buf]);
         self.consume(from_buf);
         let rest = n - from_buf as u64;
@@ -313,7 +318,7 @@ fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buf) => {
             let r = f(&mut buf);
-            if buf.capacity() as u64 > super::input::MAX_RESERVE {
+            if buf.capacity() as u64 > MAX_RESERVE {
                 *buf = Vec::new();
             }
             r
@@ -359,7 +364,7 @@ fn read_entries<R: Read>(
             continue;
         }
         let prefix = s.peek(4).map_err(io(e.offset))?;
-        if super::walk::is_bitcode(prefix) {
+        if super::bundle::is_bitcode(prefix) {
             let p = prefix.to_vec();
             skip_exact(s, e.size, start)?;
             on_entry(e, Body::Bytes(&p));

@@ -159,8 +159,9 @@ impl ScanReport {
 
     /// The verdict per requested target (docs/scan-json.md): `Declares` (names as `file: kernel`) when
     /// a readable image for it (or a generic image covering it) has a declaring kernel; otherwise
-    /// `Unknown` when any device code that may belong to it could not be read or no image exists;
-    /// otherwise `Clean`. A build passes only when every requested target is `Clean`.
+    /// `Unknown` when any device code that may belong to it could not be read; otherwise `NoCode`
+    /// when no image is for it; otherwise `Clean`. A build passes only when every requested target
+    /// is `Clean`.
     pub fn target_states(&self, targets: &[String]) -> BTreeMap<String, TargetState> {
         let mut out = BTreeMap::new();
         for t in targets {
@@ -198,8 +199,8 @@ impl ScanReport {
                     reason: format!("{}{more}", unknown[0]),
                 }
             } else if images == 0 {
-                TargetState::Unknown {
-                    reason: format!("no device image for {t}"),
+                TargetState::NoCode {
+                    reason: format!("no device code for {t}"),
                 }
             } else {
                 TargetState::Clean { kernels }

@@ -10,10 +10,7 @@ use super::bundle::{self, EntryId, Item};
 use super::model::{FileReport, HiddenArg, ImageReport, KernelReport, Unreadable};
 use super::{ccob, codeobj, elf, stream, verdict, Problem, Settings};
 
-/// Bitcode magics: raw `BC C0 DE` and the bitcode wrapper `DE C0 17 0B`.
-pub fn is_bitcode(b: &[u8]) -> bool {
-    b.starts_with(b"BC\xC0\xDE") || b.starts_with(&[0xDE, 0xC0, 0x17, 0x0B])
-}
+pub use super::bundle::is_bitcode;
 
 /// What one unit of work found: images and unreadable records, appended to its file in order.
 #[derive(Debug, Default)]

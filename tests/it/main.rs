@@ -14,6 +14,7 @@ mod hostile_doctor;
 mod hostile_gate;
 mod hostile_package;
 mod hostile_source;
+mod hostile_scan;
 mod matrix;
 mod package;
 mod patch;

@@ -1503,6 +1503,7 @@ fn scan_finds_the_library_inside_the_packages() {
                     }
                     TargetState::Clean { kernels } => format!("{t}: clean {kernels}"),
                     TargetState::Unknown { reason } => format!("{t}: unknown ({reason})"),
+                    TargetState::NoCode { reason } => format!("{t}: no code ({reason})"),
                 })
                 .collect::<Vec<_>>()
         };

@@ -53,6 +53,7 @@ pub(crate) fn verdicts(r: &ScanReport) -> String {
             }
             TargetState::Clean { kernels } => format!("clean {kernels}"),
             TargetState::Unknown { .. } => "unknown".to_owned(),
+            TargetState::NoCode { .. } => "no code".to_owned(),
         };
         out.push(format!("{t}: {v}"));
     }
@@ -198,7 +199,7 @@ fn sid_multi_target_generic() {
         "{states:?}"
     );
     assert!(
-        matches!(&states["gfx1200"], TargetState::Unknown { reason } if reason.contains("no device image")),
+        matches!(&states["gfx1200"], TargetState::NoCode { reason } if reason == "no device code for gfx1200"),
         "{states:?}"
     );
     let filtered = scan::scan_path(
@@ -264,12 +265,19 @@ fn rocm72_multi_target_generic() {
 }
 
 /// The gate API: a clean NDEBUG build of a plain kernel only is `Clean`; unknown never passes.
+/// The gate API: a clean NDEBUG build of a plain kernel only is `Clean`; a target with no image
+/// is `NoCode` (not `Unknown`: everything was read), and neither passes.
 #[test]
 fn gate_states() {
     let r = scan(&fixture("trixie/kernels-ndebug.so"));
     let s = r.target_states(&["gfx1100".into(), "gfx1030".into()]);
     assert!(matches!(s["gfx1100"], TargetState::Declares { .. }));
-    assert!(matches!(s["gfx1030"], TargetState::Unknown { .. }));
+    assert!(matches!(s["gfx1030"], TargetState::NoCode { .. }), "{s:?}");
+    assert_eq!(
+        rcclfix::scan::output::exit_code(&[("gfx1030".to_owned(), s["gfx1030"].clone())].into(), 0),
+        3,
+        "a requested target with no code is not clean"
+    );
     let mut clean = r.clone();
     for f in &mut clean.files {
         for i in &mut f.images {
@@ -332,7 +340,7 @@ fn golden() {
 fn json_schema() {
     let r = scan(&fixture("trixie/kernels.so"));
     let v = serde_json::to_value(&r).unwrap();
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     let back: ScanReport = serde_json::from_value(v).unwrap();
     assert_eq!(back, r);
     let k = &r.files[0].images[0].kernels;

@@ -78,7 +78,7 @@ fn same_parallel_and_serial(paths: &[PathBuf], env: &[(&str, &str)]) -> usize {
                 String::from_utf8_lossy(&serial)
             )
         });
-        assert_eq!(v["schema_version"], 2);
+        assert_eq!(v["schema_version"], 3);
         assert_eq!(
             v["shape"],
             if shape == "--json" { "compact" } else { "full" }

@@ -130,6 +130,7 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
             ),
             TargetState::Clean { kernels } => format!("clean ({kernels} kernels)"),
             TargetState::Unknown { reason } => format!("unknown: {}", e(reason)),
+            TargetState::NoCode { reason } => format!("no code: {}", e(reason)),
         };
         let _ = writeln!(out, "  library {}: {}", esc(p), esc(&t));
     }

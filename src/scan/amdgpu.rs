@@ -1,0 +1,98 @@
+//! Facts about AMDGPU code objects that the code object reader and the call graph both need,
+//! kept in a leaf module so neither imports the other for them: the processor names of
+//! `EF_AMDGPU_MACH` and the symbols known to use the hostcall buffer.
+//!
+//! Source: llvm `BinaryFormat/ELF.h` (`EF_AMDGPU_MACH_*`), llvm `AMDGPUUsage.rst`.
+
+/// `EF_AMDGPU_MACH` values (llvm `BinaryFormat/ELF.h`) → processor name.
+const MACH: &[(u32, &str)] = &[
+    (0x020, "gfx600"),
+    (0x021, "gfx601"),
+    (0x022, "gfx700"),
+    (0x023, "gfx701"),
+    (0x024, "gfx702"),
+    (0x025, "gfx703"),
+    (0x026, "gfx704"),
+    (0x028, "gfx801"),
+    (0x029, "gfx802"),
+    (0x02a, "gfx803"),
+    (0x02b, "gfx810"),
+    (0x02c, "gfx900"),
+    (0x02d, "gfx902"),
+    (0x02e, "gfx904"),
+    (0x02f, "gfx906"),
+    (0x030, "gfx908"),
+    (0x031, "gfx909"),
+    (0x032, "gfx90c"),
+    (0x033, "gfx1010"),
+    (0x034, "gfx1011"),
+    (0x035, "gfx1012"),
+    (0x036, "gfx1030"),
+    (0x037, "gfx1031"),
+    (0x038, "gfx1032"),
+    (0x039, "gfx1033"),
+    (0x03a, "gfx602"),
+    (0x03b, "gfx705"),
+    (0x03c, "gfx805"),
+    (0x03d, "gfx1035"),
+    (0x03e, "gfx1034"),
+    (0x03f, "gfx90a"),
+    (0x040, "gfx940"),
+    (0x041, "gfx1100"),
+    (0x042, "gfx1013"),
+    (0x043, "gfx1150"),
+    (0x044, "gfx1103"),
+    (0x045, "gfx1036"),
+    (0x046, "gfx1101"),
+    (0x047, "gfx1102"),
+    (0x048, "gfx1200"),
+    (0x049, "gfx1250"),
+    (0x04a, "gfx1151"),
+    (0x04b, "gfx941"),
+    (0x04c, "gfx942"),
+    (0x04e, "gfx1201"),
+    (0x04f, "gfx950"),
+    (0x051, "gfx9-generic"),
+    (0x052, "gfx10-1-generic"),
+    (0x053, "gfx10-3-generic"),
+    (0x054, "gfx11-generic"),
+    (0x055, "gfx1152"),
+    (0x058, "gfx1153"),
+    (0x059, "gfx12-generic"),
+    (0x05f, "gfx9-4-generic"),
+];
+
+/// Processor name for an `EF_AMDGPU_MACH` value, e.g. `0x041` → `gfx1100`.
+pub fn mach_name(mach: u32) -> Option<&'static str> {
+    MACH.iter().find(|(m, _)| *m == mach).map(|(_, n)| *n)
+}
+
+/// Whether a symbol name is a known user of the hostcall buffer (printf, assert, device malloc,
+/// sanitizers, the hostcall primitive itself). Every name starts with `_`, `p`, `m` or `f`
+/// (the code object reader's `parse` skips other symbols by their first byte). Source: ROCm-Device-Libs `ockl/src/hostcall.cl`,
+/// `services.cl`, `dm.cl`, `cprintf.cl`; HIP `amd_device_functions.h` (`__assert_fail`).
+pub fn is_hostcall_user(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "__assert_fail",
+        "__assertfail",
+        "printf",
+        "malloc",
+        "free",
+        "__hip_hc_malloc",
+        "__hip_hc_free",
+    ];
+    const PREFIX: &[&str] = &[
+        "__ockl_hostcall",
+        "__ockl_call_host_function",
+        "__ockl_fprintf",
+        "__ockl_printf",
+        "__ockl_devmem_request",
+        "__ockl_dm_alloc",
+        "__ockl_dm_dealloc",
+        "__ockl_sanitizer",
+        "__ockl_trap",
+        "__asan_",
+        "__ockl_fputs",
+    ];
+    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+}

@@ -1,0 +1,131 @@
+//! The instruction-set generation of a code object and the interrupt sites in its machine code
+//! (`s_sendmsg sendmsg(MSG_INTERRUPT)` outside LLVM's trap sequence), read one 32-bit word at a
+//! time. Source: the RDNA and CDNA ISA reference guides (SOPP encoding), llvm `AMDGPUUsage.rst`
+//! ("Trap Handler ABI").
+
+use crate::scan::amdgpu::mach_name;
+
+/// The instruction-set generation, for the handful of encodings read here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// gfx6, gfx7 (SI/CI opcode numbers, shared with gfx10 for SOP1; SMRD loads are not read).
+    Gfx6,
+    /// gfx8, gfx9 (incl. gfx90a, gfx94x, gfx950 and the gfx9 generic targets).
+    Gfx9,
+    /// gfx10.x.
+    Gfx10,
+    /// gfx11.x and gfx12.x.
+    Gfx11,
+    /// An `EF_AMDGPU_MACH` this module does not know: only [`interrupt_sites`] runs, with every
+    /// encoding.
+    Unknown,
+}
+
+impl Isa {
+    /// The generation of a code object from its `e_flags` (`EF_AMDGPU_MACH`, llvm `ELF.h`).
+    pub fn from_e_flags(e_flags: u32) -> Isa {
+        let Some(name) = mach_name(e_flags & 0xff) else {
+            return Isa::Unknown;
+        };
+        let digits = name.trim_start_matches("gfx");
+        if digits.starts_with("12") || digits.starts_with("11") {
+            Isa::Gfx11
+        } else if digits.starts_with("10") {
+            Isa::Gfx10
+        } else if digits.starts_with('9') || digits.starts_with('8') {
+            Isa::Gfx9
+        } else if digits.starts_with('6') || digits.starts_with('7') {
+            Isa::Gfx6
+        } else {
+            Isa::Unknown
+        }
+    }
+
+    /// SOP1 opcodes: (`s_mov_b32`, `s_mov_b64`, `s_getpc_b64`, `s_setpc_b64`, `s_swappc_b64`)
+    /// (llvm `SOPInstructions.td`: `SOP1_Real_gfx6_gfx7_gfx10`, `SOP1_Real_vi`, `SOP1_Real_gfx11`).
+    pub(super) fn sop1(self) -> Option<[u32; 5]> {
+        match self {
+            Isa::Gfx6 | Isa::Gfx10 => Some([0x03, 0x04, 0x1f, 0x20, 0x21]),
+            Isa::Gfx9 => Some([0x00, 0x01, 0x1c, 0x1d, 0x1e]),
+            Isa::Gfx11 => Some([0x00, 0x01, 0x47, 0x48, 0x49]),
+            Isa::Unknown => None,
+        }
+    }
+
+    /// VOP3 `v_readlane_b32` / `v_writelane_b32`: (top six bits, readlane, writelane opcodes)
+    /// (llvm `VOP3Instructions.td`; `110100` with 0x289/0x28a on gfx8/9, `110101` with 0x360/0x361
+    /// on gfx10+). The compiler spills a callee's address held in SGPRs to VGPR lanes and reads it
+    /// back before the call.
+    pub(super) fn lanes(self) -> Option<(u32, u32, u32)> {
+        match self {
+            Isa::Gfx9 => Some((0x34, 0x289, 0x28a)),
+            Isa::Gfx10 | Isa::Gfx11 => Some((0x35, 0x360, 0x361)),
+            Isa::Gfx6 | Isa::Unknown => None,
+        }
+    }
+
+    /// The top six bits of an SMEM instruction (`110000` on gfx8/9, `111101` on gfx10+).
+    pub(super) fn smem(self) -> Option<u32> {
+        match self {
+            Isa::Gfx9 => Some(0x30),
+            Isa::Gfx10 | Isa::Gfx11 => Some(0x3D),
+            Isa::Gfx6 | Isa::Unknown => None,
+        }
+    }
+}
+
+/// Whether `w` is `s_sendmsg` / `s_sendmsghalt` with message ID 1 (`MSG_INTERRUPT`): SOPP opcodes
+/// 16/17 on gfx6–gfx10 (`0xBF90xxxx`/`0xBF91xxxx`), 54/55 on gfx11–gfx12 (`0xBFB6xxxx`/
+/// `0xBFB7xxxx`); [`Isa::Unknown`] accepts both (on gfx11+ `0xBF90` is `s_trap`).
+pub fn is_interrupt_msg(w: u32, isa: Isa) -> bool {
+    let op = w >> 16;
+    let ours = match isa {
+        Isa::Gfx6 | Isa::Gfx9 | Isa::Gfx10 => matches!(op, 0xBF90 | 0xBF91),
+        Isa::Gfx11 => matches!(op, 0xBFB6 | 0xBFB7),
+        Isa::Unknown => matches!(op, 0xBF90 | 0xBF91 | 0xBFB6 | 0xBFB7),
+    };
+    ours && (w & 0xF) == 1
+}
+
+/// `s_mov_b32 m0, ttmp2` (gfx9, gfx10, gfx11/12 encodings).
+const M0_FROM_TTMP2: [u32; 3] = [0xBEFC_006E, 0xBEFC_036E, 0xBEFD_006E];
+/// `s_mov_b32 ttmp2, m0` (gfx9, gfx10, gfx11/12 encodings).
+const TTMP2_FROM_M0: [u32; 3] = [0xBEEE_007C, 0xBEEE_037C, 0xBEEE_007D];
+
+/// The `s_sendmsg sendmsg(MSG_INTERRUPT)` sites of one executable section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InterruptSites {
+    /// Addresses (section address + byte offset) of sites outside the trap sequence: hostcall
+    /// wakes the host's listener this way (ROCm-Device-Libs `ockl`: `hostcall_impl.cl` signals
+    /// the doorbell through `__ockl_hsa_signal_add`).
+    pub host: Vec<u64>,
+    /// Sites inside LLVM's gfx11 trap sequence (`SITargetLowering::lowerTrapHsa` saves `m0` in
+    /// `ttmp2` before and restores it right after): not hostcall.
+    pub trap: usize,
+}
+
+/// Every `s_sendmsg sendmsg(MSG_INTERRUPT)` word of `code` (an executable section loaded at
+/// `addr`), at every 4-byte boundary: conservative, since no instruction lengths are decoded, so
+/// a literal holding such a word counts too.
+pub fn interrupt_sites(code: &[u8], addr: u64, isa: Isa) -> InterruptSites {
+    let n = code.len() / 4;
+    let mut out = InterruptSites::default();
+    for i in 0..n {
+        if !is_interrupt_msg(word(code, i), isa) {
+            continue;
+        }
+        let next_restores = i + 1 < n && M0_FROM_TTMP2.contains(&word(code, i + 1));
+        let saved_before =
+            (i.saturating_sub(16)..i).any(|j| TTMP2_FROM_M0.contains(&word(code, j)));
+        if next_restores && saved_before {
+            out.trap += 1;
+        } else {
+            out.host.push(addr + (i * 4) as u64);
+        }
+    }
+    out
+}
+
+pub(super) fn word(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().unwrap())
+}
