@@ -49,24 +49,6 @@ fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, frag
     }
 }
 
-/// Every entry under `root`, with its size and modification time.
-fn listing(root: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
-    let mut v = vec![];
-    for e in walkdir::WalkDir::new(root).follow_links(false) {
-        let e = e.unwrap();
-        let rel = e.path().strip_prefix(root).unwrap().to_owned();
-        let md = e.path().symlink_metadata().unwrap();
-        let mtime = if md.is_dir() {
-            None
-        } else {
-            md.modified().ok()
-        };
-        v.push((rel, if md.is_dir() { 0 } else { md.len() }, mtime));
-    }
-    v.sort();
-    v
-}
-
 fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, String, String) {
     let mut cmd = match ulimit_kib {
         Some(kib) => crate::support::rcclfix_under_ulimit(kib),
@@ -387,9 +369,9 @@ fn hostile_doctor_inputs_table() {
             std::fs::create_dir_all(d.join(sub)).unwrap();
         }
         let r = rows(d).swap_remove(k);
-        let before = listing(d);
+        let before = crate::support::listing(d, &[]);
         let (code, out, err) = run_in(d, &r.args, r.ulimit_kib);
-        let after = listing(d);
+        let after = crate::support::listing(d, &[]);
         let mut why = vec![];
         if code != r.code {
             why.push(format!("exit {code}, expected {}", r.code));

@@ -69,27 +69,6 @@ fn row(
     }
 }
 
-/// Every entry under `root` except `out/`, with its size and modification time.
-fn listing(root: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
-    let mut v = vec![];
-    for e in walkdir::WalkDir::new(root).follow_links(false) {
-        let e = e.unwrap();
-        let rel = e.path().strip_prefix(root).unwrap().to_owned();
-        if rel.starts_with("out") && rel != Path::new("out") {
-            continue;
-        }
-        let md = e.path().symlink_metadata().unwrap();
-        let mtime = if md.is_dir() {
-            None
-        } else {
-            md.modified().ok()
-        };
-        v.push((rel, if md.is_dir() { 0 } else { md.len() }, mtime));
-    }
-    v.sort();
-    v
-}
-
 /// Run `rcclfix ARGS` in `dir` with a private home and temp folder, killed after 120 s.
 fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, String, String) {
     let mut cmd = match ulimit_kib {
@@ -609,9 +588,9 @@ fn hostile_scan_inputs_table() {
             std::fs::create_dir_all(d.join(sub)).unwrap();
         }
         (r.setup)(d);
-        let before = listing(d);
+        let before = crate::support::listing(d, &["out"]);
         let (code, out, err) = run_in(d, &r.args, r.ulimit_kib);
-        let after = listing(d);
+        let after = crate::support::listing(d, &["out"]);
         let mut why = vec![];
         if code != r.code {
             why.push(format!("exit {code}, expected {}", r.code));

@@ -58,33 +58,9 @@ fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, frag
     }
 }
 
-/// Every entry under `root` except `home/` and `may_write`, with its size, link target and
-/// modification time.
-fn listing(
-    root: &Path,
-    may_write: &[&str],
-) -> Vec<(PathBuf, u64, Option<PathBuf>, Option<std::time::SystemTime>)> {
-    let mut v = vec![];
-    for e in walkdir::WalkDir::new(root).follow_links(false) {
-        let e = e.unwrap();
-        let rel = e.path().strip_prefix(root).unwrap().to_owned();
-        if rel.starts_with("home") || may_write.iter().any(|m| rel.starts_with(m)) {
-            continue;
-        }
-        let md = e.path().symlink_metadata().unwrap();
-        let link = md
-            .file_type()
-            .is_symlink()
-            .then(|| std::fs::read_link(e.path()).unwrap());
-        let mtime = if md.is_dir() {
-            None
-        } else {
-            md.modified().ok()
-        };
-        v.push((rel, if md.is_dir() { 0 } else { md.len() }, link, mtime));
-    }
-    v.sort();
-    v
+/// [`crate::support::listing`] with `home/` and the row's `may_write` folders writable.
+fn listing(root: &Path, may_write: &[&str]) -> Vec<crate::support::Entry> {
+    crate::support::listing(root, &[&["home"], may_write].concat())
 }
 
 /// `git` in `dir` with a fixed identity and no user configuration.

@@ -71,6 +71,37 @@ pub(crate) fn output_with_deadline(cmd: &mut Command, limit: Duration) -> Result
     Ok(child.wait_with_output().unwrap())
 }
 
+/// One entry of [`listing`]: path relative to the root, size (0 for a folder), link target, and
+/// modification time (none for a folder).
+pub(crate) type Entry = (PathBuf, u64, Option<PathBuf>, Option<std::time::SystemTime>);
+
+/// Every entry under `root` (links not followed, their targets recorded), except the `writable`
+/// folders (relative to `root`) and what they hold, sorted: the hostile tables compare it before
+/// and after a run to show that nothing was written outside them.
+pub(crate) fn listing(root: &Path, writable: &[&str]) -> Vec<Entry> {
+    let mut v = vec![];
+    for e in walkdir::WalkDir::new(root).follow_links(false) {
+        let e = e.unwrap();
+        let rel = e.path().strip_prefix(root).unwrap().to_owned();
+        if writable.iter().any(|w| rel.starts_with(w)) {
+            continue;
+        }
+        let md = e.path().symlink_metadata().unwrap();
+        let link = md
+            .file_type()
+            .is_symlink()
+            .then(|| std::fs::read_link(e.path()).unwrap());
+        let mtime = if md.is_dir() {
+            None
+        } else {
+            md.modified().ok()
+        };
+        v.push((rel, if md.is_dir() { 0 } else { md.len() }, link, mtime));
+    }
+    v.sort();
+    v
+}
+
 /// The characters of `s` other than `\n` that `ui::escape` would escape (none may reach a
 /// terminal unescaped).
 pub(crate) fn control_chars(s: &str) -> Vec<char> {
