@@ -14,7 +14,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -552,7 +552,7 @@ fn rows(d: &Path) -> Vec<Row> {
         "class 7: build --plan of a recipe whose toolchain is unknown",
         &[&"build", &"--plan", &"--recipe", &unknown],
         2,
-        "recipe hostile: unknown toolchain.name \"debian-nosuch\" (known: debian-sid, debian-trixie, host)",
+        "recipe hostile: unknown toolchain.name \"debian-nosuch\" (known: debian-sid, debian-trixie, debian-rocm7.2, host)",
     ));
     let mut r = with_args(
         row(
