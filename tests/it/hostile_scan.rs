@@ -350,6 +350,56 @@ fn rows() -> Vec<Row> {
     ));
 
     // Class 3: unread input is never "no device code" with exit 0.
+    // A member the scanner passes over must be one no unpacker installs (found by an
+    // adversarial pass): GNU tar extracts typeflag 7 and unknown typeflags as regular files, pip
+    // writes a zip member whose mode says "symlink" as a regular file of its bytes.
+    for (flag, what) in [
+        (b'7', "a contiguous file (typeflag 7)"),
+        (b'A', "an unknown typeflag"),
+    ] {
+        for file in ["t.tar", "t.deb"] {
+            let name: &'static str = Box::leak(
+                format!("class 3: a tar member that is {what}, in {file}").into_boxed_str(),
+            );
+            let arg: &'static str = Box::leak(format!("in/{file}").into_boxed_str());
+            rows.push(row(
+                name,
+                move |d| {
+                    let lib = std::fs::read(fixture("sid/kernels.so")).unwrap();
+                    let mut t = tar_archive(&[("usr/lib/x.so", lib.as_slice())], true);
+                    t[156] = flag;
+                    t[148..156].copy_from_slice(b"        ");
+                    let sum: u32 = t[..512].iter().map(|&b| u32::from(b)).sum();
+                    t[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+                    write(&d.join("in/t.tar"), &t);
+                    write(&d.join("in/t.deb"), &deb_with_data(&xz(&t)));
+                },
+                &[&"scan", &arg],
+                1,
+                "gfx1100          declares",
+            ));
+        }
+    }
+    rows.push(row(
+        "class 3: a wheel member whose Unix mode says symlink but holds a library",
+        |d| {
+            let lib = std::fs::read(fixture("sid/kernels.so")).unwrap();
+            let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            z.start_file("lib/x.so", zip::write::SimpleFileOptions::default())
+                .unwrap();
+            z.write_all(&lib).unwrap();
+            let mut w = z.finish().unwrap().into_inner();
+            // The central directory entry's external attributes (APPNOTE 4.3.12, offset 38): a
+            // Unix mode of S_IFLNK | 0777 in the high half, made by Unix (version made by 3.x).
+            let cd = w.windows(4).rposition(|x| x == b"PK\x01\x02").unwrap();
+            w[cd + 5] = 3;
+            w[cd + 38..cd + 42].copy_from_slice(&(0o120777u32 << 16).to_le_bytes());
+            write(&d.join("in/l.whl"), &w);
+        },
+        &[&"scan", &"in/l.whl"],
+        1,
+        "gfx1100          declares",
+    ));
     rows.push(row(
         "class 3: a .deb cut to its 8-byte ar magic",
         |d| write(&d.join("in/cut.deb"), b"!<arch>\n"),

@@ -271,7 +271,10 @@ pub(super) fn scan_zip(
                 continue;
             }
         };
-        if !m.is_file() || m.size() < 4 {
+        // Only folders are skipped: a member whose Unix mode says "symlink" is still written as a
+        // regular file of its bytes by pip (`ZipBackedFile.save`, pip's
+        // `operations/install/wheel.py`), so its bytes are what gets installed.
+        if m.is_dir() || m.size() < 4 {
             continue;
         }
         let mname = member_name(name, m.name());
@@ -536,7 +539,7 @@ fn tar_members<'a>(
         members_end = entry
             .raw_file_position()
             .saturating_add(stored.div_ceil(512).saturating_mul(512));
-        if !ty.is_file() || entry.size() < 4 {
+        if !carries_file_data(ty) || entry.size() < 4 {
             continue;
         }
         let mname = member_name(
@@ -661,6 +664,27 @@ fn tar_members<'a>(
         return Ok(false);
     }
     Ok(true)
+}
+
+/// Whether a tar member's data is what an unpacker writes as a file. GNU tar (and so dpkg's
+/// `tar -x`, and Python's `tarfile`) extract a contiguous file (typeflag `7`) and any typeflag
+/// they do not know as a regular file (GNU tar `src/extract.c`: "Unknown file type; file
+/// extracted as normal file"), so only the types that carry no file data are skipped: a member
+/// the scanner passes over must never be one an unpacker installs.
+fn carries_file_data(ty: tar::EntryType) -> bool {
+    use tar::EntryType::*;
+    !matches!(
+        ty,
+        Link | Symlink
+            | Char
+            | Block
+            | Directory
+            | Fifo
+            | XGlobalHeader
+            | XHeader
+            | GNULongName
+            | GNULongLink
+    )
 }
 
 pub(super) fn over_budget(mname: &str, what: &str, size: u64, opts: &Settings) -> FileReport {
