@@ -730,7 +730,7 @@ fn a_build_folder_that_disagrees_with_the_scan_is_refused() {
     let (code, stderr) = attempt(&dir);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains("scan.json: for gfx1100 it says unknown: no device image for gfx1100, but")
+        stderr.contains("scan.json: for gfx1100 it says no-code: no device code for gfx1100, but")
             && stderr.contains("scan.json does not describe this library"),
         "{stderr}"
     );
@@ -744,7 +744,7 @@ fn a_build_folder_that_disagrees_with_the_scan_is_refused() {
     let (code, stderr) = attempt(&dir);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains("gfx1101: unknown: no device image for gfx1101"),
+        stderr.contains("gfx1101: no-code: no device code for gfx1101"),
         "{stderr}"
     );
     // A library with no device code at all is never clean.
@@ -765,7 +765,7 @@ fn a_build_folder_that_disagrees_with_the_scan_is_refused() {
     let (_t, dir) = build_folder(&plain);
     let (code, stderr) = attempt(&dir);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("no device image for gfx1100"), "{stderr}");
+    assert!(stderr.contains("no device code for gfx1100"), "{stderr}");
 }
 
 // ---------------------------------------------------------------------------------------------

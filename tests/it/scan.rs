@@ -259,7 +259,7 @@ fn rocm72_multi_target_generic() {
         "{states:?}"
     );
     assert!(
-        matches!(&states["gfx1200"], TargetState::Unknown { reason } if reason.contains("no device image")),
+        matches!(&states["gfx1200"], TargetState::NoCode { reason } if reason.contains("no device code for gfx1200")),
         "{states:?}"
     );
 }
