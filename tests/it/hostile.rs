@@ -56,36 +56,14 @@ fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, frag
     }
 }
 
-/// Run `rcclfix ARGS` in `dir` with a private home and temp folder, killed after 120 s.
+/// [`crate::support::run_row`] with a 120 s deadline.
 fn run_in(
     dir: &Path,
     args: &[OsString],
     env: &[(&str, OsString)],
     ulimit_kib: Option<u64>,
 ) -> (i32, String, String) {
-    let mut cmd = match ulimit_kib {
-        Some(kib) => crate::support::rcclfix_under_ulimit(kib),
-        None => crate::support::rcclfix(),
-    };
-    cmd.args(args)
-        .current_dir(dir)
-        .env("RCCLFIX_HOME", dir.join("home"))
-        .env("HOME", dir.join("home"))
-        .env("TMPDIR", dir.join("tmp"))
-        .env_remove("RCCLFIX_GIT_MIRROR")
-        .env_remove("RCCLFIX_MAX_BUNDLE_BYTES")
-        .env_remove("RUST_LOG")
-        .env_remove("NO_COLOR");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let o = crate::support::output_with_deadline(&mut cmd, Duration::from_secs(120))
-        .unwrap_or_else(|e| panic!("{args:?} {e}"));
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    crate::support::run_row(dir, args, env, ulimit_kib, Duration::from_secs(120))
 }
 
 fn mkfifo(p: &Path) {

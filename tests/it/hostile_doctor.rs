@@ -49,25 +49,9 @@ fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, frag
     }
 }
 
+/// [`crate::support::run_row`] with no extra environment and a 60 s deadline.
 fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, String, String) {
-    let mut cmd = match ulimit_kib {
-        Some(kib) => crate::support::rcclfix_under_ulimit(kib),
-        None => crate::support::rcclfix(),
-    };
-    cmd.args(args)
-        .current_dir(dir)
-        .env("RCCLFIX_HOME", dir.join("home"))
-        .env("HOME", dir.join("home"))
-        .env("TMPDIR", dir.join("tmp"))
-        .env_remove("RUST_LOG")
-        .env_remove("NO_COLOR");
-    let o = crate::support::output_with_deadline(&mut cmd, Duration::from_secs(60))
-        .unwrap_or_else(|e| panic!("{args:?} {e}"));
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    crate::support::run_row(dir, args, &[], ulimit_kib, Duration::from_secs(60))
 }
 
 /// A healthy machine (a Navi 31 behind a root port that completes 32/64-bit AtomicOps) as a

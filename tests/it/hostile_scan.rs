@@ -69,28 +69,9 @@ fn row(
     }
 }
 
-/// Run `rcclfix ARGS` in `dir` with a private home and temp folder, killed after 120 s.
+/// [`crate::support::run_row`] with no extra environment and a 120 s deadline.
 fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, String, String) {
-    let mut cmd = match ulimit_kib {
-        Some(kib) => crate::support::rcclfix_under_ulimit(kib),
-        None => crate::support::rcclfix(),
-    };
-    cmd.args(args)
-        .current_dir(dir)
-        .env("RCCLFIX_HOME", dir.join("home"))
-        .env("HOME", dir.join("home"))
-        .env("TMPDIR", dir.join("tmp"))
-        .env_remove("RCCLFIX_SCAN_MEMORY_BUDGET")
-        .env_remove("RCCLFIX_SCAN_MAX_CODE_OBJECT")
-        .env_remove("RUST_LOG")
-        .env_remove("NO_COLOR");
-    let o = crate::support::output_with_deadline(&mut cmd, Duration::from_secs(120))
-        .unwrap_or_else(|e| panic!("{args:?} {e}"));
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    crate::support::run_row(dir, args, &[], ulimit_kib, Duration::from_secs(120))
 }
 
 /// A committed fixture library with the MessagePack array header after `key` (a fixstr key in

@@ -71,6 +71,51 @@ pub(crate) fn output_with_deadline(cmd: &mut Command, limit: Duration) -> Result
     Ok(child.wait_with_output().unwrap())
 }
 
+/// Settings from the caller's environment that change what a run reads, streams or prints; the
+/// hostile tables clear them so every row sees rcclfix's defaults.
+const CALLER_SETTINGS: &[&str] = &[
+    "RCCLFIX_GIT_MIRROR",
+    "RCCLFIX_MAX_BUNDLE_BYTES",
+    "RCCLFIX_SCAN_MEMORY_BUDGET",
+    "RCCLFIX_SCAN_MAX_CODE_OBJECT",
+    "RUST_LOG",
+    "NO_COLOR",
+];
+
+/// Run `rcclfix ARGS` in `dir` for a hostile-table row: `dir/home` as `RCCLFIX_HOME` and `HOME`,
+/// `dir/tmp` as `TMPDIR`, the [`CALLER_SETTINGS`] cleared, then `env` set, under
+/// `ulimit -v ulimit_kib` when given, killed at `deadline`. Returns the exit code (-1 for a
+/// signal), stdout and stderr.
+pub(crate) fn run_row(
+    dir: &Path,
+    args: &[std::ffi::OsString],
+    env: &[(&str, std::ffi::OsString)],
+    ulimit_kib: Option<u64>,
+    deadline: Duration,
+) -> (i32, String, String) {
+    let mut cmd = match ulimit_kib {
+        Some(kib) => rcclfix_under_ulimit(kib),
+        None => rcclfix(),
+    };
+    cmd.args(args)
+        .current_dir(dir)
+        .env("RCCLFIX_HOME", dir.join("home"))
+        .env("HOME", dir.join("home"))
+        .env("TMPDIR", dir.join("tmp"));
+    for k in CALLER_SETTINGS {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = output_with_deadline(&mut cmd, deadline).unwrap_or_else(|e| panic!("{args:?} {e}"));
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// One entry of [`listing`]: path relative to the root, size (0 for a folder), link target, and
 /// modification time (none for a folder).
 pub(crate) type Entry = (PathBuf, u64, Option<PathBuf>, Option<std::time::SystemTime>);
