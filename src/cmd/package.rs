@@ -19,9 +19,14 @@ pub struct Args {
     /// rebuild, which replaces `out/rccl-<version>-<targets>/`, does not take the packages with it].
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
-    /// The stock library the overlay replaces: every nccl*/rccl* symbol it exports must be exported.
+    /// The stock library the overlay replaces: every nccl*/rccl* symbol it exports must be exported
+    /// [default for the debian flavor: the library of the toolchain distribution's librccl1,
+    /// downloaded once with apt inside the toolchain into $RCCLFIX_HOME/stock/].
     #[arg(long, value_name = "PATH", help_heading = "Export gate")]
     pub stock: Option<PathBuf>,
+    /// Package without comparing exports with a stock library (a warning says so).
+    #[arg(long, conflicts_with = "stock", help_heading = "Export gate")]
+    pub no_stock: bool,
     /// A consumer (e.g. libtorch_hip.so): every nccl* symbol it imports must be exported.
     #[arg(long, value_name = "LIB", help_heading = "Export gate")]
     pub consumer: Vec<PathBuf>,
@@ -67,6 +72,7 @@ impl Args {
                 .unwrap_or_else(|| crate::package::default_out_dir(&self.from)),
             gate: export_gate::GateInputs {
                 stock: self.stock.clone(),
+                stock_name: None,
                 consumers: self.consumer.clone(),
                 consumer_symbols: self.consumer_symbols.clone(),
             },
@@ -76,6 +82,7 @@ impl Args {
             stock_path: self.stock_path.clone(),
             maintainer: self.maintainer.clone(),
             dbgsym: self.dbgsym,
+            no_stock: self.no_stock,
         }
     }
 }

@@ -91,6 +91,9 @@ impl ConsumerSymbols {
 pub struct GateInputs {
     /// The stock library the overlay replaces (its exports must all be present).
     pub stock: Option<PathBuf>,
+    /// How reports name the stock library (e.g. `librccl1 7.2.4-1~exp3's
+    /// /usr/lib/x86_64-linux-gnu/librccl.so.1.0`); `None`: `stock <path>`.
+    pub stock_name: Option<String>,
     /// Consumer libraries or executables (their undefined `nccl*` symbols must be exported).
     pub consumers: Vec<PathBuf>,
     /// Built-in consumer symbol sets.
@@ -194,7 +197,10 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
 
     if let Some(stock_path) = &inputs.stock {
         let stock = ElfInfo::read(stock_path).map_err(|e| anyhow::anyhow!("--stock {e:#}"))?;
-        let who = format!("stock {}", stock_path.display());
+        let who = inputs
+            .stock_name
+            .clone()
+            .unwrap_or_else(|| format!("stock {}", stock_path.display()));
         let mut n = 0;
         for name in stock.nccl_exports() {
             n += 1;

@@ -9,12 +9,15 @@
 //! gate or a failed package writes nothing.
 
 pub mod deb;
+pub mod depends;
 pub mod elf;
 pub mod export_gate;
 pub mod fields;
 pub mod folder;
 pub mod shipped;
+pub mod shlibs;
 pub mod stock;
+pub mod stock_deb;
 pub mod strip;
 pub mod wheel;
 
@@ -88,6 +91,8 @@ pub struct PackageOptions {
     pub maintainer: Option<String>,
     /// Also write the `-dbgsym` .deb (needs `Format::Deb`).
     pub dbgsym: bool,
+    /// Skip the automatic stock library of the export gate (when `gate.stock` is `None`).
+    pub no_stock: bool,
 }
 
 impl PackageOptions {
@@ -104,6 +109,7 @@ impl PackageOptions {
             stock_path: None,
             maintainer: None,
             dbgsym: false,
+            no_stock: false,
         }
     }
 }
@@ -215,7 +221,8 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         "Checking",
         format!("exports of {}", build.library.display()),
     );
-    let report = export_gate::check(&snap.path, &opts.gate)?;
+    let (gate, _stock_copy) = gate_inputs(&build.manifest, &info, opts, out_dir.path())?;
+    let report = export_gate::check(&snap.path, &gate)?;
     for n in &report.notes {
         crate::ui::note(n);
     }
@@ -332,6 +339,60 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     drop(snap);
     drop(out_dir);
     Ok(written)
+}
+
+/// The export gate's inputs: `opts.gate`, with the stock library filled in when none was given.
+/// For the debian flavor that is the toolchain distribution's `librccl1` ([`stock::read`],
+/// [`stock_deb::fetch`]), its library extracted into a private file in `tmp_dir` (returned, so it
+/// lives as long as the gate needs it); for the rocm flavor, and with `--no-stock`, no stock
+/// library is compared and a warning says so.
+///
+/// Errors: the toolchain's apt lists name no `librccl1`, or the download or the extraction fails
+/// (one line each, with a `help:` naming `--stock` and `--no-stock`).
+fn gate_inputs(
+    m: &Manifest,
+    info: &elf::ElfInfo,
+    opts: &PackageOptions,
+    tmp_dir: &Path,
+) -> anyhow::Result<(export_gate::GateInputs, Option<crate::fsutil::TempFile>)> {
+    let mut gate = opts.gate.clone();
+    if gate.stock.is_some() {
+        return Ok((gate, None));
+    }
+    let fl = flavor(m, opts);
+    if opts.no_stock || fl == Flavor::Rocm {
+        crate::ui::warn(if opts.no_stock {
+            "the export gate compares with no stock library (--no-stock)".to_owned()
+        } else {
+            format!(
+                "the export gate compares with no stock library (rocm flavor): give --stock /opt/rocm-{}/lib/librccl.so.1 of the release the overlay replaces",
+                printable(&m.rocm_release)
+            )
+        });
+        return Ok((gate, None));
+    }
+    let arch = info.machine.debian();
+    let rootfs = stock::toolchain_rootfs(&m.toolchain)?;
+    let pkg = stock::read(&rootfs, "librccl1", arch).map_err(|e| {
+        anyhow::anyhow!(
+            "{e:#}\nhelp: the export gate compares with the librccl1 of toolchain {}'s distribution; build the toolchain, or give --stock FILE or --no-stock",
+            m.toolchain
+        )
+    })?;
+    let stock_path = match &opts.stock_path {
+        Some(p) => p.clone(),
+        None => default_stock_path(m, fl, info.machine)?,
+    };
+    let deb = stock_deb::fetch(&m.toolchain, &pkg, arch)?;
+    crate::ui::status("Extracting", format!("{stock_path} from {}", deb.display()));
+    let mut tmp = crate::fsutil::TempFile::new_in(tmp_dir)?;
+    stock_deb::extract(&deb, &pkg, &stock_path, tmp.as_file_mut())?;
+    gate.stock = Some(tmp.path().to_path_buf());
+    gate.stock_name = Some(format!(
+        "stock {} {} ({stock_path})",
+        pkg.package, pkg.version
+    ));
+    Ok((gate, Some(tmp)))
 }
 
 /// The detached debug file of the library and its build ID, for `--dbgsym`.
@@ -496,12 +557,13 @@ fn deb_spec(
 ) -> anyhow::Result<deb::DebSpec> {
     let m = &b.manifest;
     let fl = flavor(m, opts);
-    let depends = match &opts.depends {
-        Some(d) => {
+    let deps = match (&opts.depends, fl) {
+        (Some(d), _) => {
             fields::depends(d).map_err(|e| anyhow::anyhow!("--depends {d:?} {e} (Policy §7.1)"))?;
-            d.clone()
+            depends::DebDepends::given(d)
         }
-        None => default_depends(m, fl)?,
+        (None, Flavor::Debian) => depends::debian(m, info)?,
+        (None, Flavor::Rocm) => depends::rocm(default_depends(m, fl)?, info),
     };
     let stock_path = match &opts.stock_path {
         Some(p) => {
@@ -525,20 +587,11 @@ fn deb_spec(
             m.library.sha256
         )
     };
-    // The stock package is the first one named in Depends (before libc6 is added below).
-    let stock_pkg = depends
-        .split([' ', ',', '('])
-        .next()
-        .unwrap_or("")
-        .to_owned();
-    let depends = match info.glibc {
-        // The library's own libc requirement (what dpkg-shlibdeps would add); the rest of its
-        // NEEDED libraries come with the stock package it depends on.
-        Some((a, b)) if opts.depends.is_none() && !depends.contains("libc6") => {
-            format!("libc6 (>= {a}.{b}), {depends}")
-        }
-        _ => depends,
-    };
+    let depends::DebDepends {
+        depends,
+        stock_pkg,
+        standalone,
+    } = deps;
     let targets = m.targets.join(", ");
     let patched = if m.patched.is_some() {
         " and patched"
@@ -553,12 +606,21 @@ fn deb_spec(
         depends,
         synopsis: format!("RCCL {} without hidden_hostcall_buffer ({})", m.rccl_version, targets),
         long_description: vec![
-            format!(
-                "Overlay for the stock {stock_pkg} package: RCCL {} (ROCm {}) rebuilt{patched} by rcclfix so \
-                 that no GPU kernel for {targets} declares hidden_hostcall_buffer, the cause of \
-                 hipErrorIllegalState on multi-GPU systems without PCIe AtomicOps.",
-                m.rccl_version, m.rocm_release
-            ),
+            match &standalone {
+                None => format!(
+                    "Overlay for the stock {stock_pkg} package: RCCL {} (ROCm {}) rebuilt{patched} by rcclfix so \
+                     that no GPU kernel for {targets} declares hidden_hostcall_buffer, the cause of \
+                     hipErrorIllegalState on multi-GPU systems without PCIe AtomicOps.",
+                    m.rccl_version, m.rocm_release
+                ),
+                Some(why) => format!(
+                    "Stand-alone RCCL library, in place of {stock_pkg}: RCCL {} (ROCm {}) rebuilt{patched} by rcclfix so \
+                     that no GPU kernel for {targets} declares hidden_hostcall_buffer, the cause of \
+                     hipErrorIllegalState on multi-GPU systems without PCIe AtomicOps. It does not \
+                     depend on {stock_pkg}: {why}.",
+                    m.rccl_version, m.rocm_release
+                ),
+            },
             format!(
                 "The stock library {stock_path} is diverted into {}/ by dpkg-divert while this \
                  package is installed, and put back when it is removed.",

@@ -21,6 +21,8 @@ pub struct StockPackage {
     pub version: String,
     /// The apt list it was read from (file name under `var/lib/apt/lists/`).
     pub list: String,
+    /// Its own `Depends:` field as the list gives it (empty when it has none).
+    pub depends_field: String,
 }
 
 impl StockPackage {
@@ -128,6 +130,7 @@ pub fn read(rootfs: &Path, package: &str, arch: &str) -> anyhow::Result<StockPac
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default(),
+                depends_field: field("Depends").unwrap_or("").to_owned(),
             };
             if best
                 .as_ref()
@@ -233,6 +236,7 @@ mod tests {
             package: "librccl1".into(),
             version: v.into(),
             list: String::new(),
+            depends_field: String::new(),
         };
         assert_eq!(
             p("5.4.3-3+b1").depends(),

@@ -17,6 +17,7 @@ mod hostile_scan;
 mod hostile_source;
 mod matrix;
 mod package;
+mod package_install;
 mod patch;
 mod prove;
 mod recipes;

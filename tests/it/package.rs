@@ -382,17 +382,67 @@ pub(crate) fn toolchain_home() -> &'static Path {
             ),
         )
         .unwrap();
+        // The toolchain's dpkg database as far as `package` reads it: the owners of the
+        // fixtures' NEEDED libraries (host gcc links libc, libm, libstdc++, libgcc_s) and of the
+        // stub librocm_smi64, with the shlibs files that give their dependencies.
+        let info = h.path().join("toolchains/debian-trixie/rootfs/var/lib/dpkg/info");
+        std::fs::create_dir_all(&info).unwrap();
+        let mut status = String::new();
+        for (pkg, sonames, shlibs) in FAKE_DPKG {
+            let list: String = sonames
+                .iter()
+                .map(|so| format!("/usr/lib/x86_64-linux-gnu/{so}\n"))
+                .collect();
+            std::fs::write(info.join(format!("{pkg}:amd64.list")), list).unwrap();
+            std::fs::write(info.join(format!("{pkg}:amd64.shlibs")), shlibs).unwrap();
+            status.push_str(&format!(
+                "Package: {pkg}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.0-1\n\n"
+            ));
+        }
+        std::fs::write(info.parent().unwrap().join("status"), status).unwrap();
         h
     })
     .path()
 }
 
+/// The fake toolchain's dpkg database: package, the SONAMEs it owns, its shlibs file.
+pub(crate) const FAKE_DPKG: &[(&str, &[&str], &str)] = &[
+    (
+        "libc6",
+        &["libc.so.6", "libm.so.6"],
+        "libc 6 libc6 (>= 2.14)\nlibm 6 libc6 (>= 2.14)\n",
+    ),
+    (
+        "libstdc++6",
+        &["libstdc++.so.6"],
+        "libstdc++ 6 libstdc++6 (>= 5)\n",
+    ),
+    (
+        "libgcc-s1",
+        &["libgcc_s.so.1"],
+        "libgcc_s 1 libgcc-s1 (>= 3.0)\n",
+    ),
+    (
+        "librocm-smi64-1",
+        &["librocm_smi64.so.1"],
+        "librocm_smi64 1 librocm-smi64-1 (>= 5.0.0)\n",
+    ),
+];
+
 /// `rcclfix package --from DIR --out-dir OUT …`, expecting success; returns the paths printed.
 pub(crate) fn package(dir: &Path, out: &Path, extra: &[&str]) -> Vec<PathBuf> {
+    // The fixtures' home has no toolchain to download the stock package in: a test names its
+    // stock library, or compares with none.
+    let no_stock: &[&str] = if extra.contains(&"--stock") {
+        &[]
+    } else {
+        &["--no-stock"]
+    };
     let stdout = ok(rcclfix(&["package", "--from"])
         .arg(dir)
         .arg("--out-dir")
         .arg(out)
+        .args(no_stock)
         .args(extra));
     stdout.lines().map(PathBuf::from).collect()
 }
@@ -422,6 +472,11 @@ fn check_gate_fails(lib: &Path, args: &[&str], expect: &[&str]) -> String {
         .arg(&dir)
         .arg("--out-dir")
         .arg(&out_dir)
+        .args(if args.contains(&"--stock") {
+            &[][..]
+        } else {
+            &["--no-stock"][..]
+        })
         .args(args));
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(
@@ -538,7 +593,8 @@ fn bad_build_folders_are_one_clear_error() {
     let o = run(rcclfix(&["package", "--from"])
         .arg(&dir)
         .arg("--out-dir")
-        .arg(&out));
+        .arg(&out)
+        .arg("--no-stock"));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
@@ -550,7 +606,8 @@ fn bad_build_folders_are_one_clear_error() {
     let o = run(rcclfix(&["package", "--from"])
         .arg(&dir)
         .arg("--out-dir")
-        .arg(&out));
+        .arg(&out)
+        .arg("--no-stock"));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
@@ -561,7 +618,8 @@ fn bad_build_folders_are_one_clear_error() {
     let o = run(rcclfix(&["package", "--from"])
         .arg(dir.join("nope"))
         .arg("--out-dir")
-        .arg(&out));
+        .arg(&out)
+        .arg("--no-stock"));
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nope: does not exist"));
     assert_eq!(files_in(&out), Vec::<String>::new());
@@ -579,6 +637,7 @@ fn manifest_schema_version_dirs_and_unknown_fields() {
             .arg(&dir)
             .arg("--out-dir")
             .arg(&out)
+            .arg("--no-stock")
             .args(["--format", "deb"]));
         (
             o.status.code(),
@@ -633,6 +692,7 @@ fn interrupted_package_leaves_no_temp_file_and_no_new_folder() {
             .arg(&dir)
             .arg("--out-dir")
             .arg(&out)
+            .arg("--no-stock")
             .args(["--format", "deb"]),
         &out,
         "INT",
@@ -670,7 +730,8 @@ fn declaring_library_is_refused_whatever_its_manifest_says() {
         let o = run(rcclfix(&["package", "--format", format, "--from"])
             .arg(&dir)
             .arg("--out-dir")
-            .arg(&out));
+            .arg(&out)
+            .arg("--no-stock"));
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{format}: {stderr}");
         assert!(o.stdout.is_empty());
@@ -697,7 +758,8 @@ fn a_build_folder_that_disagrees_with_the_scan_is_refused() {
         let o = run(rcclfix(&["package", "--format", "deb", "--from"])
             .arg(dir)
             .arg("--out-dir")
-            .arg(dir.parent().unwrap().join("pkgs")));
+            .arg(dir.parent().unwrap().join("pkgs"))
+            .arg("--no-stock"));
         (
             o.status.code(),
             String::from_utf8_lossy(&o.stderr).into_owned(),
@@ -827,12 +889,39 @@ fn deb_is_reproducible_and_well_formed() {
     assert_eq!(names, ["debian-binary", "control.tar.xz", "data.tar.xz"]);
 
     let info = ok(Command::new("dpkg-deb").arg("--info").arg(&deb1));
+    // Depends: the owners of the library's NEEDED libraries in the toolchain's dpkg database, in
+    // NEEDED order and once each, with their shlibs dependencies; then the stock package.
+    let mut owners: Vec<String> = Vec::new();
+    for so in rcclfix::package::elf::ElfInfo::read(&fixtures().ours)
+        .unwrap()
+        .needed
+    {
+        let (pkg, _, shlibs) = FAKE_DPKG
+            .iter()
+            .find(|(_, sonames, _)| sonames.contains(&so.as_str()))
+            .unwrap_or_else(|| panic!("the fake dpkg database has no owner of {so}"));
+        let dep = shlibs
+            .lines()
+            .next()
+            .unwrap()
+            .splitn(3, ' ')
+            .nth(2)
+            .unwrap();
+        if !owners.iter().any(|o| o.starts_with(&format!("{pkg} "))) {
+            owners.push(dep.to_owned());
+        }
+    }
+    assert!(owners.iter().any(|o| o.starts_with("libc6 ")), "{owners:?}");
+    let depends = format!(
+        "Depends: {}, librccl1 (>= 5.4.3~), librccl1 (<< 5.4.4~)",
+        owners.join(", ")
+    );
     for want in [
         "Package: rcclfix-rccl-gfx1100",
         "Version: 2.13.4+rcclfix1",
         "Architecture: amd64",
         "Maintainer: rcclfix tests <rcclfix-tests@example.org>",
-        "Depends: libc6 (>= 2.14), librccl1 (>= 5.4.3~), librccl1 (<< 5.4.4~)",
+        &depends,
         "Conflicts: rcclfix-rccl-overlay",
         "Description: RCCL 2.13.4 without hidden_hostcall_buffer (gfx1100)",
     ] {
@@ -1035,22 +1124,28 @@ fn whl_is_reproducible_and_its_record_is_right() {
 // Real dpkg in a debootstrapped Debian root.
 
 /// A minbase bookworm root, made once per target folder and copied per test (the copy is what
-/// dpkg changes). The mirror is the host's (sources.list(5)). debootstrap cannot build a root
-/// whose path has a space in it (its `chroot "$TARGET" /bin/true` check fails), so a target
-/// folder with whitespace in its path keeps the root in a folder of the system temp directory
-/// named after a hash of that path instead.
+/// dpkg changes). See [`debian_root_of`].
 fn debian_root() -> (tempfile::TempDir, PathBuf) {
+    debian_root_of("bookworm")
+}
+
+/// A minbase root of Debian `suite`, made once per target folder and copied per test (the copy
+/// is what dpkg and apt change). The mirror is the host's (sources.list(5)). debootstrap cannot
+/// build a root whose path has a space in it (its `chroot "$TARGET" /bin/true` check fails), so a
+/// target folder with whitespace in its path keeps the root in a folder of the system temp
+/// directory named after a hash of that path instead.
+pub(crate) fn debian_root_of(suite: &str) -> (tempfile::TempDir, PathBuf) {
     let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let cache = space_free(target_tmp).join("package-debroot");
-    let root = cache.join("bookworm");
-    let done = cache.join("bookworm.done");
+    let root = cache.join(suite);
+    let done = cache.join(format!("{suite}.done"));
     if !done.exists() {
         tool("debootstrap", "debootstrap");
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&cache).unwrap();
         let mirror = host_mirror();
         ok(Command::new("debootstrap")
-            .args(["--variant=minbase", "bookworm"])
+            .args(["--variant=minbase", suite])
             .arg(&root)
             .arg(&mirror));
         std::fs::write(&done, "").unwrap();
@@ -1105,7 +1200,7 @@ fn host_mirror() -> String {
 }
 
 /// Run argv inside `root` (own mount and pid namespace, fresh /proc).
-fn in_root(root: &Path, argv: &[&str]) -> Output {
+pub(crate) fn in_root(root: &Path, argv: &[&str]) -> Output {
     run(Command::new("unshare")
         .args(["--mount", "--pid", "--fork", "--mount-proc"])
         .arg(format!("--root={}", root.display()))
@@ -1114,7 +1209,7 @@ fn in_root(root: &Path, argv: &[&str]) -> Output {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
-fn in_root_ok(root: &Path, argv: &[&str]) -> String {
+pub(crate) fn in_root_ok(root: &Path, argv: &[&str]) -> String {
     let o = in_root(root, argv);
     assert!(
         o.status.success(),
@@ -1151,7 +1246,7 @@ fn stock_deb(dir: &Path) -> PathBuf {
 }
 
 /// A program that dlopens librccl.so.1 by SONAME and prints ncclGetVersion (run inside the root).
-fn version_probe(dir: &Path) -> PathBuf {
+pub(crate) fn version_probe(dir: &Path) -> PathBuf {
     let c = dir.join("probe.c");
     std::fs::write(
         &c,
@@ -1295,7 +1390,7 @@ fn deb_passes_lintian_and_shellcheck() {
 // ---------------------------------------------------------------------------------------------
 // Real pip in a fresh venv.
 
-fn tree(dir: &Path) -> Vec<String> {
+pub(crate) fn tree(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = walkdir::WalkDir::new(dir)
         .into_iter()
         .map(|e| {
@@ -1599,7 +1694,7 @@ fn assert_allocated_sections_identical(before: &[u8], after: &[u8]) {
     );
 }
 
-fn extract_deb_lib(deb: &Path, into: &Path) -> PathBuf {
+pub(crate) fn extract_deb_lib(deb: &Path, into: &Path) -> PathBuf {
     ok(Command::new("dpkg-deb").arg("-x").arg(deb).arg(into));
     into.join(DEB_LIB)
 }
@@ -1886,7 +1981,8 @@ fn deb_depends_on_the_librccl1_of_the_toolchain_distribution() {
     let o = run(rcclfix(&["package", "--format", "deb", "--from"])
         .arg(&dir)
         .arg("--out-dir")
-        .arg(t.path().join("pkgs2")));
+        .arg(t.path().join("pkgs2"))
+        .arg("--no-stock"));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
