@@ -332,3 +332,97 @@ fn the_export_gate_compares_with_the_toolchains_stock_library_by_itself() {
     assert!(stock.contains("ncclCommWindowRegister") && stock.contains("ncclAllReduceWithBias"));
     assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
 }
+
+/// A cached stock package is checked again on every use, never taken on its word: one of another
+/// version, one that is no .deb, and one whose library is a symlink are each refused in one line
+/// naming the cached file (exit 2), and nothing is written. The home is a copy of the package
+/// tests' (its toolchain's apt lists name librccl1 5.4.3-3+b1), with the cache filled by the test.
+#[test]
+fn a_cached_stock_package_is_checked_again() {
+    tool("dpkg-deb", "dpkg");
+    let t = tempfile::Builder::new()
+        .prefix("package-stock-cache-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let home = t.path().join("home");
+    ok(Command::new("cp")
+        .arg("-a")
+        .arg(crate::package::toolchain_home())
+        .arg(&home));
+    let cache = home.join("stock/debian-trixie");
+    std::fs::create_dir_all(&cache).unwrap();
+    let cached = cache.join("librccl1_5.4.3-3+b1_amd64.deb");
+    let stage = t.path().join("stage");
+    let libdir = stage.join("usr/lib/x86_64-linux-gnu");
+    let make_deb = |version: &str, symlink: bool| {
+        let _ = std::fs::remove_dir_all(&stage);
+        std::fs::create_dir_all(stage.join("DEBIAN")).unwrap();
+        std::fs::create_dir_all(&libdir).unwrap();
+        if symlink {
+            std::os::unix::fs::symlink("/etc/passwd", libdir.join("librccl.so.1.0")).unwrap();
+        } else {
+            std::fs::copy(&fixtures().stock, libdir.join("librccl.so.1.0")).unwrap();
+        }
+        std::fs::write(
+            stage.join("DEBIAN/control"),
+            format!("Package: librccl1\nVersion: {version}\nArchitecture: amd64\nMaintainer: T <t@example.org>\nDescription: test\n test\n"),
+        )
+        .unwrap();
+        ok(Command::new("dpkg-deb")
+            .args(["--root-owner-group", "--build"])
+            .arg(&stage)
+            .arg(&cached));
+    };
+    let (_b, dir) = build_folder(&fixtures().ours);
+    let try_package = |what: &str, fragment: &str| {
+        let out = t.path().join("pkgs");
+        let o = crate::package::run(
+            crate::support::rcclfix()
+                .args(["package", "--format", "deb", "--from"])
+                .arg(&dir)
+                .arg("--out-dir")
+                .arg(&out)
+                .env("RCCLFIX_HOME", &home)
+                .env("SOURCE_DATE_EPOCH", "1700000000"),
+        );
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
+        assert_eq!(o.status.code(), Some(2), "{what}: {stderr}");
+        assert!(
+            errors.len() == 1
+                && errors[0].contains(&cached.display().to_string())
+                && errors[0].contains(fragment),
+            "{what}: {stderr}"
+        );
+        assert!(!out.exists(), "{what}: wrote {out:?}");
+    };
+    make_deb("5.4.3-3", false);
+    try_package(
+        "another version",
+        "is librccl1 5.4.3-3, not librccl1 5.4.3-3+b1",
+    );
+    make_deb("5.4.3-3+b1", true);
+    try_package("a symlink", "is not a regular file in the package");
+    std::fs::write(&cached, b"!<arch>\ngarbage").unwrap();
+    try_package("no .deb", "not a readable .deb");
+    // The right one passes, compared with the stand-in stock it holds.
+    make_deb("5.4.3-3+b1", false);
+    let o = crate::package::run(
+        crate::support::rcclfix()
+            .args(["package", "--format", "deb", "--from"])
+            .arg(&dir)
+            .arg("--out-dir")
+            .arg(t.path().join("pkgs"))
+            .env("RCCLFIX_HOME", &home)
+            .env("SOURCE_DATE_EPOCH", "1700000000"),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("compared with stock librccl1 5.4.3-3+b1"),
+        "{stderr}"
+    );
+}
