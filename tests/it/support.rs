@@ -48,16 +48,30 @@ pub(crate) fn rcclfix_under_ulimit(kib: u64) -> Command {
 // Hostile inputs.
 
 /// Run `cmd` with stdin closed and stdout/stderr piped; `Err` (the child killed) when it does not
-/// finish within `limit` (an input that blocks, a hang).
+/// finish within `limit` (an input that blocks, a hang). Both pipes are drained while it runs, so
+/// a child that writes more than a pipe holds (64 KiB) is not mistaken for a hang.
 pub(crate) fn output_with_deadline(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
+    use std::io::Read;
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
     let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
         if start.elapsed() > limit {
             child.kill().unwrap();
             let _ = child.wait();
@@ -67,8 +81,25 @@ pub(crate) fn output_with_deadline(cmd: &mut Command, limit: Duration) -> Result
             ));
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(child.wait_with_output().unwrap())
+    };
+    Ok(Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    })
+}
+
+#[test]
+fn output_with_deadline_drains_what_does_not_fit_a_pipe() {
+    let o = output_with_deadline(
+        Command::new("sh").args([
+            "-c",
+            "head -c 1000000 /dev/zero; head -c 300000 /dev/zero >&2",
+        ]),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_eq!((o.stdout.len(), o.stderr.len()), (1_000_000, 300_000));
 }
 
 /// Settings from the caller's environment that change what a run reads, streams or prints; the
