@@ -188,6 +188,15 @@ impl Elf {
                 },
             ));
         }
+        // gABI: header 0 is the null header (all zero) unless extended numbering, refused
+        // above, stores counts in it. The writers copy it as it is, so a header 0 that
+        // claimed bytes would point outside every file they write.
+        if d[shoff as usize..shoff as usize + SHDR_SIZE]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            anyhow::bail!("section header 0 is not the null header");
+        }
         if shstrndx >= raw.len() {
             anyhow::bail!("e_shstrndx {shstrndx} is not a section");
         }
@@ -228,6 +237,11 @@ impl Elf {
         }
         let names = raw[shstrndx].1.file_range();
         let names = &d[names.start as usize..names.end as usize];
+        // Names may share bytes (a name is often the tail of another), so the copies can add up
+        // to more than the table: bound them, or 65,000 headers naming one long string would be
+        // an allocation sized by the claim.
+        let name_budget = (names.len() as u64).saturating_mul(4).max(1 << 20);
+        let mut name_bytes = 0u64;
         let mut shdrs = Vec::new();
         for (i, (off, mut s)) in raw.into_iter().enumerate() {
             if i > 0 {
@@ -238,6 +252,13 @@ impl Elf {
                 let end = rest.iter().position(|&b| b == 0).ok_or_else(|| {
                     anyhow::anyhow!("section {i}: unterminated name in .shstrtab")
                 })?;
+                name_bytes += end as u64;
+                if name_bytes > name_budget {
+                    anyhow::bail!(
+                        "section names add up to more than {name_budget} bytes (a {}-byte .shstrtab)",
+                        names.len()
+                    );
+                }
                 s.name = String::from_utf8_lossy(&rest[..end]).into_owned();
             }
             shdrs.push(s);
