@@ -25,7 +25,7 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn fixture(p: &str) -> PathBuf {
+pub(crate) fn fixture(p: &str) -> PathBuf {
     repo().join("tests/fixtures").join(p)
 }
 
@@ -37,21 +37,23 @@ fn fixture(p: &str) -> PathBuf {
 const CLAIM_BUDGET_KIB: u64 = 256 << 10;
 
 /// One hostile input: how to make it in the row's folder, what to run there, what must come out.
-struct Row {
+pub(crate) struct Row {
     /// `class N: what`, for failure messages.
-    name: &'static str,
-    setup: Box<dyn Fn(&Path)>,
-    args: Vec<OsString>,
+    pub(crate) name: &'static str,
+    pub(crate) setup: Box<dyn Fn(&Path)>,
+    pub(crate) args: Vec<OsString>,
     /// Run under `ulimit -v` of this many KiB.
-    ulimit_kib: Option<u64>,
-    code: i32,
+    pub(crate) ulimit_kib: Option<u64>,
+    /// Run under `ulimit -f` of this many 512-byte blocks (the largest file it may write).
+    pub(crate) ulimit_f: Option<u64>,
+    pub(crate) code: i32,
     /// Looked for on stdout, then on stderr.
-    fragment: String,
+    pub(crate) fragment: String,
     /// Text that must not appear on stdout or stderr.
-    absent: Vec<&'static str>,
+    pub(crate) absent: Vec<&'static str>,
 }
 
-fn row(
+pub(crate) fn row(
     name: &'static str,
     setup: impl Fn(&Path) + 'static,
     args: &[&dyn AsRef<std::ffi::OsStr>],
@@ -63,6 +65,7 @@ fn row(
         setup: Box::new(setup),
         args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
         ulimit_kib: None,
+        ulimit_f: None,
         code,
         fragment: fragment.to_owned(),
         absent: vec![],
@@ -72,6 +75,33 @@ fn row(
 /// [`crate::support::run_row`] with no extra environment and a 120 s deadline.
 fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, String, String) {
     crate::support::run_row(dir, args, &[], ulimit_kib, Duration::from_secs(120))
+}
+
+/// [`run_in`] under `ulimit -f blocks` (through `sh`, as `ulimit -v` is): the signal a write past
+/// the limit raises (SIGXFSZ) shows as exit -1.
+fn run_under_fsize(dir: &Path, args: &[OsString], blocks: u64) -> (i32, String, String) {
+    let mut all: Vec<OsString> = vec![
+        "-c".into(),
+        format!("ulimit -f {blocks} && exec \"$0\" \"$@\"").into(),
+        crate::support::BIN.into(),
+    ];
+    all.extend(args.iter().cloned());
+    let mut cmd = Command::new("sh");
+    cmd.args(&all)
+        .current_dir(dir)
+        .env("RCCLFIX_HOME", dir.join("home"))
+        .env("HOME", dir.join("home"))
+        .env("TMPDIR", dir.join("tmp"));
+    for k in crate::support::CALLER_SETTINGS {
+        cmd.env_remove(k);
+    }
+    let o = crate::support::output_with_deadline(&mut cmd, Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("{args:?} {e}"));
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 /// A committed fixture library with the MessagePack array header after `key` (a fixstr key in
@@ -94,7 +124,7 @@ fn claiming_library(key: &[u8]) -> Vec<u8> {
 }
 
 /// An `ar` archive (a .deb) of `members` (name, bytes), written by the `ar` crate.
-fn ar_archive(members: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn ar_archive(members: &[(&str, &[u8])]) -> Vec<u8> {
     let mut b = ar::Builder::new(Vec::new());
     for (n, data) in members {
         let h = ar::Header::new(n.as_bytes().to_vec(), data.len() as u64);
@@ -104,7 +134,7 @@ fn ar_archive(members: &[(&str, &[u8])]) -> Vec<u8> {
 }
 
 /// A tar archive of `members` (path, bytes); `finish`: with the end-of-archive blocks.
-fn tar_archive(members: &[(&str, &[u8])], finish: bool) -> Vec<u8> {
+pub(crate) fn tar_archive(members: &[(&str, &[u8])], finish: bool) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
     for (n, data) in members {
         let mut h = tar::Header::new_gnu();
@@ -122,14 +152,14 @@ fn tar_archive(members: &[(&str, &[u8])], finish: bool) -> Vec<u8> {
     }
 }
 
-fn xz(data: &[u8]) -> Vec<u8> {
+pub(crate) fn xz(data: &[u8]) -> Vec<u8> {
     let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
     e.write_all(data).unwrap();
     e.finish().unwrap()
 }
 
 /// A .deb with `debian-binary`, a control archive and `data` as `data.tar.xz`.
-fn deb_with_data(data: &[u8]) -> Vec<u8> {
+pub(crate) fn deb_with_data(data: &[u8]) -> Vec<u8> {
     let control = xz(&tar_archive(
         &[("./control", b"Package: x\nVersion: 1\n".as_slice())],
         true,
@@ -141,7 +171,7 @@ fn deb_with_data(data: &[u8]) -> Vec<u8> {
     ])
 }
 
-fn write(p: &Path, data: &[u8]) {
+pub(crate) fn write(p: &Path, data: &[u8]) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, data).unwrap();
 }
@@ -609,10 +639,17 @@ fn rows() -> Vec<Row> {
 
 #[test]
 fn hostile_scan_inputs_table() {
+    check_rows(rows());
+}
+
+/// Run every row in its own folder and check it (module docs); panics naming each failed row,
+/// and prints the row count per class (the first word pair of each name, `class N`).
+pub(crate) fn check_rows(rows: Vec<Row>) {
     let mut failures = vec![];
-    let mut per_class = std::collections::BTreeMap::<&str, usize>::new();
-    for r in rows() {
-        *per_class.entry(&r.name[..7]).or_default() += 1;
+    let mut per_class = std::collections::BTreeMap::<String, usize>::new();
+    for r in rows {
+        let class = r.name.split(':').next().unwrap_or(r.name).to_owned();
+        *per_class.entry(class).or_default() += 1;
         let t = tempfile::tempdir().unwrap();
         let d = t.path();
         for sub in ["in", "out", "home", "tmp"] {
@@ -620,7 +657,10 @@ fn hostile_scan_inputs_table() {
         }
         (r.setup)(d);
         let before = crate::support::listing(d, &["out"]);
-        let (code, out, err) = run_in(d, &r.args, r.ulimit_kib);
+        let (code, out, err) = match r.ulimit_f {
+            Some(blocks) => run_under_fsize(d, &r.args, blocks),
+            None => run_in(d, &r.args, r.ulimit_kib),
+        };
         let after = crate::support::listing(d, &["out"]);
         let mut why = vec![];
         if code != r.code {

@@ -12,6 +12,7 @@ mod fsutil;
 mod hostile;
 mod hostile_doctor;
 mod hostile_gate;
+mod hostile_input;
 mod hostile_package;
 mod hostile_scan;
 mod hostile_source;

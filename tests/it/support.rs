@@ -73,7 +73,7 @@ pub(crate) fn output_with_deadline(cmd: &mut Command, limit: Duration) -> Result
 
 /// Settings from the caller's environment that change what a run reads, streams or prints; the
 /// hostile tables clear them so every row sees rcclfix's defaults.
-const CALLER_SETTINGS: &[&str] = &[
+pub(crate) const CALLER_SETTINGS: &[&str] = &[
     "RCCLFIX_GIT_MIRROR",
     "RCCLFIX_MAX_BUNDLE_BYTES",
     "RCCLFIX_SCAN_MEMORY_BUDGET",
