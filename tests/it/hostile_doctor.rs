@@ -313,7 +313,11 @@ fn rows(d: &Path) -> Vec<Row> {
                 .arg(&out)
                 .arg("-C")
                 .arg(&m)
-                .args(std::fs::read_dir(&m).unwrap().map(|e| e.unwrap().file_name()))
+                .args(
+                    std::fs::read_dir(&m)
+                        .unwrap()
+                        .map(|e| e.unwrap().file_name()),
+                )
                 .status()
                 .unwrap();
             assert!(st.success());
@@ -324,7 +328,8 @@ fn rows(d: &Path) -> Vec<Row> {
         };
         let arg: &'static str = Box::leak(arg.into_boxed_str());
         let name: &'static str = Box::leak(
-            format!("issue 20: a snapshot {what} whose GPU's device link is dangling").into_boxed_str(),
+            format!("issue 20: a snapshot {what} whose GPU's device link is dangling")
+                .into_boxed_str(),
         );
         let mut r = row(
             name,

@@ -249,7 +249,10 @@ fn the_debug_file_fuzz_crash_is_refused() {
     check(&bad, "fuzz crash b2a651f3", &mut t);
     for (name, r) in [
         ("strip", strip::strip(Arc::new(bad.clone()))),
-        ("only_keep_debug", strip::only_keep_debug(Arc::new(bad.clone()))),
+        (
+            "only_keep_debug",
+            strip::only_keep_debug(Arc::new(bad.clone())),
+        ),
     ] {
         let e = r.expect_err(name);
         assert!(
@@ -302,10 +305,16 @@ fn names_sharing_one_long_string_are_bounded() {
     }
     for (name, r) in [
         ("strip", strip::strip(Arc::new(d.clone()))),
-        ("only_keep_debug", strip::only_keep_debug(Arc::new(d.clone()))),
+        (
+            "only_keep_debug",
+            strip::only_keep_debug(Arc::new(d.clone())),
+        ),
     ] {
         let e = r.expect_err(name);
-        assert!(format!("{e:#}").contains("section names add up"), "{name}: {e:#}");
+        assert!(
+            format!("{e:#}").contains("section names add up"),
+            "{name}: {e:#}"
+        );
     }
     assert!(strip::has_debug_info(&d).is_err());
 }

@@ -13,9 +13,7 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::hostile_scan::{
-    check_rows, deb_with_data, fixture, row, tar_archive, write, xz, Row,
-};
+use super::hostile_scan::{check_rows, deb_with_data, fixture, row, tar_archive, write, xz, Row};
 
 fn lib(p: &str) -> Vec<u8> {
     std::fs::read(fixture(p)).unwrap()
@@ -26,8 +24,8 @@ fn lib(p: &str) -> Vec<u8> {
 /// its local header and its central-directory record to `rename` afterwards.
 fn zip_of(members: &[(&str, &[u8])], rename: Option<(&str, &str)>) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored);
+    let opts =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     for (n, data) in members {
         z.start_file(*n, opts).unwrap();
         z.write_all(data).unwrap();
@@ -36,7 +34,10 @@ fn zip_of(members: &[(&str, &[u8])], rename: Option<(&str, &str)>) -> Vec<u8> {
     if let Some((from, to)) = rename {
         assert_eq!(from.len(), to.len());
         let mut at = 0;
-        while let Some(i) = w[at..].windows(from.len()).position(|x| x == from.as_bytes()) {
+        while let Some(i) = w[at..]
+            .windows(from.len())
+            .position(|x| x == from.as_bytes())
+        {
             w[at + i..at + i + to.len()].copy_from_slice(to.as_bytes());
             at += i + to.len();
         }
@@ -289,7 +290,8 @@ fn rows() -> Vec<Row> {
             rows.push(row(
                 name,
                 move |d| {
-                    let t = tar_archive(&[("usr/lib/x.so", lib("sid/kernels.so").as_slice())], true);
+                    let t =
+                        tar_archive(&[("usr/lib/x.so", lib("sid/kernels.so").as_slice())], true);
                     let c = f(&t);
                     write(&d.join(format!("in/d/cut.{ext}")), &c[..c.len() / 2]);
                 },
@@ -336,7 +338,12 @@ fn rows() -> Vec<Row> {
     rows.push(row(
         "class 12: --target with OSC and CSI bytes",
         |d| write(&d.join("in/libc.so"), &lib("sid/implicit.so")),
-        &[&"scan", &"--target", &"gfx\x1b]0;pwned\x07\x1b[2J", &"in/libc.so"],
+        &[
+            &"scan",
+            &"--target",
+            &"gfx\x1b]0;pwned\x07\x1b[2J",
+            &"in/libc.so",
+        ],
         3,
         "no device code for gfx\\e]0;pwned\\x07\\e[2J; found: gfx1100",
     ));

@@ -396,9 +396,8 @@ fn ambiguous_directory(data: &[u8], start: u64, listed: usize) -> Option<String>
         }
         at += 46 + n + m + k;
     }
-    (records > listed).then(|| {
-        format!("it holds {records} records, but its end record counts {listed}")
-    })
+    (records > listed)
+        .then(|| format!("it holds {records} records, but its end record counts {listed}"))
 }
 
 pub(super) fn size_lie(mname: &str, what: &str, claimed: u64, got: u64) -> FileReport {
