@@ -727,6 +727,28 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         pci_functions,
         gpus_seen,
     );
+    // With a GPU examined, an AMD GPU the evidence shows but not its config space (a paste that
+    // holds the `-tv` tree but lost the second GPU's block) leaves the verdict open too; with
+    // none examined, `decide_overall`'s rule for seen GPUs already does.
+    let mut pci_unread = pci_unread;
+    if !report.gpus.is_empty() {
+        pci_unread.extend(
+            report
+                .gpus_seen
+                .iter()
+                .filter(|s| s.kfd_rejected.is_none())
+                .map(|s| {
+                    format!(
+                        "the AMD GPU {} is in the {} but its config space is not in the evidence",
+                        s.bdf
+                            .map(|b| b.to_string())
+                            .or_else(|| s.id.clone())
+                            .unwrap_or_else(|| "(no address)".into()),
+                        s.seen_in
+                    )
+                }),
+        );
+    }
     unread_pci_evidence(&mut report, &pci_unread);
     if !libraries_unjudged.is_empty() {
         report

@@ -481,11 +481,15 @@ pub fn parse(text: &str, what: &str) -> anyhow::Result<Topology> {
     let mut last_line_ends_a_block = false;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
-        if line.is_empty() {
+        // A blank line, or the first line of an `lspci -tv` tree (`-[0000:00]-+-…`) pasted
+        // right after the blocks, ends the block before it.
+        if line.is_empty() || line.starts_with("-[") {
             if let Some(e) = ended.last_mut() {
                 *e = true;
             }
-            continue;
+            if line.is_empty() {
+                continue;
+            }
         }
         if !line.starts_with([' ', '\t']) {
             if let Some((bdf, rest)) = header_bdf(line.trim_start()) {

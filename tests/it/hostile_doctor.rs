@@ -284,6 +284,16 @@ fn rows(d: &Path) -> Vec<Row> {
             "`03:0 \\e]0;pwned\\x07` starts like a device header",
         ),
         (
+            "tree-after-blocks.txt",
+            format!(
+                "{}\n{}",
+                board.trim_end(),
+                std::fs::read_to_string(data("lspci/board-tv.txt")).unwrap()
+            ),
+            2,
+            "the AMD GPU 0000:07:00.0 is in the lspci -tv tree but its config space is not in the evidence",
+        ),
+        (
             "kernel-lines.txt",
             format!("{}\n\tKernel driver in use: snd_hda_intel\n", board.trim_end()),
             0,
@@ -297,7 +307,7 @@ fn rows(d: &Path) -> Vec<Row> {
         );
         let mut r = row(name, &[&"doctor", &"--no-hip", &"--lspci", &arg], code, fragment);
         if code != 0 {
-            r.absent = vec!["not affected".into()];
+            r.absent = vec!["Verdict: not affected".into()];
         }
         rows.push(r);
     }

@@ -457,7 +457,7 @@ fn rows() -> Vec<Row> {
         |d| write(&d.join("in/bad.deb"), &deb_with_data(b"\xfd7zXZ\0garbage")),
         &[&"scan", &"in/bad.deb"],
         3,
-        "the package's data archive cannot be read",
+        "in/bad.deb!data.tar.xz at offset 0 (decompress): cannot decompress: lzma data error",
     ));
     rows.push(row(
         "class 3: a .deb whose data.tar.xz decompresses to something that is not a tar",
