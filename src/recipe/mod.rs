@@ -667,9 +667,7 @@ pub fn controlled_cmake_var(var: &str) -> Option<&'static str> {
     if OWN.contains(&var) {
         return Some("rcclfix passes it itself (from the recipe's fields and the targets)");
     }
-    let Some(rest) = var.strip_prefix("CMAKE_") else {
-        return None;
-    };
+    let rest = var.strip_prefix("CMAKE_")?;
     if (rest.starts_with("PROJECT_") && rest.contains("INCLUDE"))
         || rest.starts_with("USER_MAKE_RULES_OVERRIDE")
     {

@@ -77,33 +77,6 @@ fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, Strin
     crate::support::run_row(dir, args, &[], ulimit_kib, Duration::from_secs(120))
 }
 
-/// [`run_in`] under `ulimit -f blocks` (through `sh`, as `ulimit -v` is): the signal a write past
-/// the limit raises (SIGXFSZ) shows as exit -1.
-fn run_under_fsize(dir: &Path, args: &[OsString], blocks: u64) -> (i32, String, String) {
-    let mut all: Vec<OsString> = vec![
-        "-c".into(),
-        format!("ulimit -f {blocks} && exec \"$0\" \"$@\"").into(),
-        crate::support::BIN.into(),
-    ];
-    all.extend(args.iter().cloned());
-    let mut cmd = Command::new("sh");
-    cmd.args(&all)
-        .current_dir(dir)
-        .env("RCCLFIX_HOME", dir.join("home"))
-        .env("HOME", dir.join("home"))
-        .env("TMPDIR", dir.join("tmp"));
-    for k in crate::support::CALLER_SETTINGS {
-        cmd.env_remove(k);
-    }
-    let o = crate::support::output_with_deadline(&mut cmd, Duration::from_secs(120))
-        .unwrap_or_else(|e| panic!("{args:?} {e}"));
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 /// A committed fixture library with the MessagePack array header after `key` (a fixstr key in
 /// the kernel metadata note) rewritten to `0xdd ff ff ff ff`, an array32 claiming 4,294,967,295
 /// elements. The five bytes overwrite the old header and the start of the first element, so the
@@ -658,7 +631,9 @@ pub(crate) fn check_rows(rows: Vec<Row>) {
         (r.setup)(d);
         let before = crate::support::listing(d, &["out"]);
         let (code, out, err) = match r.ulimit_f {
-            Some(blocks) => run_under_fsize(d, &r.args, blocks),
+            Some(blocks) => {
+                crate::support::run_row_fsize(d, &r.args, blocks, Duration::from_secs(120))
+            }
             None => run_in(d, &r.args, r.ulimit_kib),
         };
         let after = crate::support::listing(d, &["out"]);
@@ -797,85 +772,4 @@ fn closed_pipes_keep_the_exit_code() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// Class 1, a bounded mutation loop beside the cargo-fuzz target `fuzz/metadata_counts`: the
-/// metadata note of a committed code object, mutated with container headers whose counts are
-/// often huge (array16/32, map16/32, fixarray, fixmap), random bytes and cuts, fed to the
-/// scanner's note reader and to `patch`'s. Each must refuse or read what fits in the note; a
-/// reservation by the claim would abort the test (343 GB for the worst claim). 5,000 runs, or
-/// 100,000 with `RCCLFIX_SLOW_TESTS=1` (about 0.8 ms a run in a debug build); a fixed seed, so a
-/// failure repeats. The 10^6-run count is the cargo-fuzz target's (`fuzz/README.md`).
-#[test]
-fn metadata_count_mutations_are_refused_or_read_within_the_note() {
-    use rcclfix::scan::meta;
-    let co = std::fs::read(fixture("sid/kernels.co")).unwrap();
-    let name = co
-        .windows(8)
-        .position(|w| w == b"AMDGPU\0\0")
-        .expect("an AMDGPU note in sid/kernels.co");
-    let len = u32::from_le_bytes(co[name - 8..name - 4].try_into().unwrap()) as usize;
-    let seed_note = &co[name + 8..name + 8 + len];
-    let mut md = meta::Metadata::default();
-    meta::merge_msgpack(seed_note, &mut md).expect("the seed note reads");
-    assert_eq!(md.kernels.len(), 3);
-    let runs: u64 = if std::env::var_os("RCCLFIX_SLOW_TESTS").is_some() {
-        100_000
-    } else {
-        5_000
-    };
-    // xorshift64*, fixed seed.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = move || {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    };
-    let (mut refused, mut read) = (0u64, 0u64);
-    for _ in 0..runs {
-        let mut note = seed_note.to_vec();
-        for _ in 0..1 + rnd() % 3 {
-            let at = (rnd() as usize) % note.len();
-            let huge = rnd() % 2 == 0;
-            let count = if huge { u32::MAX } else { rnd() as u32 };
-            let mut patch = match rnd() % 8 {
-                0 => vec![0xdd],
-                1 => vec![0xdf],
-                2 => vec![0xdc],
-                3 => vec![0xde],
-                4 => vec![0x90 | (rnd() as u8 & 0x0f)],
-                5 => vec![0x80 | (rnd() as u8 & 0x0f)],
-                6 => vec![rnd() as u8],
-                _ => {
-                    note.truncate(at.max(1));
-                    continue;
-                }
-            };
-            match patch[0] {
-                0xdd | 0xdf => patch.extend_from_slice(&count.to_be_bytes()),
-                0xdc | 0xde => patch.extend_from_slice(&(count as u16).to_be_bytes()),
-                _ => {}
-            }
-            let end = (at + patch.len()).min(note.len());
-            note[at..end].copy_from_slice(&patch[..end - at]);
-        }
-        let mut md = meta::Metadata::default();
-        match meta::merge_msgpack(&note, &mut md) {
-            Ok(()) => {
-                read += 1;
-                assert!(md.kernels.len() <= note.len());
-                let args: usize = md.kernels.iter().map(|k| k.args.len()).sum();
-                assert!(
-                    args <= note.len(),
-                    "{args} arguments from {} bytes",
-                    note.len()
-                );
-            }
-            Err(_) => refused += 1,
-        }
-        let _ = rcclfix::patch::msgpack::parse(&note);
-    }
-    eprintln!("metadata count mutations: {runs} runs, {read} read, {refused} refused");
-    assert_eq!(read + refused, runs);
 }

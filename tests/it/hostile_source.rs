@@ -3,7 +3,9 @@
 //! `ext::` transport, `ls-remote`'s suffix match), a good output replaced (class 6: another
 //! recipe's output folder, a folder that is no rcclfix output) and errors a person can act on
 //! (class 7: TOML and lockfile errors, paths that are not UTF-8, FIFOs, unknown toolchains, a
-//! `verify --lib` that is no shared library).
+//! `verify --lib` that is no shared library); the recipe rows of the mediums (class 5:
+//! `recipe pin` of a tag that is no commit, `cmake_options` that override rcclfix) are built in
+//! [`super::hostile_recipe`].
 //!
 //! Every row makes its input in a fresh folder `d` (`in/`, `out/`, `home/`, `tmp/` and
 //! `victim/`, a host folder a link points at), runs the real binary there with `RCCLFIX_HOME`,
@@ -25,28 +27,33 @@ const PATCHES: &str = "patches";
 
 /// Where a row's fragment is looked for.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum In {
+pub(crate) enum In {
     Stdout,
     Stderr,
 }
 
-type Check = Box<dyn Fn(&Path, &str, &str) -> Result<(), String>>;
+pub(crate) type Check = Box<dyn Fn(&Path, &str, &str) -> Result<(), String>>;
 
 /// One hostile input and what must come out.
-struct Row {
+pub(crate) struct Row {
     /// `class N: what`.
-    name: &'static str,
-    args: Vec<OsString>,
-    code: i32,
-    fragment: String,
-    looked_in: In,
+    pub(crate) name: &'static str,
+    pub(crate) args: Vec<OsString>,
+    pub(crate) code: i32,
+    pub(crate) fragment: String,
+    pub(crate) looked_in: In,
     /// Paths under `d` (besides `home/`) the run may create or change.
-    may_write: Vec<&'static str>,
+    pub(crate) may_write: Vec<&'static str>,
     /// A further check on (`d`, stdout, stderr).
-    check: Option<Check>,
+    pub(crate) check: Option<Check>,
 }
 
-fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, fragment: &str) -> Row {
+pub(crate) fn row(
+    name: &'static str,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+    code: i32,
+    fragment: &str,
+) -> Row {
     Row {
         name,
         args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
@@ -89,14 +96,14 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A file of a test repository: its text, or a symbolic link to a path.
-enum Entry<'a> {
+pub(crate) enum Entry<'a> {
     File(&'a str),
     Link(&'a Path),
 }
 
 /// A git repository at `dir` holding `entries` (and a CMakeLists.txt), committed and tagged
 /// `v0.1.0`; returns the commit.
-fn repo(dir: &Path, entries: &[(&str, Entry)]) -> String {
+pub(crate) fn repo(dir: &Path, entries: &[(&str, Entry)]) -> String {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
         dir.join("CMakeLists.txt"),
@@ -120,7 +127,12 @@ fn repo(dir: &Path, entries: &[(&str, Entry)]) -> String {
 
 /// A recipe named `hostile` of the repository `git` at `commit` (`None`: unpinned), with extra
 /// lines in `[source]` and `[build]`.
-fn recipe(git: &str, commit: Option<&str>, source_extra: &str, build_extra: &str) -> String {
+pub(crate) fn recipe(
+    git: &str,
+    commit: Option<&str>,
+    source_extra: &str,
+    build_extra: &str,
+) -> String {
     let commit = commit
         .map(|c| format!("commit = \"{c}\"\n"))
         .unwrap_or_default();
@@ -150,7 +162,7 @@ link_ram_gib = 0.5
 }
 
 /// Write `text` as `d/in/<rel>`; returns `in/<rel>` (the argument).
-fn input(d: &Path, rel: &str, text: &str) -> String {
+pub(crate) fn input(d: &Path, rel: &str, text: &str) -> String {
     let p = d.join("in").join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, text).unwrap();
@@ -392,120 +404,7 @@ fn rows(d: &Path) -> Vec<Row> {
     }));
     rows.push(row_);
 
-    // A tag that points to a blob or a tree has no commit to pin.
-    let src = d.join("src-blobtag");
-    repo(&src, &[]);
-    git(&src, &["tag", "-d", "v0.1.0"]);
-    let blob = git(&src, &["rev-parse", "HEAD:CMakeLists.txt"]);
-    let tree = git(&src, &["rev-parse", "HEAD^{tree}"]);
-    for (what, tag_args, kind) in [
-        (
-            "a lightweight tag of a blob",
-            vec!["tag", "v0.1.0", &blob],
-            "blob",
-        ),
-        (
-            "an annotated tag of a blob",
-            vec!["tag", "-a", "-m", "x", "v0.1.0", &blob],
-            "blob",
-        ),
-        (
-            "a lightweight tag of a tree",
-            vec!["tag", "v0.1.0", &tree],
-            "tree",
-        ),
-    ] {
-        let dir = d.join(format!("src-{kind}-{}", tag_args.len()));
-        std::fs::create_dir_all(&dir).unwrap();
-        git(
-            &dir,
-            &["clone", "-q", "--mirror", &src.display().to_string(), "."],
-        );
-        git(&dir, &tag_args);
-        let r = input(
-            d,
-            &format!("{kind}-{}.toml", tag_args.len()),
-            &recipe(&dir.display().to_string(), None, "", ""),
-        );
-        let name: &'static str =
-            Box::leak(format!("class 5: recipe pin refuses {what}").into_boxed_str());
-        let mut row_ = row(
-            name,
-            &[
-                &"recipe",
-                &"pin",
-                &"--lockfile",
-                &"out/lock.toml",
-                &"--recipe",
-                &r,
-            ],
-            2,
-            &format!("error: tag v0.1.0 points to a {kind} ("),
-        );
-        row_.looked_in = In::Stdout;
-        row_.check = Some(Box::new(|d: &Path, _: &str, _: &str| {
-            if d.join("out/lock.toml").exists() {
-                return Err("a lockfile was written".into());
-            }
-            Ok(())
-        }));
-        rows.push(row_);
-    }
-
-    // A recipe's cmake_options may not override what rcclfix passes itself.
-    for (k, opt) in [
-        "-DCMAKE_BUILD_TYPE=Debug",
-        "-DGPU_TARGETS=gfx90a",
-        "-DAMDGPU_TARGETS=gfx90a",
-        "-DCMAKE_CXX_FLAGS_RELEASE=-O0",
-        "-DCMAKE_CXX_FLAGS=-UNDEBUG",
-        "-DCMAKE_HIP_FLAGS:STRING=-UNDEBUG",
-        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO_INIT=-g",
-        "-DCMAKE_PROJECT_INCLUDE=/tmp/x.cmake",
-        "-DCMAKE_PROJECT_rccl_INCLUDE_BEFORE=/tmp/x.cmake",
-        "-DCMAKE_TOOLCHAIN_FILE=/tmp/t.cmake",
-        "-DCMAKE_CXX_COMPILER_LAUNCHER=/tmp/evil",
-        "-DCMAKE_CXX_COMPILER=/usr/bin/g++",
-        "-DCMAKE_HIP_ARCHITECTURES=gfx90a",
-        "-DROCM_PATH=/opt/other",
-        "-D CMAKE_BUILD_TYPE=Debug",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let text = recipe(
-            "/nonexistent/x.git",
-            None,
-            "",
-            &format!("cmake_options = [{opt:?}]"),
-        );
-        let file = format!("opt-{k}.toml");
-        let r = input(d, &file, &text);
-        let var = opt[2..].split(['=', ':']).next().unwrap().trim().to_owned();
-        let name: &'static str =
-            Box::leak(format!("class 5: cmake_options {opt} is refused").into_boxed_str());
-        rows.push(row(
-            name,
-            &[&"build", &"--plan", &"--recipe", &r],
-            2,
-            &format!("error: {r}: invalid recipe: build.cmake_options entry {opt:?} sets {var}: "),
-        ));
-    }
-    let text = recipe(
-        "/nonexistent/x.git",
-        Some(&"0".repeat(40)),
-        "",
-        "cmake_options = [\"-DCMAKE_SHARED_LINKER_FLAGS=-Xoffload-linker -mllvm=-amdgpu-s-branch-bits=12\", \"-DBUILD_TESTS=OFF\"]",
-    );
-    let r = input(d, "linker.toml", &text);
-    let mut row_ = row(
-        "class 5: cmake_options with linker flags and a project option still plans",
-        &[&"build", &"--plan", &"--recipe", &r],
-        0,
-        "-DCMAKE_SHARED_LINKER_FLAGS=-Xoffload-linker",
-    );
-    row_.looked_in = In::Stdout;
-    rows.push(row_);
+    rows.extend(super::hostile_recipe::rows(d));
 
     // Class 6: a good output silently replaced.
     let src = d.join("src-out");

@@ -14,6 +14,7 @@ mod hostile_doctor;
 mod hostile_gate;
 mod hostile_input;
 mod hostile_package;
+mod hostile_recipe;
 mod hostile_scan;
 mod hostile_source;
 mod matrix;

@@ -73,7 +73,7 @@ pub(crate) fn output_with_deadline(cmd: &mut Command, limit: Duration) -> Result
 
 /// Settings from the caller's environment that change what a run reads, streams or prints; the
 /// hostile tables clear them so every row sees rcclfix's defaults.
-pub(crate) const CALLER_SETTINGS: &[&str] = &[
+const CALLER_SETTINGS: &[&str] = &[
     "RCCLFIX_GIT_MIRROR",
     "RCCLFIX_MAX_BUNDLE_BYTES",
     "RCCLFIX_SCAN_MEMORY_BUDGET",
@@ -107,6 +107,34 @@ pub(crate) fn run_row(
     }
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    let o = output_with_deadline(&mut cmd, deadline).unwrap_or_else(|e| panic!("{args:?} {e}"));
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// [`run_row`] (no extra environment) under `ulimit -f blocks` (512-byte blocks) instead of
+/// `ulimit -v`: the signal a write past the limit raises (SIGXFSZ) shows as exit -1.
+pub(crate) fn run_row_fsize(
+    dir: &Path,
+    args: &[std::ffi::OsString],
+    blocks: u64,
+    deadline: Duration,
+) -> (i32, String, String) {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -f {blocks} && exec \"$0\" \"$@\""))
+        .arg(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("RCCLFIX_HOME", dir.join("home"))
+        .env("HOME", dir.join("home"))
+        .env("TMPDIR", dir.join("tmp"));
+    for k in CALLER_SETTINGS {
+        cmd.env_remove(k);
     }
     let o = output_with_deadline(&mut cmd, deadline).unwrap_or_else(|e| panic!("{args:?} {e}"));
     (
