@@ -152,6 +152,38 @@ fn rows() -> Vec<Row> {
         1,
         "gfx1100          declares",
     ));
+    // A zip behind a prefix (a shell stub): Python's zipfile, and pip, read it; so does scan.
+    let prefixed = |z: Vec<u8>| [b"#!/bin/sh\nexit 0\n".as_slice(), &[0u8; 100], &z].concat();
+    rows.push(row(
+        "class 8: a wheel behind a shell-script prefix, with a declaring member",
+        move |d| {
+            let z = zip_of(&[("lib/x.so", lib("sid/kernels.so").as_slice())], None);
+            write(&d.join("in/stub.whl"), &prefixed(z));
+        },
+        &[&"scan", &"in/stub.whl"],
+        1,
+        "gfx1100          declares",
+    ));
+    for arg in ["in/f/stub.whl", "in/f"] {
+        let name: &'static str = Box::leak(
+            format!("class 8: the prefixed zip with two members named lib/x.so, scanning {arg}")
+                .into_boxed_str(),
+        );
+        rows.push(row(
+            name,
+            move |d| write(&d.join("in/f/stub.whl"), &prefixed(zip_dup(true))),
+            &[&"scan", &arg],
+            3,
+            "two members are named `lib/x.so`",
+        ));
+    }
+    rows.push(row(
+        "class 8: a named file that only looks like it ends in a zip end record",
+        |d| write(&d.join("in/g.bin"), b"hello PK\x05\x06 garbage"),
+        &[&"scan", &"in/g.bin"],
+        2,
+        "error: in/g.bin: not a recognised input at offset 0",
+    ));
     for (first, what) in [(false, "clean first"), (true, "declaring first")] {
         for file in ["dup.tar", "dup.tar.xz", "dup.deb"] {
             let name: &'static str = Box::leak(
