@@ -178,6 +178,23 @@ fn rows() -> Vec<Row> {
         ));
     }
     rows.push(row(
+        "class 8: a zip that names one folder twice (no bytes, nothing ambiguous) is read",
+        |d| {
+            let z = zip_of(
+                &[
+                    ("lib/", b"".as_slice()),
+                    ("lib/x.so", lib("sid/kernels.so").as_slice()),
+                    ("li0/", b"".as_slice()),
+                ],
+                Some(("li0/", "lib/")),
+            );
+            write(&d.join("in/dirs.whl"), &z);
+        },
+        &[&"scan", &"in/dirs.whl"],
+        1,
+        "gfx1100          declares",
+    ));
+    rows.push(row(
         "class 8: a named file that only looks like it ends in a zip end record",
         |d| write(&d.join("in/g.bin"), b"hello PK\x05\x06 garbage"),
         &[&"scan", &"in/g.bin"],

@@ -380,6 +380,8 @@ fn ambiguous_directory(data: &[u8], start: u64, listed: usize) -> Option<String>
     let mut at = usize::try_from(start).ok()?;
     let mut seen = std::collections::HashSet::new();
     let mut records = 0usize;
+    // Records of a folder name already seen: a folder holds no bytes, and the zip crate keeps one.
+    let mut folders_again = 0usize;
     while let Some(h) = data.get(at..at.checked_add(46)?) {
         if &h[..4] != b"PK\x01\x02" {
             break;
@@ -389,14 +391,17 @@ fn ambiguous_directory(data: &[u8], start: u64, listed: usize) -> Option<String>
         let name = data.get(at + 46..at + 46 + n)?;
         records += 1;
         if !seen.insert(name) {
-            return Some(format!(
-                "two members are named `{}`",
-                String::from_utf8_lossy(name)
-            ));
+            if !name.ends_with(b"/") {
+                return Some(format!(
+                    "two members are named `{}`",
+                    String::from_utf8_lossy(name)
+                ));
+            }
+            folders_again += 1;
         }
         at += 46 + n + m + k;
     }
-    (records > listed)
+    (records > listed + folders_again)
         .then(|| format!("it holds {records} records, but its end record counts {listed}"))
 }
 
