@@ -97,7 +97,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Install the SIGINT/SIGTERM/SIGHUP handler: remove every in-flight path
+/// Install the SIGINT/SIGTERM/SIGHUP handler (and ignore SIGXFSZ, see below): remove every in-flight path
 /// ([`remove_in_flight`]) and exit with 128 + the signal number ([`EXIT_INTERRUPTED`],
 /// [`EXIT_TERMINATED`], [`EXIT_HANGUP`]). Call once, from `main`.
 ///
@@ -140,6 +140,13 @@ pub fn install_interrupt_handler() -> anyhow::Result<()> {
             }
         })
         .context("cannot install the interrupt handler")?;
+    // A write past `ulimit -f` (RLIMIT_FSIZE) returns EFBIG with SIGXFSZ ignored, instead of
+    // killing the process: a scan's spill to a temporary file falls back to streaming, and an
+    // output write is an error naming its file. (Ignored signals stay ignored in the children.)
+    // SAFETY: setting a signal's disposition to SIG_IGN has no handler to be unsafe in.
+    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(std::io::Error::last_os_error()).context("cannot ignore SIGXFSZ");
+    }
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a zeroed sigaction with a plain handler, an empty mask and SA_RESTART is valid;
         // the handler only calls write(2).

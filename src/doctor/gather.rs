@@ -457,6 +457,26 @@ fn class_word(class: u32) -> String {
     }
 }
 
+/// PCI evidence that could not be read (`problems`: a cut or malformed lspci paste, a sysfs
+/// device entry that cannot be read, such as a snapshot's dangling device link): listed as not
+/// examined, and a "not affected" becomes inconclusive, since the device missing may be the GPU.
+fn unread_pci_evidence(report: &mut Report, problems: &[String]) {
+    let Some(first) = problems.first() else {
+        return;
+    };
+    report
+        .not_examined
+        .extend(problems.iter().map(|p| format!("PCI device evidence: {p}")));
+    if report.verdict == VerdictKind::NotAffected {
+        report.verdict = VerdictKind::Inconclusive;
+        report.exit_code = report.verdict.exit_code();
+        report.headline = format!(
+            "inconclusive — part of the PCI evidence cannot be read, and the device missing may be an AMD GPU: {first}"
+        );
+        report.actions.push("paste the whole `sudo lspci -vvv` (and `lspci -tv`) of that machine, or capture the snapshot again: sudo rcclfix doctor --capture snap.tar".into());
+    }
+}
+
 /// Gather the evidence from `src` and decide.
 ///
 /// Errors: a `--log`, `--vm-config` or `--lspci` file cannot be read or is malformed (one line
@@ -471,9 +491,16 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         Some(t) => t.hypervisor(),
         None => vm::detect(&src.sysfs, &src.proc),
     };
-    let all = match &topo {
-        Some(t) => t.devices.clone(),
-        None => pci::list_devices(&src.sysfs),
+    let (all, pci_unread) = match &topo {
+        Some(t) => (t.devices.clone(), t.cut.clone()),
+        None => {
+            let (all, unread) = pci::list_devices_checked(&src.sysfs);
+            let unread = unread
+                .into_iter()
+                .map(|u| format!("{}: {u}", src.pci_origin))
+                .collect();
+            (all, unread)
+        }
     };
     let kfd = match &topo {
         Some(_) => None,
@@ -700,6 +727,29 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         pci_functions,
         gpus_seen,
     );
+    // With a GPU examined, an AMD GPU the evidence shows but not its config space (a paste that
+    // holds the `-tv` tree but lost the second GPU's block) leaves the verdict open too; with
+    // none examined, `decide_overall`'s rule for seen GPUs already does.
+    let mut pci_unread = pci_unread;
+    if !report.gpus.is_empty() {
+        pci_unread.extend(
+            report
+                .gpus_seen
+                .iter()
+                .filter(|s| s.kfd_rejected.is_none())
+                .map(|s| {
+                    format!(
+                        "the AMD GPU {} is in the {} but its config space is not in the evidence",
+                        s.bdf
+                            .map(|b| b.to_string())
+                            .or_else(|| s.id.clone())
+                            .unwrap_or_else(|| "(no address)".into()),
+                        s.seen_in
+                    )
+                }),
+        );
+    }
+    unread_pci_evidence(&mut report, &pci_unread);
     if !libraries_unjudged.is_empty() {
         report
             .not_examined

@@ -60,6 +60,25 @@ pub struct Topology {
     pub unknown_ids: BTreeSet<Bdf>,
     /// The files read.
     pub files: Vec<String>,
+    /// Signs that the text is cut or malformed (a device header cut before its class or vendor,
+    /// a line that starts like an address but is none, a last block without the blank line lspci
+    /// ends every device with), each naming the line: a device may be missing, so the text
+    /// cannot say "not affected".
+    pub cut: Vec<String>,
+}
+
+/// A column-0 line whose first word is a start of an address (`BB:DD.F` or `DDDD:BB:DD.F`, with
+/// its first `:`): a device header (`03:00.0 VGA …`) that is not a whole one.
+fn looks_like_cut_header(line: &str) -> bool {
+    let tok = line.split_whitespace().next().unwrap_or("");
+    let fits = |shape: &str| {
+        tok.len() <= shape.len()
+            && tok.bytes().zip(shape.bytes()).all(|(c, s)| match s {
+                b'x' => c.is_ascii_hexdigit(),
+                _ => c == s,
+            })
+    };
+    tok.contains(':') && (fits("xx:xx.x") || fits("xxxx:xx:xx.x"))
 }
 
 fn hex_u8(s: &str) -> Option<u8> {
@@ -456,8 +475,22 @@ fn parse_tree(
 /// Errors: the text holds no device block and no tree (one line naming `what`).
 pub fn parse(text: &str, what: &str) -> anyhow::Result<Topology> {
     let mut blocks: Vec<Block> = vec![];
+    let mut cut = vec![];
+    // Whether a blank line followed each block.
+    let mut ended: Vec<bool> = vec![];
+    let mut last_line_ends_a_block = false;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
+        // A blank line, or the first line of an `lspci -tv` tree (`-[0000:00]-+-…`) pasted
+        // right after the blocks, ends the block before it.
+        if line.is_empty() || line.starts_with("-[") {
+            if let Some(e) = ended.last_mut() {
+                *e = true;
+            }
+            if line.is_empty() {
+                continue;
+            }
+        }
         if !line.starts_with([' ', '\t']) {
             if let Some((bdf, rest)) = header_bdf(line.trim_start()) {
                 let mut b = Block {
@@ -467,6 +500,16 @@ pub fn parse(text: &str, what: &str) -> anyhow::Result<Topology> {
                 };
                 parse_header(&mut b, rest);
                 blocks.push(b);
+                ended.push(false);
+                last_line_ends_a_block = false;
+                continue;
+            }
+            if looks_like_cut_header(line) {
+                cut.push(format!(
+                    "line {}: `{}` starts like a device header but is not one (cut or malformed)",
+                    i + 1,
+                    short(line)
+                ));
                 continue;
             }
         } else if let Some((bdf, rest)) = header_bdf(line.trim_start()) {
@@ -479,11 +522,16 @@ pub fn parse(text: &str, what: &str) -> anyhow::Result<Topology> {
                 };
                 parse_header(&mut b, rest);
                 blocks.push(b);
+                ended.push(false);
+                last_line_ends_a_block = false;
                 continue;
             }
         }
         if let Some(b) = blocks.last_mut() {
             parse_body_line(b, line);
+            let t = line.trim_start();
+            last_line_ends_a_block =
+                t.starts_with("Kernel driver in use:") || t.starts_with("Kernel modules:");
         }
     }
     let mut topo = Topology::default();
@@ -498,6 +546,40 @@ pub fn parse(text: &str, what: &str) -> anyhow::Result<Topology> {
             "{what}: no lspci device block (`BB:DD.F Class: …` lines from `sudo lspci -vvv`) and no `lspci -tv` tree"
         );
     }
+    for b in &blocks {
+        let (Some(bdf), hex) = (b.bdf, b.hex_bytes()) else {
+            continue;
+        };
+        let hex_len = hex.map_or(0, |h| h.len());
+        if b.class.is_none() && hex_len < 12 {
+            cut.push(format!(
+                "line {}: the header of {bdf} names no device class (cut or malformed)",
+                b.line_no
+            ));
+        } else if b.vendor.is_none()
+            && hex_len < 2
+            && b.class.is_some_and(|c| c >> 16 == 0x03)
+            && (b.desc.is_empty() || VENDORS.iter().any(|(n, _)| n.starts_with(b.desc.as_str())))
+        {
+            cut.push(format!(
+                "line {}: the header of the display device {bdf} is cut before its vendor's name (`{}`)",
+                b.line_no,
+                short(&b.desc)
+            ));
+        }
+    }
+    // lspci ends every device block with a blank line; a last block without it is complete only
+    // when it ends with what `-v` prints last (the `-k` lines), else the paste was cut in it.
+    if ended.last() == Some(&false) && !last_line_ends_a_block {
+        if let Some(b) = blocks.last() {
+            cut.push(format!(
+                "the last device block ({}, line {}) ends without the blank line lspci prints after every device: the paste looks cut there",
+                b.bdf.map(|b| b.to_string()).unwrap_or_default(),
+                b.line_no
+            ));
+        }
+    }
+    topo.cut = cut;
     // Later blocks for the same address (the same device pasted twice) replace earlier ones.
     let mut by_bdf: BTreeMap<Bdf, Block> = BTreeMap::new();
     for b in blocks {
@@ -565,18 +647,38 @@ pub fn parse(text: &str, what: &str) -> anyhow::Result<Topology> {
 /// Errors: a file cannot be read, is not a regular file, is too large, or holds no lspci output.
 pub fn read_files(paths: &[PathBuf]) -> anyhow::Result<Topology> {
     let mut text = String::new();
+    let mut cut = vec![];
     for p in paths {
         let t = super::input::read_capped(p, super::input::MAX_INPUT_BYTES)
             .map_err(|e| anyhow::anyhow!("--lspci {}: {e:#}", p.display()))?;
+        if !t.is_empty() && !t.ends_with('\n') {
+            cut.push(format!(
+                "{} ends in the middle of line {} (no newline after it): the paste looks cut",
+                p.display(),
+                t.lines().count()
+            ));
+        }
         text.push_str(&t);
-        text.push('\n');
+        if !t.ends_with('\n') {
+            text.push('\n');
+        }
     }
     let what = paths
         .iter()
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    parse(&text, &format!("--lspci {what}"))
+    let mut topo = parse(&text, &format!("--lspci {what}"))?;
+    topo.cut.extend(cut);
+    Ok(topo)
+}
+
+/// `s` cut to 80 characters (by characters: the text is pasted), for messages.
+fn short(s: &str) -> String {
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
 }
 
 impl Topology {

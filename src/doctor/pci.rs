@@ -476,30 +476,56 @@ pub fn read_device(dir: &Path) -> anyhow::Result<PciDevice> {
 
 /// Every PCI function under `<sysfs>/bus/pci/devices`, sorted by address. Entries that cannot be read
 /// are skipped with a debug log (sysfs can change under us); a missing directory gives an empty list.
+/// [`list_devices_checked`] also says which were skipped.
 pub fn list_devices(sysfs: &Path) -> Vec<PciDevice> {
+    list_devices_checked(sysfs).0
+}
+
+/// [`list_devices`], and one line for each entry that could not be read (a dangling device link
+/// in a snapshot, a device gone while it was read): `0000:03:00.0: …`. Any of them may be a GPU.
+pub fn list_devices_checked(sysfs: &Path) -> (Vec<PciDevice>, Vec<String>) {
     let root = sysfs.join("bus/pci/devices");
     let Ok(rd) = std::fs::read_dir(&root) else {
-        return vec![];
+        return (vec![], vec![]);
     };
-    let mut out: Vec<PciDevice> = rd
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let p = e.path();
-            let dir = std::fs::canonicalize(&p).unwrap_or(p);
-            match read_device(&dir) {
-                Ok(d) => Some(d),
-                Err(err) => {
-                    tracing::debug!(
-                        "skipping {}",
-                        crate::ui::Esc(format!("{}: {err:#}", dir.display()))
-                    );
-                    None
-                }
+    let mut unread = vec![];
+    let mut out: Vec<PciDevice> = vec![];
+    for e in rd {
+        let e = match e {
+            Ok(e) => e,
+            Err(err) => {
+                unread.push(format!("{}: cannot list: {err}", root.display()));
+                continue;
             }
-        })
-        .collect();
+        };
+        let p = e.path();
+        let dir = match std::fs::canonicalize(&p) {
+            Ok(d) => d,
+            Err(err) => {
+                let to = std::fs::read_link(&p)
+                    .map(|t| format!(" (a link to {})", t.display()))
+                    .unwrap_or_default();
+                unread.push(format!(
+                    "{}{to}: cannot be read: {err}",
+                    e.file_name().to_string_lossy()
+                ));
+                continue;
+            }
+        };
+        match read_device(&dir) {
+            Ok(d) => out.push(d),
+            Err(err) => {
+                tracing::debug!(
+                    "skipping {}",
+                    crate::ui::Esc(format!("{}: {err:#}", dir.display()))
+                );
+                unread.push(format!("{}: {err:#}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
     out.sort_by_key(|d| d.bdf);
-    out
+    unread.sort();
+    (out, unread)
 }
 
 /// The upstream bridges of `dev`, nearest first, read from the canonical sysfs path: every parent

@@ -353,6 +353,10 @@ impl Recipe {
             if !o.starts_with("-D") || o.chars().any(char::is_control) || o.len() > 4096 {
                 bail!("build.cmake_options entry {o:?} is not a -D<var>=<value> option without control characters");
             }
+            let var = o[2..].split(['=', ':']).next().unwrap_or("").trim();
+            if let Some(why) = controlled_cmake_var(var) {
+                bail!("build.cmake_options entry {o:?} sets {var}: {why}; it would override rcclfix's own setting while the plan describes another build");
+            }
         }
         for p in &self.build.patches {
             if !is_plain_name(p) {
@@ -637,6 +641,52 @@ pub fn embedded() -> anyhow::Result<BTreeMap<String, Recipe>> {
         }
     }
     Ok(out)
+}
+
+/// Why a recipe's `cmake_options` may not set the CMake variable `var`, or `None` when it may:
+/// the variables `build::configure_args` passes itself (`CMAKE_BUILD_TYPE` from
+/// `build.build_type`, `GPU_TARGETS`/`AMDGPU_TARGETS` from the targets, the toolchain's
+/// compiler and `ROCM_PATH`), compile flags (`CMAKE_<LANG>_FLAGS`, its per-configuration
+/// `CMAKE_<LANG>_FLAGS_<CONFIG>` and `_INIT` forms: the NDEBUG strategy owns them, and a
+/// `CMAKE_CXX_FLAGS_RELEASE` or `-UNDEBUG` undoes NDEBUG), compilers and their launchers
+/// (`CMAKE_<LANG>_COMPILER*`: the toolchain and the cache own them), and files that run CMake
+/// code around the project (`CMAKE_TOOLCHAIN_FILE`, `CMAKE_PROJECT_INCLUDE*`,
+/// `CMAKE_PROJECT_<NAME>_INCLUDE*`, `CMAKE_USER_MAKE_RULES_OVERRIDE*`). Linker flags
+/// (`CMAKE_{EXE,SHARED,MODULE,STATIC}_LINKER_FLAGS*`) are the recipe's own (the debian-sid
+/// recipes pass `-amdgpu-s-branch-bits=12` there). Source: CMake's `cmake-variables(7)`.
+pub fn controlled_cmake_var(var: &str) -> Option<&'static str> {
+    const OWN: &[&str] = &[
+        "CMAKE_BUILD_TYPE",
+        "GPU_TARGETS",
+        "AMDGPU_TARGETS",
+        "ROCM_PATH",
+        "CMAKE_TOOLCHAIN_FILE",
+        "CMAKE_GENERATOR",
+        "CMAKE_HIP_ARCHITECTURES",
+    ];
+    if OWN.contains(&var) {
+        return Some("rcclfix passes it itself (from the recipe's fields and the targets)");
+    }
+    let rest = var.strip_prefix("CMAKE_")?;
+    if (rest.starts_with("PROJECT_") && rest.contains("INCLUDE"))
+        || rest.starts_with("USER_MAKE_RULES_OVERRIDE")
+    {
+        return Some("it runs CMake code around the project");
+    }
+    // CMAKE_<LANG>_FLAGS[_<CONFIG>|_INIT] and CMAKE_<LANG>_COMPILER[_LAUNCHER|…].
+    let lang_then = |word: &str| {
+        rest.find(word)
+            .filter(|&i| i > 0 && !rest[..i].ends_with("LINKER") && !rest[..i].contains("LINKER_"))
+    };
+    if lang_then("_FLAGS").is_some() {
+        return Some("it holds compile flags, which the NDEBUG strategy controls");
+    }
+    if lang_then("_COMPILER").is_some() {
+        return Some(
+            "it selects a compiler or launcher, which the toolchain and the build cache control",
+        );
+    }
+    None
 }
 
 /// The largest recipe file `--recipe` reads (1 MiB; the embedded ones are a few KiB).

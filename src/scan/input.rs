@@ -290,7 +290,7 @@ fn scan_chunk(sources: Vec<Source>, opts: &Settings) -> anyhow::Result<Vec<FileR
                 skipped(&name, format!("{n} bytes, too short for any device code"));
                 return Ok(Loaded::Skip);
             }
-            if sniff(&head[..n]).is_none() {
+            if sniff(&head[..n]).is_none() && !ends_like_zip(&f) {
                 if explicit {
                     let hex: String = head[..n.min(8)]
                         .iter()
@@ -377,8 +377,13 @@ fn plan<'a>(
     depth: u32,
     opts: &Settings,
 ) -> anyhow::Result<Planned<'a>> {
-    let Some(fmt) = sniff(data) else {
-        return Ok(Planned::Unknown);
+    let fmt = match sniff(data) {
+        Some(f) => f,
+        None if is_prefixed_zip(data) => Format::Zip,
+        None if explicit => anyhow::bail!(
+            "{name}: not a recognised input at offset 0 (no ELF, offload bundle or archive magic, and the zip end record near its end does not read)"
+        ),
+        None => return Ok(Planned::Unknown),
     };
     let mut files = Vec::new();
     match fmt {
@@ -419,6 +424,28 @@ fn plan<'a>(
         }
     }
     Ok(Planned::Reports(files))
+}
+
+/// Whether the last 65,557 bytes of `f` hold a zip end-of-central-directory signature (see
+/// [`is_prefixed_zip`], which decides once the file is mapped). Errors read as `false`.
+fn ends_like_zip(f: &fs::File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Ok(len) = f.metadata().map(|m| m.len()) else {
+        return false;
+    };
+    let start = len.saturating_sub(65_557);
+    let mut tail = vec![0u8; (len - start) as usize];
+    f.read_exact_at(&mut tail, start).is_ok() && tail.windows(4).any(|w| w == b"PK\x05\x06")
+}
+
+/// Whether `data`, which starts with no known magic, is a zip archive behind a prefix (a
+/// self-extracting stub, a shell script): its end-of-central-directory record (`PK\x05\x06`,
+/// within the last 65,557 bytes, PKWARE APPNOTE 4.3.16) is there and the zip reader accepts it.
+/// Python's `zipfile`, and so pip, reads such a file as the zip it ends with.
+fn is_prefixed_zip(data: &[u8]) -> bool {
+    let tail = &data[data.len().saturating_sub(65_557)..];
+    tail.windows(4).any(|w| w == b"PK\x05\x06")
+        && zip::ZipArchive::new(std::io::Cursor::new(data)).is_ok()
 }
 
 fn kpack_file(name: &str) -> FileReport {

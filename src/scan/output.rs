@@ -268,10 +268,11 @@ pub fn write_output(
                     let what = if scan.found.is_empty() {
                         "no device code found".to_owned()
                     } else {
+                        // `--target` values and the targets found in the input: escaped.
                         format!(
                             "no device code for {}; found: {}",
-                            scan.explicit.join(", "),
-                            scan.found.join(", ")
+                            crate::ui::escape(&scan.explicit.join(", ")),
+                            crate::ui::escape(&scan.found.join(", "))
                         )
                     };
                     table = format!("{what}\n{}", &table["no device code found\n".len()..]);

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{fetch, first_line, mirror_origin, remote_tag_commit, SourceOptions};
+use super::{fetch, first_line, git, mirror_origin, remote_tag_commit, SourceOptions};
 use crate::recipe::{Lockfile, Recipe};
 
 /// What `rcclfix recipe pin` needs besides the recipes ([`pin`]).
@@ -94,13 +94,18 @@ pub fn pin(
                     false,
                 ),
                 Ok(None) => row(String::new(), format!("tag not found in {origin}"), false),
-                Ok(Some(c)) => match r.pinned_commit(&lock) {
-                    Some(p) if p == c => row(c, "ok".to_owned(), true),
-                    Some(p) => row(c, format!("MISMATCH: pinned {p}"), false),
-                    None => {
-                        lock.set(r.id(), &r.source.tag, &c);
-                        row(c, "pinned".to_owned(), true)
-                    }
+                Ok(Some(c)) => match tag_peels_to_commit(&origin, &r.source.tag, &c)
+                    .map(|()| r.pinned_commit(&lock))
+                {
+                    Err(e) => row(c, format!("error: {}", first_line(&e)), false),
+                    Ok(pinned) => match pinned {
+                        Some(p) if p == c => row(c, "ok".to_owned(), true),
+                        Some(p) => row(c, format!("MISMATCH: pinned {p}"), false),
+                        None => {
+                            lock.set(r.id(), &r.source.tag, &c);
+                            row(c, "pinned".to_owned(), true)
+                        }
+                    },
                 },
             }
         };
@@ -114,4 +119,43 @@ pub fn pin(
         None
     };
     Ok(PinOutcome { all_ok, wrote })
+}
+
+/// Checks that `sha`, what `git ls-remote` lists for `refs/tags/<tag>` of `origin` (peeled), is a
+/// commit: a tag may point to a blob or a tree, and `ls-remote` does not say which. The tag is
+/// fetched into a temporary bare repository (shallow, `--filter=tree:0`: the tag and its
+/// commit objects only) and `git cat-file -t` names the object's type.
+///
+/// Errors: the fetch fails, or the object is not a commit (one line naming the tag and the type).
+fn tag_peels_to_commit(origin: &str, tag: &str, sha: &str) -> anyhow::Result<()> {
+    let tmp = tempfile::Builder::new().prefix("rcclfix-pin-").tempdir()?;
+    let dir = format!("--git-dir={}", tmp.path().display());
+    git()
+        .args(["init", "--bare", "-q"])
+        .arg(tmp.path())
+        .read()?;
+    git()
+        .arg(&dir)
+        .args([
+            "-c",
+            "uploadpack.allowFilter=true",
+            "fetch",
+            "-q",
+            "--depth=1",
+        ])
+        .args(["--filter=tree:0", "--no-tags", origin])
+        .arg(format!("refs/tags/{tag}"))
+        .read()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot fetch tag {tag} to see what it points to: {}",
+                first_line(&e)
+            )
+        })?;
+    let kind = git().arg(&dir).args(["cat-file", "-t", sha]).read()?;
+    let kind = kind.trim();
+    if kind != "commit" {
+        anyhow::bail!("tag {tag} points to a {kind} ({sha}), not a commit: nothing to build");
+    }
+    Ok(())
 }

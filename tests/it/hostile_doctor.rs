@@ -237,6 +237,120 @@ fn rows(d: &Path) -> Vec<Row> {
         "inconclusive",
     ));
 
+    // A cut or malformed lspci paste, or a device entry that cannot be read, is never "not
+    // affected": the device missing may be the GPU (the board's full paste is, exit 0).
+    // The board's root port, first GPU and its audio function: a healthy path (exit 0).
+    let board = std::fs::read_to_string(data("lspci/board-vvvnn.txt")).unwrap();
+    let board = board[..board.find("\n04:00.0 ").unwrap() + 1].to_owned();
+    let gpu_at = board.find("\n03:00.0 ").unwrap() + 1;
+    let root_end = board.find("\n\n").unwrap() + 2;
+    let line_in_root = board[..root_end - 2].rfind("\tCapabilities: [50]").unwrap();
+    for (file, text, code, fragment) in [
+        ("full.txt", board.clone(), 0, "not affected"),
+        (
+            "mid-line.txt",
+            board[..line_in_root + 10].to_owned(),
+            2,
+            "ends in the middle of line 11 (no newline after it): the paste looks cut",
+        ),
+        (
+            "line-boundary.txt",
+            board[..line_in_root].to_owned(),
+            2,
+            "the last device block (0000:00:01.1, line 1) ends without the blank line lspci prints after every device",
+        ),
+        (
+            "gpu-vendor-cut.txt",
+            format!("{}\n", &board[..gpu_at + "03:00.0 VGA compatible controller [0300]: Advanced Mic".len()]),
+            2,
+            "the header of the display device 0000:03:00.0 is cut before its vendor's name (`Advanced Mic`)",
+        ),
+        (
+            "gpu-class-cut.txt",
+            format!("{}\n\n", &board[..gpu_at + "03:00.0 VGA compat".len()]),
+            2,
+            "the header of 0000:03:00.0 names no device class",
+        ),
+        (
+            "gpu-address-cut.txt",
+            format!("{}\n\n", &board[..gpu_at + "03:0".len()]),
+            2,
+            "`03:0` starts like a device header but is not one",
+        ),
+        (
+            "escape-cut.txt",
+            format!("{}03:0 \x1b]0;pwned\x07\n\n", &board[..gpu_at]),
+            2,
+            "`03:0 \\e]0;pwned\\x07` starts like a device header",
+        ),
+        (
+            "tree-after-blocks.txt",
+            format!(
+                "{}\n{}",
+                board.trim_end(),
+                std::fs::read_to_string(data("lspci/board-tv.txt")).unwrap()
+            ),
+            2,
+            "the AMD GPU 0000:07:00.0 is in the lspci -tv tree but its config space is not in the evidence",
+        ),
+        (
+            "kernel-lines.txt",
+            format!("{}\n\tKernel driver in use: snd_hda_intel\n", board.trim_end()),
+            0,
+            "not affected",
+        ),
+    ] {
+        std::fs::write(i.join(file), text).unwrap();
+        let arg: &'static str = Box::leak(format!("in/{file}").into_boxed_str());
+        let name: &'static str = Box::leak(
+            format!("issue 20: doctor --lspci on a paste {file} (a board's root port and GPU)").into_boxed_str(),
+        );
+        let mut r = row(name, &[&"doctor", &"--no-hip", &"--lspci", &arg], code, fragment);
+        if code != 0 {
+            r.absent = vec!["Verdict: not affected".into()];
+        }
+        rows.push(r);
+    }
+    for (what, tar) in [("folder", false), ("tar", true)] {
+        let m = machine(d, &format!("dangling-{what}"));
+        let link = m.join("sys/bus/pci/devices/0000:03:00.0");
+        let target = std::fs::canonicalize(&link).unwrap();
+        std::fs::remove_dir_all(&target).unwrap();
+        let arg = if tar {
+            let out = i.join("dangling.tar");
+            let st = std::process::Command::new("tar")
+                .arg("-cf")
+                .arg(&out)
+                .arg("-C")
+                .arg(&m)
+                .args(
+                    std::fs::read_dir(&m)
+                        .unwrap()
+                        .map(|e| e.unwrap().file_name()),
+                )
+                .status()
+                .unwrap();
+            assert!(st.success());
+            std::fs::remove_dir_all(&m).unwrap();
+            "in/dangling.tar".to_owned()
+        } else {
+            format!("in/dangling-{what}")
+        };
+        let arg: &'static str = Box::leak(arg.into_boxed_str());
+        let name: &'static str = Box::leak(
+            format!("issue 20: a snapshot {what} whose GPU's device link is dangling")
+                .into_boxed_str(),
+        );
+        let mut r = row(
+            name,
+            &[&"doctor", &"--snapshot", &arg],
+            2,
+            "0000:03:00.0 (a link to ../../../devices/",
+        );
+        r.absent = vec!["not affected".into()];
+        rows.push(r);
+    }
+
     // A FIFO snapshot is refused before it is opened.
     let st = std::process::Command::new("mkfifo")
         .arg(i.join("fifo.tar"))

@@ -3,7 +3,9 @@
 //! `ext::` transport, `ls-remote`'s suffix match), a good output replaced (class 6: another
 //! recipe's output folder, a folder that is no rcclfix output) and errors a person can act on
 //! (class 7: TOML and lockfile errors, paths that are not UTF-8, FIFOs, unknown toolchains, a
-//! `verify --lib` that is no shared library).
+//! `verify --lib` that is no shared library); the recipe rows of the mediums (class 5:
+//! `recipe pin` of a tag that is no commit, `cmake_options` that override rcclfix) are built in
+//! [`super::hostile_recipe`].
 //!
 //! Every row makes its input in a fresh folder `d` (`in/`, `out/`, `home/`, `tmp/` and
 //! `victim/`, a host folder a link points at), runs the real binary there with `RCCLFIX_HOME`,
@@ -25,28 +27,33 @@ const PATCHES: &str = "patches";
 
 /// Where a row's fragment is looked for.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum In {
+pub(crate) enum In {
     Stdout,
     Stderr,
 }
 
-type Check = Box<dyn Fn(&Path, &str, &str) -> Result<(), String>>;
+pub(crate) type Check = Box<dyn Fn(&Path, &str, &str) -> Result<(), String>>;
 
 /// One hostile input and what must come out.
-struct Row {
+pub(crate) struct Row {
     /// `class N: what`.
-    name: &'static str,
-    args: Vec<OsString>,
-    code: i32,
-    fragment: String,
-    looked_in: In,
+    pub(crate) name: &'static str,
+    pub(crate) args: Vec<OsString>,
+    pub(crate) code: i32,
+    pub(crate) fragment: String,
+    pub(crate) looked_in: In,
     /// Paths under `d` (besides `home/`) the run may create or change.
-    may_write: Vec<&'static str>,
+    pub(crate) may_write: Vec<&'static str>,
     /// A further check on (`d`, stdout, stderr).
-    check: Option<Check>,
+    pub(crate) check: Option<Check>,
 }
 
-fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, fragment: &str) -> Row {
+pub(crate) fn row(
+    name: &'static str,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+    code: i32,
+    fragment: &str,
+) -> Row {
     Row {
         name,
         args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
@@ -89,14 +96,14 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A file of a test repository: its text, or a symbolic link to a path.
-enum Entry<'a> {
+pub(crate) enum Entry<'a> {
     File(&'a str),
     Link(&'a Path),
 }
 
 /// A git repository at `dir` holding `entries` (and a CMakeLists.txt), committed and tagged
 /// `v0.1.0`; returns the commit.
-fn repo(dir: &Path, entries: &[(&str, Entry)]) -> String {
+pub(crate) fn repo(dir: &Path, entries: &[(&str, Entry)]) -> String {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(
         dir.join("CMakeLists.txt"),
@@ -120,7 +127,12 @@ fn repo(dir: &Path, entries: &[(&str, Entry)]) -> String {
 
 /// A recipe named `hostile` of the repository `git` at `commit` (`None`: unpinned), with extra
 /// lines in `[source]` and `[build]`.
-fn recipe(git: &str, commit: Option<&str>, source_extra: &str, build_extra: &str) -> String {
+pub(crate) fn recipe(
+    git: &str,
+    commit: Option<&str>,
+    source_extra: &str,
+    build_extra: &str,
+) -> String {
     let commit = commit
         .map(|c| format!("commit = \"{c}\"\n"))
         .unwrap_or_default();
@@ -150,7 +162,7 @@ link_ram_gib = 0.5
 }
 
 /// Write `text` as `d/in/<rel>`; returns `in/<rel>` (the argument).
-fn input(d: &Path, rel: &str, text: &str) -> String {
+pub(crate) fn input(d: &Path, rel: &str, text: &str) -> String {
     let p = d.join("in").join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, text).unwrap();
@@ -391,6 +403,8 @@ fn rows(d: &Path) -> Vec<Row> {
         }
     }));
     rows.push(row_);
+
+    rows.extend(super::hostile_recipe::rows(d));
 
     // Class 6: a good output silently replaced.
     let src = d.join("src-out");

@@ -294,9 +294,9 @@ fn deb_cut_inside_a_member_header_is_unknown() {
 }
 
 /// A folder holding only a link to an affected library scans the library; a link to a folder
-/// is not followed, a loop is reported, and every skipped entry is named with `-v`.
+/// is followed (its files read under the link's name), a loop is reported, and every skipped entry is named with `-v`.
 #[test]
-fn folder_links_are_followed_to_files_only() {
+fn folder_links_are_followed_once() {
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("librccl.so.1.0");
     std::fs::copy(root().join(fixture("sid/kernels-ccob.so")), &target).unwrap();
@@ -312,8 +312,9 @@ fn folder_links_are_followed_to_files_only() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("librccl.so.1 (host-elf)"), "{t}");
-    // Beside it: a link to a folder (not followed), a loop, a text file, and the library itself
-    // under a second name (read once, under its own name).
+    // Beside it: a link to a folder (followed since issue 20: its libraries are read under the
+    // link's name), a loop, a text file, and the library itself under a second name (read once,
+    // under its own name).
     std::os::unix::fs::symlink(outside.path().join("libdir"), d.path().join("libs")).unwrap();
     std::os::unix::fs::symlink("libloop.so", d.path().join("libloop.so")).unwrap();
     std::fs::write(d.path().join("README"), "text").unwrap();
@@ -323,11 +324,11 @@ fn folder_links_are_followed_to_files_only() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(
-        !t.contains("libhidden"),
-        "a link to a folder was followed: {t}"
+        t.contains("libs/libhidden.so (host-elf)"),
+        "a link to a folder was not followed: {t}"
     );
     assert!(t.contains("symbolic link loop"), "{t}");
-    for name in ["libs", "README", "librccl.so"] {
+    for name in ["README", "librccl.so"] {
         let p = d.path().join(name).display().to_string();
         assert!(
             t.lines()

@@ -147,6 +147,34 @@ pub(crate) fn run_row(
     )
 }
 
+/// [`run_row`] (no extra environment) under `ulimit -f blocks` (512-byte blocks) instead of
+/// `ulimit -v`: the signal a write past the limit raises (SIGXFSZ) shows as exit -1.
+pub(crate) fn run_row_fsize(
+    dir: &Path,
+    args: &[std::ffi::OsString],
+    blocks: u64,
+    deadline: Duration,
+) -> (i32, String, String) {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -f {blocks} && exec \"$0\" \"$@\""))
+        .arg(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("RCCLFIX_HOME", dir.join("home"))
+        .env("HOME", dir.join("home"))
+        .env("TMPDIR", dir.join("tmp"));
+    for k in CALLER_SETTINGS {
+        cmd.env_remove(k);
+    }
+    let o = output_with_deadline(&mut cmd, deadline).unwrap_or_else(|e| panic!("{args:?} {e}"));
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// One entry of [`listing`]: path relative to the root, size (0 for a folder), link target, and
 /// modification time (none for a folder).
 pub(crate) type Entry = (PathBuf, u64, Option<PathBuf>, Option<std::time::SystemTime>);

@@ -242,6 +242,18 @@ pub(super) fn scan_zip(
             return Ok(());
         }
     };
+    // The zip crate keys members by name, so a second central-directory record of one name
+    // replaces the first, and it reads as many records as the end record counts, where Python's
+    // `zipfile` (pip) reads the directory by its size. Either way a member that gets installed
+    // could go unread: such a zip is ambiguous, and unread.
+    if let Some(why) = ambiguous_directory(data, z.central_directory_start(), z.len()) {
+        files.push(io_unreadable(
+            name,
+            "ambiguous",
+            format!("zip central directory: {why}; unpackers disagree on which member is the file, so nothing in it was read"),
+        ));
+        return Ok(());
+    }
     let is_wheel = name
         .rsplit('!')
         .next()
@@ -360,6 +372,39 @@ pub(super) fn scan_zip(
     Ok(())
 }
 
+/// Walks the central directory of `data` from `start` record by record (PKWARE APPNOTE 4.3.12:
+/// signature `PK\x01\x02`, 46 fixed bytes, then name, extra field and comment, whose lengths
+/// are at offsets 28, 30 and 32) and says what makes it ambiguous: a name that two records
+/// share, or more records than the `listed` members the zip crate read.
+fn ambiguous_directory(data: &[u8], start: u64, listed: usize) -> Option<String> {
+    let mut at = usize::try_from(start).ok()?;
+    let mut seen = std::collections::HashSet::new();
+    let mut records = 0usize;
+    // Records of a folder name already seen: a folder holds no bytes, and the zip crate keeps one.
+    let mut folders_again = 0usize;
+    while let Some(h) = data.get(at..at.checked_add(46)?) {
+        if &h[..4] != b"PK\x01\x02" {
+            break;
+        }
+        let len = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]) as usize;
+        let (n, m, k) = (len(28), len(30), len(32));
+        let name = data.get(at + 46..at + 46 + n)?;
+        records += 1;
+        if !seen.insert(name) {
+            if !name.ends_with(b"/") {
+                return Some(format!(
+                    "two members are named `{}`",
+                    String::from_utf8_lossy(name)
+                ));
+            }
+            folders_again += 1;
+        }
+        at += 46 + n + m + k;
+    }
+    (records > listed + folders_again)
+        .then(|| format!("it holds {records} records, but its end record counts {listed}"))
+}
+
 pub(super) fn size_lie(mname: &str, what: &str, claimed: u64, got: u64) -> FileReport {
     io_unreadable(
         mname,
@@ -383,8 +428,8 @@ fn decoder<'a>(fmt: Format, data: &'a [u8]) -> io::Result<Box<dyn Read + Send + 
 
 /// A compressed stream (gzip, xz, zstd): scanned as a tar archive when its first 512 decompressed
 /// bytes are a tar header; otherwise skipped (a compressed changelog in a .deb), or an error when
-/// named directly. A stream whose start cannot be decompressed is an error when named directly,
-/// else an unreadable record (it may be a tar of libraries).
+/// named directly. A stream whose start cannot be decompressed (cut, corrupt) is an unreadable
+/// record, named directly or not (it may be a tar of libraries).
 pub(super) fn scan_compressed_tar(
     name: &str,
     fmt: Format,
@@ -398,9 +443,9 @@ pub(super) fn scan_compressed_tar(
     let started = decoder(fmt, data).and_then(|mut r| Ok((read_up_to(&mut r, &mut head)?, r)));
     let (n, r) = match started {
         Ok(s) => s,
-        Err(e) if explicit => {
-            return Err(anyhow::Error::new(e).context(format!("{name}: cannot decompress")))
-        }
+        // Named or not: a stream with the format's magic whose start cannot be decompressed is
+        // unread, exit 3, as one cut later is (zstd decodes whole blocks, so a cut in its first
+        // block fails here where gzip and xz fail further on).
         Err(e) => {
             files.push(io_unreadable(
                 name,

@@ -1,5 +1,5 @@
 //! The folder walk of [`super::scan_paths`]: paths given on the command line and folders walked
-//! in name order, links and hard links read once, entries that cannot be read reported as
+//! in name order (links to folders followed, each folder once), links and hard links read once, entries that cannot be read reported as
 //! records (a FIFO, a dangling link), everything skipped logged.
 
 use std::fs;
@@ -54,11 +54,14 @@ pub fn may_carry_device_code(path: &Path) -> bool {
 /// Walk a directory in name order. Regular files are read; a link to a regular file is read
 /// too, under the link's name, unless the same file is also met under another name (a SONAME
 /// link beside its library, a hard link), then it is read once, under its own name when the walk
-/// meets it, else under the first link's name. Links to folders are not followed. Entries that
+/// meets it, else under the first link's name. Links to folders are followed, each folder walked
+/// once (by device and inode: a link back to an enclosing folder, or a second link to a folder
+/// already walked, adds nothing, since its files are read under the first name). Entries that
 /// cannot be read are reported: I/O errors on regular files always; dangling links, link loops,
 /// FIFOs and other non-regular files when their name looks like a library, object or archive
-/// ([`may_carry_device_code`]; a dangling `sitecustomize.py` link in a rootfs is not one).
-/// Everything skipped is logged (`-v`).
+/// ([`may_carry_device_code`]; a dangling `sitecustomize.py` link in a rootfs is not one), and a
+/// dangling link also when its target's name does (`libx.so -> libx.so.1`) or has no extension
+/// (it may have been a folder of libraries). Everything skipped is logged (`-v`).
 fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
     struct Cand {
         name: String,
@@ -68,18 +71,69 @@ fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
     }
     let mut found: Vec<Result<Cand, FileReport>> = Vec::new();
     let mut seen = 0u64;
-    for entry in walkdir::WalkDir::new(root)
-        .follow_links(false)
+    // Folders walked so far, by (device, inode).
+    let mut dirs = std::collections::HashSet::<(u64, u64)>::new();
+    let walk = walkdir::WalkDir::new(root)
+        .follow_links(true)
         .sort_by_file_name()
-    {
+        .into_iter()
+        .filter_entry(|e| {
+            if !e.file_type().is_dir() {
+                return true;
+            }
+            let Ok(md) = e.metadata() else {
+                return true;
+            };
+            let first = dirs.insert((md.dev(), md.ino()));
+            if !first {
+                skipped(
+                    &e.path().display().to_string(),
+                    "link to a folder already walked; its files are read under that name",
+                );
+            }
+            first
+        });
+    for entry in walk {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                let p = e
-                    .path()
+                let p = e.path().map(Path::to_owned);
+                let name = p
+                    .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|| root.display().to_string());
-                found.push(Err(io_unreadable(&p, "io", format!("cannot read: {e}"))));
+                if let Some(up) = e.loop_ancestor() {
+                    skipped(
+                        &name,
+                        format!(
+                            "link to the enclosing folder {}; its files are read under that name",
+                            up.display()
+                        ),
+                    );
+                    continue;
+                }
+                let link = p.as_deref().filter(|p| p.is_symlink());
+                if let Some(p) = link {
+                    let to = fs::read_link(p).unwrap_or_default();
+                    let why = if e.io_error().and_then(|e| e.raw_os_error()) == Some(40) {
+                        format!("symbolic link loop ({})", to.display())
+                    } else {
+                        format!("dangling symlink to {}", to.display())
+                    };
+                    let may = may_carry_device_code(p)
+                        || may_carry_device_code(&to)
+                        || to.extension().is_none();
+                    if may {
+                        found.push(Err(io_unreadable(&name, "io", why)));
+                    } else {
+                        skipped(
+                            &name,
+                            format!("{why} (neither its name nor its target's is one of a library, object, archive or folder)"),
+                        );
+                    }
+                    continue;
+                }
+                found.push(Err(io_unreadable(&name, "io", format!("cannot read: {e}"))));
                 continue;
             }
         };
@@ -90,10 +144,12 @@ fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
         }
         let p = entry.path();
         let name = p.display().to_string();
+        // The target's type, for a link.
         let ft = entry.file_type();
         if ft.is_dir() {
             continue;
         }
+        let link = entry.path_is_symlink();
         let unread = |class: &str, why: String| {
             if may_carry_device_code(p) {
                 Some(Err(io_unreadable(&name, class, why)))
@@ -105,41 +161,24 @@ fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
                 None
             }
         };
-        if ft.is_symlink() {
-            let to = fs::read_link(p)
-                .map(|t| t.display().to_string())
-                .unwrap_or_default();
-            match fs::metadata(p) {
-                Ok(md) if md.is_dir() => skipped(&name, format!("link to the folder {to} (links to folders are not followed)")),
-                Ok(md) if md.is_file() => found.push(Ok(Cand {
-                    name,
-                    path: p.to_owned(),
-                    link: true,
-                    key: (md.dev(), md.ino()),
-                })),
-                Ok(_) => found.extend(unread(
-                    "not-regular",
-                    format!("link to {to}, which is not a regular file (FIFO, socket or device); not read"),
-                )),
-                Err(e) if e.raw_os_error() == Some(40) => {
-                    found.extend(unread("io", format!("symbolic link loop ({to})")))
-                }
-                Err(_) => found.extend(unread("io", format!("dangling symlink to {to}"))),
-            }
-            continue;
-        }
         if !ft.is_file() {
-            found.extend(unread(
-                "not-regular",
-                "not a regular file (FIFO, socket or device); not read".into(),
-            ));
+            let why = if link {
+                let to = fs::read_link(p).unwrap_or_default();
+                format!(
+                    "link to {}, which is not a regular file (FIFO, socket or device); not read",
+                    to.display()
+                )
+            } else {
+                "not a regular file (FIFO, socket or device); not read".into()
+            };
+            found.extend(unread("not-regular", why));
             continue;
         }
         match entry.metadata() {
             Ok(md) => found.push(Ok(Cand {
                 name,
                 path: p.to_owned(),
-                link: false,
+                link,
                 key: (md.dev(), md.ino()),
             })),
             Err(e) => found.push(Err(io_unreadable(&name, "io", format!("cannot read: {e}")))),
