@@ -260,6 +260,16 @@ fn rows() -> Vec<Row> {
         "gfx1100          declares",
     ));
     rows.push(row(
+        "class 9: a link to /proc beside a clean library (not walked: /proc/kcore alone claims 128 TiB)",
+        |d| {
+            write(&d.join("in/root/libc.so"), &lib("sid/implicit.so"));
+            symlink("/proc", &d.join("in/root/p"));
+        },
+        &[&"scan", &"in/root"],
+        3,
+        "on a kernel pseudo file system",
+    ));
+    rows.push(row(
         "class 9: links to folders that link on to each other (a cycle through two folders)",
         |d| {
             write(&d.join("in/x/libc.so"), &lib("sid/implicit.so"));
