@@ -12,7 +12,7 @@
 //!   lands on; data objects from `STT_OBJECT` symbols;
 //! - direct calls: LLVM materialises a callee's address as `s_getpc_b64 s[N:N+1]` followed by
 //!   `s_add_u32 sN, sN, lo` and `s_addc_u32 sN+1, sN+1, hi` (`SI_PC_ADD_REL_OFFSET`, with
-//!   `s_sext_i32_i16 sN+1` in between on gfx12); the target is the `s_getpc_b64` result (the address
+//!   `s_sext_i32_i16 sN+1`, `s_wait_alu` and `s_delay_alu` in between on gfx12); the target is the `s_getpc_b64` result (the address
 //!   of the next instruction) plus the 64-bit offset, or, in a relocatable object, the symbol of
 //!   the `R_AMDGPU_REL32_LO` / `R_AMDGPU_GOTPCREL32_LO` relocation on the first literal. Every
 //!   other relocation in executable code is a reference too;
@@ -45,7 +45,7 @@ mod isa;
 mod layout;
 mod trace;
 
-pub use isa::{interrupt_sites, is_interrupt_msg, InterruptSites, Isa};
+pub use isa::{branch_offset, interrupt_sites, is_interrupt_msg, trap_entry, InterruptSites, Isa};
 #[cfg(test)]
 use trace::{display_name, list};
 pub use trace::{Hop, IndirectCall, Trace, User, Via};
@@ -64,8 +64,12 @@ struct Node {
     indirect: Vec<u64>,
     /// Its `s_sendmsg MSG_INTERRUPT` sites outside the trap sequence.
     interrupts: Vec<u64>,
-    /// Whether its name is a known hostcall user.
+    /// Whether its name is a known hostcall user (false when its entry traps).
     named_user: bool,
+    /// Functions whose code its SOPP branches land in (a branch out of a function is an edge).
+    jumps: Vec<u32>,
+    /// Whether its entry is `s_trap 2; s_endpgm`: nothing after it runs (no calls are read).
+    trap_entry: bool,
 }
 
 /// A data object holding function pointers.
@@ -116,6 +120,13 @@ pub struct Graph {
     /// Nodes whose address is stored in data (relocation targets), sorted.
     address_taken: Vec<u32>,
     by_name: HashMap<String, u32>,
+    /// SOPP branches whose target is outside their own function: (branch address, target).
+    branches_out: Vec<(u64, u64)>,
+    /// References (pc-relative address computations, data relocations) to an address inside a
+    /// named function other than its start: (site, target).
+    inner_refs: Vec<(u64, u64)>,
+    /// `s_sendmsg MSG_INTERRUPT` sites outside the trap sequence that lie in no function.
+    loose_interrupts: Vec<u64>,
 }
 
 impl Graph {
@@ -170,6 +181,36 @@ impl Graph {
     pub fn indirect_calls(&self, function: &str) -> Option<&[u64]> {
         let &i = self.by_name.get(function)?;
         Some(&self.nodes[i as usize].indirect)
+    }
+
+    /// The ways into the code strictly after `start` and before `end` from outside that span:
+    /// SOPP branches out of another function, and pc-relative address computations or data
+    /// relocations that point there, as (site, target). Empty means that code in the span runs
+    /// only after its first instruction (as far as this reader sees: word by word, so a literal
+    /// that looks like a branch counts too).
+    pub fn entries_into(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let inside = |a: u64| a > start && a < end;
+        let outside = |a: u64| a < start || a >= end;
+        self.branches_out
+            .iter()
+            .chain(&self.inner_refs)
+            .filter(|(site, target)| inside(*target) && outside(*site))
+            .copied()
+            .collect()
+    }
+
+    /// `s_sendmsg MSG_INTERRUPT` sites outside the trap sequence that no function holds (code
+    /// outside every function's extent), by address.
+    pub fn loose_interrupts(&self) -> &[u64] {
+        &self.loose_interrupts
+    }
+
+    /// Whether the function named `function` (its first node by that name) begins with
+    /// `s_trap 2; s_endpgm`, so that nothing after its entry runs; `None` when there is no such
+    /// function.
+    pub fn traps_at_entry(&self, function: &str) -> Option<bool> {
+        let &i = self.by_name.get(function)?;
+        Some(self.nodes[i as usize].trap_entry)
     }
 
     /// The function tables of the image: (name, entries).
@@ -325,7 +366,8 @@ impl Graph {
 fn bfs(nodes: &[Node], parent: &mut [Option<(u32, Via)>], order: &mut Vec<u32>, start: usize) {
     let mut q: VecDeque<u32> = order[start..].iter().copied().collect();
     while let Some(f) = q.pop_front() {
-        for &c in &nodes[f as usize].calls {
+        let n = &nodes[f as usize];
+        for &c in n.calls.iter().chain(&n.jumps) {
             if parent[c as usize].is_none() {
                 parent[c as usize] = Some((f, Via::Call));
                 order.push(c);

@@ -12,10 +12,14 @@ use super::layout::Layout;
 use super::{Graph, Node, Raw, Table};
 use crate::scan::amdgpu::is_hostcall_user;
 
+/// A function's (start, end, name).
+pub(super) type Span = (u64, u64, String);
+
 /// The functions of the image: named ones (deduplicated by address, a global name winning over a
 /// local alias) and unnamed code that a call or a data pointer lands on, as (start, end, name),
-/// sorted by start.
-pub(super) fn functions_of(img: &Image<'_>) -> Vec<(u64, u64, String)> {
+/// sorted by start; and the references (pc-relative address computations and data relocations:
+/// (site, target)) that point inside a named function rather than at its start.
+pub(super) fn functions_of(img: &Image<'_>) -> (Vec<Span>, Vec<(u64, u64)>) {
     let mut funcs = img.funcs.clone();
     funcs.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.cmp(&a.3)));
     funcs.dedup_by_key(|f| f.0);
@@ -27,6 +31,7 @@ pub(super) fn functions_of(img: &Image<'_>) -> Vec<(u64, u64, String)> {
         }
     };
     let mut unnamed: Vec<u64> = Vec::new();
+    let mut inner: Vec<(u64, u64)> = Vec::new();
     for &(base, code) in &img.code {
         let n = code.len() / 4;
         let mut i = 0;
@@ -34,6 +39,8 @@ pub(super) fn functions_of(img: &Image<'_>) -> Vec<(u64, u64, String)> {
             if let Some((_, Raw::Addr(a, _), used)) = pc_rel(img, base, code, i) {
                 if img.in_code(a) && !inside_named(a) {
                     unnamed.push(a);
+                } else if img.in_code(a) {
+                    inner.push((base + 4 * i as u64, a));
                 }
                 i += used;
             } else {
@@ -41,10 +48,12 @@ pub(super) fn functions_of(img: &Image<'_>) -> Vec<(u64, u64, String)> {
             }
         }
     }
-    for (_, r) in &img.data_relocs {
+    for (site, r) in &img.data_relocs {
         if let Raw::Addr(a, _) = *r {
             if img.in_code(a) && !inside_named(a) {
                 unnamed.push(a);
+            } else if img.in_code(a) {
+                inner.push((*site, a));
             }
         }
     }
@@ -70,11 +79,12 @@ pub(super) fn functions_of(img: &Image<'_>) -> Vec<(u64, u64, String)> {
         }
         s.1 = end;
     }
-    starts
+    inner.retain(|(_, a)| starts.binary_search_by_key(a, |s| s.0).is_err());
+    (starts, inner)
 }
 
 pub(super) fn build_graph(img: &Image<'_>) -> Graph {
-    let funcs = functions_of(img);
+    let (funcs, inner_refs) = functions_of(img);
     let node = |name: &str, addr: Option<u64>| Node {
         named_user: is_hostcall_user(name),
         name: name.to_owned(),
@@ -83,6 +93,8 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         tables: Vec::new(),
         indirect: Vec::new(),
         interrupts: Vec::new(),
+        jumps: Vec::new(),
+        trap_entry: false,
     };
     let mut nodes: Vec<Node> = funcs
         .iter()
@@ -122,6 +134,7 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         }
     }
     lay.objects = objects.iter().map(|o| (o.0, o.1)).collect();
+    let mut branches_out: Vec<(u64, u64)> = Vec::new();
     for (ni, &(start, end, _)) in funcs.iter().enumerate() {
         let Some(&(base, code)) = img
             .code
@@ -137,11 +150,28 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         nd.calls = refs.calls;
         nd.tables = refs.tables;
         nd.indirect = refs.indirect;
+        if refs.trap_entry {
+            // Its entry traps and ends the program: it cannot use hostcall, whatever its name.
+            nd.trap_entry = true;
+            nd.named_user = false;
+        }
+        for (at, target) in refs.branches_out {
+            branches_out.push((at, target));
+            if let Some(t) = lay.containing(target).filter(|&t| t != ni as u32) {
+                if !nodes[ni].jumps.contains(&t) {
+                    nodes[ni].jumps.push(t);
+                }
+            }
+        }
     }
+    let mut loose_interrupts = Vec::new();
     for &(base, code) in &img.code {
         for at in interrupt_sites(code, base, img.isa).host {
-            if let Some(nd) = lay.containing(at) {
-                nodes[nd as usize].interrupts.push(at);
+            match lay.containing(at) {
+                // Code after a trapping entry never runs.
+                Some(nd) if nodes[nd as usize].trap_entry => {}
+                Some(nd) => nodes[nd as usize].interrupts.push(at),
+                None => loose_interrupts.push(at),
             }
         }
     }
@@ -161,5 +191,8 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         tables,
         address_taken,
         by_name,
+        branches_out,
+        inner_refs,
+        loose_interrupts,
     }
 }

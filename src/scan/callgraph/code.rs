@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use super::image::Image;
-use super::isa::word;
+use super::isa::Isa;
+use super::isa::{branch_offset, trap_entry, word};
 use super::layout::Layout;
 use super::{Raw, Ref, R_REL32, R_REL32_LO};
 
@@ -40,18 +41,32 @@ pub(super) fn constant(src: u32, literal: Option<u32>) -> Option<u32> {
 
 /// `s_getpc_b64 s[P:P+1]`, optional `s_sext_i32_i16 sP+1`, `s_add_u32 sP, sP, lo`,
 /// `s_addc_u32 sP+1, sP+1, hi` at word `i` of section `(base, code)`: (P, target, words used).
-pub(super) fn pc_rel(img: &Image<'_>, base: u64, code: &[u8], i: usize) -> Option<(u32, Raw, usize)> {
+pub(super) fn pc_rel(
+    img: &Image<'_>,
+    base: u64,
+    code: &[u8],
+    i: usize,
+) -> Option<(u32, Raw, usize)> {
     let getpc = img.isa.sop1()?[2];
     let n = code.len() / 4;
     let (op, p, _) = sop1(word(code, i))?;
     if op != getpc || p % 2 != 0 || p >= 104 {
         return None;
     }
-    let mut j = i + 1;
+    // gfx12 puts `s_wait_alu` (and gfx11+ may put `s_delay_alu`) between the steps: SOPP
+    // opcodes 8 and 7 (`0xBF88xxxx`, `0xBF87xxxx`), which write no register.
+    let gfx11 = img.isa == Isa::Gfx11;
+    let skip = |mut j: usize| {
+        while gfx11 && j < n && matches!(word(code, j) >> 16, 0xBF87 | 0xBF88) {
+            j += 1;
+        }
+        j
+    };
+    let mut j = skip(i + 1);
     if j < n {
         if let Some((_, d, s)) = sop1(word(code, j)) {
             if d == p + 1 && s == p + 1 {
-                j += 1;
+                j = skip(j + 1);
             }
         }
     }
@@ -79,7 +94,7 @@ pub(super) fn pc_rel(img: &Image<'_>, base: u64, code: &[u8], i: usize) -> Optio
         }
     };
     let (lo, lo_at, j) = add(j, 0, p)?;
-    let (hi, _, j) = add(j, 4, p + 1)?;
+    let (hi, _, j) = add(skip(j), 4, p + 1)?;
     let pc_next = base + 4 * (i as u64 + 1);
     if let Some(at) = lo_at {
         let lit_addr = base + 4 * at as u64;
@@ -138,6 +153,11 @@ pub(super) struct Refs {
     pub(super) calls: Vec<u32>,
     pub(super) tables: Vec<u32>,
     pub(super) indirect: Vec<u64>,
+    /// SOPP branches whose target lies outside the function: (branch address, target).
+    pub(super) branches_out: Vec<(u64, u64)>,
+    /// Whether the function's first two words are `s_trap 2; s_endpgm` ([`trap_entry`]): then
+    /// nothing after its entry runs, and nothing else is read.
+    pub(super) trap_entry: bool,
 }
 
 impl Refs {
@@ -175,6 +195,15 @@ pub(super) fn read_function(
         spilled: HashMap::new(),
     };
     let mut out = Refs::default();
+    // An entry that traps and ends the program: `s_endpgm` ends the wave whatever the trap
+    // handler does, so no later instruction of this function runs when it is entered here.
+    if let Some(t) = trap_entry(img.isa) {
+        if first + 1 < last && word(code, first) == t[0] && word(code, first + 1) == t[1] {
+            out.trap_entry = true;
+            return out;
+        }
+    }
+    let (lo, hi) = (base + 4 * first as u64, base + 4 * last as u64);
     let mut i = first;
     while i < last {
         let at = base + 4 * i as u64;
@@ -220,6 +249,13 @@ pub(super) fn read_function(
                 st.set(d, st.get(s));
             } else {
                 st.set(d, None);
+            }
+        } else if let Some(off) = branch_offset(w, img.isa) {
+            // A branch out of the function is an edge like a call (word-by-word reading may take
+            // a literal for one: an extra edge, never a missing one).
+            let target = (at + 4).wrapping_add_signed(4 * i64::from(off));
+            if target < lo || target >= hi {
+                out.branches_out.push((at, target));
             }
         } else if let Some((_, d, s0, s1)) = sop2(w) {
             st.set(d, None);
