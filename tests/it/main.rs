@@ -18,6 +18,7 @@ mod hostile_source;
 mod matrix;
 mod package;
 mod patch;
+mod patch_asserts;
 mod prove;
 mod recipes;
 mod rocm72;
