@@ -13,6 +13,7 @@ mod hostile;
 mod hostile_doctor;
 mod hostile_gate;
 mod hostile_package;
+mod hostile_patch;
 mod hostile_scan;
 mod hostile_source;
 mod matrix;
