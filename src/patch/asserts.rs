@@ -256,6 +256,11 @@ pub fn rewrite_and_prove(
             reason: format!("--asserts: machine code outside every function signals the host (s_sendmsg MSG_INTERRUPT at 0x{at:x})"),
         }));
     }
+    if let Some(&(site, target)) = g.loose_branches().first() {
+        return Err(unproven(format!(
+            "the branch at 0x{site:x} lands at 0x{target:x}, in code that no function holds, whose calls are not read"
+        )));
+    }
     let mut indirect = 0;
     for (name, symbol) in kernels {
         let Some(t) = g.trace(symbol).or_else(|| g.trace(name)) else {
@@ -314,7 +319,7 @@ pub fn rewrite_and_prove(
         kernels.len(),
         indirect
     ));
-    out.statements.push("no branch and no stored or computed address lands inside a handler after its entry, and no host-signalling code lies outside a function".into());
+    out.statements.push("no branch and no stored or computed address lands inside a handler after its entry, no branch lands in code outside every function, and no host-signalling code lies outside a function".into());
     out.statements.push(format!(
         "{} declaring kernel path(s) to a hostcall user end at a rewritten entry",
         out.cut_paths.len()

@@ -127,6 +127,8 @@ pub struct Graph {
     inner_refs: Vec<(u64, u64)>,
     /// `s_sendmsg MSG_INTERRUPT` sites outside the trap sequence that lie in no function.
     loose_interrupts: Vec<u64>,
+    /// SOPP branches into code that no function holds: (branch address, target).
+    loose_branches: Vec<(u64, u64)>,
 }
 
 impl Graph {
@@ -203,6 +205,12 @@ impl Graph {
     /// outside every function's extent), by address.
     pub fn loose_interrupts(&self) -> &[u64] {
         &self.loose_interrupts
+    }
+
+    /// SOPP branches from a function into executable code that no function holds (its calls are
+    /// not read), as (branch address, target).
+    pub fn loose_branches(&self) -> &[(u64, u64)] {
+        &self.loose_branches
     }
 
     /// Whether the function named `function` (its first node by that name) begins with

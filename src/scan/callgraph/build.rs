@@ -135,6 +135,7 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
     }
     lay.objects = objects.iter().map(|o| (o.0, o.1)).collect();
     let mut branches_out: Vec<(u64, u64)> = Vec::new();
+    let mut loose_branches: Vec<(u64, u64)> = Vec::new();
     for (ni, &(start, end, _)) in funcs.iter().enumerate() {
         let Some(&(base, code)) = img
             .code
@@ -157,10 +158,16 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         }
         for (at, target) in refs.branches_out {
             branches_out.push((at, target));
-            if let Some(t) = lay.containing(target).filter(|&t| t != ni as u32) {
-                if !nodes[ni].jumps.contains(&t) {
-                    nodes[ni].jumps.push(t);
+            match lay.containing(target) {
+                Some(t) if t != ni as u32 => {
+                    if !nodes[ni].jumps.contains(&t) {
+                        nodes[ni].jumps.push(t);
+                    }
                 }
+                Some(_) => {}
+                // Into code that no function holds: what runs there is not read.
+                None if img.in_code(target) => loose_branches.push((at, target)),
+                None => {}
             }
         }
     }
@@ -194,5 +201,6 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         branches_out,
         inner_refs,
         loose_interrupts,
+        loose_branches,
     }
 }
