@@ -159,10 +159,8 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         for (at, target) in refs.branches_out {
             branches_out.push((at, target));
             match lay.containing(target) {
-                Some(t) if t != ni as u32 => {
-                    if !nodes[ni].jumps.contains(&t) {
-                        nodes[ni].jumps.push(t);
-                    }
+                Some(t) if t != ni as u32 && !nodes[ni].jumps.contains(&t) => {
+                    nodes[ni].jumps.push(t);
                 }
                 Some(_) => {}
                 // Into code that no function holds: what runs there is not read.
