@@ -135,6 +135,25 @@ impl Manifest {
         }
     }
 
+    /// How many device-assert handler entries the `patch` record says were rewritten to trap
+    /// (`rcclfix patch --asserts`: the `instructions` of its images); 0 when the library was not
+    /// patched that way.
+    pub fn asserts_rewritten(&self) -> usize {
+        let Some(images) = self
+            .patched
+            .as_ref()
+            .and_then(|p| p.get("images"))
+            .and_then(|i| i.as_array())
+        else {
+            return 0;
+        };
+        images
+            .iter()
+            .filter_map(|i| i.get("instructions").and_then(|x| x.as_array()))
+            .map(Vec::len)
+            .sum()
+    }
+
     /// `verify` in one line: `not run`, or the report's verdict, how many cases ran, in which
     /// mode, on which GPU indices (`pass: 24 cases, single process, GPUs 0, 1`). The report is
     /// `rcclfix verify --json` (`src/verify/report.rs`).

@@ -381,6 +381,7 @@ fn gate_and_output(
             &lib,
             &crate::patch::PatchOptions {
                 targets: targets.clone(),
+                asserts: false,
             },
         )
         .with_context(|| {

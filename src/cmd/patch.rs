@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::patch::{
-    patch_file, NoCodeObject, PatchOptions, PatchRecord, PatchRefused, RefusalKind, UNVERIFIED,
+    patch_file, NoCodeObject, PatchOptions, PatchRecord, PatchRefused, RefusalKind,
 };
 use crate::ui::Ui;
 
@@ -27,6 +27,14 @@ pub struct Args {
     /// Print the patch record as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Where hostcall code is reachable only through device asserts (RCCL built without NDEBUG),
+    /// rewrite the entry of every device-assert handler (__assert_fail, __assertfail, _wassert,
+    /// abort) to `s_trap 2; s_endpgm` and patch when no kernel reaches a hostcall user any more:
+    /// a failing assert then aborts without its message. Every rewritten instruction is in the
+    /// record (--explain). NOT verified on AMD hardware here: run `rcclfix verify --lib NEW` on
+    /// the target machine before you use the result.
+    #[arg(long)]
+    pub asserts: bool,
 }
 
 /// Run the patch. Exit codes: 0 patched, or nothing to patch (then nothing is written and stderr
@@ -36,6 +44,7 @@ pub struct Args {
 pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
     let opts = PatchOptions {
         targets: a.target.clone(),
+        asserts: a.asserts,
     };
     let rec = match patch_file(&a.lib, &a.out, &opts) {
         Ok(r) => r,
@@ -95,7 +104,7 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
         }
         crate::outln!("{}", a.out.display())?;
     }
-    crate::ui::warn(UNVERIFIED);
+    crate::ui::warn(&rec.unverified);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -134,6 +143,26 @@ fn explain(rec: &PatchRecord) -> String {
         let _ = writeln!(s, "  proof:");
         for st in &img.proof.statements {
             let _ = writeln!(s, "    - {}", e(&st.to_string()));
+        }
+        for i in &img.instructions {
+            let at = match i.file_offset {
+                Some(f) => format!("file offset 0x{f:x}"),
+                None => "inside the compressed bundle".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "  rewrote {} at 0x{:x} (code-object offset 0x{:x}, {at}): {} -> {} ({})",
+                e(&i.symbol),
+                i.address,
+                i.code_object_offset,
+                i.old,
+                i.new,
+                i.new_text
+            );
+        }
+        for c in &img.cut_paths {
+            let _ = writeln!(s, "  no longer reaches a hostcall user: {}", e(&c.before));
+            let _ = writeln!(s, "    because {}", e(&c.now));
         }
         for n in &img.notes {
             let _ = writeln!(s, "  metadata note descriptor at code-object offset {} ({} bytes) rewritten at the same length", n.offset, n.size);

@@ -593,10 +593,12 @@ fn deb_spec(
         standalone,
     } = deps;
     let targets = m.targets.join(", ");
-    let patched = if m.patched.is_some() {
-        " and patched"
+    let patched = if m.asserts_rewritten() > 0 {
+        format!(" and patched ({})", ASSERTS_PROVENANCE)
+    } else if m.patched.is_some() {
+        " and patched".to_owned()
     } else {
-        ""
+        String::new()
     };
     let spec = deb::DebSpec {
         package: format!("rcclfix-rccl-{}", targets_slug(m)),
@@ -659,7 +661,13 @@ fn deb_spec(
             short(&m.commit),
             m.rcclfix_version,
             m.recipe,
-            if m.patched.is_some() { ", patched after the link" } else { "" },
+            if m.asserts_rewritten() > 0 {
+                format!(", patched after the link ({ASSERTS_PROVENANCE})")
+            } else if m.patched.is_some() {
+                ", patched after the link".to_owned()
+            } else {
+                String::new()
+            },
             env!("CARGO_PKG_VERSION"),
             scan.counts()
         )],
@@ -667,6 +675,12 @@ fn deb_spec(
     };
     Ok(spec)
 }
+
+/// What a package made from a library that `rcclfix patch --asserts` rewrote says about it, in
+/// its description and changelog (the manifest's `patched` record lists every instruction).
+pub const ASSERTS_PROVENANCE: &str = "rcclfix patch --asserts: each device-assert handler now \
+traps at its entry without printing its message; not verified on AMD hardware, run rcclfix verify \
+before relying on it";
 
 /// The `Maintainer:` field when neither `--maintainer` nor `DEBEMAIL` is given: fixed, so a
 /// package never carries the host or user name, and lintian-clean (a two-label mail host, no
@@ -732,10 +746,12 @@ fn wheel_spec(
     fields::pep440_version(&version)
         .map_err(|e| anyhow::anyhow!("wheel version {version:?} {e}"))?;
     let targets = m.targets.join(", ");
-    let patched = if m.patched.is_some() {
-        " (patched after the link)"
+    let patched = if m.asserts_rewritten() > 0 {
+        format!(" (patched after the link; {ASSERTS_PROVENANCE})")
+    } else if m.patched.is_some() {
+        " (patched after the link)".to_owned()
     } else {
-        ""
+        String::new()
     };
     let spec = wheel::WheelSpec {
         distribution: wheel::escape_name(&format!("rcclfix-rccl-{}", targets_slug(m))),

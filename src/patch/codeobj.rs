@@ -27,6 +27,7 @@ use object::read::elf::{Dyn, FileHeader, Rela, SectionHeader, Sym};
 use object::LittleEndian as LE;
 use serde::Serialize;
 
+use super::asserts::{self, CutPath, InstructionRecord};
 use super::msgpack::{self, Item, Rewrite};
 use crate::scan::callgraph::{interrupt_sites, Isa};
 
@@ -148,6 +149,10 @@ pub struct Patched {
     pub proof: Proof,
     /// Descriptors rewritten.
     pub notes: Vec<NoteSpan>,
+    /// `--asserts`: the device-assert handler entries rewritten to trap (empty otherwise).
+    pub instructions: Vec<InstructionRecord>,
+    /// `--asserts`: the declaring kernels' paths that no longer reach a hostcall user.
+    pub cut_paths: Vec<CutPath>,
 }
 
 /// Result of looking at one code object.
@@ -178,9 +183,14 @@ pub fn is_hostcall_user(name: &str) -> bool {
 
 /// Analyse one code object and, if kernels declare the buffer and the proof holds, rewrite it.
 ///
+/// With `asserts` (`patch --asserts`), an image whose hostcall code is present but might be
+/// reachable only through device-assert handlers gets those handlers' entries rewritten to trap
+/// ([`asserts::rewrite_and_prove`]); the whole-image proof is tried first, so an image it
+/// clears keeps its code untouched.
+///
 /// Errors: a [`Refusal`] naming the declaring kernels and the first reason the proof fails; an
 /// unreadable image is refused as `Unproven`.
-pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
+pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
     let none: &[String] = &[];
     let e = LE;
     let hdr = elf::FileHeader64::<LE>::parse(data).map_err(|err| {
@@ -240,6 +250,8 @@ pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
     let mut kernels_total = 0;
     let mut found: Vec<(usize, Item, Vec<usize>)> = Vec::new(); // (note index, root, declaring kernel indices)
     let mut declaring: Vec<String> = Vec::new();
+    // Every kernel: (name, symbol), for the reachability proof of `--asserts`.
+    let mut all_kernels: Vec<(String, String)> = Vec::new();
     for (ni, n) in notes.iter().enumerate() {
         let root = msgpack::parse(n.desc).map_err(|err| {
             Refusal::unproven(none, format!("metadata note at byte {}: {err}", n.offset))
@@ -258,6 +270,8 @@ pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
         if let Some(ks) = root.get("amdhsa.kernels").and_then(Item::as_array) {
             kernels_total += ks.len();
             for (ki, k) in ks.iter().enumerate() {
+                let field = |f: &str| k.get(f).and_then(Item::as_str).unwrap_or("").to_string();
+                all_kernels.push((field(".name"), field(".symbol")));
                 let args = k.get(".args").and_then(Item::as_array).unwrap_or(&[]);
                 if args.iter().any(|a| {
                     a.get(".value_kind").and_then(Item::as_str) == Some("hidden_hostcall_buffer")
@@ -344,17 +358,24 @@ pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
         "the image is a linked code object v{cov} with a symbol table of {} entries naming {} functions",
         proof.symtab_entries, proof.functions
     ));
-    // 2. Hostcall users by name.
+    // 2. Hostcall users by name. With `asserts`, the refusal waits: the handlers may be all
+    // that reaches them.
+    let mut deferred: Option<Refusal> = None;
     if !proof.hostcall_user_symbols.is_empty() {
-        return Err(Refusal::uses(
+        let r = Refusal::uses(
             ks,
             format!(
                 "hostcall user in the image: {}",
                 proof.hostcall_user_symbols.join(", ")
             ),
-        ));
+        );
+        if !asserts {
+            return Err(r);
+        }
+        deferred = Some(r);
+    } else {
+        proof.statements.push("no symbol names a hostcall user (__ockl_hostcall*, __ockl_fprintf*, __ockl_printf*, printf, __assert_fail, device malloc, sanitizer)".into());
     }
-    proof.statements.push("no symbol names a hostcall user (__ockl_hostcall*, __ockl_fprintf*, __ockl_printf*, printf, __assert_fail, device malloc, sanitizer)".into());
     // 3. Closed world.
     if !proof.undefined_symbols.is_empty() {
         return Err(Refusal::unproven(
@@ -509,24 +530,60 @@ pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
         let f = func_containing(at)
             .map(|f| format!(" in {f}"))
             .unwrap_or_default();
-        return Err(Refusal::uses(
+        let r = Refusal::uses(
             ks,
             format!(
                 "machine code signals the host (s_sendmsg MSG_INTERRUPT at 0x{at:x}{f}; {} site(s)): hostcall code is present, possibly inlined",
                 sites.len()
             ),
+        );
+        if !asserts {
+            return Err(r);
+        }
+        deferred.get_or_insert(r);
+    } else {
+        proof.statements.push(format!(
+            "no machine code signals the host: 0 s_sendmsg MSG_INTERRUPT outside the trap sequence in {} executable bytes ({} inside trap sequences)",
+            proof.code_bytes, proof.trap_interrupt_sites
         ));
     }
-    proof.statements.push(format!(
-        "no machine code signals the host: 0 s_sendmsg MSG_INTERRUPT outside the trap sequence in {} executable bytes ({} inside trap sequences)",
-        proof.code_bytes, proof.trap_interrupt_sites
-    ));
-    proof.statements.push(
-        "so no function reachable from any kernel, directly or through a function pointer, can use the hostcall buffer".into(),
-    );
+    let mut bytes = data.to_vec();
+    let mut trapped = asserts::AssertPatch::default();
+    match deferred {
+        None => proof.statements.push(
+            "so no function reachable from any kernel, directly or through a function pointer, can use the hostcall buffer".into(),
+        ),
+        Some(r) => {
+            match asserts::rewrite_and_prove(
+                data,
+                &mut bytes,
+                hdr.e_flags(e),
+                &processor,
+                &all_kernels,
+                ks,
+            ) {
+                Ok(a) => trapped = a,
+                Err(asserts::Failed::NoHandler) => {
+                    return Err(Refusal {
+                        reason: format!(
+                            "{}; --asserts: the image defines no device-assert handler ({}) to rewrite",
+                            r.reason,
+                            asserts::ASSERT_HANDLERS
+                                .iter()
+                                .map(|(h, _)| *h)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        ..r
+                    })
+                }
+                Err(asserts::Failed::Refused(x)) => return Err(x),
+            }
+            proof.statements.append(&mut trapped.statements);
+        }
+    }
 
     // Rewrite: hidden_hostcall_buffer → hidden_none, same offset, size and note length.
-    let mut bytes = data.to_vec();
     let mut records = Vec::new();
     let mut spans = Vec::new();
     for (ni, root, idx) in &found {
@@ -603,6 +660,8 @@ pub fn patch(data: &[u8]) -> Result<Outcome, Refusal> {
         kernels_total,
         proof,
         notes: spans,
+        instructions: trapped.instructions,
+        cut_paths: trapped.cut_paths,
     })))
 }
 

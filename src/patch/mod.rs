@@ -18,6 +18,7 @@
 //! `rocvirtual.cpp` skips `HiddenNone` when it fills the kernarg segment, and only
 //! `HiddenHostcallBuffer` makes it require the hostcall buffer and PCIe atomics.
 
+pub mod asserts;
 pub mod codeobj;
 pub mod msgpack;
 pub mod walk;
@@ -27,15 +28,23 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
+pub use asserts::{CutPath, InstructionRecord, ASSERT_HANDLERS};
 pub use codeobj::{KernelRecord, Proof, Refusal, RefusalKind};
 pub use walk::{CcobRecord, CleanImage, ImageRecord};
 
-/// Version of the [`PatchRecord`] JSON shape.
-pub const PATCH_SCHEMA_VERSION: u32 = 1;
+/// Version of the [`PatchRecord`] JSON shape (2: `asserts`, and per image `instructions` and
+/// `cut_paths` when `--asserts` rewrote code).
+pub const PATCH_SCHEMA_VERSION: u32 = 2;
 
 /// What stays unverified after a patch, said in every record and by the CLI.
 pub const UNVERIFIED: &str = "not verified on AMD hardware here: that the runtime loads the patched code objects and \
 dispatches the rewritten kernels without a hostcall buffer; run `rcclfix verify` on the target machine";
+
+/// What stays unverified after `--asserts` rewrote code, said in the record beside
+/// [`UNVERIFIED`].
+pub const UNVERIFIED_ASSERTS: &str = "also not verified on AMD hardware: that a failing device assert still aborts the dispatch \
+(now through s_trap 2; s_endpgm at the handler's entry, without its message); run `rcclfix verify --lib <patched library>` \
+on the target machine before you trust it";
 
 /// Options for [`patch_file`].
 #[derive(Debug, Clone, Default)]
@@ -43,6 +52,10 @@ pub struct PatchOptions {
     /// Only patch code objects for these gfx targets (empty: all). Generic entries that run on a
     /// listed target are included.
     pub targets: Vec<String>,
+    /// `--asserts`: where hostcall code is present, rewrite the entry of every device-assert
+    /// handler ([`ASSERT_HANDLERS`]) to `s_trap 2; s_endpgm` and patch when no kernel reaches a
+    /// hostcall user any more ([`asserts`]). Off: the code is never changed.
+    pub asserts: bool,
 }
 
 /// The record of one patch run: what was rewritten, per kernel, and why it is safe. `build`
@@ -76,6 +89,9 @@ pub struct PatchRecord {
     pub clean: Vec<CleanImage>,
     /// Bundle entries not requested, left as they were.
     pub skipped: Vec<String>,
+    /// Whether `--asserts` was given (device-assert handlers may have been rewritten to trap; the
+    /// images' `instructions` list each one).
+    pub asserts: bool,
     /// Byte ranges `[start, end)` where output and input differ.
     pub changed_ranges: Vec<(u64, u64)>,
     /// What remains unverified ([`UNVERIFIED`]).
@@ -179,7 +195,7 @@ fn plan(
     opts: &PatchOptions,
     limits: &walk::Limits,
 ) -> Result<(Vec<walk::Edit>, PatchRecord), PatchRefused> {
-    let w = walk::walk(data, &opts.targets, limits).map_err(|l| PatchRefused {
+    let w = walk::walk(data, &opts.targets, opts.asserts, limits).map_err(|l| PatchRefused {
         file: name.to_string(),
         location: l.location,
         refusal: l.refusal,
@@ -198,9 +214,14 @@ fn plan(
         images: w.images,
         clean: w.clean,
         skipped: w.skipped,
+        asserts: opts.asserts,
         changed_ranges: walk::changed_ranges(data, &w.edits),
         unverified: UNVERIFIED.to_string(),
     };
+    let mut rec = rec;
+    if rec.images.iter().any(|i| !i.instructions.is_empty()) {
+        rec.unverified = format!("{UNVERIFIED}; {UNVERIFIED_ASSERTS}");
+    }
     Ok((w.edits, rec))
 }
 

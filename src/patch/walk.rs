@@ -22,6 +22,7 @@ use std::io::Read;
 
 use serde::Serialize;
 
+use super::asserts::{CutPath, InstructionRecord};
 use super::codeobj::{self, KernelRecord, NoteSpan, Outcome, Proof, Refusal, RefusalKind};
 use crate::scan::{bundle, ccob as sccob, elf as selfh, input, verdict};
 /// zstd levels tried when recompressing, in order (3 is clang's default); the first that fits is
@@ -55,6 +56,13 @@ pub struct ImageRecord {
     pub proof: Proof,
     /// Rewritten metadata note descriptors (offsets within the code object).
     pub notes: Vec<NoteSpan>,
+    /// `--asserts`: the device-assert handler entries rewritten to `s_trap 2; s_endpgm`, the
+    /// only code bytes that differ (empty, and left out of the JSON, otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<InstructionRecord>,
+    /// `--asserts`: the declaring kernels' paths to a hostcall user that the rewrite cut.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut_paths: Vec<CutPath>,
     /// For a compressed bundle: how it was written back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ccob: Option<CcobRecord>,
@@ -115,6 +123,8 @@ pub struct Walk {
     pub clean: Vec<CleanImage>,
     /// Entries left alone because their target was not requested.
     pub skipped: Vec<String>,
+    /// `--asserts`: device-assert handlers may be rewritten ([`codeobj::patch`]).
+    pub asserts: bool,
 }
 
 /// A refusal with the place it happened.
@@ -152,8 +162,11 @@ pub fn wanted(processor: &str, targets: &[String]) -> bool {
 ///
 /// Errors: a [`Located`] refusal for the first image that cannot be proven or rewritten, for
 /// device code that cannot be read at all, or for a CCOB that claims more than the limit.
-pub fn walk(data: &[u8], targets: &[String], limits: &Limits) -> Res<Walk> {
-    let mut w = Walk::default();
+pub fn walk(data: &[u8], targets: &[String], asserts: bool, limits: &Limits) -> Res<Walk> {
+    let mut w = Walk {
+        asserts,
+        ..Walk::default()
+    };
     match input::sniff(data) {
         Some(input::Format::CodeObject) => {
             w.kind = "code-object".into();
@@ -360,7 +373,7 @@ fn image(
     } else {
         format!("{entry_id} at 0x{file_off:x}")
     };
-    match codeobj::patch(co) {
+    match codeobj::patch(co, w.asserts) {
         Err(refusal) => Err(Located { location, refusal }),
         Ok(Outcome::Clean { processor, kernels }) => {
             if entry_id.is_empty() && !wanted(&processor, targets) {
@@ -391,6 +404,15 @@ fn image(
                 kernels: p.kernels,
                 proof: p.proof,
                 notes: p.notes,
+                instructions: p
+                    .instructions
+                    .into_iter()
+                    .map(|mut i| {
+                        i.file_offset = Some(file_off as u64 + i.code_object_offset);
+                        i
+                    })
+                    .collect(),
+                cut_paths: p.cut_paths,
                 ccob: None,
             });
             Ok(())
@@ -436,7 +458,10 @@ fn ccob(
     };
     let mut plain = d.bundle;
     // Patch the inner bundle in a walk of its own, then move its records into ours.
-    let mut inner = Walk::default();
+    let mut inner = Walk {
+        asserts: w.asserts,
+        ..Walk::default()
+    };
     plain_bundle(&mut inner, &plain, 0, 0, targets).map_err(|mut l| {
         l.location = format!("{loc}: {}", l.location);
         l
@@ -526,6 +551,10 @@ fn ccob(
         img.container = format!("ccob-v{version}-{label}");
         img.file_offset = at as u64;
         img.ccob = Some(rec.clone());
+        // Inside the compressed payload: no file offset of its own.
+        for i in &mut img.instructions {
+            i.file_offset = None;
+        }
         w.images.push(img);
     }
     Ok(total)

@@ -31,6 +31,7 @@ fn fixture(name: &str) -> PathBuf {
 fn opts(targets: &[&str]) -> PatchOptions {
     PatchOptions {
         targets: targets.iter().map(|s| s.to_string()).collect(),
+        asserts: false,
     }
 }
 

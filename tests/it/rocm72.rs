@@ -188,7 +188,7 @@ fn slow_rocm72_readelf_parses_the_patched_code_object() {
     rcclfix::patch::patch_file(
         &input,
         &d.join("out.co"),
-        &rcclfix::patch::PatchOptions { targets: vec![] },
+        &rcclfix::patch::PatchOptions::default(),
     )
     .unwrap();
     let notes =

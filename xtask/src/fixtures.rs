@@ -117,6 +117,12 @@ fn fixtures(suite: &str) -> Vec<Fixture> {
             .collect(),
             ..fx("indirect-rel.co", "")
         });
+        // Device asserts behind a function table for four instruction-set generations (the
+        // trap encodings of `patch --asserts`).
+        list.push(fx(
+            "indirect-multi.so",
+            "hipcc -fPIC -shared --offload-arch=gfx1100 --offload-arch=gfx1200 --offload-arch=gfx1030 --offload-arch=gfx90a:xnack- --offload-arch=gfx803 -O3 indirect.hip -o indirect-multi.so",
+        ));
         list.push(fx(
             "multi-ccob.so",
             "hipcc -fPIC -shared --offload-compress --offload-arch=gfx1100 --offload-arch=gfx11-generic --offload-arch=gfx1030 --offload-arch=gfx90a:xnack- -O3 kernels.hip -o multi-ccob.so",

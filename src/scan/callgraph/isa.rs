@@ -24,9 +24,15 @@ pub enum Isa {
 impl Isa {
     /// The generation of a code object from its `e_flags` (`EF_AMDGPU_MACH`, llvm `ELF.h`).
     pub fn from_e_flags(e_flags: u32) -> Isa {
-        let Some(name) = mach_name(e_flags & 0xff) else {
-            return Isa::Unknown;
-        };
+        match mach_name(e_flags & 0xff) {
+            Some(name) => Isa::from_processor(name),
+            None => Isa::Unknown,
+        }
+    }
+
+    /// The generation of a processor name (`gfx1100`, `gfx90a`, `gfx11-generic`; a target ID's
+    /// `:feature` suffixes are ignored).
+    pub fn from_processor(name: &str) -> Isa {
         let digits = name.trim_start_matches("gfx");
         if digits.starts_with("12") || digits.starts_with("11") {
             Isa::Gfx11
@@ -72,6 +78,35 @@ impl Isa {
             Isa::Gfx6 | Isa::Unknown => None,
         }
     }
+}
+
+/// `s_trap 2` (what `llvm.trap` lowers to on HSA: llvm `SIISelLowering.cpp`, `lowerTrapHsa`;
+/// trap ID 2 is "llvm.trap" in llvm `AMDGPUUsage.rst`, "Trap Handler ABI") followed by
+/// `s_endpgm`, as two little-endian words: SOPP opcodes 18 and 1 on gfx6–gfx10, 16 and 48 on
+/// gfx11–gfx12 (assembled with llvm-mc 22 for gfx700, gfx803, gfx90a, gfx942, gfx950, gfx1030,
+/// gfx1100, gfx1151, gfx1200, gfx1250). `None` for [`Isa::Unknown`].
+pub fn trap_entry(isa: Isa) -> Option<[u32; 2]> {
+    match isa {
+        Isa::Gfx6 | Isa::Gfx9 | Isa::Gfx10 => Some([0xBF92_0002, 0xBF81_0000]),
+        Isa::Gfx11 => Some([0xBF90_0002, 0xBFB0_0000]),
+        Isa::Unknown => None,
+    }
+}
+
+/// The signed word offset of a SOPP branch (`s_branch`, `s_cbranch_*`; the target is the next
+/// instruction plus 4 × the offset), or `None` when `w` is not one: opcodes 2, 4–9 and 23–26 on
+/// gfx6–gfx10 (`0xBF82`, `0xBF84`–`0xBF89`, `0xBF97`–`0xBF9A`), 32–42 on gfx11–gfx12
+/// (`0xBFA0`–`0xBFAA`) (llvm `SOPInstructions.td`; checked with llvm-mc 22).
+pub fn branch_offset(w: u32, isa: Isa) -> Option<i16> {
+    let op = w >> 16;
+    let ours = match isa {
+        Isa::Gfx6 | Isa::Gfx9 | Isa::Gfx10 => {
+            matches!(op, 0xBF82 | 0xBF84..=0xBF89 | 0xBF97..=0xBF9A)
+        }
+        Isa::Gfx11 => matches!(op, 0xBFA0..=0xBFAA),
+        Isa::Unknown => false,
+    };
+    ours.then_some((w & 0xffff) as u16 as i16)
 }
 
 /// Whether `w` is `s_sendmsg` / `s_sendmsghalt` with message ID 1 (`MSG_INTERRUPT`): SOPP opcodes

@@ -4,7 +4,8 @@
 /// How a hop of a [`Trace`] path was reached from the one before.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Via {
-    /// A direct call (or a reference to the function's address in the caller's code).
+    /// A direct call (or a reference to the function's address in the caller's code, or a SOPP
+    /// branch into its code).
     Call,
     /// An indirect call whose target comes from the named function table.
     Table(String),

@@ -1,0 +1,467 @@
+//! `rcclfix patch --asserts` on code objects compiled from our own HIP sources (the committed
+//! fixtures, `cargo xtask fixtures` and `cargo xtask fixtures-patch`): every device-assert handler
+//! entry becomes `s_trap 2; s_endpgm`, only those 8 bytes and the metadata notes differ, the
+//! scanner then reads every kernel as clean; a kernel that really prints is still refused, and a
+//! mutated input is refused or patched without one byte changing outside the listed ones.
+//!
+//! Slow (`RCCLFIX_SLOW_TESTS=1` and `RCCLFIX_CONTROL_LIBS`, a folder holding the RCCL 2.21.5
+//! control builds `librccl-2.21.5-*-control-gfx1100.so`, which no download provides): the real
+//! library is patched and the toolchain's `llvm-readelf` / `llvm-objdump` are the oracles.
+
+use std::path::{Path, PathBuf};
+
+use rcclfix::patch::{
+    patch_bytes, patch_file, PatchOptions, PatchRecord, PatchRefused, RefusalKind,
+};
+use rcclfix::scan::{scan_bytes, ScanOptions};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+fn asserts() -> PatchOptions {
+    PatchOptions {
+        targets: vec![],
+        asserts: true,
+    }
+}
+
+/// `s_trap 2; s_endpgm` per processor family, as llvm-mc 22 assembles them.
+fn trap_hex(processor: &str) -> &'static str {
+    if processor.starts_with("gfx11") || processor.starts_with("gfx12") {
+        "020090bf0000b0bf"
+    } else {
+        "020092bf000081bf"
+    }
+}
+
+/// The file byte ranges a record allows to differ: each rewritten instruction pair (plain and
+/// bare images), each rewritten note descriptor, or a CCOB's hash and payload.
+fn allowed(rec: &PatchRecord) -> Vec<(u64, u64)> {
+    let mut v = Vec::new();
+    for img in &rec.images {
+        match &img.ccob {
+            Some(c) => v.push((c.offset + 16, c.offset + c.total_size)),
+            None => {
+                for n in &img.notes {
+                    v.push((
+                        img.file_offset + n.offset,
+                        img.file_offset + n.offset + n.size,
+                    ));
+                }
+                for i in &img.instructions {
+                    let f = i
+                        .file_offset
+                        .expect("an uncompressed image has file offsets");
+                    assert_eq!(f, img.file_offset + i.code_object_offset);
+                    v.push((f, f + 8));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Every byte where `a` and `b` differ lies in one of `spans`.
+fn only_listed_bytes_differ(what: &str, a: &[u8], b: &[u8], spans: &[(u64, u64)]) {
+    assert_eq!(a.len(), b.len(), "{what}: size changed");
+    for i in (0..a.len()).filter(|&i| a[i] != b[i]) {
+        let i = i as u64;
+        assert!(
+            spans.iter().any(|(s, e)| i >= *s && i < *e),
+            "{what}: byte 0x{i:x} changed outside the listed spans {spans:?}"
+        );
+    }
+}
+
+/// Patch `rel` with `--asserts` into a temporary file, check what may differ, that each image
+/// has `handlers` rewritten entries with the family's trap bytes, and that the scanner reads
+/// the output as clean with the same kernels; return the record.
+fn check(rel: &str, images: usize, handlers: usize) -> PatchRecord {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let input = std::fs::read(fixture(rel)).unwrap();
+    let rec =
+        patch_file(&fixture(rel), &out, &asserts()).unwrap_or_else(|e| panic!("{rel}: {e:#}"));
+    let output = std::fs::read(&out).unwrap();
+    assert!(rec.asserts && rec.written);
+    assert_eq!(rec.images.len(), images, "{rel}: images");
+    for img in &rec.images {
+        assert_eq!(img.instructions.len(), handlers, "{rel}: {}", img.processor);
+        for i in &img.instructions {
+            assert_eq!(i.symbol, "__assert_fail");
+            assert_eq!(i.new, trap_hex(&img.processor), "{rel}: {}", img.processor);
+            assert_ne!(i.old, i.new);
+            assert_eq!(i.new_text, "s_trap 2; s_endpgm");
+        }
+        assert!(!img.cut_paths.is_empty(), "{rel}: the cut paths are listed");
+        for c in &img.cut_paths {
+            assert_eq!(
+                c.path.last().map(String::as_str),
+                Some("__assert_fail"),
+                "{c:?}"
+            );
+            assert!(c.now.contains("s_trap 2; s_endpgm"));
+        }
+        assert!(
+            img.proof
+                .statements
+                .iter()
+                .any(|s| s.contains("reaches no hostcall user from any of the")),
+            "{:?}",
+            img.proof.statements
+        );
+    }
+    assert!(rec.unverified.contains("not verified on AMD hardware"));
+    assert!(rec
+        .unverified
+        .contains("a failing device assert still aborts"));
+    assert!(rec.unverified.contains("rcclfix verify"));
+    only_listed_bytes_differ(rel, &input, &output, &allowed(&rec));
+    let before = scan_bytes(rel, &input, &ScanOptions::default()).unwrap();
+    let after = scan_bytes(rel, &output, &ScanOptions::default()).unwrap();
+    let kernels = |r: &rcclfix::scan::ScanReport| -> Vec<(String, bool)> {
+        assert!(r.files.iter().all(|f| f.unreadable.is_empty()));
+        r.files
+            .iter()
+            .flat_map(|f| f.images.iter().flat_map(|i| i.kernels.iter()))
+            .map(|k| (k.name.clone(), k.declares_hostcall))
+            .collect()
+    };
+    let (b, a) = (kernels(&before), kernels(&after));
+    assert!(b.iter().any(|k| k.1), "{rel}: the input declares");
+    assert_eq!(b.len(), a.len());
+    assert!(
+        a.iter().all(|k| !k.1),
+        "{rel}: still declares after the patch: {a:?}"
+    );
+    // Patching the output again finds nothing to do and changes nothing.
+    let (again, rec2) = patch_bytes("out", &output, &asserts()).unwrap();
+    assert!(rec2.images.is_empty() && again == output);
+    rec
+}
+
+#[test]
+fn asserts_bare_code_object() {
+    let rec = check("patch/assert-v6.co", 1, 1);
+    let img = &rec.images[0];
+    assert_eq!(img.kernels[0].name, "assertKernel");
+    assert_eq!(img.cut_paths[0].before, "assertKernel → __assert_fail");
+    // Without --asserts the same file is refused, as before.
+    let err = patch_bytes(
+        "assert-v6.co",
+        &std::fs::read(fixture("patch/assert-v6.co")).unwrap(),
+        &PatchOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.refusal.kind, RefusalKind::UsesHostcall);
+}
+
+#[test]
+fn asserts_behind_a_function_table_on_five_generations() {
+    for suite in ["sid", "rocm7.2"] {
+        let rec = check(&format!("{suite}/indirect-multi.so"), 5, 1);
+        let mut procs: Vec<&str> = rec.images.iter().map(|i| i.processor.as_str()).collect();
+        procs.sort();
+        assert_eq!(procs, ["gfx1030", "gfx1100", "gfx1200", "gfx803", "gfx90a"]);
+        for img in &rec.images {
+            assert_eq!(img.kernels.len(), 1);
+            assert_eq!(img.kernels[0].name, "k_table");
+            // The path went through the table; the proof followed the indirect call.
+            assert!(
+                img.cut_paths[0].before.contains("[op_table]"),
+                "{:?}",
+                img.cut_paths
+            );
+        }
+    }
+    check("trixie/indirect.so", 1, 1);
+}
+
+#[test]
+fn asserts_in_a_compressed_bundle() {
+    let rec = check("sid/indirect-ccob.so", 1, 1);
+    let img = &rec.images[0];
+    assert!(img.container.starts_with("ccob-"));
+    assert_eq!(img.instructions[0].file_offset, None);
+}
+
+#[test]
+fn asserts_leave_the_code_of_a_provable_image_alone() {
+    // The whole-image proof holds: --asserts changes nothing but what patch always changed.
+    let data = std::fs::read(fixture("patch/dispatch-v6-gfx1100.co")).unwrap();
+    let (with, rec) = patch_bytes("d", &data, &asserts()).unwrap();
+    let (without, _) = patch_bytes("d", &data, &PatchOptions::default()).unwrap();
+    assert_eq!(with, without);
+    assert!(rec.images[0].instructions.is_empty() && rec.images[0].cut_paths.is_empty());
+    assert_eq!(rec.unverified, rcclfix::patch::UNVERIFIED);
+}
+
+#[test]
+fn asserts_keep_the_printf_refusal() {
+    for rel in [
+        "sid/kernels.so",
+        "rocm7.2/kernels.so",
+        "trixie/kernels.so",
+        "sid/kernels-ccob.so",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let err = patch_file(&fixture(rel), &dir.path().join("out"), &asserts()).unwrap_err();
+        let r = err
+            .downcast_ref::<PatchRefused>()
+            .unwrap_or_else(|| panic!("{rel}: {err:#}"));
+        assert_eq!(r.refusal.kind, RefusalKind::UsesHostcall, "{rel}: {err}");
+        assert_eq!(r.refusal.kernels, ["k_printf"], "{rel}: {err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("still reaches a hostcall user") && msg.contains("MSG_INTERRUPT"),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{rel}: something was written"
+        );
+    }
+    // No handler at all: the whole-image refusal, and it says so.
+    let err = patch_bytes(
+        "p",
+        &std::fs::read(fixture("patch/printf-v6.co")).unwrap(),
+        &asserts(),
+    )
+    .unwrap_err();
+    assert_eq!(err.refusal.kind, RefusalKind::UsesHostcall);
+    assert!(
+        err.to_string().contains("defines no device-assert handler"),
+        "{err}"
+    );
+}
+
+/// A small deterministic generator (xorshift64*), so the mutation set is the same every run.
+fn next(s: &mut u64) -> u64 {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+/// Mutation test: 1–3 random bytes of a fixture flipped (anywhere, with a bias towards the
+/// handler's code and the metadata), then `patch --asserts`: each mutant is refused or patched,
+/// never panics, and a patched one differs from its own input only at the instructions and notes
+/// its record lists.
+#[test]
+fn asserts_mutants_never_change_unlisted_bytes() {
+    for (rel, seed) in [
+        ("patch/assert-v6.co", 0x9E37_79B9_7F4A_7C15u64),
+        ("sid/indirect.so", 0xD1B5_4A32_D192_ED03),
+    ] {
+        let good = std::fs::read(fixture(rel)).unwrap();
+        let rec = patch_bytes(rel, &good, &asserts()).unwrap().1;
+        // Hot spots: the rewritten entries and the notes, file offsets.
+        let hot: Vec<(u64, u64)> = allowed(&rec);
+        let mut s = seed;
+        let (mut patched, mut refused) = (0, 0);
+        for _ in 0..400 {
+            let mut bad = good.clone();
+            for _ in 0..=(next(&mut s) % 3) {
+                let at = if next(&mut s).is_multiple_of(2) {
+                    let (a, b) = hot[(next(&mut s) % hot.len() as u64) as usize];
+                    (a + next(&mut s) % (b - a + 64)).min(good.len() as u64 - 1) as usize
+                } else {
+                    (next(&mut s) % good.len() as u64) as usize
+                };
+                bad[at] ^= (next(&mut s) % 255 + 1) as u8;
+            }
+            match patch_bytes("mutant", &bad, &asserts()) {
+                Ok((out, r)) => {
+                    patched += 1;
+                    only_listed_bytes_differ(rel, &bad, &out, &allowed(&r));
+                    for img in &r.images {
+                        for i in &img.instructions {
+                            assert_eq!(i.new, trap_hex(&img.processor));
+                        }
+                    }
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        assert!(
+            patched > 50 && refused > 0,
+            "{rel}: {patched} patched, {refused} refused"
+        );
+    }
+}
+
+#[test]
+fn asserts_cli_explains_and_says_what_is_unverified() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.so");
+    let o = crate::support::rcclfix()
+        .env_remove("RUST_LOG")
+        .args([
+            "patch",
+            fixture("sid/indirect.so").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--asserts", "--explain"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("rewrote __assert_fail at 0x")
+            && stdout.contains("-> 020090bf0000b0bf (s_trap 2; s_endpgm)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("no longer reaches a hostcall user: reaches an indirect call in k_table")
+            && stdout.contains("through it: k_table → [op_table] _Z10op_checkedii → __assert_fail"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("a failing device assert still aborts")
+            && stderr.contains("rcclfix verify"),
+        "{stderr}"
+    );
+    let o = crate::support::rcclfix()
+        .args(["patch", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        help.contains("--asserts") && help.contains("NOT verified on AMD hardware"),
+        "{help}"
+    );
+    // The JSON record lists the instruction with its offsets.
+    let o = crate::support::rcclfix()
+        .args([
+            "patch",
+            fixture("patch/assert-v6.co").to_str().unwrap(),
+            "--out",
+        ])
+        .arg(dir.path().join("a.co"))
+        .args(["--asserts", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["asserts"], true);
+    let i = &v["images"][0]["instructions"][0];
+    assert_eq!(i["symbol"], "__assert_fail");
+    assert_eq!(i["file_offset"], i["code_object_offset"]);
+    assert_eq!(v["images"][0]["cut_paths"][0]["kernel"], "assertKernel");
+}
+
+/// The real RCCL 2.21.5 control builds (no NDEBUG) in `$RCCLFIX_CONTROL_LIBS`: every kernel that
+/// declared is rewritten, the toolchain's `llvm-readelf --notes` then shows 0 declaring kernels
+/// of the same count, and the unbundled code objects differ only at the listed instructions and
+/// the notes; `llvm-objdump` shows `s_trap 2; s_endpgm` at each rewritten entry.
+#[test]
+fn slow_rccl_control_builds_patch_with_asserts() {
+    if !crate::support::slow_or_note() {
+        return;
+    }
+    let Some(folder) = std::env::var_os("RCCLFIX_CONTROL_LIBS") else {
+        eprintln!("skipped: set RCCLFIX_CONTROL_LIBS to a folder with librccl-2.21.5-*-control-gfx1100.so");
+        return;
+    };
+    let libs: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap_or_else(|e| panic!("RCCLFIX_CONTROL_LIBS: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-control-gfx1100.so"))
+        .collect();
+    assert!(
+        !libs.is_empty(),
+        "no librccl-2.21.5-*-control-gfx1100.so in {folder:?}"
+    );
+    for lib in libs {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::copy(&lib, d.join("in.so")).unwrap();
+        let rec = patch_file(&lib, &d.join("out.so"), &asserts()).unwrap();
+        let img = &rec.images[0];
+        assert_eq!((img.kernels_total, img.kernels.len()), (124, 4), "{lib:?}");
+        assert!(!img.instructions.is_empty());
+        let sh = |argv: &str| crate::support::in_toolchain_ok("rocm7.2", d, &["sh", "-c", argv]);
+        let mut cos = Vec::new();
+        for x in ["in", "out"] {
+            sh(&format!("llvm-objcopy-22 --dump-section=.hip_fatbin={x}.fb {x}.so /tmp/{x}.so && clang-offload-bundler-22 --unbundle --type=o --input={x}.fb --targets=hipv4-amdgcn-amd-amdhsa--gfx1100 --output={x}.co"));
+            let notes = sh(&format!("llvm-readelf-22 --notes {x}.co"));
+            assert_eq!(notes.matches(".symbol:").count(), 124);
+            assert_eq!(
+                notes.matches("hidden_hostcall_buffer").count(),
+                if x == "in" { 4 } else { 0 }
+            );
+            cos.push(std::fs::read(d.join(format!("{x}.co"))).unwrap());
+        }
+        let mut spans: Vec<(u64, u64)> = img
+            .notes
+            .iter()
+            .map(|n| (n.offset, n.offset + n.size))
+            .collect();
+        spans.extend(
+            img.instructions
+                .iter()
+                .map(|i| (i.code_object_offset, i.code_object_offset + 8)),
+        );
+        only_listed_bytes_differ("control code object", &cos[0], &cos[1], &spans);
+        for i in &img.instructions {
+            let dis = sh(&format!(
+                "llvm-objdump-22 -d --start-address=0x{:x} --stop-address=0x{:x} out.co",
+                i.address,
+                i.address + 8
+            ));
+            assert!(
+                dis.contains("s_trap 2") && dis.contains("s_endpgm"),
+                "{dis}"
+            );
+        }
+    }
+}
+
+/// A build folder whose manifest's `patched` record lists rewritten assert entries (the record
+/// `build` stores): the `.deb` description and the wheel's metadata say that the device asserts
+/// trap without their message and that this is not verified on AMD hardware.
+#[test]
+fn packages_of_an_asserts_patch_say_so() {
+    use crate::package::{build_folder, fixtures, ok, package, tool};
+    use rcclfix::manifest::Manifest;
+    tool("dpkg-deb", "dpkg");
+    let f = fixtures();
+    let (t, dir) = build_folder(&f.ours);
+    let rec = patch_bytes(
+        "assert-v6.co",
+        &std::fs::read(fixture("patch/assert-v6.co")).unwrap(),
+        &asserts(),
+    )
+    .unwrap()
+    .1;
+    let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
+    m.patched = Some(serde_json::to_value(&rec).unwrap());
+    m.save(&dir.join("manifest.json")).unwrap();
+    assert_eq!(m.asserts_rewritten(), 1);
+    let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb,whl"]);
+    let d = ok(std::process::Command::new("dpkg-deb")
+        .arg("--field")
+        .arg(&paths[0])
+        .arg("Description"));
+    let d = d.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(d.contains(rcclfix::package::ASSERTS_PROVENANCE), "{d}");
+    let mut z = zip::ZipArchive::new(std::fs::File::open(&paths[1]).unwrap()).unwrap();
+    let name = (0..z.len())
+        .map(|i| z.by_index(i).unwrap().name().to_owned())
+        .find(|n| n.ends_with(".dist-info/METADATA"))
+        .unwrap();
+    let mut meta = String::new();
+    std::io::Read::read_to_string(&mut z.by_name(&name).unwrap(), &mut meta).unwrap();
+    assert!(
+        meta.contains(rcclfix::package::ASSERTS_PROVENANCE),
+        "{meta}"
+    );
+}
