@@ -168,18 +168,23 @@ fn machine_gpus(sysfs: &std::path::Path) -> Vec<String> {
 /// `--python` cannot run the interpreter; `--rocm` has no `lib/` (exit 2 via `main`).
 pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
     let mut opts = a.options(indicatif::ProgressBar::hidden())?;
+    let shape = match a.json {
+        Some(JsonShape::Compact) if a.kernels => Some(JsonShape::Full),
+        s => s,
+    };
+    let list_kernels = a.kernels || ui.verbose > 0;
+    // The compact document and the table list only declaring kernels: the rest are only counted.
+    if shape != Some(JsonShape::Full) && !list_kernels {
+        opts.settings.kernels = crate::scan::meta::Detail::Declaring;
+    }
     if crate::scan::output::walks(&opts) {
         let bar = ui.counter_bar("bundles");
         bar.set_message("scanning");
         opts.settings.progress = bar;
     }
     let scan = crate::scan::output::scan_for_cli(&opts)?;
-    let shape = match a.json {
-        Some(JsonShape::Compact) if a.kernels => Some(JsonShape::Full),
-        s => s,
-    };
     // A closed stdout drops the rest of the output and keeps the verdict's exit code.
     let mut out = std::io::BufWriter::new(crate::ui::Stdout);
-    crate::scan::output::write_output(&mut out, &scan, shape, a.kernels || ui.verbose > 0)?;
+    crate::scan::output::write_output(&mut out, &scan, shape, list_kernels)?;
     Ok(ExitCode::from(scan.code))
 }

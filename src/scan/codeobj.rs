@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 pub use super::amdgpu::{is_hostcall_user, mach_name};
 use super::callgraph::{self, Trace};
-use super::meta::{self, Metadata};
+use super::meta::{self, Detail, Metadata};
 use super::Problem;
 
 /// `ELFOSABI_AMDGPU_HSA`.
@@ -77,6 +77,15 @@ pub struct CodeObject {
 /// Errors (offsets relative to `data`): not a 64-bit little-endian ELF, not `EM_AMDGPU`, not the
 /// HSA OS/ABI, malformed section or note tables, no metadata note, a note of the wrong shape.
 pub fn parse(data: &[u8]) -> Result<CodeObject, Problem> {
+    parse_with(data, Detail::All)
+}
+
+/// [`parse`], keeping of the kernels what `detail` asks for: with [`Detail::Declaring`] the
+/// metadata lists only the kernels that declare `hidden_hostcall_buffer` and counts the others
+/// ([`Metadata::unlisted`]); a code object whose notes that reader does not take as they are (a
+/// v2 YAML note, any note [`meta::merge_msgpack`] refuses) is read again with [`Detail::All`], so
+/// the result and every error are [`parse`]'s.
+pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Problem> {
     let hdr = FileHeader64::<LittleEndian>::parse(data).map_err(|e| {
         Problem::new(
             0,
@@ -146,10 +155,20 @@ pub fn parse(data: &[u8]) -> Result<CodeObject, Problem> {
         .map_err(|e| Problem::new(0x28, "bad-elf", format!("code object section table: {e}")))?;
     let mut md = Metadata::default();
     let mut note_err: Option<Problem> = None;
-    let mut handle = |name: &[u8], ty: u32, desc: &[u8], desc_off: u64, md: &mut Metadata| {
-        let r = match (name, ty) {
-            (b"AMDGPU", NT_AMDGPU_METADATA) => meta::merge_msgpack(desc, md),
-            (b"AMD", NT_AMD_HSA_METADATA) => meta::merge_yaml_v2(desc, md),
+    let mut seen = meta::Seen::default();
+    let mut again = false;
+    let mut handle = |name: &[u8], ty: u32, desc: &'a [u8], desc_off: u64, md: &mut Metadata| {
+        let r = match (name, ty, detail) {
+            (b"AMDGPU", NT_AMDGPU_METADATA, Detail::Declaring) => {
+                again |= meta::merge_msgpack_declaring(desc, md, &mut seen).is_err();
+                Ok(())
+            }
+            (b"AMD", NT_AMD_HSA_METADATA, Detail::Declaring) => {
+                again = true;
+                Ok(())
+            }
+            (b"AMDGPU", NT_AMDGPU_METADATA, _) => meta::merge_msgpack(desc, md),
+            (b"AMD", NT_AMD_HSA_METADATA, _) => meta::merge_yaml_v2(desc, md),
             _ => Ok(()),
         };
         if let Err(reason) = r {
@@ -204,6 +223,9 @@ pub fn parse(data: &[u8]) -> Result<CodeObject, Problem> {
                 handle(n.name(), n.n_type(endian), n.desc(), off, &mut md);
             }
         }
+    }
+    if again {
+        return parse_with(data, Detail::All);
     }
     if let Some(p) = note_err {
         return Err(p);

@@ -4,11 +4,36 @@
 //! Source: llvm `AMDGPUUsage.rst` ("Code Object V3 Metadata" and later, "Code Object V2 Metadata"),
 //! llvm `AMDGPUHSAMetadataStreamer.cpp`. Unknown keys are
 //! ignored; integers of any msgpack width are accepted; every note is merged.
+//!
+//! Two readers of the msgpack note share one pass ([`merge_msgpack`], every kernel with every
+//! field; [`merge_msgpack_declaring`], only the kernels that declare `hidden_hostcall_buffer`,
+//! the others counted: what the compact report needs, [`Detail`]); the token reader is
+//! `meta/rd.rs`, the v2 YAML reader `meta/yaml.rs`.
 
 use std::borrow::Cow;
 
+mod rd;
+mod yaml;
+
+use rd::{utf8, Rd, Tok, RESERVE_ITEMS};
+pub use yaml::merge_yaml_v2;
+#[cfg(test)]
+use yaml::push_kernel;
+
 #[cfg(test)]
 use rmpv::ValueRef;
+
+/// How much of each kernel a scan keeps ([`super::Settings::kernels`]); the verdicts, the counts
+/// and every declaring kernel are the same either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// Every kernel with every field (`--json=full`, `scan.json`, `--kernels`, the library API).
+    #[default]
+    All,
+    /// Only the kernels that declare `hidden_hostcall_buffer`; the others are counted
+    /// ([`Metadata::unlisted`]). What the compact `--json` and the table print.
+    Declaring,
+}
 
 /// Metadata merged from every note of one code object.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,6 +48,10 @@ pub struct Metadata {
     pub kernels: Vec<KernelMeta>,
     /// Notes merged.
     pub notes: u32,
+    /// Kernels read and counted but not kept in [`Metadata::kernels`]: those that do not declare
+    /// `hidden_hostcall_buffer`, when the note was read by [`merge_msgpack_declaring`] (0
+    /// otherwise).
+    pub unlisted: usize,
 }
 
 /// One kernel's metadata.
@@ -140,179 +169,6 @@ fn as_u64(v: &ValueRef<'_>) -> Option<u64> {
     }
 }
 
-/// A MessagePack reader over a note descriptor that borrows strings and skips what it does not
-/// need without building a value tree (the metadata of a large library holds millions of
-/// values). Source: the MessagePack specification (formats: fixmap/fixarray/fixstr, nil, bool,
-/// bin/ext/str 8–32, float, uint/int 8–64, map/array 16/32).
-struct Rd<'a> {
-    b: &'a [u8],
-    p: usize,
-}
-
-/// One MessagePack item as [`Rd::next`] reads it (containers: only their length).
-enum Tok<'a> {
-    Str(&'a [u8]),
-    Uint(u64),
-    Int(i64),
-    Array(u32),
-    Map(u32),
-    Other,
-}
-
-/// Nested containers accepted (as `rmpv`'s depth limit used before).
-const MAX_DEPTH: u32 = 32;
-
-/// Most items reserved up front for a kernel or argument list, whatever its header claims; the
-/// list grows as items are read.
-const RESERVE_ITEMS: usize = 1024;
-
-impl<'a> Rd<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let e = self
-            .p
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or_else(|| format!("truncated at byte {}", self.p))?;
-        let r = &self.b[self.p..e];
-        self.p = e;
-        Ok(r)
-    }
-
-    fn be(&mut self, n: usize) -> Result<u64, String> {
-        Ok(self.take(n)?.iter().fold(0u64, |a, &b| (a << 8) | b as u64))
-    }
-
-    fn next(&mut self) -> Result<Tok<'a>, String> {
-        let m = self.take(1)?[0];
-        Ok(match m {
-            0x00..=0x7f => Tok::Uint(m as u64),
-            0x80..=0x8f => Tok::Map((m & 0x0f) as u32),
-            0x90..=0x9f => Tok::Array((m & 0x0f) as u32),
-            0xa0..=0xbf => Tok::Str(self.take((m & 0x1f) as usize)?),
-            0xc0 | 0xc2 | 0xc3 => Tok::Other,
-            0xc1 => return Err(format!("reserved marker 0xc1 at byte {}", self.p - 1)),
-            0xc4..=0xc6 => {
-                let n = self.be(1 << (m - 0xc4))? as usize;
-                self.take(n)?;
-                Tok::Other
-            }
-            0xc7..=0xc9 => {
-                let n = self.be(1 << (m - 0xc7))? as usize;
-                self.take(n.checked_add(1).ok_or("ext length overflow")?)?;
-                Tok::Other
-            }
-            0xca => {
-                self.take(4)?;
-                Tok::Other
-            }
-            0xcb => {
-                self.take(8)?;
-                Tok::Other
-            }
-            0xcc..=0xcf => Tok::Uint(self.be(1 << (m - 0xcc))?),
-            0xd0..=0xd3 => {
-                let n = 1usize << (m - 0xd0);
-                let v = self.be(n)?;
-                let shift = 64 - 8 * n as u32;
-                Tok::Int(((v << shift) as i64) >> shift)
-            }
-            0xd4..=0xd8 => {
-                self.take(1 + (1usize << (m - 0xd4)))?;
-                Tok::Other
-            }
-            0xd9..=0xdb => {
-                let n = self.be(1 << (m - 0xd9))? as usize;
-                Tok::Str(self.take(n)?)
-            }
-            0xdc | 0xdd => Tok::Array(self.be(2 << (m - 0xdc))? as u32),
-            0xde | 0xdf => Tok::Map(self.be(2 << (m - 0xde))? as u32),
-            0xe0..=0xff => Tok::Int(m as i8 as i64),
-        })
-        .and_then(|t| self.check_count(t))
-    }
-
-    /// Refuse a container whose count claims more items than the bytes that remain (every item
-    /// takes at least one byte, a map entry two), so no caller ever sizes anything by a count the
-    /// note cannot hold (an `amdhsa.kernels` array header of `0xdd ff ff ff ff` claims
-    /// 4,294,967,295 kernels).
-    fn check_count(&self, t: Tok<'a>) -> Result<Tok<'a>, String> {
-        let items = match t {
-            Tok::Array(n) => n as u64,
-            Tok::Map(n) => 2 * n as u64,
-            _ => return Ok(t),
-        };
-        let left = (self.b.len() - self.p) as u64;
-        if items > left {
-            return Err(format!(
-                "container at byte {} claims {items} items, more than the {left} bytes left",
-                self.p
-            ));
-        }
-        Ok(t)
-    }
-
-    /// Skip one whole value (validating it), `depth` containers deep.
-    fn skip(&mut self, depth: u32) -> Result<(), String> {
-        let items = match self.next()? {
-            Tok::Array(n) => n as u64,
-            Tok::Map(n) => 2 * n as u64,
-            _ => return Ok(()),
-        };
-        if depth >= MAX_DEPTH {
-            return Err(format!("nested deeper than {MAX_DEPTH} containers"));
-        }
-        for _ in 0..items {
-            self.skip(depth + 1)?;
-        }
-        Ok(())
-    }
-
-    /// The next map key: its bytes when it is a string; any other key is skipped.
-    fn key(&mut self, depth: u32) -> Result<Option<&'a [u8]>, String> {
-        let at = self.p;
-        match self.next()? {
-            Tok::Str(k) => Ok(Some(k)),
-            Tok::Array(_) | Tok::Map(_) => {
-                self.p = at;
-                self.skip(depth)?;
-                Ok(None)
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// The next value if it is a string (else `None`, value skipped).
-    fn str_value(&mut self, depth: u32) -> Result<Option<&'a [u8]>, String> {
-        let at = self.p;
-        match self.next()? {
-            Tok::Str(s) => Ok(Some(s)),
-            _ => {
-                self.p = at;
-                self.skip(depth)?;
-                Ok(None)
-            }
-        }
-    }
-
-    /// The next value as an unsigned integer (negative, non-integer: `None`, value skipped).
-    fn u64_value(&mut self, depth: u32) -> Result<Option<u64>, String> {
-        let at = self.p;
-        match self.next()? {
-            Tok::Uint(v) => Ok(Some(v)),
-            Tok::Int(v) => Ok(u64::try_from(v).ok()),
-            _ => {
-                self.p = at;
-                self.skip(depth)?;
-                Ok(None)
-            }
-        }
-    }
-}
-
-fn utf8(b: &[u8]) -> Option<&str> {
-    std::str::from_utf8(b).ok()
-}
-
 /// Parse one `NT_AMDGPU_METADATA` descriptor (a msgpack map) and merge it into `md`.
 ///
 /// The whole value is validated first (as one msgpack value, at most 32 containers deep), then
@@ -322,13 +178,35 @@ fn utf8(b: &[u8]) -> Option<&str> {
 /// string `.name`, `.args` not an array of maps, an arg without a string `.value_kind`.
 pub fn merge_msgpack(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
     let before = md.kernels.len();
-    let r = merge_pass(desc, md).map_err(|e| match (Rd { b: desc, p: 0 }).skip(0) {
+    let r = merge_pass(desc, md, None).map_err(|e| match (Rd { b: desc, p: 0 }).skip(0) {
         // Invalid msgpack anywhere is reported as such, before any shape problem.
         Err(v) => format!("metadata note is not valid msgpack: {v}"),
         Ok(()) => e,
     });
     dedupe(md, before);
     r
+}
+
+/// The `(.name, .symbol)` pairs of the kernels [`merge_msgpack_declaring`] has met in one code
+/// object's notes, borrowed from the notes (the first of a repeated pair counts).
+#[derive(Debug, Default)]
+pub struct Seen<'a>(std::collections::HashSet<(&'a str, &'a str)>);
+
+/// [`merge_msgpack`] for a report that lists only the kernels declaring `hidden_hostcall_buffer`
+/// (the compact `--json` and the table): every kernel is read and validated as there, but only a
+/// declaring one is kept (read again in full); the others are counted in [`Metadata::unlisted`]
+/// without a string being copied. `seen` carries the kernels of the code object's earlier notes,
+/// so a kernel repeated by a link counts once, as [`merge_msgpack`]'s merge does.
+///
+/// Errors: the note is not one this reader takes as it is (anything [`merge_msgpack`] would
+/// refuse; the reason is this reader's, not worded for a report): the caller then reads the whole
+/// code object with [`merge_msgpack`], which words the problem.
+pub fn merge_msgpack_declaring<'a>(
+    desc: &'a [u8],
+    md: &mut Metadata,
+    seen: &mut Seen<'a>,
+) -> Result<(), String> {
+    merge_pass(desc, md, Some(seen))
 }
 
 /// Keep the first of kernels with the same name and symbol (notes repeated by a link are
@@ -354,7 +232,13 @@ fn dedupe(md: &mut Metadata, from: usize) {
 }
 
 /// One pass over a note: every value is read or skipped (and so validated) once.
-fn merge_pass(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
+/// With `light`, kernels are deduplicated through it and only declaring ones are kept
+/// ([`merge_msgpack_declaring`]).
+fn merge_pass<'a>(
+    desc: &'a [u8],
+    md: &mut Metadata,
+    mut light: Option<&mut Seen<'a>>,
+) -> Result<(), String> {
     let bad = |e: String| format!("metadata note is not valid msgpack: {e}");
     let mut r = Rd { b: desc, p: 0 };
     let Tok::Map(n) = r.next().map_err(bad)? else {
@@ -398,15 +282,89 @@ fn merge_pass(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
                 // The count is bounded by the note's bytes ([`Rd::check_count`]); reserve no
                 // more than a small start so the vector grows with kernels actually read.
                 md.kernels.reserve((k as usize).min(RESERVE_ITEMS));
-                for i in 0..k {
-                    let kernel = read_kernel(&mut r, i as usize, bad)?;
-                    md.kernels.push(kernel);
+                for i in 0..k as usize {
+                    let Some(seen) = light.as_deref_mut() else {
+                        let kernel = read_kernel(&mut r, i, bad)?;
+                        md.kernels.push(kernel);
+                        continue;
+                    };
+                    let at = r.p;
+                    let (name, symbol, declares) = peek_kernel(&mut r, i, bad)?;
+                    if !seen.0.insert((name, symbol)) {
+                        continue;
+                    }
+                    if declares {
+                        r.p = at;
+                        let kernel = read_kernel(&mut r, i, bad)?;
+                        md.kernels.push(kernel);
+                    } else {
+                        md.unlisted += 1;
+                    }
                 }
             }
             _ => r.skip(1).map_err(bad)?,
         }
     }
     Ok(())
+}
+
+/// One kernel of `amdhsa.kernels` read as [`read_kernel`] reads it (the same keys at the same
+/// depths, the same checks), keeping only its `.name`, its `.symbol` (empty when it has none) and
+/// whether an argument's `.value_kind` is `hidden_hostcall_buffer`.
+fn peek_kernel<'a>(
+    r: &mut Rd<'a>,
+    i: usize,
+    bad: impl Fn(String) -> String + Copy,
+) -> Result<(&'a str, &'a str, bool), String> {
+    let Tok::Map(n) = r.next().map_err(bad)? else {
+        return Err(format!("metadata note: amdhsa.kernels[{i}] is not a map"));
+    };
+    let mut name: Option<Option<&'a str>> = None;
+    let mut symbol: Option<Option<&'a str>> = None;
+    let mut seen_args = false;
+    let mut declares = false;
+    for _ in 0..n {
+        let key = r.key(3).map_err(bad)?;
+        match key {
+            Some(b".name") if name.is_none() => {
+                name = Some(r.str_value(3).map_err(bad)?.and_then(utf8))
+            }
+            Some(b".symbol") if symbol.is_none() => {
+                symbol = Some(r.str_value(3).map_err(bad)?.and_then(utf8))
+            }
+            Some(b".args") if !seen_args => {
+                seen_args = true;
+                let Tok::Array(k) = r.next().map_err(bad)? else {
+                    return Err(format!("metadata note: amdhsa.kernels[{i}]: .args"));
+                };
+                for j in 0..k as usize {
+                    let Tok::Map(m) = r.next().map_err(bad)? else {
+                        return Err(format!("metadata note: amdhsa.kernels[{i}]: .args[{j}]"));
+                    };
+                    let mut kind: Option<Option<&str>> = None;
+                    for _ in 0..m {
+                        match r.key(5).map_err(bad)? {
+                            Some(b".value_kind") if kind.is_none() => {
+                                kind = Some(r.str_value(5).map_err(bad)?.and_then(utf8))
+                            }
+                            _ => r.skip(5).map_err(bad)?,
+                        }
+                    }
+                    match kind.flatten() {
+                        Some(k) => declares |= k == "hidden_hostcall_buffer",
+                        None => {
+                            return Err(format!("metadata note: amdhsa.kernels[{i}]: .args[{j}]"))
+                        }
+                    }
+                }
+            }
+            _ => r.skip(3).map_err(bad)?,
+        }
+    }
+    let name = name
+        .flatten()
+        .ok_or_else(|| format!("metadata note: amdhsa.kernels[{i}] has no string .name"))?;
+    Ok((name, symbol.flatten().unwrap_or_default(), declares))
 }
 
 fn read_kernel(
@@ -523,149 +481,6 @@ fn read_kernel(
         kernarg_segment_size: kss.flatten().unwrap_or(0),
         args,
     })
-}
-
-/// Add a kernel unless a kernel with the same name and symbol is already there (notes repeated by
-/// a link are merged, not double-counted).
-fn push_kernel(md: &mut Metadata, k: KernelMeta) {
-    if !md
-        .kernels
-        .iter()
-        .any(|o| o.name == k.name && o.symbol == k.symbol)
-    {
-        md.kernels.push(k);
-    }
-}
-
-/// Parse one code object v2 `NT_AMD_HSA_METADATA` descriptor (YAML text) and merge it into `md`.
-///
-/// Only the subset LLVM writes is understood: `Version`, `Kernels:` as a block sequence of maps
-/// with `Name`, `SymbolName`, `Args:` (a block sequence with `Size`, `Align`, `ValueKind`) and
-/// `CodeProps:` → `KernargSegmentSize`. Offsets are computed from `Size` and `Align`, as the v2
-/// runtime does.
-///
-/// Errors: not UTF-8, no `Kernels` key while kernel-like text is present, a kernel without `Name`,
-/// an arg without `ValueKind`.
-pub fn merge_yaml_v2(desc: &[u8], md: &mut Metadata) -> Result<(), String> {
-    let text =
-        std::str::from_utf8(desc).map_err(|_| "v2 metadata note is not UTF-8 text".to_string())?;
-    let text = text.trim_end_matches('\0');
-    md.notes += 1;
-    #[derive(Default)]
-    struct K {
-        name: Option<String>,
-        symbol: String,
-        kss: u64,
-        args: Vec<(Option<String>, u64, u64)>,
-    }
-    let mut kernels: Vec<K> = Vec::new();
-    let mut in_kernels = false;
-    let mut kernel_indent = usize::MAX;
-    let mut section = "";
-    let mut arg_indent = usize::MAX;
-    for raw in text.lines() {
-        let line = raw.trim_end();
-        let t = line.trim_start();
-        if t.is_empty() || t.starts_with('#') || t == "---" || t == "..." {
-            continue;
-        }
-        let indent = line.len() - t.len();
-        if indent == 0 {
-            in_kernels = t.starts_with("Kernels:");
-            if let Some(v) = t.strip_prefix("Version:") {
-                md.version = v
-                    .trim()
-                    .trim_matches(|c| c == '[' || c == ']')
-                    .split(',')
-                    .filter_map(|s| s.trim().parse().ok())
-                    .collect();
-            }
-            continue;
-        }
-        if !in_kernels {
-            continue;
-        }
-        let (is_item, body, body_indent) = match t.strip_prefix("- ") {
-            Some(b) => (
-                true,
-                b.trim_start(),
-                indent + 2 + (b.len() - b.trim_start().len()),
-            ),
-            None => (false, t, indent),
-        };
-        if is_item && (kernel_indent == usize::MAX || body_indent <= kernel_indent) {
-            kernel_indent = body_indent;
-            kernels.push(K::default());
-            section = "";
-        }
-        let Some(k) = kernels.last_mut() else {
-            continue;
-        };
-        let (key, val) = match body.split_once(':') {
-            Some((a, b)) => (a.trim(), b.trim().trim_matches('\'').trim_matches('"')),
-            None => continue,
-        };
-        if body_indent == kernel_indent {
-            section = key;
-            match key {
-                "Name" => k.name = Some(val.to_owned()),
-                "SymbolName" => k.symbol = val.to_owned(),
-                _ => {}
-            }
-            continue;
-        }
-        match section {
-            "Args" => {
-                if is_item {
-                    arg_indent = body_indent;
-                    k.args.push((None, 0, 1));
-                }
-                if body_indent != arg_indent {
-                    continue;
-                }
-                if let Some(a) = k.args.last_mut() {
-                    match key {
-                        "ValueKind" => a.0 = Some(normalise_value_kind(val)),
-                        "Size" => a.1 = val.parse().unwrap_or(0),
-                        "Align" => a.2 = val.parse().unwrap_or(1),
-                        _ => {}
-                    }
-                }
-            }
-            "CodeProps" if key == "KernargSegmentSize" => k.kss = val.parse().unwrap_or(0),
-            _ => {}
-        }
-    }
-    for (i, k) in kernels.into_iter().enumerate() {
-        let name = k
-            .name
-            .ok_or_else(|| format!("v2 metadata note: Kernels[{i}] has no Name"))?;
-        let mut off = 0u64;
-        let mut args = Vec::new();
-        for (j, (vk, size, align)) in k.args.into_iter().enumerate() {
-            let vk = vk.ok_or_else(|| {
-                format!("v2 metadata note: kernel {name}: Args[{j}] has no ValueKind")
-            })?;
-            let align = align.max(1);
-            off = off.div_ceil(align).saturating_mul(align);
-            args.push(ArgMeta {
-                value_kind: intern_value_kind(&vk),
-                offset: off,
-                size,
-            });
-            off = off.saturating_add(size);
-        }
-        push_kernel(
-            md,
-            KernelMeta {
-                name,
-                symbol: k.symbol,
-                kernarg_segment_size: k.kss,
-                args,
-            },
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -62,6 +62,9 @@ pub struct Settings {
     /// times. Default: the system temporary folder (`TMPDIR`), or `RCCLFIX_SCAN_SPILL_DIR`
     /// (empty: none).
     pub spill_dir: Option<std::path::PathBuf>,
+    /// Which kernels the report lists ([`meta::Detail`]; default every kernel). The verdicts,
+    /// the counts and every declaring kernel do not depend on it.
+    pub kernels: meta::Detail,
     /// Worker threads (`--jobs`); 0: one per core. Each holds at most one decoded code object.
     pub jobs: usize,
     /// Progress of a long walk (a hidden bar when none is drawn).
@@ -93,6 +96,7 @@ impl Default for Settings {
                 Some(d) => Some(d.into()),
                 None => Some(std::env::temp_dir()),
             },
+            kernels: meta::Detail::All,
             jobs: 0,
             progress: indicatif::ProgressBar::hidden(),
         }

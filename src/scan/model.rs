@@ -70,6 +70,19 @@ pub struct ImageReport {
     /// Size of the code object in bytes (after decompression).
     #[serde(default)]
     pub size: u64,
+    /// Kernels counted but not in [`ImageReport::kernels`]: a scan with
+    /// [`super::meta::Detail::Declaring`] (the compact `--json`, the table) lists only the kernels
+    /// that declare `hidden_hostcall_buffer` and counts the others here; 0 in a full report, and
+    /// never serialised ([`ImageReport::kernel_count`] is the count).
+    #[serde(skip)]
+    pub unlisted_kernels: usize,
+}
+
+impl ImageReport {
+    /// How many kernels the image has: those listed plus [`ImageReport::unlisted_kernels`].
+    pub fn kernel_count(&self) -> usize {
+        self.kernels.len() + self.unlisted_kernels
+    }
 }
 
 /// One kernel of one code object.

@@ -599,7 +599,7 @@ pub fn write_compact(
                 TargetState::NoCode { .. } => "no-code",
             },
             images: imgs.len(),
-            kernels: imgs.iter().map(|i| i.kernels.len()).sum(),
+            kernels: imgs.iter().map(|i| i.kernel_count()).sum(),
             declaring: match st {
                 TargetState::Declares { kernels } => kernels.len(),
                 _ => 0,
@@ -643,7 +643,7 @@ pub fn write_compact(
                 metadata_target: i.metadata_target.as_deref(),
                 metadata_version: &i.metadata_version,
                 metadata_notes: i.metadata_notes,
-                kernels: i.kernels.len(),
+                kernels: i.kernel_count(),
                 declaring: i.kernels.iter().filter(|k| k.declares_hostcall).count(),
                 hostcall_users: &i.hostcall_users,
             })
@@ -742,7 +742,7 @@ pub fn render_table(
             .flat_map(|f| f.images.iter().map(move |i| (f, i)))
             .filter(|(_, i)| super::verdict::runs_on(&i.processor, t))
             .collect();
-        let nk: usize = imgs.iter().map(|(_, i)| i.kernels.len()).sum();
+        let nk: usize = imgs.iter().map(|(_, i)| i.kernel_count()).sum();
         let nh: usize = imgs
             .iter()
             .map(|(_, i)| i.kernels.iter().filter(|k| k.declares_hostcall).count())
@@ -821,7 +821,7 @@ pub fn render_table(
     if !with_code.is_empty() {
         let _ = writeln!(s, "\nfiles with device code:");
         for f in with_code {
-            let n: usize = f.images.iter().map(|i| i.kernels.len()).sum();
+            let n: usize = f.images.iter().map(|i| i.kernel_count()).sum();
             let _ = writeln!(
                 s,
                 "  {} ({}): {} image(s), {} kernel(s), {} unreadable",

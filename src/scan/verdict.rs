@@ -96,8 +96,10 @@ fn hostcall_kinds<S: AsRef<str>>(users: &[S]) -> Vec<&'static str> {
 /// reason falls back to the image's hostcall-using symbols.
 pub fn explain(image: &mut ImageReport, traces: &BTreeMap<String, Trace>) {
     let cov = image.code_object_version;
-    let n = image.kernels.len();
-    let all_declare = n > 0 && image.kernels.iter().all(|k| k.declares_hostcall);
+    // Unlisted kernels (a compact scan) are the ones that do not declare.
+    let n = image.kernel_count();
+    let all_declare =
+        n > 0 && image.unlisted_kernels == 0 && image.kernels.iter().all(|k| k.declares_hostcall);
     let all_everything = n > 0 && image.kernels.iter().all(|k| declares_everything(k, cov));
     let users = &image.hostcall_users;
     for k in image.kernels.iter_mut().filter(|k| k.declares_hostcall) {
@@ -172,7 +174,7 @@ impl ScanReport {
             for f in &self.files {
                 for img in f.images.iter().filter(|i| runs_on(&i.processor, t)) {
                     images += 1;
-                    kernels += img.kernels.len();
+                    kernels += img.kernel_count();
                     for k in img.kernels.iter().filter(|k| k.declares_hostcall) {
                         declaring.push(format!("{}: {}", f.path, k.name));
                     }

@@ -7,6 +7,7 @@
 //! offset inside the decompressed bundle.
 
 use super::bundle::{self, EntryId, Item};
+use super::meta::Detail;
 use super::model::{FileReport, HiddenArg, ImageReport, KernelReport, Unreadable};
 use super::{ccob, codeobj, elf, stream, verdict, Problem, Settings};
 
@@ -79,14 +80,14 @@ impl Job<'_> {
         match self {
             Job::Plain { bundle, base } => {
                 let mut part = Part::default();
-                scan_entries(&bundle, base, "plain", None, &mut part);
+                scan_entries(&bundle, base, "plain", None, opts.kernels, &mut part);
                 part
             }
             Job::Ccob { data, base } => scan_ccob(data, base, opts).0,
-            Job::Rdc { id, off, bytes } => rdc_section(id, off, bytes),
+            Job::Rdc { id, off, bytes } => rdc_section(id, off, bytes, opts.kernels),
             Job::CodeObject { data } => {
                 let mut part = Part::default();
-                match codeobj::parse(data) {
+                match codeobj::parse_with(data, opts.kernels) {
                     Ok(co) => {
                         let id = EntryId::parse("");
                         let img = image("", &id, "none", 0, data.len() as u64, co);
@@ -236,7 +237,7 @@ fn scan_ccob_as(
             |e, body| {
                 found.push((
                     e.index,
-                    entry_or_too_large(e, body, base, &label, Some(&label)),
+                    entry_or_too_large(e, body, base, &label, Some(&label), opts.kernels),
                 ));
             },
         )?;
@@ -290,11 +291,18 @@ pub fn entry_or_too_large(
     bundle_offset: u64,
     container: &str,
     inner: Option<&str>,
+    detail: Detail,
 ) -> Option<Result<ImageReport, Unreadable>> {
     match body {
-        stream::Body::Bytes(data) => {
-            entry_record(&e.id, e.offset, data, bundle_offset, container, inner)
-        }
+        stream::Body::Bytes(data) => entry_record(
+            &e.id,
+            e.offset,
+            data,
+            bundle_offset,
+            container,
+            inner,
+            detail,
+        ),
         stream::Body::TooLarge { limit } => {
             let id = EntryId::parse(&e.id);
             let what = match inner {
@@ -328,10 +336,19 @@ fn scan_entries(
     bundle_offset: u64,
     container: &str,
     inner: Option<&str>,
+    detail: Detail,
     part: &mut Part,
 ) {
     for e in &b.entries {
-        match entry_record(e.id, e.offset, e.data, bundle_offset, container, inner) {
+        match entry_record(
+            e.id,
+            e.offset,
+            e.data,
+            bundle_offset,
+            container,
+            inner,
+            detail,
+        ) {
             Some(Ok(img)) => part.images.push(img),
             Some(Err(u)) => part.unreadable.push(u),
             None => {}
@@ -349,6 +366,7 @@ fn entry_record(
     bundle_offset: u64,
     container: &str,
     inner: Option<&str>,
+    detail: Detail,
 ) -> Option<Result<ImageReport, Unreadable>> {
     let id = EntryId::parse(e_id);
     if id.is_host() {
@@ -399,7 +417,7 @@ fn entry_record(
             reason: format!("bundle entry {e_id}: not yet linked (bitcode); the hostcall declaration is decided at the device link"),
         }));
     }
-    Some(match codeobj::parse(data) {
+    Some(match codeobj::parse_with(data, detail) {
         Ok(co) => {
             let img = image(e_id, &id, container, bundle_offset, data.len() as u64, co);
             Ok(img)
@@ -486,6 +504,7 @@ pub fn image(
         metadata_version: meta.version,
         metadata_notes: meta.notes,
         size,
+        unlisted_kernels: meta.unlisted,
     };
     verdict::explain(&mut img, &co.traces);
     img
@@ -573,8 +592,9 @@ pub fn kpack_record(h: &elf::HostElf<'_>) -> Option<Unreadable> {
     }
 }
 
-/// One `-fgpu-rdc` section `__CLANG_OFFLOAD_BUNDLE__<id_str>` at file offset `off`.
-pub fn rdc_section(id_str: &str, off: u64, bytes: &[u8]) -> Part {
+/// One `-fgpu-rdc` section `__CLANG_OFFLOAD_BUNDLE__<id_str>` at file offset `off`, its kernels
+/// kept as `detail` says.
+pub fn rdc_section(id_str: &str, off: u64, bytes: &[u8], detail: Detail) -> Part {
     let mut part = Part::default();
     let id = EntryId::parse(id_str);
     if id.is_host() {
@@ -589,7 +609,7 @@ pub fn rdc_section(id_str: &str, off: u64, bytes: &[u8]) -> Part {
             reason: format!("section __CLANG_OFFLOAD_BUNDLE__{id_str}: not yet linked (bitcode, -fgpu-rdc object); the hostcall declaration is decided at the device link"),
         });
     } else {
-        match codeobj::parse(bytes) {
+        match codeobj::parse_with(bytes, detail) {
             Ok(co) => {
                 let img = image(id_str, &id, "rdc-section", off, bytes.len() as u64, co);
                 part.images.push(img);

@@ -4,6 +4,10 @@
 //! — run inside the Debian toolchains (`rcclfix toolchain run --engine bubblewrap debian-<suite>`),
 //! on every fixture and on the real Debian librccl1 5.4.3 library.
 //!
+//! Also the scanner against itself: the fast path that lists only declaring kernels
+//! (`Detail::Declaring`, what `rcclfix scan` and `--json` use) against the complete reader, on
+//! every fixture, seeded mutants of their metadata notes and every real input that is here.
+//!
 //! The oracle splits a `.hip_fatbin` into bundles itself (4096-aligned magics), because
 //! clang-offload-bundler reads one bundle per input.
 
@@ -12,6 +16,7 @@ use std::path::Path;
 
 use super::{fixture, root, scan};
 use crate::support::{in_toolchain, librccl1_deb, librccl1_lib, require_tool, slow_or_note};
+use rcclfix::scan as rscan;
 
 /// kernel name → hidden args `(value_kind, offset)` in metadata order; per target processor.
 type Truth = BTreeMap<String, BTreeMap<String, Vec<(String, u64)>>>;
@@ -433,4 +438,200 @@ fn differential_librccl1() {
         "{:?}",
         rd.files
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fast path (`Detail::Declaring`: only declaring kernels kept, the others counted) against
+// the complete reader (`Detail::All`), on the same inputs: the same compact `--json`, the same
+// table, the same exit code, and reports that are the same once the complete one drops its
+// non-declaring kernels.
+
+/// Scan `paths` with `detail` as `rcclfix scan` does; returns the scan, its compact JSON and its
+/// table.
+fn cli_scan(
+    paths: &[std::path::PathBuf],
+    detail: rscan::meta::Detail,
+) -> Result<(rscan::output::CliScan, String, String), String> {
+    let opts = rscan::output::CliOptions {
+        paths: paths.to_vec(),
+        targets: Vec::new(),
+        python: None,
+        rocm: None,
+        machine_gpus: Vec::new(),
+        settings: rscan::Settings {
+            kernels: detail,
+            ..Default::default()
+        },
+    };
+    let s = rscan::output::scan_for_cli(&opts).map_err(|e| format!("{e:#}"))?;
+    let (mut json, mut table) = (Vec::new(), Vec::new());
+    rscan::output::write_output(
+        &mut json,
+        &s,
+        Some(rscan::output::JsonShape::Compact),
+        false,
+    )
+    .unwrap();
+    rscan::output::write_output(&mut table, &s, None, false).unwrap();
+    Ok((
+        s,
+        String::from_utf8(json).unwrap(),
+        String::from_utf8(table).unwrap(),
+    ))
+}
+
+/// The fast path and the complete reader agree on `paths` (an input neither takes fails with the
+/// same error); returns the kernels counted.
+fn fast_matches_complete(paths: &[std::path::PathBuf]) -> usize {
+    use rscan::meta::Detail;
+    let (fast, full) = (
+        cli_scan(paths, Detail::Declaring),
+        cli_scan(paths, Detail::All),
+    );
+    let ((fast, fast_json, fast_table), (full, full_json, full_table)) = match (fast, full) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(a), Err(b)) => {
+            assert_eq!(a, b, "different errors on {paths:?}");
+            return 0;
+        }
+        (a, b) => panic!(
+            "{paths:?}: fast path {:?}, complete reader {:?}",
+            a.err(),
+            b.err()
+        ),
+    };
+    assert_eq!(fast_json, full_json, "compact --json differs on {paths:?}");
+    assert_eq!(fast_table, full_table, "table differs on {paths:?}");
+    assert_eq!(fast.code, full.code, "exit code differs on {paths:?}");
+    assert_eq!(fast.report.files.len(), full.report.files.len());
+    let mut kernels = 0;
+    for (a, b) in fast.report.files.iter().zip(&full.report.files) {
+        assert_eq!(a.unreadable, b.unreadable, "{}", a.path);
+        assert_eq!(a.images.len(), b.images.len(), "{}", a.path);
+        for (x, y) in a.images.iter().zip(&b.images) {
+            assert_eq!(
+                y.unlisted_kernels, 0,
+                "the complete reader lists every kernel"
+            );
+            let mut y = y.clone();
+            let n = y.kernels.len();
+            y.kernels.retain(|k| k.declares_hostcall);
+            y.unlisted_kernels = n - y.kernels.len();
+            assert_eq!(*x, y, "{}: image {}", a.path, x.entry_id);
+            kernels += n;
+        }
+    }
+    kernels
+}
+
+/// Every file under `dir`, sorted.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn fast_path_matches_the_complete_reader_on_every_fixture() {
+    let all = files_under(&root().join("tests/fixtures"));
+    let mut kernels = 0;
+    let mut with_code = 0;
+    for p in &all {
+        let n = fast_matches_complete(std::slice::from_ref(p));
+        with_code += usize::from(n > 0);
+        kernels += n;
+    }
+    // Every fixture folder at once (the folder walk, files in one report).
+    fast_matches_complete(&[root().join("tests/fixtures")]);
+    assert!(
+        with_code >= 20 && kernels >= 100,
+        "only {with_code} fixtures with {kernels} kernels compared"
+    );
+}
+
+/// Seeded byte changes inside the metadata notes of fixtures (the fast reader's own paths: a
+/// kernel map, its `.args`, its `.name`, invalid msgpack): each mutant reads the same either way.
+#[test]
+fn fast_path_matches_the_complete_reader_on_mutated_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut mutants = 0;
+    for name in [
+        "sid/kernels.co",
+        "trixie/kernels.co",
+        "rocm7.2/kernels.co",
+        "sid/two-tu.so",
+    ] {
+        let data = std::fs::read(root().join(fixture(name))).unwrap();
+        // The msgpack note descriptor: after the "AMDGPU\0\0" note name.
+        let at = data
+            .windows(8)
+            .position(|w| w == b"AMDGPU\0\0")
+            .unwrap_or_else(|| panic!("{name}: no AMDGPU note"));
+        let h = at - 12;
+        let descsz = u32::from_le_bytes(data[h + 4..h + 8].try_into().unwrap()) as usize;
+        let desc = at + 8..at + 8 + descsz;
+        let mut paths = Vec::new();
+        for i in 0..150 {
+            let mut m = data.clone();
+            for _ in 0..1 + i % 3 {
+                let pos = desc.start + (next() as usize) % desc.len();
+                m[pos] = match next() % 4 {
+                    0 => m[pos] ^ (1 << (next() % 8)),
+                    1 => 0xc1,
+                    2 => 0x80 | (next() % 16) as u8,
+                    _ => next() as u8,
+                };
+            }
+            let p = dir.path().join(format!("{}-{i}", name.replace('/', "-")));
+            std::fs::write(&p, &m).unwrap();
+            paths.push(p);
+        }
+        for p in &paths {
+            fast_matches_complete(std::slice::from_ref(p));
+            mutants += 1;
+        }
+    }
+    assert_eq!(mutants, 600);
+}
+
+/// The real inputs that are here (`RCCLFIX_SLOW_TESTS=1`): Debian's librccl1 5.4.3 library and
+/// `.deb`, the 7.2.4 `.deb` (CCOB v3) when `cargo xtask inputs` fetched it, and the bench-scan
+/// inputs (`target/bench-scan/`) when a bench run made them.
+#[test]
+fn fast_path_matches_the_complete_reader_on_real_inputs() {
+    if !slow_or_note() {
+        return;
+    }
+    let mut inputs = vec![librccl1_lib(), librccl1_deb()];
+    for p in [
+        crate::support::test_inputs().join("librccl1_7.2.4-1~exp3_amd64.deb"),
+        root().join("target/bench-scan/rocsparse-ccob.bin"),
+        root().join("target/bench-scan/librocsparse.so.0.1"),
+    ] {
+        if p.exists() {
+            inputs.push(p);
+        } else {
+            eprintln!("note: {} is not here; not compared", p.display());
+        }
+    }
+    for p in &inputs {
+        let n = fast_matches_complete(std::slice::from_ref(p));
+        eprintln!("{}: {n} kernels, the same either way", p.display());
+        assert!(n > 0, "{}: no kernels", p.display());
+    }
 }

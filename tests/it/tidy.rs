@@ -434,3 +434,115 @@ fn dependencies_point_down_only() {
     }
     report("dependencies pointing the wrong way", &bad);
 }
+
+/// The scanner's own modules (`src/scan/<m>.rs` with its folder) that a file of module `m`
+/// names in code: `super::<x>` and `use super::{<x>, …}` in `src/scan/<m>.rs`, and
+/// `crate::scan::<x>` anywhere (comments and the tests tail excluded).
+fn scan_deps(text: &str, top_level: bool) -> BTreeSet<String> {
+    let tail = test_tail_start(text);
+    let code: String = text
+        .lines()
+        .take(tail)
+        .map(code_part)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut deps = BTreeSet::new();
+    let mut prefixes = vec!["crate::scan::"];
+    if top_level {
+        prefixes.push("super::");
+    }
+    for pre in prefixes {
+        let mut rest = code.as_str();
+        while let Some(k) = rest.find(pre) {
+            rest = &rest[k + pre.len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                // `use super::{a, b::{c, d}, E}`: the first segment of each top-level item.
+                let (mut depth, mut item_start, mut end) = (0, 0, group.len());
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            end = i;
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            deps.insert(ident(&group[item_start..i]));
+                            item_start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                deps.insert(ident(&group[item_start..end]));
+            } else {
+                deps.insert(ident(rest));
+            }
+        }
+    }
+    deps.retain(|d| d.starts_with(|c: char| c.is_ascii_lowercase()) && d != "self");
+    deps
+}
+
+/// The scanner's modules import one another without a circle (issue 23): each reads the stages
+/// below it (bundle, ccob, stream → walk → input), never one that reads it.
+#[test]
+fn scan_modules_import_one_another_without_a_circle() {
+    let mut graph: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for p in files(&[".rs"]) {
+        let name = p.to_string_lossy().into_owned();
+        let Some(rel) = name.strip_prefix("src/scan/") else {
+            continue;
+        };
+        let module = rel.split(['/', '.']).next().unwrap_or("").to_owned();
+        if module == "mod" {
+            continue;
+        }
+        let deps = scan_deps(&read(&p), !rel.contains('/'));
+        graph.entry(module).or_default().extend(deps);
+    }
+    let names: BTreeSet<String> = graph.keys().cloned().collect();
+    for (m, d) in graph.iter_mut() {
+        d.retain(|x| names.contains(x) && x != m);
+    }
+    assert!(
+        graph["walk"].contains("ccob"),
+        "the dependency reader is blind: {graph:?}"
+    );
+    // Depth-first search for a cycle; report the first one found as a path.
+    fn visit(
+        m: &str,
+        graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            let mut c = path[i..].to_vec();
+            c.push(m.to_owned());
+            return Some(c);
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_owned());
+        for d in &graph[m] {
+            if let Some(c) = visit(d, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for m in graph.keys() {
+        if let Some(c) = visit(m, &graph, &mut Vec::new(), &mut done) {
+            panic!("scan modules import in a circle: {}", c.join(" → "));
+        }
+    }
+}

@@ -22,11 +22,18 @@
 //! - `zstd -d` of every CCOB payload to /dev/null in one process: one core's decode time. The
 //!   2-core floor is that time divided by 2 (the scan cannot decode faster than both cores do).
 //!
+//! The `.deb` rows ([`crate::bench_scan_deb`]): `rcclfix scan --json` of Debian's librccl1 5.4.3
+//! and 7.2.4 `.deb`s against their floor (`xz -dc data.tar.xz` plus the scan of the extracted
+//! library), timed in rounds in this run.
+//!
 //! `--memory` adds peak-RSS rows for inputs it generates (an honest CCOB with a 4 GiB host entry,
 //! one with a 2 GiB device entry the scan must hold, a wheel with a 4 GiB deflated member) and for
 //! the librccl1 library and `.deb`.
 //!
-//! Usage: `cargo xtask bench-scan [-n RUNS] [--memory]`.
+//! `--rows LIST` (comma-separated: `plain`, `ccob`, `deb`, `rss`; default all) picks the tables;
+//! `--no-llvm` leaves out the LLVM pipeline columns (minutes per run on a loaded machine).
+//!
+//! Usage: `cargo xtask bench-scan [-n RUNS] [--rows LIST] [--no-llvm] [--memory]`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -216,6 +223,16 @@ with zipfile.ZipFile(w + '/member4g.whl', 'w', zipfile.ZIP_DEFLATED, compresslev
             m.write(b)
 "#;
 
+/// `uptime`'s load averages (the machine's load, for the report).
+fn uptime() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().take(3).collect();
+            format!("load average {} (1, 5, 15 min)", v.join(", "))
+        })
+        .unwrap_or_else(|e| format!("/proc/loadavg: {e}"))
+}
+
 fn bwrap(root: &Path, work: &Path, args: &[&str]) -> Command {
     let mut c = Command::new("bwrap");
     c.args(crate::fixtures::in_rootfs(root, work)).args(args);
@@ -246,14 +263,32 @@ fn ccob_payloads(data: &[u8]) -> anyhow::Result<Vec<&[u8]>> {
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     let mut runs = 5usize;
     let mut memory = false;
+    let mut llvm = true;
+    let all = ["plain", "ccob", "deb", "rss"];
+    let mut rows: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+    let usage = "usage: cargo xtask bench-scan [-n RUNS] [--rows plain,ccob,deb,rss] [--no-llvm] [--memory]";
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "-n" => runs = it.next().context("-n RUNS")?.parse().context("-n RUNS")?,
             "--memory" => memory = true,
-            _ => anyhow::bail!("usage: cargo xtask bench-scan [-n RUNS] [--memory]"),
+            "--no-llvm" => llvm = false,
+            "--rows" => {
+                rows = it
+                    .next()
+                    .context(usage)?
+                    .split(',')
+                    .map(str::to_owned)
+                    .collect();
+                if let Some(r) = rows.iter().find(|r| !all.contains(&r.as_str())) {
+                    anyhow::bail!("--rows: unknown row {r:?}; {usage}");
+                }
+            }
+            _ => anyhow::bail!("{usage}"),
         }
     }
+    anyhow::ensure!(runs > 0, "-n RUNS: at least one run");
+    let want = |r: &str| rows.iter().any(|x| x == r);
     cmd!(sh, "cargo build --release --quiet --locked --bin rcclfix").run()?;
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -261,6 +296,19 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     let rcclfix = target.join("release/rcclfix");
     let inputs = crate::inputs::dir();
     crate::inputs::fetch(sh, crate::inputs::PACKAGES)?;
+    let work: PathBuf = crate::project_root().join("target/bench-scan");
+    std::fs::create_dir_all(&work)?;
+    eprintln!("load before: {}", uptime());
+    let debs = if want("deb") {
+        crate::bench_scan_deb::measure(sh, &rcclfix, &inputs, &work, runs)?
+    } else {
+        Vec::new()
+    };
+    if !(want("plain") || want("ccob") || want("rss")) {
+        crate::bench_scan_deb::print(&debs);
+        println!("\nload after: {}", uptime());
+        return Ok(());
+    }
     crate::inputs::fetch(sh, crate::inputs::BENCH_PACKAGES)?;
     let extract = |deb: &str, dir: &str, file: &str| -> anyhow::Result<PathBuf> {
         let x = inputs.join(dir);
@@ -281,8 +329,6 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         "librocsparse0_5.7.1-6",
         "usr/lib/x86_64-linux-gnu/librocsparse.so.0.1",
     )?;
-    let work: PathBuf = crate::project_root().join("target/bench-scan");
-    std::fs::create_dir_all(&work)?;
     std::fs::write(work.join("pipeline.sh"), PIPELINE)?;
     std::fs::write(work.join("split.py"), SPLIT)?;
     let sparse = work.join("librocsparse.so.0.1");
@@ -355,20 +401,33 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         }
     };
     eprintln!("timing: median of {runs} warm runs each, all in this run…");
-    let t_sparse = median_secs(runs, scan(&["--json"], &sparse))?;
-    let t_sparse_1 = median_secs(runs, scan(&["--json", "-j1"], &sparse))?;
-    let t_sparse_llvm = median_secs(runs, pipeline(&trixie, "17", "/mnt/librocsparse.so.0.1"))?;
-    let t_ccob = median_secs(runs, scan(&["--json"], &ccob))?;
-    let t_ccob_1 = median_secs(runs, scan(&["--json", "-j1"], &ccob))?;
-    let t_ccob_hash = median_secs(runs, scan(&["--json", "--verify-hash"], &ccob))?;
-    let t_ccob_llvm = median_secs(runs, pipeline(&sid, "21", "/mnt/rocsparse-ccob.bin"))?;
+    let time = |on: bool, c: &mut dyn FnMut() -> Command| -> anyhow::Result<Option<f64>> {
+        if on {
+            median_secs(runs, c).map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let (plain, ccob_on) = (want("plain"), want("ccob"));
+    let t_sparse = time(plain, &mut scan(&["--json"], &sparse))?;
+    let t_sparse_1 = time(plain, &mut scan(&["--json", "-j1"], &sparse))?;
+    let t_sparse_llvm = time(
+        plain && llvm,
+        &mut pipeline(&trixie, "17", "/mnt/librocsparse.so.0.1"),
+    )?;
+    let t_ccob = time(ccob_on, &mut scan(&["--json"], &ccob))?;
+    let t_ccob_1 = time(ccob_on, &mut scan(&["--json", "-j1"], &ccob))?;
+    let t_ccob_hash = time(ccob_on, &mut scan(&["--json", "--verify-hash"], &ccob))?;
+    let t_ccob_llvm = time(
+        ccob_on && llvm,
+        &mut pipeline(&sid, "21", "/mnt/rocsparse-ccob.bin"),
+    )?;
     let zf = zfiles.clone();
-    let t_zstd = median_secs(runs, move || {
+    let t_zstd = time(ccob_on, &mut move || {
         let mut c = Command::new("zstd");
         c.args(["-d", "-q", "-c", "--memory=2048MB"]).args(&zf);
         c
     })?;
-    let floor = t_zstd / 2.0;
     let mib = |p: &Path| std::fs::metadata(p).map(|m| m.len() as f64 / (1 << 20) as f64);
     let json_size = |shape: &str, p: &Path| -> anyhow::Result<f64> {
         let o = Command::new(&rcclfix)
@@ -378,36 +437,50 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             .output()?;
         Ok(o.stdout.len() as f64 / (1 << 20) as f64)
     };
-    let ms = |s: f64| format!("{:.0} ms", s * 1e3);
+    let ms = |s: Option<f64>| s.map_or("–".to_owned(), |s| format!("{:.0} ms", s * 1e3));
+    let times = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!(" ({:.0}x)", a / b),
+        _ => String::new(),
+    };
     println!(
         "\n| input | rcclfix (2 cores) | rcclfix -j1 | LLVM pipeline | raw zstd -d (1 core) | 2-core floor |"
     );
     println!("|---|---|---|---|---|---|");
-    println!(
-        "| librocsparse.so.0.1 ({:.0} MiB, plain) | {} | {} | {} ({:.0}x) | – | – |",
-        mib(&sparse)?,
-        ms(t_sparse),
-        ms(t_sparse_1),
-        ms(t_sparse_llvm),
-        t_sparse_llvm / t_sparse
-    );
-    println!(
-        "| rocsparse-ccob.bin ({:.0} MiB, {n_ccob} CCOB v3, {:.0} MiB payload) | {} | {} | {} ({:.0}x) | {} | {} ({:.0} % of it) |",
-        mib(&ccob)?,
-        compressed as f64 / (1 << 20) as f64,
-        ms(t_ccob),
-        ms(t_ccob_1),
-        ms(t_ccob_llvm),
-        t_ccob_llvm / t_ccob,
-        ms(t_zstd),
-        ms(floor),
-        100.0 * floor / t_ccob
-    );
-    println!(
-        "| rocsparse-ccob.bin --verify-hash | {} | | | | ({:.0} % of the floor) |",
-        ms(t_ccob_hash),
-        100.0 * floor / t_ccob_hash
-    );
+    if plain {
+        println!(
+            "| librocsparse.so.0.1 ({:.0} MiB, plain) | {} | {} | {}{} | – | – |",
+            mib(&sparse)?,
+            ms(t_sparse),
+            ms(t_sparse_1),
+            ms(t_sparse_llvm),
+            times(t_sparse_llvm, t_sparse)
+        );
+    }
+    if let (Some(t_ccob), Some(t_zstd), Some(t_hash)) = (t_ccob, t_zstd, t_ccob_hash) {
+        let floor = t_zstd / 2.0;
+        println!(
+            "| rocsparse-ccob.bin ({:.0} MiB, {n_ccob} CCOB v3, {:.0} MiB payload) | {} | {} | {}{} | {} | {} ({:.0} % of it) |",
+            mib(&ccob)?,
+            compressed as f64 / (1 << 20) as f64,
+            ms(Some(t_ccob)),
+            ms(t_ccob_1),
+            ms(t_ccob_llvm),
+            times(t_ccob_llvm, Some(t_ccob)),
+            ms(Some(t_zstd)),
+            ms(Some(floor)),
+            100.0 * floor / t_ccob
+        );
+        println!(
+            "| rocsparse-ccob.bin --verify-hash | {} | | | | ({:.0} % of the floor) |",
+            ms(Some(t_hash)),
+            100.0 * floor / t_hash
+        );
+    }
+    crate::bench_scan_deb::print(&debs);
+    if !want("rss") {
+        println!("\nload after: {}", uptime());
+        return Ok(());
+    }
     println!("\n| input | --json (compact) | --json=full (the v1 --json) |");
     println!("|---|---|---|");
     for (n, p) in [
@@ -462,6 +535,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             peak_rss_mib(&c)?
         );
     }
+    println!("\nload after: {}", uptime());
     println!(
         "\nlimits: --max-code-object 4G (RCCLFIX_SCAN_MAX_CODE_OBJECT), --memory-budget 256M (RCCLFIX_SCAN_MEMORY_BUDGET); {} cores here",
         std::thread::available_parallelism().map_or(0, |n| n.get())

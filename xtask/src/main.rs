@@ -17,6 +17,7 @@
 
 mod bench_build;
 mod bench_scan;
+mod bench_scan_deb;
 mod bench_verify;
 mod doctor_fixtures;
 mod fixtures;

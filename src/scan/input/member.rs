@@ -221,7 +221,10 @@ fn walk_stream<R: Read>(
             stream::Found::Plain => {
                 let mut got = Vec::new();
                 let r = stream::read_bundle(s, len - pos, opts.max_code_object, |e, body| {
-                    got.push((e.index, stream_record(e, body, at, "plain", None)));
+                    got.push((
+                        e.index,
+                        stream_record(e, body, at, "plain", None, opts.kernels),
+                    ));
                 });
                 got.sort_by_key(|(i, _)| *i);
                 push_records(part, got);
@@ -279,7 +282,14 @@ fn walk_stream<R: Read>(
                                 |e, body| {
                                     got.push((
                                         e.index,
-                                        stream_record(e, body, at, &label, Some(&label)),
+                                        stream_record(
+                                            e,
+                                            body,
+                                            at,
+                                            &label,
+                                            Some(&label),
+                                            opts.kernels,
+                                        ),
                                     ));
                                 },
                             )?;
@@ -320,8 +330,9 @@ fn stream_record(
     at: u64,
     container: &str,
     inner: Option<&str>,
+    detail: crate::scan::meta::Detail,
 ) -> Option<Result<crate::scan::model::ImageReport, Unreadable>> {
-    walk::entry_or_too_large(e, body, at, container, inner)
+    walk::entry_or_too_large(e, body, at, container, inner, detail)
 }
 
 fn push_records(
@@ -611,7 +622,7 @@ fn stream_elf(
                 if let Err(e) = r.read_to(&mut b, sh.size) {
                     return fail(f, stream_failed(what, size, r.pos(), e));
                 }
-                let p = walk::rdc_section(id, sh.offset, &b);
+                let p = walk::rdc_section(id, sh.offset, &b, opts.kernels);
                 rdc.images.extend(p.images);
                 rdc.unreadable.extend(p.unreadable);
             }
