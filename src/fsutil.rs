@@ -652,3 +652,40 @@ pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     let st = unsafe { st.assume_init() };
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
+
+/// Whether `dir` lies on one of the kernel's pseudo file systems (proc, sysfs, devtmpfs/devpts,
+/// debugfs, tracefs, securityfs, cgroup, bpf, pstore, configfs, efivarfs, fusectl), by
+/// `statfs(2)`'s `f_type` (the magic numbers of linux `include/uapi/linux/magic.h`).
+pub fn on_pseudo_fs(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const MAGIC: &[i64] = &[
+        0x9fa0,      // PROC_SUPER_MAGIC
+        0x6265_6572, // SYSFS_MAGIC
+        0x1cd1,      // DEVPTS_SUPER_MAGIC
+        0x6462_6720, // DEBUGFS_MAGIC
+        0x7472_6163, // TRACEFS_MAGIC
+        0x7363_6673, // SECURITYFS_MAGIC
+        0x2762_9180, // CGROUP_SUPER_MAGIC
+        0x6367_7270, // CGROUP2_SUPER_MAGIC
+        0xcafe_4a11, // BPF_FS_MAGIC
+        0x6165_676c, // PSTOREFS_MAGIC
+        0x6265_6570, // CONFIGFS_MAGIC
+        0xde5e_81e4, // EFIVARFS_MAGIC
+        0x6573_5543, // FUSE_CTL_SUPER_MAGIC
+    ];
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call, and `st` points to writable
+    // memory of the size statfs(2) fills; it is read only after the call reported success.
+    if unsafe { libc::statfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: statfs returned 0, so it initialised the whole struct.
+    let st = unsafe { st.assume_init() };
+    #[allow(clippy::unnecessary_cast)]
+    let t = st.f_type as i64;
+    // devtmpfs reports TMPFS_MAGIC; /dev is told apart by its path.
+    MAGIC.contains(&t) || std::fs::canonicalize(dir).is_ok_and(|p| p == Path::new("/dev"))
+}

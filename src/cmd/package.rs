@@ -44,7 +44,9 @@ pub struct Args {
     /// Which stock package the .deb overlays [default: debian for debian-* toolchains, else rocm].
     #[arg(long, help_heading = "Package metadata")]
     pub flavor: Option<Flavor>,
-    /// The .deb's Depends: line [default: the stock package of the manifest's ROCm release].
+    /// The .deb's Depends: line [default: for a Debian toolchain the packages of the library's
+    /// NEEDED libraries in it, plus its distribution's librccl1 unless that is built for another
+    /// HIP runtime (then the .deb is stand-alone); for the rocm flavor AMD's rccl of the release].
     #[arg(long, value_name = "DEPENDS", help_heading = "Package metadata")]
     pub depends: Option<String>,
     /// Installed path of the stock library file the .deb takes over [default: from --flavor].

@@ -51,7 +51,7 @@ pub fn may_carry_device_code(path: &Path) -> bool {
     n.ends_with(".so") || n.contains(".so.") || EXT.iter().any(|e| n.ends_with(e))
 }
 
-/// Walk a directory in name order. Folders on the kernel's pseudo file systems ([`pseudo_fs`])
+/// Walk a directory in name order. Folders on the kernel's pseudo file systems ([`crate::fsutil::on_pseudo_fs`])
 /// are not walked: one reached through a link is reported unread, a mount point met walking a
 /// root is skipped (logged). Regular files are read; a link to a regular file is read
 /// too, under the link's name, unless the same file is also met under another name (a SONAME
@@ -64,40 +64,6 @@ pub fn may_carry_device_code(path: &Path) -> bool {
 /// ([`may_carry_device_code`]; a dangling `sitecustomize.py` link in a rootfs is not one), and a
 /// dangling link also when its target's name does (`libx.so -> libx.so.1`) or has no extension
 /// (it may have been a folder of libraries). Everything skipped is logged (`-v`).
-/// Whether `dir` lies on one of the kernel's pseudo file systems (proc, sysfs, devtmpfs/devpts,
-/// debugfs, tracefs, securityfs, cgroup, bpf, pstore, configfs, efivarfs, fusectl), by
-/// `statfs(2)`'s `f_type` (the magic numbers of linux `include/uapi/linux/magic.h`).
-fn pseudo_fs(dir: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    const MAGIC: &[i64] = &[
-        0x9fa0,      // PROC_SUPER_MAGIC
-        0x6265_6572, // SYSFS_MAGIC
-        0x1cd1,      // DEVPTS_SUPER_MAGIC
-        0x6462_6720, // DEBUGFS_MAGIC
-        0x7472_6163, // TRACEFS_MAGIC
-        0x7363_6673, // SECURITYFS_MAGIC
-        0x2762_9180, // CGROUP_SUPER_MAGIC
-        0x6367_7270, // CGROUP2_SUPER_MAGIC
-        0xcafe_4a11, // BPF_FS_MAGIC
-        0x6165_676c, // PSTOREFS_MAGIC
-        0x6265_6570, // CONFIGFS_MAGIC
-        0xde5e_81e4, // EFIVARFS_MAGIC
-        0x6573_5543, // FUSE_CTL_SUPER_MAGIC
-    ];
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a NUL-terminated path and `st` a statfs the call fills.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return false;
-    }
-    #[allow(clippy::unnecessary_cast)]
-    let t = st.f_type as i64;
-    // devtmpfs reports TMPFS_MAGIC; /dev is told apart by its path.
-    MAGIC.contains(&t) || fs::canonicalize(dir).is_ok_and(|p| p == Path::new("/dev"))
-}
-
 fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
     struct Cand {
         name: String,
@@ -120,7 +86,7 @@ fn walk_dir(root: &Path, out: &mut Vec<Source>, opts: &Settings) {
             if !e.file_type().is_dir() {
                 return true;
             }
-            if e.depth() > 0 && pseudo_fs(e.path()) {
+            if e.depth() > 0 && crate::fsutil::on_pseudo_fs(e.path()) {
                 if e.path_is_symlink() {
                     let to = fs::canonicalize(e.path()).unwrap_or_else(|_| e.path().to_path_buf());
                     outside
