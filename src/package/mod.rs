@@ -222,7 +222,26 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
         format!("exports of {}", build.library.display()),
     );
     let (gate, _stock_copy) = gate_inputs(&build.manifest, &info, opts, out_dir.path())?;
-    let report = export_gate::check(&snap.path, &gate)?;
+    let mut report = export_gate::check(&snap.path, &gate)?;
+    // A stand-alone .deb is built for another HIP runtime than the distribution's librccl1 and
+    // does not depend on it: programs built against that package cannot run on this library
+    // either way, so the comparison with the stock library it found by itself is reported, not
+    // enforced. A stock library given with --stock is always enforced.
+    if let Some(name) = gate.stock_name.as_deref() {
+        if let Some(why) = standalone_reason(&build.manifest, &info, opts)? {
+            let (advisory, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut report.missing)
+                .into_iter()
+                .partition(|m| m.required_by == name);
+            report.missing = kept;
+            if !advisory.is_empty() {
+                crate::ui::warn(printable(&format!(
+                    "the .deb is stand-alone ({why}); {} exports of the {name} are missing and not enforced: {}",
+                    advisory.len(),
+                    advisory.iter().map(|m| m.symbol.as_str()).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+    }
     for n in &report.notes {
         crate::ui::note(n);
     }
@@ -339,6 +358,19 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     drop(snap);
     drop(out_dir);
     Ok(written)
+}
+
+/// Why the `.deb` would be stand-alone ([`depends::debian`]), for the debian flavor with the
+/// default `Depends:`; `None` otherwise.
+fn standalone_reason(
+    m: &Manifest,
+    info: &elf::ElfInfo,
+    opts: &PackageOptions,
+) -> anyhow::Result<Option<String>> {
+    if opts.depends.is_some() || flavor(m, opts) != Flavor::Debian {
+        return Ok(None);
+    }
+    Ok(depends::debian(m, info)?.standalone)
 }
 
 /// The export gate's inputs: `opts.gate`, with the stock library filled in when none was given.
