@@ -21,6 +21,15 @@ pub const NAME_MAX: usize = 255;
 /// Longest free-text value (recipe id, tag, toolchain) accepted in a manifest.
 const MAX_WORD: usize = 200;
 
+/// The value of field `key` in one deb822 paragraph (a `Packages` list stanza, a dpkg `status`
+/// entry, a `control` file), trimmed; the first line that starts with `key:` wins (deb822(5)).
+/// `None` when the paragraph has no such field.
+pub fn deb822_field<'a>(para: &'a str, key: &str) -> Option<&'a str> {
+    para.lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(':')))
+        .map(str::trim)
+}
+
 /// Debian Policy §5.6.1: at least two characters, lowercase letters, digits, `+`, `-`, `.`,
 /// starting with a letter or digit.
 pub fn debian_package_name(s: &str) -> Result<(), String> {

@@ -158,11 +158,7 @@ fn installed_versions(status: &Path) -> anyhow::Result<BTreeMap<String, String>>
         .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", status.display()))?;
     let mut out = BTreeMap::new();
     for para in text.split("\n\n") {
-        let field = |k: &str| {
-            para.lines()
-                .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix(':')))
-                .map(str::trim)
-        };
+        let field = |k: &str| super::fields::deb822_field(para, k);
         if let (Some(p), Some(v), Some(s)) = (field("Package"), field("Version"), field("Status")) {
             if s.ends_with(" installed") {
                 out.insert(p.to_owned(), v.to_owned());

@@ -106,11 +106,7 @@ pub fn read(rootfs: &Path, package: &str, arch: &str) -> anyhow::Result<StockPac
             .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", list.display()))?;
         let text = String::from_utf8_lossy(&text);
         for para in text.split("\n\n") {
-            let field = |k: &str| {
-                para.lines()
-                    .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix(':')))
-                    .map(str::trim)
-            };
+            let field = |k: &str| super::fields::deb822_field(para, k);
             if field("Package") != Some(package) {
                 continue;
             }

@@ -132,11 +132,7 @@ pub fn extract(
                 e.take(1 << 20)
                     .read_to_string(&mut text)
                     .map_err(|e| anyhow::anyhow!("{name}: control: {e}"))?;
-                let field = |k: &str| {
-                    text.lines()
-                        .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix(':')))
-                        .map(str::trim)
-                };
+                let field = |k: &str| super::fields::deb822_field(&text, k);
                 if field("Package") != Some(&p.package) || field("Version") != Some(&p.version) {
                     anyhow::bail!(
                         "{name}: is {} {}, not {} {} (remove the file to download it again)",
