@@ -227,8 +227,11 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     // does not depend on it: programs built against that package cannot run on this library
     // either way, so the comparison with the stock library it found by itself is reported, not
     // enforced. A stock library given with --stock is always enforced.
+    // Computed once: the gate needs it for a stock library it found itself, the .deb always.
+    let mut deb_deps: Option<depends::DebDepends> = None;
     if let Some(name) = gate.stock_name.as_deref() {
-        if let Some(why) = standalone_reason(&build.manifest, &info, opts)? {
+        let deps = deb_deps.insert(deb_depends(&build.manifest, &info, opts)?);
+        if let Some(why) = deps.standalone.clone() {
             let (advisory, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut report.missing)
                 .into_iter()
                 .partition(|m| m.required_by == name);
@@ -299,7 +302,11 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
                     );
                 }
                 let shipped_lib = strip::Rewritten::whole(smap, stripped.changed_sections);
-                let spec = deb_spec(&build, &info, opts, mtime, shipped_lib, &deb_scan)?;
+                let deps = match deb_deps.take() {
+                    Some(d) => d,
+                    None => deb_depends(&build.manifest, &info, opts)?,
+                };
+                let spec = deb_spec(&build, &info, opts, mtime, shipped_lib, &deb_scan, deps)?;
                 if opts.dbgsym {
                     let (debug, id) = dbgsym_parts(&build.library, &map)?;
                     let name = format!(
@@ -360,17 +367,24 @@ pub fn package(build_dir: &Path, opts: &PackageOptions) -> anyhow::Result<Vec<Pa
     Ok(written)
 }
 
-/// Why the `.deb` would be stand-alone ([`depends::debian`]), for the debian flavor with the
-/// default `Depends:`; `None` otherwise.
-fn standalone_reason(
+/// The `.deb`'s `Depends:` ([`depends`]): `--depends` as given, the debian flavor's from the
+/// toolchain's root, the rocm flavor's from the release.
+///
+/// Errors: a `--depends` that is no relationship field (Policy §7.1); see [`depends::debian`].
+fn deb_depends(
     m: &Manifest,
     info: &elf::ElfInfo,
     opts: &PackageOptions,
-) -> anyhow::Result<Option<String>> {
-    if opts.depends.is_some() || flavor(m, opts) != Flavor::Debian {
-        return Ok(None);
-    }
-    Ok(depends::debian(m, info)?.standalone)
+) -> anyhow::Result<depends::DebDepends> {
+    let fl = flavor(m, opts);
+    Ok(match (&opts.depends, fl) {
+        (Some(d), _) => {
+            fields::depends(d).map_err(|e| anyhow::anyhow!("--depends {d:?} {e} (Policy §7.1)"))?;
+            depends::DebDepends::given(d)
+        }
+        (None, Flavor::Debian) => depends::debian(m, info)?,
+        (None, Flavor::Rocm) => depends::rocm(default_depends(m, fl)?, info),
+    })
 }
 
 /// The export gate's inputs: `opts.gate`, with the stock library filled in when none was given.
@@ -586,17 +600,10 @@ fn deb_spec(
     mtime: u64,
     library: strip::Rewritten,
     scan: &shipped::ShippedScan,
+    deps: depends::DebDepends,
 ) -> anyhow::Result<deb::DebSpec> {
     let m = &b.manifest;
     let fl = flavor(m, opts);
-    let deps = match (&opts.depends, fl) {
-        (Some(d), _) => {
-            fields::depends(d).map_err(|e| anyhow::anyhow!("--depends {d:?} {e} (Policy §7.1)"))?;
-            depends::DebDepends::given(d)
-        }
-        (None, Flavor::Debian) => depends::debian(m, info)?,
-        (None, Flavor::Rocm) => depends::rocm(default_depends(m, fl)?, info),
-    };
     let stock_path = match &opts.stock_path {
         Some(p) => {
             fields::stock_path(p).map_err(|e| anyhow::anyhow!("--stock-path {p:?} {e}"))?;
