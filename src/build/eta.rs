@@ -22,8 +22,18 @@
 //! ended and during which nothing finishes. Until it ends nothing observable tells how it scales, so
 //! when it scales differently from the compiles the estimate is off by the difference of the two
 //! factors times its recorded length (the `mixed_scaling` test bounds exactly that).
+//!
+//! **With load traces** ([`super::load`]) of the recorded run and of this one, the long steps'
+//! factor before any of them finished is no longer the compiles': the compile factor is split into
+//! the two machines' per-core speed and how much of a core each compile got in either run, and the
+//! link is scaled by the per-core speed and the share a lone step gets now against the share the
+//! recorded link got. A record made while other work loaded the machine's cores during its
+//! compiles, but not during its link, then no longer predicts a link as fast as the compiles.
+//! Once a long step runs, its share is measured from the samples since it started.
 
 use std::collections::HashMap;
+
+use super::load::{Sample, Trace};
 
 /// A step is "long" (named while it runs) when it took at least this long in the record.
 pub const LONG_STEP_S: f64 = 60.0;
@@ -175,6 +185,10 @@ pub struct Estimator {
     finished: usize,
     running: usize,
     slots: usize,
+    /// The recorded run's load trace, when it was kept.
+    rec_load: Option<Trace>,
+    /// This run's load samples.
+    live_load: Trace,
 }
 
 impl Estimator {
@@ -199,7 +213,57 @@ impl Estimator {
             finished: 0,
             running: 0,
             slots: jobs.max(1),
+            rec_load: None,
+            live_load: Trace::here(),
         }
+    }
+
+    /// Use the recorded run's load trace and this run's (`live`, empty so far unless replayed),
+    /// see the module docs. A trace without samples is ignored.
+    pub fn with_load(mut self, recorded: Option<Trace>, live: Trace) -> Estimator {
+        self.rec_load = recorded.filter(|t| !t.samples.is_empty());
+        self.live_load = live;
+        self
+    }
+
+    /// One load sample of this run ([`super::load::Sample`], its `t` on the `status` time base).
+    pub fn load_sample(&mut self, s: Sample) {
+        if self.live_load.samples.last().is_none_or(|l| s.t >= l.t) {
+            self.live_load.samples.push(s);
+        }
+    }
+
+    /// This run's load samples so far.
+    pub fn live_load(&self) -> &Trace {
+        &self.live_load
+    }
+
+    /// The long steps' factor from the load traces (module docs), given the compiles' factor
+    /// `speed`, the time `now` and when this run's first long step started (`None`: not yet).
+    /// `None` when a trace lacks samples for a phase or the record has no long step.
+    fn long_speed_from_load(&self, speed: f64, now: f64, long_started: Option<f64>) -> Option<f64> {
+        let rec = self.rec_load.as_ref()?;
+        let first_long = self
+            .record
+            .steps
+            .iter()
+            .filter(|s| s.secs() >= LONG_STEP_S)
+            .map(|s| s.start)
+            .fold(f64::INFINITY, f64::min);
+        if !first_long.is_finite() {
+            return None;
+        }
+        let rec_compile = rec.share_between(0.0, first_long)?;
+        let rec_link = rec.share_between(first_long, self.record.wall())?;
+        let live = &self.live_load;
+        let compile_end = long_started.unwrap_or(now);
+        let now_compile = live.share_between(0.0, compile_end)?;
+        let now_link = match long_started {
+            Some(t0) if now - t0 >= 10.0 => live.share_between(t0, now)?,
+            _ => live.alone_share_between((compile_end - 60.0).max(0.0), compile_end)?,
+        };
+        let per_core = speed * now_compile / rec_compile;
+        Some((per_core * rec_link / now_link).clamp(0.05, 20.0))
     }
 
     /// The record this estimator predicts from.
@@ -254,6 +318,20 @@ impl Estimator {
     /// The estimate at time `now` (seconds since ninja started).
     pub fn estimate(&self, now: f64) -> Estimate {
         let (speed, mut long_speed) = self.speeds();
+        let started = self.finished + self.running;
+        if self.long_recorded == 0.0 {
+            let long_started = self
+                .record
+                .steps
+                .iter()
+                .enumerate()
+                .filter(|(i, s)| s.secs() >= LONG_STEP_S && *i < started && !self.done[*i])
+                .filter_map(|(i, _)| self.started_at[i])
+                .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.min(t))));
+            if let Some(l) = self.long_speed_from_load(speed, now, long_started) {
+                long_speed = l;
+            }
+        }
         let factor = |s: &Step, long_speed: f64| {
             if s.secs() >= LONG_STEP_S {
                 long_speed
@@ -264,7 +342,6 @@ impl Estimator {
         // Running: the first `running` steps (in record order) that started and are not done.
         let mut running = vec![];
         let mut pending = vec![];
-        let started = self.finished + self.running;
         for (i, s) in self.record.steps.iter().enumerate() {
             if self.done[i] {
                 continue;
@@ -282,7 +359,9 @@ impl Estimator {
             .map(|&i| {
                 let s = &self.record.steps[i];
                 let left = s.secs() * factor(s, long_speed) - ran(i);
-                if left < 0.0 {
+                // Only a long step's overrun is reported: a compile that runs a little past its
+                // scaled time says nothing about the build (and flipped the message mid-build).
+                if left < 0.0 && s.secs() >= LONG_STEP_S {
                     overrun = overrun.max(-left);
                 }
                 left.max(0.0)
@@ -399,23 +478,50 @@ pub fn replay_errors(
     run: &[(usize, f64, f64)],
     at: &[f64],
 ) -> Vec<(f64, f64)> {
+    replay_errors_loaded(record, None, jobs, run, None, at)
+}
+
+/// [`replay_errors`] with the load traces of the recorded run (`rec_load`) and of the replayed
+/// one (`run_load`, its samples fed as their time passes).
+pub fn replay_errors_loaded(
+    record: &Record,
+    rec_load: Option<&Trace>,
+    jobs: usize,
+    run: &[(usize, f64, f64)],
+    run_load: Option<&Trace>,
+    at: &[f64],
+) -> Vec<(f64, f64)> {
     let wall = run.iter().map(|r| r.2).fold(0.0, f64::max);
     let mut ends: Vec<&(usize, f64, f64)> = run.iter().collect();
     ends.sort_by(|a, b| a.2.total_cmp(&b.2));
-    let mut est = Estimator::new(record.clone(), jobs);
+    let live = Trace {
+        cores: run_load.map_or(1, |t| t.cores),
+        samples: vec![],
+    };
+    let mut est = Estimator::new(record.clone(), jobs).with_load(rec_load.cloned(), live);
+    let samples = run_load.map_or(&[][..], |t| &t.samples[..]);
+    let mut next_sample = 0;
     let mut out = vec![];
     let mut next = 0;
     let mut finished = 0;
+    let mut feed_until = |est: &mut Estimator, t: f64| {
+        while next_sample < samples.len() && samples[next_sample].t <= t {
+            est.load_sample(samples[next_sample]);
+            next_sample += 1;
+        }
+    };
     for &frac in at {
         let t = wall * frac;
         while next < ends.len() && ends[next].2 <= t {
             let (i, s, e) = *ends[next];
+            feed_until(&mut est, e);
             est.finished(&record.steps[i].output, e - s);
             finished += 1;
             let running = run.iter().filter(|r| r.1 <= e && r.2 > e).count();
             est.status(finished, running, e);
             next += 1;
         }
+        feed_until(&mut est, t);
         out.push((est.estimate(t).remaining, wall - t));
     }
     out
@@ -538,6 +644,111 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A load trace sampled once a second over `wall` seconds: `compile` runnable tasks (with
+    /// `jobs` of them this build's) before `link_start`, `link` (with one of them the link) after.
+    fn trace(wall: f64, link_start: f64, compile: f64, link: f64, jobs: f64) -> Trace {
+        Trace {
+            cores: 2,
+            samples: (0..wall.ceil() as usize)
+                .map(|i| {
+                    let t = i as f64;
+                    let (runnable, running) = if t < link_start {
+                        (compile, jobs)
+                    } else {
+                        (link, 1.0)
+                    };
+                    Sample {
+                        t,
+                        runnable,
+                        running,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_record_made_under_load_scales_the_link_apart_from_the_compiles() {
+        // Issue 23's case: the record was made while two other tasks loaded both cores during the
+        // compiles (each compile got half a core) and none during the link; this run is quiet, so
+        // its compiles run at 0.5x the record and its link at 1.0x.
+        let r = Record::parse(LOG).unwrap();
+        let jobs = r.parallelism();
+        let link_start = r
+            .steps
+            .iter()
+            .find(|s| s.secs() >= LONG_STEP_S)
+            .unwrap()
+            .start;
+        let rec_load = trace(r.wall(), link_start, 4.0, 1.0, 2.0);
+        let run = replay(&r, jobs, |s| {
+            if s.secs() >= LONG_STEP_S {
+                1.0
+            } else {
+                0.5 * jitter(s)
+            }
+        });
+        let run_link = run
+            .iter()
+            .find(|x| r.steps[x.0].secs() >= LONG_STEP_S)
+            .unwrap()
+            .1;
+        let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
+        let run_load = trace(run_wall, run_link, 2.0, 1.0, 2.0);
+        let at = [0.25, 0.5, 0.75];
+        let with = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
+        eprintln!("with the load traces: {with:.0?}");
+        for (p, t) in &with {
+            assert!(
+                ((p - t) / t).abs() < 0.15,
+                "with the traces: predicted {p:.0} s, truth {t:.0} s"
+            );
+        }
+        // Without them the link is taken to scale like the compiles: far too short.
+        let without = replay_errors(&r, jobs, &run, &at);
+        eprintln!("without: {without:.0?}");
+        assert!(
+            without.iter().any(|(p, t)| (p - t) / t < -0.15),
+            "{without:?}"
+        );
+
+        // The same record on a machine 1.3x slower per core and quiet: compiles at 0.65x, and the
+        // link, which got 2/3 of a core in the record (two other tasks and itself), at 0.87x.
+        let rec_load = trace(r.wall(), link_start, 4.0, 3.0, 2.0);
+        let run = replay(&r, jobs, |s| {
+            if s.secs() >= LONG_STEP_S {
+                1.3 * 2.0 / 3.0
+            } else {
+                0.65 * jitter(s)
+            }
+        });
+        let run_link = run
+            .iter()
+            .find(|x| r.steps[x.0].secs() >= LONG_STEP_S)
+            .unwrap()
+            .1;
+        let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
+        let run_load = trace(run_wall, run_link, 2.0, 1.0, 2.0);
+        for (p, t) in replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at) {
+            assert!(
+                ((p - t) / t).abs() < 0.15,
+                "predicted {p:.0} s, truth {t:.0} s"
+            );
+        }
+    }
+
+    #[test]
+    fn a_compile_past_its_scaled_time_is_no_overrun() {
+        // Only a long step's overrun is reported ("longer than the record predicts" must not
+        // appear while only compiles run).
+        let r = two_links();
+        let mut e = Estimator::new(r.clone(), 2);
+        e.status(0, 2, 0.0);
+        let at = e.estimate(25.0);
+        assert_eq!(at.overrun, 0.0, "{at:?}");
+        assert!(at.long_running.is_empty());
     }
 
     /// Four 10 s compiles on two slots, then two 100 s links, each a barrier.

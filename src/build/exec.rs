@@ -307,6 +307,15 @@ fn compile(
         ),
     );
     writeln!(log, "# rcclfix: ninja -j{jobs}")?;
+    // The record's load trace, when one was kept with it (an unreadable one only costs the
+    // load-aware link estimate).
+    let load_path = super::load_trace_path(record_path);
+    let record_load = record.as_ref().and_then(|_| {
+        let text = fs_err::read_to_string(&load_path).ok()?;
+        super::load::Trace::parse(&text)
+            .map_err(|e| tracing::debug!("{}: {e}", load_path.display()))
+            .ok()
+    });
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
         ui.progress_bars(),
@@ -319,12 +328,13 @@ fn compile(
                 .ok()
                 .map(|t| super::running::Graph::parse(&t)),
             build_dir: plan.step("build").workdir.clone(),
+            record_load,
         },
     );
     let res = runner.run_streamed(&plan.step("build").run_spec(), log, &mut |l: &str| {
         progress.line(l)
     });
-    progress.finish();
+    let load = progress.finish();
     res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
     // The step timings of this build: the record the next build's estimate uses.
     let kept = read_build_file(plan, &work.ninja_log);
@@ -336,6 +346,13 @@ fn compile(
             fs_err::create_dir_all(d)?;
         }
         crate::fsutil::atomic_write(record_path, text.as_bytes())?;
+        // The load it ran under, beside it (a stale one from an older build must not be paired
+        // with this record).
+        if load.samples.is_empty() {
+            let _ = fs_err::remove_file(&load_path);
+        } else {
+            crate::fsutil::atomic_write(&load_path, load.render().as_bytes())?;
+        }
     }
     Ok(())
 }

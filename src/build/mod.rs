@@ -25,6 +25,7 @@
 pub mod cache;
 pub mod eta;
 pub mod exec;
+pub mod load;
 pub mod ndebug;
 pub mod plan;
 pub mod progress;
@@ -355,6 +356,12 @@ pub fn choose_jobs(cores: usize, avail_gib: Option<f64>, link_ram_gib: f64) -> u
 /// `$RCCLFIX_HOME/records/<recipe>-<targets>.ninja_log` (the last finished build's `.ninja_log`).
 pub fn timing_record_path(recipe_id: &str, targets: &[String]) -> PathBuf {
     plan::timing_record_in(&crate::paths::home(), recipe_id, targets)
+}
+
+/// The load trace kept beside a timing record ([`load`]): `<recipe>-<targets>.load` next to
+/// `<recipe>-<targets>.ninja_log`.
+pub fn load_trace_path(record: &Path) -> PathBuf {
+    record.with_extension("load")
 }
 
 /// [`build_with`] without `--force`: another recipe's output folder is never replaced

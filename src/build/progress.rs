@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::eta::{self, Estimator};
+use super::load::{self, Sample, Trace};
 use super::running::{Graph, Running};
 
 /// How often the non-terminal heartbeat prints.
@@ -37,6 +38,10 @@ struct State {
     ninja_log: Option<(std::path::PathBuf, u64)>,
     targets: String,
     started: Instant,
+    /// ninja's running count (`%r`) in its last status line.
+    running_now: u64,
+    /// This run's load trace ([`super::load`]), kept as the next build's.
+    load: Trace,
 }
 
 impl State {
@@ -81,6 +86,39 @@ impl State {
         self.poll_log();
         let what = self.running.as_ref()?.describe(self.jobs)?;
         Some(crate::ui::escape(&what).chars().take(160).collect())
+    }
+
+    /// Take one load sample (once a second): for the estimate and for the next build's record.
+    fn sample_load(&mut self) {
+        let Some(runnable) = load::runnable_now() else {
+            return;
+        };
+        let s = Sample {
+            t: self.started.elapsed().as_secs_f64(),
+            runnable,
+            running: self.running_now as f64,
+        };
+        self.load.samples.push(s);
+        if let Some(est) = &mut self.est {
+            est.load_sample(s);
+        }
+    }
+
+    /// A `-v` line with the estimate in seconds, for measuring it (`cargo xtask bench-build
+    /// --slow` reads these): `eta: t=<s> remaining=<s> compiles=<x> long=<x>`.
+    fn eta_debug(&mut self) {
+        self.poll_log();
+        if let Some(est) = &self.est {
+            let t = self.started.elapsed().as_secs_f64();
+            let e = est.estimate(t);
+            tracing::debug!(
+                "eta: t={t:.0} remaining={:.0} compiles={:.3} long={:.3} overrun={:.0}",
+                e.remaining,
+                e.speed,
+                e.long_speed,
+                e.overrun
+            );
+        }
     }
 
     /// The ETA text: remaining time and the step running, or why there is none.
@@ -164,6 +202,8 @@ pub struct EtaInput {
     /// The build folder as the toolchain names it (`/build`), for the `.ninja_log`'s absolute
     /// outputs.
     pub build_dir: String,
+    /// The record's load trace ([`super::load`]), when it was kept.
+    pub record_load: Option<Trace>,
 }
 
 /// Progress of one ninja run. Feed it every output line with [`Progress::line`]; call
@@ -191,12 +231,16 @@ impl Progress {
             done: 0,
             total: 0,
             last: String::new(),
-            est: input.record.map(|r| Estimator::new(r, input.jobs)),
+            est: input
+                .record
+                .map(|r| Estimator::new(r, input.jobs).with_load(input.record_load, Trace::here())),
             running: input.graph.map(|g| Running::new(g, &input.build_dir)),
             jobs: input.jobs,
             ninja_log: input.ninja_log.map(|p| (p, 0)),
             targets: input.targets,
             started,
+            running_now: 0,
+            load: Trace::here(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
         if tty {
@@ -221,6 +265,12 @@ impl Progress {
                     // Parked, not slept: `finish` unparks it, so stopping never waits out the interval.
                     std::thread::park_timeout(Duration::from_millis(250));
                     n += 1;
+                    if n.is_multiple_of(4) {
+                        st.lock().unwrap().sample_load();
+                    }
+                    if n.is_multiple_of(120) {
+                        st.lock().unwrap().eta_debug();
+                    }
                     if n.is_multiple_of(8) {
                         let mut s = st.lock().unwrap();
                         let eta = s.eta_text();
@@ -244,8 +294,17 @@ impl Progress {
         let label = label.to_owned();
         let heartbeat = std::thread::spawn(move || {
             let mut next = started + HEARTBEAT;
+            let mut n = 0u32;
             while !sp.load(Ordering::Relaxed) {
                 std::thread::park_timeout(Duration::from_millis(250));
+                n += 1;
+                if n.is_multiple_of(4) {
+                    let mut s = st.lock().unwrap();
+                    s.sample_load();
+                    if n.is_multiple_of(60) {
+                        s.eta_debug();
+                    }
+                }
                 if Instant::now() >= next {
                     next += HEARTBEAT;
                     let mut s = st.lock().unwrap();
@@ -279,6 +338,7 @@ impl Progress {
             let mut s = self.state.lock().unwrap();
             s.done = n;
             s.total = m;
+            s.running_now = r.unwrap_or(0);
             // ninja's descriptions come from the build files: control characters are escaped.
             s.last = crate::ui::escape(text).chars().take(120).collect();
             let now = s.started.elapsed().as_secs_f64();
@@ -293,9 +353,10 @@ impl Progress {
         }
     }
 
-    /// Stop the bar or heartbeat.
-    pub fn finish(mut self) {
+    /// Stop the bar or heartbeat; returns this run's load trace ([`super::load`]).
+    pub fn finish(mut self) -> Trace {
         self.stop_now();
+        std::mem::take(&mut self.state.lock().unwrap().load)
     }
 
     fn stop_now(&mut self) {

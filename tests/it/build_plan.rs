@@ -100,6 +100,8 @@ struct Recording {
     has_ccache: bool,
     /// ninja leaves `.ninja_log` as a symbolic link to this host file (a hostile build).
     ninja_log_link: Option<PathBuf>,
+    /// How long the pretend ninja runs (long enough for load samples, which come once a second).
+    ninja_time: std::time::Duration,
 }
 
 impl Recording {
@@ -112,6 +114,7 @@ impl Recording {
             library: fixture(library),
             has_ccache: false,
             ninja_log_link: None,
+            ninja_time: std::time::Duration::ZERO,
         }
     }
 
@@ -165,6 +168,7 @@ impl Runner for Recording {
                     .iter()
                     .any(|(k, v)| k == "NINJA_STATUS" && v.starts_with('[')));
                 say("[1/2 1] Building HIP object CMakeFiles/minihip.dir/src/k.cpp.o");
+                std::thread::sleep(self.ninja_time);
                 std::fs::copy(&self.library, build.join("librccl.so.1.0")).unwrap();
                 say("[2/2 0] Linking HIP shared library librccl.so.1.0");
                 match &self.ninja_log_link {
@@ -379,6 +383,7 @@ fn executing_a_plan_runs_configure_then_ninja_and_writes_a_complete_output_folde
     .unwrap();
     work_folder(&p);
     let mut r = Recording::new(&p, "trixie/implicit.so");
+    r.ninja_time = std::time::Duration::from_millis(2600);
     let dir = match run(&p, &recipe, &mut r).unwrap() {
         Outcome::Built(d) => d,
         o => panic!("{o:?}"),
@@ -416,10 +421,24 @@ fn executing_a_plan_runs_configure_then_ninja_and_writes_a_complete_output_folde
     let log = std::fs::read_to_string(dir.join("build.log")).unwrap();
     assert!(log.contains("-- Compiling for gfx1100"), "{log}");
     assert!(log.contains("# rcclfix: ninja -j2"), "{log}");
-    // The step timings became the timing record of the next build.
+    // The step timings became the timing record of the next build, and the load ninja ran under
+    // (one sample a second, this machine's cores) is kept beside it.
     assert_eq!(
         std::fs::read(&p.timing_record).unwrap(),
         std::fs::read(dir.join("ninja_log")).unwrap()
+    );
+    let load = rcclfix::build::load::Trace::parse(
+        &std::fs::read_to_string(rcclfix::build::load_trace_path(&p.timing_record)).unwrap(),
+    )
+    .unwrap();
+    assert!(load.samples.len() >= 2, "{load:?}");
+    assert_eq!(
+        load.cores,
+        std::thread::available_parallelism().unwrap().get()
+    );
+    assert!(
+        load.samples.iter().all(|s| s.t <= 10.0 && s.running <= 1.0),
+        "{load:?}"
     );
 }
 
