@@ -1,6 +1,7 @@
 //! `cargo xtask bench-build [--bin PATH] [--engine E] [--runs N]`: `rcclfix build`'s overhead
 //! against bare `cmake` + `ninja` in the same toolchain (issue 15's target: within 3 %), on our
-//! miniature HIP project `tests/data/minihip`.
+//! miniature HIP project `tests/data/minihip`. With `--slow --git-mirror PATH`, the same on real
+//! RCCL and the remaining-time estimate on real builds: [`crate::bench_build_rccl`].
 //!
 //! Needs the debian-trixie toolchain (`cargo xtask toolchain`). In a scratch `RCCLFIX_HOME` (its
 //! `toolchains` linked to the real one) it makes minihip a git repository with tag `v0.1.0` and a
@@ -33,7 +34,10 @@ use xshell::{cmd, Shell};
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     let mut bin: Option<PathBuf> = None;
     let mut engine = "bubblewrap".to_owned();
-    let mut runs = 5usize;
+    let mut runs: Option<usize> = None;
+    let mut slow = false;
+    let mut burn_first = false;
+    let mut mirror: Option<PathBuf> = std::env::var_os("RCCLFIX_GIT_MIRROR").map(PathBuf::from);
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         let mut val = || {
@@ -44,9 +48,12 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         match a.as_str() {
             "--bin" => bin = Some(val()?.into()),
             "--engine" => engine = val()?,
-            "--runs" => runs = val()?.parse().context("--runs")?,
+            "--runs" => runs = Some(val()?.parse().context("--runs")?),
+            "--slow" => slow = true,
+            "--burn-first" => burn_first = true,
+            "--git-mirror" => mirror = Some(val()?.into()),
             _ => bail!(
-                "unknown argument {a:?}; usage: bench-build [--bin PATH] [--engine E] [--runs N]"
+                "unknown argument {a:?}; usage: bench-build [--bin PATH] [--engine E] [--runs N] [--slow --git-mirror PATH [--burn-first]]"
             ),
         }
     }
@@ -61,6 +68,22 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             target.join("release/rcclfix")
         }
     };
+    if slow {
+        let mirror = mirror.context(
+            "--slow builds real RCCL: pass --git-mirror PATH (or RCCLFIX_GIT_MIRROR), a local mirror of its repository",
+        )?;
+        return crate::bench_build_rccl::run(
+            sh,
+            &crate::bench_build_rccl::Options {
+                bin,
+                engine,
+                runs: runs.unwrap_or(3).max(1),
+                mirror,
+                burn_first,
+            },
+        );
+    }
+    let runs = runs.unwrap_or(5);
     let toolchains = std::env::var_os("RCCLFIX_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -277,20 +300,31 @@ link_ram_gib = 0.5
 ///   manifest);
 /// - `exit`: to the process's exit.
 #[derive(Debug, Clone, Default)]
-struct Phases {
-    fetch: f64,
-    checkout: f64,
-    engine: f64,
-    configure: f64,
-    ninja: f64,
-    gate_output: f64,
-    exit: f64,
-    total: f64,
+pub(crate) struct Phases {
+    pub(crate) fetch: f64,
+    pub(crate) checkout: f64,
+    pub(crate) engine: f64,
+    pub(crate) configure: f64,
+    pub(crate) ninja: f64,
+    pub(crate) gate_output: f64,
+    pub(crate) exit: f64,
+    pub(crate) total: f64,
 }
 
 /// Run `bin args` with `RCCLFIX_HOME=home`, timestamp each stderr line as it arrives, and cut the
 /// run into [`Phases`]. A no-op (reused) build has only `total` (and `fetch`).
-fn timed_lines(bin: &Path, args: &[&str], home: &Path) -> anyhow::Result<Phases> {
+pub(crate) fn timed_lines(bin: &Path, args: &[&str], home: &Path) -> anyhow::Result<Phases> {
+    let (lines, total) = run_timed(bin, args, home)?;
+    phases(&lines, total)
+}
+
+/// Run `bin args` with `RCCLFIX_HOME=home`; returns each stderr line with the second it arrived,
+/// and the total wall time. Errors: it cannot start or exits non-zero (with its last lines).
+pub(crate) fn run_timed(
+    bin: &Path,
+    args: &[&str],
+    home: &Path,
+) -> anyhow::Result<(Vec<(f64, String)>, f64)> {
     use std::io::BufRead;
     let t0 = Instant::now();
     let mut child = std::process::Command::new(bin)
@@ -316,6 +350,11 @@ fn timed_lines(bin: &Path, args: &[&str], home: &Path) -> anyhow::Result<Phases>
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         );
     }
+    Ok((lines, total))
+}
+
+/// Cut a timed `rcclfix -v build` run ([`run_timed`]) into [`Phases`].
+pub(crate) fn phases(lines: &[(f64, String)], total: f64) -> anyhow::Result<Phases> {
     let at = |pred: &dyn Fn(&str) -> bool, from: usize| -> Option<(usize, f64)> {
         lines
             .iter()
@@ -355,20 +394,20 @@ fn timed_lines(bin: &Path, args: &[&str], home: &Path) -> anyhow::Result<Phases>
 }
 
 /// The 1, 5 and 15 minute load averages (`/proc/loadavg`), for the record.
-fn loadavg() -> String {
+pub(crate) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 /// The string array `"key": [ ... ]` of a pretty-printed JSON object (manifest.json), without a
 /// JSON crate in xtask: one string per line, as `serde_json::to_string_pretty` writes it.
-fn json_string_array(text: &str, key: &str) -> anyhow::Result<Vec<String>> {
+pub(crate) fn json_string_array(text: &str, key: &str) -> anyhow::Result<Vec<String>> {
     let start = text
         .find(&format!("\"{key}\": ["))
         .with_context(|| format!("manifest.json has no {key}"))?;
@@ -384,7 +423,7 @@ fn json_string_array(text: &str, key: &str) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
     let status = std::process::Command::new("cp")
         .arg("-a")
         .arg(from)

@@ -12,10 +12,11 @@
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
 //! - `fixtures-package`: compile the stripper's unstripped library fixture (`tests/fixtures/package/`).
 //! - `bench-build`: `rcclfix build` against bare cmake + ninja in the same toolchain, and the
-//!   no-op rebuild, on the miniature HIP project.
+//!   no-op rebuild, on the miniature HIP project; `--slow`: on real RCCL, with the ETA measured.
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 
 mod bench_build;
+mod bench_build_rccl;
 mod bench_scan;
 mod bench_scan_deb;
 mod bench_verify;

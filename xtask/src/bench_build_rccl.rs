@@ -1,0 +1,296 @@
+//! `cargo xtask bench-build --slow --git-mirror PATH [--bin PATH] [--engine E] [--runs N]
+//! [--burn-first]`: the real-RCCL row of bench-build (issue 23, item 5) and the remaining-time
+//! estimate measured on real builds (item 3).
+//!
+//! Builds the embedded recipe `2.21.5-debian-sid` (needs the debian-sid toolchain and a local
+//! mirror of RCCL's repository) in a scratch `RCCLFIX_HOME` whose `toolchains` link to the real
+//! one, `--runs` rounds (default 3), each both commands back to back, the order alternating:
+//! - A: `rcclfix -v build --tag 2.21.5-debian-sid --rebuild` (the whole command, phases as
+//!   [`crate::bench_build::phases`]);
+//! - B: bare `cmake` + `ninja` with the same CMake arguments (the first A's `manifest.json`), the
+//!   same `-j` (its `build.log`), the same patched checkout (copied once from the first A's work
+//!   folder) and the same mounts, each through `rcclfix toolchain run --volume`.
+//!
+//! There is no warm-up round (each build takes 13–60 minutes): round 1 starts with A, whose fetch
+//! phase therefore includes cloning the mirror, a few seconds against a quarter of an hour.
+//!
+//! `--burn-first` runs one busy loop (a shell `while :; do :; done`) through round 1, both
+//! commands alike, so that the second A builds from a timing record made under another load:
+//! the case the estimate must survive. For every A that had a record, the predictions it logged
+//! (`eta: t=… remaining=…`, `-v`) at 25, 50 and 75 % of its ninja time are compared with the
+//! truth, and the mean runnable-task count of the record's and of its own load trace
+//! (`records/*.load`) says what load each ran under.
+//!
+//! Prints each run, the phase table (medians), the three overhead figures of bench-build, and the
+//! ETA table. Fails when the overhead of the medians is 3 % or more.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use xshell::{cmd, Shell};
+
+use crate::bench_build::{copy_tree, json_string_array, loadavg, median, phases, run_timed};
+
+const RECIPE: &str = "2.21.5-debian-sid";
+const TOOLCHAIN: &str = "debian-sid";
+
+/// Options of the slow row.
+pub struct Options {
+    /// The rcclfix binary.
+    pub bin: PathBuf,
+    /// Container engine for both commands.
+    pub engine: String,
+    /// Rounds (A and B each).
+    pub runs: usize,
+    /// The local mirror of RCCL's repository.
+    pub mirror: PathBuf,
+    /// One busy loop through round 1.
+    pub burn_first: bool,
+}
+
+/// One A run's estimate against the truth.
+struct EtaRow {
+    round: usize,
+    record_load: Option<f64>,
+    own_load: Option<f64>,
+    /// (fraction, predicted, true remaining) seconds.
+    points: Vec<(f64, f64, f64)>,
+}
+
+/// Mean runnable count of a load trace file (`# rcclfix load v1 …`, then `t\trunnable\trunning`).
+fn mean_runnable(path: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').nth(1)?.parse().ok())
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The last end time in a `.ninja_log`'s last run, seconds.
+fn ninja_wall(path: &Path) -> anyhow::Result<f64> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let ends = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').nth(1)?.parse::<u64>().ok());
+    Ok(ends.max().context("empty ninja log")? as f64 / 1000.0)
+}
+
+/// The `eta: t=<s> remaining=<s>` debug lines of one run: (t, remaining).
+fn eta_lines(lines: &[(f64, String)]) -> Vec<(f64, f64)> {
+    lines
+        .iter()
+        .filter_map(|(_, l)| {
+            let rest = &l[l.find("eta: t=")? + 7..];
+            let (t, rest) = rest.split_once(' ')?;
+            let rem = rest.strip_prefix("remaining=")?.split(' ').next()?;
+            Some((t.parse().ok()?, rem.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A busy loop the bench started, ended by its PID when dropped.
+struct Burner(std::process::Child);
+
+impl Drop for Burner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Run the slow row (module docs).
+pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
+    let root = crate::project_root();
+    let toolchains = std::env::var_os("RCCLFIX_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/rcclfix")
+        })
+        .join("toolchains");
+    if !toolchains.join(format!("{TOOLCHAIN}/stamp.json")).exists() {
+        bail!(
+            "the {TOOLCHAIN} toolchain is not built in {}\nhelp: rcclfix toolchain build {TOOLCHAIN}",
+            toolchains.display()
+        );
+    }
+    // On disk, not in a tmpfs: a build needs up to 5 GB.
+    let scratch = root.join("target/bench-build-rccl");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)?;
+    }
+    let home = scratch.join("home");
+    std::fs::create_dir_all(&home)?;
+    std::os::unix::fs::symlink(&toolchains, home.join("toolchains"))?;
+    let out = scratch.join("out");
+    let (bin, engine) = (&o.bin, &o.engine);
+    let (out_s, mirror_s) = (out.display().to_string(), o.mirror.display().to_string());
+    let record = home.join(format!("records/{RECIPE}-gfx1100.ninja_log"));
+    let record_load = home.join(format!("records/{RECIPE}-gfx1100.load"));
+    let rcclfix_build = |round: usize, etas: &mut Vec<EtaRow>| -> anyhow::Result<f64> {
+        let rec_load = mean_runnable(&record_load);
+        let had_record = record.exists();
+        let args = [
+            "-v",
+            "build",
+            "--tag",
+            RECIPE,
+            "--rebuild",
+            "--git-mirror",
+            &mirror_s,
+            "--out-dir",
+            &out_s,
+            "--engine",
+            engine,
+        ];
+        let (lines, total) = run_timed(bin, &args, &home)?;
+        let p = phases(&lines, total)?;
+        if had_record {
+            let wall = ninja_wall(&record)?;
+            let etas_here = eta_lines(&lines);
+            let points = [0.25, 0.5, 0.75]
+                .iter()
+                .filter_map(|&f| {
+                    let &(t, pred) = etas_here.iter().rev().find(|(t, _)| *t <= f * wall)?;
+                    Some((f, pred, wall - t))
+                })
+                .collect();
+            etas.push(EtaRow {
+                round,
+                record_load: rec_load,
+                own_load: mean_runnable(&record_load),
+                points,
+            });
+        }
+        println!(
+            "  rcclfix build: {:.0} s (ninja {:.0} s), load average {}",
+            p.total,
+            p.ninja,
+            loadavg()
+        );
+        Ok(p.total)
+    };
+    let mut etas = vec![];
+    let mut ours: Vec<f64> = vec![];
+    let mut theirs: Vec<f64> = vec![];
+    let bare = scratch.join("bare");
+    let mut bare_ready: Option<(Vec<String>, String)> = None;
+    println!(
+        "bench-build --slow: {} rounds of {RECIPE}, order alternating, engine {engine}{}; load average {}",
+        o.runs,
+        if o.burn_first { ", one busy loop through round 1" } else { "" },
+        loadavg()
+    );
+    for i in 0..o.runs {
+        let _burn = (i == 0 && o.burn_first)
+            .then(|| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .map(Burner)
+            })
+            .transpose()?;
+        let a_first = i % 2 == 0 || bare_ready.is_none();
+        let mut a = None;
+        if a_first {
+            a = Some(rcclfix_build(i + 1, &mut etas)?);
+        }
+        if bare_ready.is_none() {
+            let manifest =
+                std::fs::read_to_string(out.join(format!("rccl-{RECIPE}-gfx1100/manifest.json")))?;
+            let cmake_args = json_string_array(&manifest, "cmake_args")?;
+            let work = home.join(format!("work/{RECIPE}-gfx1100"));
+            let jobs = std::fs::read_to_string(work.join("build.log"))?
+                .lines()
+                .find_map(|l| l.strip_prefix("# rcclfix: ninja "))
+                .map(str::to_owned)
+                .context("build.log names no ninja -j")?;
+            std::fs::create_dir_all(&bare)?;
+            copy_tree(&work.join("src"), &bare.join("src"))?;
+            bare_ready = Some((cmake_args, jobs));
+        }
+        let (cmake_args, jobs) = bare_ready.as_ref().expect("set above");
+        let build = bare.join("build");
+        let tmp = bare.join("tmp");
+        for d in [&build, &tmp] {
+            if d.exists() {
+                std::fs::remove_dir_all(d)?;
+            }
+            std::fs::create_dir_all(d)?;
+        }
+        let src_v = format!("{}:/src", bare.join("src").display());
+        let build_v = format!("{}:/build", build.display());
+        let tmp_v = format!("{}:/tmp", tmp.display());
+        let b = {
+            let _d = sh.push_dir(&root);
+            let _e = sh.push_env("RCCLFIX_HOME", &home);
+            let t0 = Instant::now();
+            cmd!(sh, "{bin} toolchain run {TOOLCHAIN} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- cmake {cmake_args...}").quiet().ignore_stdout().ignore_stderr().run()?;
+            cmd!(sh, "{bin} toolchain run {TOOLCHAIN} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- ninja -C /build {jobs}").quiet().ignore_stdout().ignore_stderr().run()?;
+            t0.elapsed().as_secs_f64()
+        };
+        println!("  bare cmake + ninja: {b:.0} s, load average {}", loadavg());
+        let a = match a {
+            Some(a) => a,
+            None => rcclfix_build(i + 1, &mut etas)?,
+        };
+        println!(
+            "round {} ({}): rcclfix build {a:.0} s, bare {b:.0} s ({:+.1} %)",
+            i + 1,
+            if a_first { "A B" } else { "B A" },
+            (a / b - 1.0) * 100.0
+        );
+        ours.push(a);
+        theirs.push(b);
+    }
+    let per_round: Vec<f64> = ours
+        .iter()
+        .zip(&theirs)
+        .map(|(a, b)| (a / b - 1.0) * 100.0)
+        .collect();
+    let (a_med, b_med) = (median(&mut ours.clone()), median(&mut theirs.clone()));
+    let of_medians = (a_med / b_med - 1.0) * 100.0;
+    println!();
+    println!(
+        "| {RECIPE}, median of {} | rcclfix build | bare cmake + ninja | overhead |",
+        o.runs
+    );
+    println!("|---|---:|---:|---:|");
+    println!("| total | {a_med:.0} s | {b_med:.0} s | {of_medians:+.1} % |");
+    println!(
+        "paired overhead per round: {}; median {:+.1} %",
+        per_round
+            .iter()
+            .map(|o| format!("{o:+.1} %"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        median(&mut per_round.clone())
+    );
+    println!();
+    println!(
+        "| A of round | record's mean runnable | own mean runnable | ETA at 25 % | 50 % | 75 % |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for r in &etas {
+        let f = |x: Option<f64>| x.map_or("–".to_owned(), |v| format!("{v:.2}"));
+        let pts: Vec<String> = r
+            .points
+            .iter()
+            .map(|(_, p, t)| format!("{p:.0} s / {t:.0} s ({:+.1} %)", (p - t) / t * 100.0))
+            .collect();
+        println!(
+            "| {} | {} | {} | {} |",
+            r.round,
+            f(r.record_load),
+            f(r.own_load),
+            pts.join(" | ")
+        );
+    }
+    if of_medians >= 3.0 {
+        bail!("bench-build --slow: overhead {of_medians:.1} % (target < 3 %)");
+    }
+    Ok(())
+}
