@@ -653,7 +653,11 @@ pub fn embedded() -> anyhow::Result<BTreeMap<String, Recipe>> {
 /// code around the project (`CMAKE_TOOLCHAIN_FILE`, `CMAKE_PROJECT_INCLUDE*`,
 /// `CMAKE_PROJECT_<NAME>_INCLUDE*`, `CMAKE_USER_MAKE_RULES_OVERRIDE*`). Linker flags
 /// (`CMAKE_{EXE,SHARED,MODULE,STATIC}_LINKER_FLAGS*`) are the recipe's own (the debian-sid
-/// recipes pass `-amdgpu-s-branch-bits=12` there). Source: CMake's `cmake-variables(7)`.
+/// recipes pass `-amdgpu-s-branch-bits=12` there). Also refused: where HIP and CMake packages
+/// are looked for (`HIP_CLANG_PATH`, `HIP_PATH`, `hip_DIR`, `CMAKE_PREFIX_PATH`,
+/// `CMAKE_MODULE_PATH`, `CMAKE_FIND_ROOT_PATH`): the toolchain's HIP under `ROCM_PATH` is the one
+/// its stamp records. Sources: CMake's `cmake-variables(7)`; HIP's `hip-config.cmake` and
+/// `hipcc` read `HIP_CLANG_PATH` and `HIP_PATH`.
 pub fn controlled_cmake_var(var: &str) -> Option<&'static str> {
     const OWN: &[&str] = &[
         "CMAKE_BUILD_TYPE",
@@ -666,6 +670,19 @@ pub fn controlled_cmake_var(var: &str) -> Option<&'static str> {
     ];
     if OWN.contains(&var) {
         return Some("rcclfix passes it itself (from the recipe's fields and the targets)");
+    }
+    const WHERE: &[&str] = &[
+        "HIP_CLANG_PATH",
+        "HIP_PATH",
+        "hip_DIR",
+        "CMAKE_PREFIX_PATH",
+        "CMAKE_MODULE_PATH",
+        "CMAKE_FIND_ROOT_PATH",
+    ];
+    if WHERE.contains(&var) {
+        return Some(
+            "it selects where HIP or CMake packages come from, which the toolchain (ROCM_PATH) controls",
+        );
     }
     let rest = var.strip_prefix("CMAKE_")?;
     if (rest.starts_with("PROJECT_") && rest.contains("INCLUDE"))

@@ -87,6 +87,12 @@ pub(crate) fn rows(d: &Path) -> Vec<Row> {
         "-DCMAKE_HIP_ARCHITECTURES=gfx90a",
         "-DROCM_PATH=/opt/other",
         "-D CMAKE_BUILD_TYPE=Debug",
+        "-DHIP_CLANG_PATH=/opt/other/llvm/bin",
+        "-DHIP_PATH=/opt/other",
+        "-Dhip_DIR=/opt/other/lib/cmake/hip",
+        "-DCMAKE_PREFIX_PATH=/opt/other",
+        "-DCMAKE_MODULE_PATH=/tmp/modules",
+        "-DCMAKE_FIND_ROOT_PATH:PATH=/opt/other",
     ]
     .into_iter()
     .enumerate()
