@@ -334,6 +334,14 @@ impl TempDir {
         Ok(TempDir { inner, _reg: reg })
     }
 
+    /// Create a scratch folder inside a lasting location `dir` (a cache folder):
+    /// `.rcclfix-partial-<pid>-XXXXXX`, so that one a killed run left is removed by the next run
+    /// ([`remove_stale_in`], called first). Errors: as [`TempDir::new_in`].
+    pub fn partial_in(dir: &Path) -> anyhow::Result<Self> {
+        remove_stale_in(dir);
+        Self::new_in(dir, &temp_prefix("partial-"))
+    }
+
     /// Create `<system temp dir>/<prefix>XXXXXX` (`$TMPDIR`, else `/tmp`).
     pub fn new(prefix: &str) -> anyhow::Result<Self> {
         Self::new_in(&std::env::temp_dir(), prefix)

@@ -33,10 +33,9 @@ pub fn fetch(toolchain: &str, p: &StockPackage, arch: &str) -> anyhow::Result<Pa
     let help = "help: give --stock FILE (the stock librccl.so.1 the overlay replaces), or --no-stock to package without comparing exports";
     std::fs::create_dir_all(&dir)
         .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".download-")
-        .tempdir_in(&dir)
-        .map_err(|e| anyhow::anyhow!("{}: cannot create a temporary folder: {e}", dir.display()))?;
+    // Named after this process, registered for interrupt cleanup, and removed by the next
+    // download when a killed run left it (fsutil's module docs).
+    let tmp = crate::fsutil::TempDir::partial_in(&dir)?;
     crate::ui::status(
         "Downloading",
         format!(

@@ -218,3 +218,30 @@ fn the_next_run_removes_temp_files_a_sigkill_left() {
         "the killed run's temp file is gone, the others stay"
     );
 }
+
+/// A scratch folder in a lasting cache folder (the stock `.deb` download) carries the pid, and the
+/// next one made there removes the one a killed run left, but not a live run's.
+#[test]
+fn a_partial_scratch_folder_a_killed_run_left_is_removed_by_the_next() {
+    let d = tempfile::tempdir().unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let stale = d.path().join(format!(".rcclfix-partial-{gone_pid}-AbC123"));
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("librccl1_x_amd64.deb"), b"half").unwrap();
+    let live = d
+        .path()
+        .join(format!(".rcclfix-partial-{}-LiVe12", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    let t = rcclfix::fsutil::TempDir::partial_in(d.path()).unwrap();
+    let name = t.path().file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!(".rcclfix-partial-{}-", std::process::id())),
+        "{name}"
+    );
+    assert!(!stale.exists(), "the killed run's folder stays");
+    assert!(live.exists());
+    drop(t);
+    assert!(live.exists());
+}
