@@ -75,7 +75,38 @@ pub fn toolchain_rootfs(name: &str) -> anyhow::Result<PathBuf> {
 /// the highest version wins.
 ///
 /// Errors (one line): the rootfs or its apt lists are missing; no list describes the package.
+///
+/// A package run asks this up to three times (the export gate's stock library, the `.deb`'s
+/// `Depends:`, the overlay's stock path), and the lists of a suite are tens of MB: a successful
+/// answer is kept for the rest of the process, keyed by the lists' folder, package and arch and
+/// by the folder's modification time (apt replaces its list files when it updates them).
 pub fn read(rootfs: &Path, package: &str, arch: &str) -> anyhow::Result<StockPackage> {
+    type Key = (PathBuf, String, String, Option<std::time::SystemTime>);
+    static SEEN: std::sync::Mutex<Vec<(Key, StockPackage)>> = std::sync::Mutex::new(Vec::new());
+    let lists = rootfs.join("var/lib/apt/lists");
+    let key: Key = (
+        lists.clone(),
+        package.to_owned(),
+        arch.to_owned(),
+        std::fs::metadata(&lists).and_then(|m| m.modified()).ok(),
+    );
+    if let Some((_, p)) = SEEN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
+        return Ok(p.clone());
+    }
+    let p = read_lists(rootfs, package, arch)?;
+    SEEN.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((key, p.clone()));
+    Ok(p)
+}
+
+/// [`read`] without the cache.
+fn read_lists(rootfs: &Path, package: &str, arch: &str) -> anyhow::Result<StockPackage> {
     let lists = rootfs.join("var/lib/apt/lists");
     let dir = std::fs::read_dir(&lists).map_err(|e| {
         anyhow::anyhow!(
