@@ -179,28 +179,19 @@ link_ram_gib = 0.5
     let bare = t.join("bare");
     std::fs::create_dir_all(&bare)?;
     copy_tree(&work.join("src"), &bare.join("src"))?;
-    let bare_run = || -> anyhow::Result<(f64, f64)> {
-        let build = bare.join("build");
-        let tmp = bare.join("tmp");
-        for d in [&build, &tmp] {
-            if d.exists() {
-                std::fs::remove_dir_all(d)?;
-            }
-            std::fs::create_dir_all(d)?;
-        }
-        let src_v = format!("{}:/src", bare.join("src").display());
-        let build_v = format!("{}:/build", build.display());
-        let tmp_v = format!("{}:/tmp", tmp.display());
-        // Not from `bare`: it is under the host's /tmp, which the /tmp volume would cover.
-        let _d = sh.push_dir(&root);
-        let t0 = Instant::now();
-        cmd!(sh, "{bin} toolchain run debian-trixie --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- cmake {cmake_args...}").quiet().ignore_stdout().ignore_stderr().run()?;
-        let c = t0.elapsed().as_secs_f64();
-        let t1 = Instant::now();
-        cmd!(sh, "{bin} toolchain run debian-trixie --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- ninja -C /build {jobs}").quiet().ignore_stdout().ignore_stderr().run()?;
-        Ok((c, t1.elapsed().as_secs_f64()))
+    let run_bare = || {
+        bare_run(
+            sh,
+            &root,
+            &bin,
+            "debian-trixie",
+            &engine,
+            &bare,
+            cmake_args,
+            &jobs,
+        )
     };
-    bare_run()?;
+    run_bare()?;
     let load_before = loadavg();
     println!("bench-build: {runs} rounds, order alternating; engine {engine}; ninja {jobs} for both (rcclfix's choice); load average {load_before}");
     let mut ours: Vec<Phases> = vec![];
@@ -208,9 +199,9 @@ link_ram_gib = 0.5
     for i in 0..runs {
         let (a, b) = if i % 2 == 0 {
             let a = rcclfix_build(&["--rebuild"])?;
-            (a, bare_run()?)
+            (a, run_bare()?)
         } else {
-            let b = bare_run()?;
+            let b = run_bare()?;
             (rcclfix_build(&["--rebuild"])?, b)
         };
         let bt = b.0 + b.1;
@@ -391,6 +382,42 @@ pub(crate) fn phases(lines: &[(f64, String)], total: f64) -> anyhow::Result<Phas
         exit: total - t_fin,
         total,
     })
+}
+
+/// One bare run in `bare` (its `src`, a fresh `build` and `tmp`): `cmake cmake_args` then
+/// `ninja -C /build jobs` in `toolchain`, each through `rcclfix toolchain run --volume` with the
+/// mounts `build` uses (`/src`, `/build`, and a folder on disk as `/tmp`). Returns (configure,
+/// ninja) seconds. Errors: a command fails.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bare_run(
+    sh: &Shell,
+    root: &Path,
+    bin: &Path,
+    toolchain: &str,
+    engine: &str,
+    bare: &Path,
+    cmake_args: &[String],
+    jobs: &str,
+) -> anyhow::Result<(f64, f64)> {
+    let build = bare.join("build");
+    let tmp = bare.join("tmp");
+    for d in [&build, &tmp] {
+        if d.exists() {
+            std::fs::remove_dir_all(d)?;
+        }
+        std::fs::create_dir_all(d)?;
+    }
+    let src_v = format!("{}:/src", bare.join("src").display());
+    let build_v = format!("{}:/build", build.display());
+    let tmp_v = format!("{}:/tmp", tmp.display());
+    // Not from `bare`: it may be under the host's /tmp, which the /tmp volume would cover.
+    let _d = sh.push_dir(root);
+    let t0 = Instant::now();
+    cmd!(sh, "{bin} toolchain run {toolchain} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- cmake {cmake_args...}").quiet().ignore_stdout().ignore_stderr().run()?;
+    let c = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    cmd!(sh, "{bin} toolchain run {toolchain} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- ninja -C /build {jobs}").quiet().ignore_stdout().ignore_stderr().run()?;
+    Ok((c, t1.elapsed().as_secs_f64()))
 }
 
 /// The 1, 5 and 15 minute load averages (`/proc/loadavg`), for the record.

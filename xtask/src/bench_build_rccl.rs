@@ -25,10 +25,9 @@
 //! ETA table. Fails when the overhead of the medians is 3 % or more.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{bail, Context};
-use xshell::{cmd, Shell};
+use xshell::Shell;
 
 use crate::bench_build::{copy_tree, json_string_array, loadavg, median, phases, run_timed};
 
@@ -213,24 +212,12 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
             bare_ready = Some((cmake_args, jobs));
         }
         let (cmake_args, jobs) = bare_ready.as_ref().expect("set above");
-        let build = bare.join("build");
-        let tmp = bare.join("tmp");
-        for d in [&build, &tmp] {
-            if d.exists() {
-                std::fs::remove_dir_all(d)?;
-            }
-            std::fs::create_dir_all(d)?;
-        }
-        let src_v = format!("{}:/src", bare.join("src").display());
-        let build_v = format!("{}:/build", build.display());
-        let tmp_v = format!("{}:/tmp", tmp.display());
         let b = {
-            let _d = sh.push_dir(&root);
             let _e = sh.push_env("RCCLFIX_HOME", &home);
-            let t0 = Instant::now();
-            cmd!(sh, "{bin} toolchain run {TOOLCHAIN} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- cmake {cmake_args...}").quiet().ignore_stdout().ignore_stderr().run()?;
-            cmd!(sh, "{bin} toolchain run {TOOLCHAIN} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- ninja -C /build {jobs}").quiet().ignore_stdout().ignore_stderr().run()?;
-            t0.elapsed().as_secs_f64()
+            let (c, n) = crate::bench_build::bare_run(
+                sh, &root, bin, TOOLCHAIN, engine, &bare, cmake_args, jobs,
+            )?;
+            c + n
         };
         println!("  bare cmake + ninja: {b:.0} s, load average {}", loadavg());
         let a = match a {
