@@ -167,7 +167,7 @@ link_ram_gib = 0.5
     };
     // Warm-up: the source cache, the engine's page cache, and the checkout the bare runs copy.
     rcclfix_build(&["--rebuild"])?;
-    let manifest = std::fs::read_to_string(out.join("rccl-0.1.0-gfx1100/manifest.json"))?;
+    let manifest = std::fs::read_to_string(out.join("rccl-minihip-gfx1100/manifest.json"))?;
     let cmake_args = json_string_array(&manifest, "cmake_args")?;
     let cmake_args = &cmake_args;
     let work = home.join("work/minihip-gfx1100");
