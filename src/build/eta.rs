@@ -584,6 +584,31 @@ mod tests {
         }
     }
 
+    /// `r` replayed on a quiet machine: compiles at `compile` times the record (with jitter), long
+    /// steps at `link`; with its load trace (this build's two compiles, then the link alone).
+    fn quiet_run(
+        r: &Record,
+        jobs: usize,
+        compile: f64,
+        link: f64,
+    ) -> (Vec<(usize, f64, f64)>, Trace) {
+        let run = replay(r, jobs, |s| {
+            if s.secs() >= LONG_STEP_S {
+                link
+            } else {
+                compile * jitter(s)
+            }
+        });
+        let run_link = run
+            .iter()
+            .find(|x| r.steps[x.0].secs() >= LONG_STEP_S)
+            .unwrap()
+            .1;
+        let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
+        let load = trace(run_wall, run_link, 2.0, 1.0, 2.0);
+        (run, load)
+    }
+
     #[test]
     fn a_record_made_under_load_scales_the_link_apart_from_the_compiles() {
         // Issue 23's case: the record was made while two other tasks loaded both cores during the
@@ -598,20 +623,7 @@ mod tests {
             .unwrap()
             .start;
         let rec_load = trace(r.wall(), link_start, 4.0, 1.0, 2.0);
-        let run = replay(&r, jobs, |s| {
-            if s.secs() >= LONG_STEP_S {
-                1.0
-            } else {
-                0.5 * jitter(s)
-            }
-        });
-        let run_link = run
-            .iter()
-            .find(|x| r.steps[x.0].secs() >= LONG_STEP_S)
-            .unwrap()
-            .1;
-        let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
-        let run_load = trace(run_wall, run_link, 2.0, 1.0, 2.0);
+        let (run, run_load) = quiet_run(&r, jobs, 0.5, 1.0);
         let at = [0.25, 0.5, 0.75];
         let with = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
         eprintln!("with the load traces: {with:.0?}");
@@ -632,20 +644,7 @@ mod tests {
         // The same record on a machine 1.3x slower per core and quiet: compiles at 0.65x, and the
         // link, which got 2/3 of a core in the record (two other tasks and itself), at 0.87x.
         let rec_load = trace(r.wall(), link_start, 4.0, 3.0, 2.0);
-        let run = replay(&r, jobs, |s| {
-            if s.secs() >= LONG_STEP_S {
-                1.3 * 2.0 / 3.0
-            } else {
-                0.65 * jitter(s)
-            }
-        });
-        let run_link = run
-            .iter()
-            .find(|x| r.steps[x.0].secs() >= LONG_STEP_S)
-            .unwrap()
-            .1;
-        let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
-        let run_load = trace(run_wall, run_link, 2.0, 1.0, 2.0);
+        let (run, run_load) = quiet_run(&r, jobs, 0.65, 1.3 * 2.0 / 3.0);
         for (p, t) in replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at) {
             assert!(
                 ((p - t) / t).abs() < 0.15,
