@@ -241,6 +241,18 @@ impl Estimator {
         &self.live_load
     }
 
+    /// Take this run's load samples (for the next build's record), leaving none.
+    pub fn take_live_load(&mut self) -> Trace {
+        let cores = self.live_load.cores;
+        std::mem::replace(
+            &mut self.live_load,
+            Trace {
+                cores,
+                samples: vec![],
+            },
+        )
+    }
+
     /// The long steps' factor from the load traces (module docs), given the compiles' factor
     /// `speed`, the time `now` and when this run's first long step started (`None`: not yet).
     /// `None` when a trace lacks samples for a phase or the record has no long step.

@@ -40,7 +40,8 @@ struct State {
     started: Instant,
     /// ninja's running count (`%r`) in its last status line.
     running_now: u64,
-    /// This run's load trace ([`super::load`]), kept as the next build's.
+    /// This run's load trace ([`super::load`]) when there is no estimator (which keeps it
+    /// otherwise), kept as the next build's.
     load: Trace,
 }
 
@@ -98,9 +99,10 @@ impl State {
             runnable,
             running: self.running_now as f64,
         };
-        self.load.samples.push(s);
-        if let Some(est) = &mut self.est {
-            est.load_sample(s);
+        // One copy: the estimator's when there is one, else the state's.
+        match &mut self.est {
+            Some(est) => est.load_sample(s),
+            None => self.load.samples.push(s),
         }
     }
 
@@ -356,7 +358,11 @@ impl Progress {
     /// Stop the bar or heartbeat; returns this run's load trace ([`super::load`]).
     pub fn finish(mut self) -> Trace {
         self.stop_now();
-        std::mem::take(&mut self.state.lock().unwrap().load)
+        let mut st = self.state.lock().unwrap();
+        match st.est.as_mut() {
+            Some(est) => est.take_live_load(),
+            None => std::mem::take(&mut st.load),
+        }
     }
 
     fn stop_now(&mut self) {
