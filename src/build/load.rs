@@ -1,15 +1,23 @@
 //! How contended the machine was while ninja ran: a trace of the kernel's runnable-task count,
 //! kept beside a build's timing record so that the next build's estimate ([`super::eta`]) can scale
-//! the single-threaded device link apart from the parallel compiles.
+//! the device link apart from the parallel compiles.
 //!
-//! A CPU-bound step gets `share = min(1, cores / runnable)` of a core, where `runnable` counts
-//! every runnable task on the machine, the step's own included. The compiles' speed relative to
+//! A CPU-bound task gets `share = min(1, cores / runnable)` of a core, where `runnable` counts
+//! every runnable task on the machine, the task's own included. The compiles' speed relative to
 //! the record, learned from finished steps, mixes two things: the per-core speed of the two
-//! machines and how much of a core each compile got in either run. The trace separates them: with
-//! the record's share during its compiles and during its link, and this run's share during its
-//! compiles and the share a link would get now (the tasks that are not this build's running steps,
-//! plus the link itself), the link's factor is
-//! `compile factor × (share now / share recorded, compiles) × (share recorded, link / share now, link)`.
+//! machines and how much of a core each compile got in either run. The trace separates them:
+//! `per-core factor = compile factor × share now, compiles / share recorded, compiles`.
+//!
+//! The device link is one step but not one thread (its parallel phases showed 8–10 runnable tasks
+//! on a 2-core machine). So each recorded link sample is split into the link's own threads and the
+//! other work: the other work is what the record's last compiles ran beside (`runnable - running`,
+//! each compile one task; [`Trace::background_between`]), or less where the link's least-threaded
+//! phases show less ([`Trace::low_beside_one`]); the rest are the link's threads `n`. That phase
+//! progressed at `n × share(runnable)` and would now progress at `n × share(n + other work now)`,
+//! so the link's factor is `per-core factor × mean over the recorded link of
+//! share(runnable) / share(n + other now)`. The other work now is measured the same way: beside
+//! this run's last compiles, and once its link has run a while, from the link's own samples against
+//! as many of the record's.
 //!
 //! The count is `procs_running` of `/proc/stat` (the kernel's `fs/proc/stat.c`: tasks on a run
 //! queue at the moment of reading, the reader included, which is subtracted), sampled once a
@@ -117,10 +125,48 @@ impl Trace {
         )
     }
 
+    /// The tasks that were not this build's running steps between `from` and `to`: the median of
+    /// `runnable - running` (`None`: no sample there). During compiles each running step is one
+    /// task, so this is the other work on the machine.
+    pub fn background_between(&self, from: f64, to: f64) -> Option<f64> {
+        quantile(
+            self.samples
+                .iter()
+                .filter(|s| s.t >= from && s.t <= to)
+                .map(|s| (s.runnable - s.running).max(0.0))
+                .collect(),
+            0.5,
+        )
+    }
+
+    /// The low (20th-percentile) `runnable - 1` of the first `n` samples from `from` on, while one
+    /// step (the link) runs alone: the other work plus the link's threads beyond one in its least
+    /// threaded phases (`None`: no sample there).
+    pub fn low_beside_one(&self, from: f64, n: usize) -> Option<f64> {
+        quantile(
+            self.samples
+                .iter()
+                .filter(|s| s.t >= from)
+                .take(n)
+                .map(|s| (s.runnable - 1.0).max(0.0))
+                .collect(),
+            0.2,
+        )
+    }
+
     /// Mean runnable tasks over the whole trace (for reports).
     pub fn mean_runnable(&self) -> Option<f64> {
         mean(self.samples.iter().map(|s| s.runnable))
     }
+}
+
+/// The `q` quantile (0..=1, nearest rank) of `v` (`None`: empty).
+fn quantile(mut v: Vec<f64>, q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[((v.len() - 1) as f64 * q).round() as usize])
 }
 
 fn mean(it: impl Iterator<Item = f64>) -> Option<f64> {
@@ -198,5 +244,11 @@ mod tests {
         assert!((t.alone_share_between(0.0, 4.0).unwrap() - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(t.share_between(20.0, 30.0), None);
         assert_eq!(t.mean_runnable(), Some(2.5));
+        // Two other tasks beside the compiles, none beside the link.
+        assert_eq!(t.background_between(0.0, 4.0), Some(2.0));
+        assert_eq!(t.background_between(5.0, 9.0), Some(0.0));
+        assert_eq!(t.low_beside_one(5.0, 3), Some(0.0));
+        assert_eq!(t.low_beside_one(0.0, 3), Some(3.0));
+        assert_eq!(t.low_beside_one(20.0, 3), None);
     }
 }

@@ -467,7 +467,7 @@ mod tests {
         let text = s.eta_text();
         assert!(text.contains("no timing record"), "{text}");
         assert!(
-            text.ends_with("running: linking librccl.so.1.0 (device link, single-threaded)"),
+            text.ends_with("running: linking librccl.so.1.0 (device link, mostly single-threaded)"),
             "{text}"
         );
         assert_eq!(

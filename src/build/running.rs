@@ -7,8 +7,8 @@
 //! build in a toolchain writes to a pipe. So the running edges are inferred: an edge ninja needs
 //! for its default targets can start once every input is built; when no more such edges are ready
 //! than `%r` says are running, ninja runs exactly those (it starts a ready edge as soon as a job
-//! slot is free). That is the case for the long single-threaded device link at the end of an RCCL
-//! build, which is then named ("linking librccl.so.1.0 (device link, single-threaded)") rather
+//! slot is free). That is the case for the long, mostly single-threaded device link at the end of an RCCL
+//! build, which is then named ("linking librccl.so.1.0 (device link, mostly single-threaded)") rather
 //! than the compile that happened to finish last.
 
 use std::collections::HashMap;
@@ -262,7 +262,7 @@ impl Running {
     }
 }
 
-/// A person's name for an edge: `linking librccl.so.1.0 (device link, single-threaded)` for the
+/// A person's name for an edge: `linking librccl.so.1.0 (device link, mostly single-threaded)` for the
 /// library's link, `compiling <file>` / `linking <file>` by the CMake rule's kind, else the
 /// output's file name.
 fn describe_edge(e: &Edge) -> String {
@@ -270,7 +270,7 @@ fn describe_edge(e: &Edge) -> String {
     let file = out.rsplit('/').next().unwrap_or(out);
     let rule = e.rule.to_ascii_uppercase();
     if rule.contains("LINKER") && file.starts_with("librccl.so") {
-        format!("linking {file} (device link, single-threaded)")
+        format!("linking {file} (device link, mostly single-threaded)")
     } else if rule.contains("LINKER") {
         format!("linking {file}")
     } else if rule.contains("COMPILER") {
@@ -315,7 +315,7 @@ default all\n";
         // The link: not the compile that finished last, and never RERUN_CMAKE (not needed).
         assert_eq!(
             r.describe(1).as_deref(),
-            Some("linking librccl.so.1.0 (device link, single-threaded)")
+            Some("linking librccl.so.1.0 (device link, mostly single-threaded)")
         );
         r.finished("librccl.so.1.0");
         assert_eq!(r.describe(1).as_deref(), Some("librccl.so.1"));
@@ -401,7 +401,7 @@ default all\n";
             } else if s.1 < link.1 {
                 assert_eq!(
                     what.as_deref(),
-                    Some("linking librccl.so.1.0 (device link, single-threaded)"),
+                    Some("linking librccl.so.1.0 (device link, mostly single-threaded)"),
                     "at {} ms",
                     s.1
                 );
