@@ -12,7 +12,7 @@
 //! that started in the record only after every earlier step had ended (the device link) is a
 //! barrier: it waits for everything before it.
 //!
-//! Long steps ([`LONG_STEP_S`] and more in the record: the device link) get their own speed once
+//! Long steps ([`Step::long`]: in RCCL's record, the device link) get their own speed once
 //! one of them finished in this run (a link need not scale like the compiles: it runs alone and
 //! single-threaded); before that they are assumed to scale like the short ones. A long step that
 //! runs past its predicted end is a lower bound for the long steps still pending: they are taken to
@@ -40,8 +40,15 @@ use super::load::{Sample, Trace};
 mod replay;
 pub use replay::{replay, replay_errors, replay_errors_loaded};
 
-/// A step is "long" (named while it runs) when it took at least this long in the record.
+/// A step is "long" (the device link's class: named while it runs, scaled apart from the compiles)
+/// only when it took at least this long in the record, and [`Step::long`] says the rest.
 pub const LONG_STEP_S: f64 = 60.0;
+
+/// ... and ran alone (a barrier with nothing beside it), or took at least this many times the
+/// record's median step. A compile that crossed [`LONG_STEP_S`] because the recorded run was
+/// loaded is neither (a record made under load had a 69 s compile that took 18 s quiet; RCCL's link
+/// is over 100 times its median compile).
+pub const LONG_OVER_MEDIAN: f64 = 20.0;
 
 /// `NINJA_STATUS` rcclfix sets: finished/total, then the number of running edges.
 pub const NINJA_STATUS: &str = "[%f/%t %r] ";
@@ -57,6 +64,10 @@ pub struct Step {
     pub end: f64,
     /// Whether it started only after every earlier step ended (a dependency barrier).
     pub barrier: bool,
+    /// Whether it is a long step: at least [`LONG_STEP_S`], and either run alone (a barrier that
+    /// ended before the next step started) or at least [`LONG_OVER_MEDIAN`] times the median of
+    /// the record's steps of 0.2 s or more. Set by [`Record::parse`].
+    pub long: bool,
 }
 
 impl Step {
@@ -128,8 +139,18 @@ impl Record {
                 start: s as f64 / 1000.0,
                 end: e as f64 / 1000.0,
                 barrier: idx > 0 && s >= max_end,
+                long: false,
             });
             max_end = max_end.max(e);
+        }
+        let mut timed: Vec<f64> = steps.iter().map(Step::secs).filter(|&d| d >= 0.2).collect();
+        timed.sort_by(f64::total_cmp);
+        let median = timed.get(timed.len() / 2).copied().unwrap_or(0.0);
+        for i in 0..steps.len() {
+            let s = &steps[i];
+            let alone = s.barrier && steps.get(i + 1).is_none_or(|n| n.start >= s.end);
+            let long = s.secs() >= LONG_STEP_S && (alone || s.secs() >= LONG_OVER_MEDIAN * median);
+            steps[i].long = long;
         }
         Ok(Record { steps })
     }
@@ -164,7 +185,7 @@ pub struct Estimate {
     /// This run's step durations over the record's (1.5 = 50 % slower); 1.0 before any step
     /// finished. Short steps only once a long one has finished (then see `long_speed`).
     pub speed: f64,
-    /// The factor assumed for long steps ([`LONG_STEP_S`]): measured on the long steps that
+    /// The factor assumed for long steps ([`Step::long`]): measured on the long steps that
     /// finished in this run, else `speed`; never below what a long step running past its predicted
     /// end already shows (elapsed / recorded).
     pub long_speed: f64,
@@ -264,7 +285,7 @@ impl Estimator {
             .record
             .steps
             .iter()
-            .filter(|s| s.secs() >= LONG_STEP_S)
+            .filter(|s| s.long)
             .map(|s| s.start)
             .fold(f64::INFINITY, f64::min);
         if !first_long.is_finite() {
@@ -325,7 +346,7 @@ impl Estimator {
                 self.done[i] = true;
                 let rec = self.record.steps[i].secs();
                 // Steps under 0.2 s measure process start, not speed.
-                if rec >= LONG_STEP_S {
+                if self.record.steps[i].long {
                     self.long_actual += secs;
                     self.long_recorded += rec;
                 } else if rec >= 0.2 {
@@ -371,7 +392,7 @@ impl Estimator {
                 .steps
                 .iter()
                 .enumerate()
-                .filter(|(i, s)| s.secs() >= LONG_STEP_S && *i < started && !self.done[*i])
+                .filter(|(i, s)| s.long && *i < started && !self.done[*i])
                 .filter_map(|(i, _)| self.started_at[i])
                 .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.min(t))));
             if let Some(l) = self.long_speed_from_load(speed, now, long_started) {
@@ -379,7 +400,7 @@ impl Estimator {
             }
         }
         let factor = |s: &Step, long_speed: f64| {
-            if s.secs() >= LONG_STEP_S {
+            if s.long {
                 long_speed
             } else {
                 speed
@@ -407,7 +428,7 @@ impl Estimator {
                 let left = s.secs() * factor(s, long_speed) - ran(i);
                 // Only a long step's overrun is reported: a compile that runs a little past its
                 // scaled time says nothing about the build (and flipped the message mid-build).
-                if left < 0.0 && s.secs() >= LONG_STEP_S {
+                if left < 0.0 && s.long {
                     overrun = overrun.max(-left);
                 }
                 left.max(0.0)
@@ -416,7 +437,7 @@ impl Estimator {
         // A long step past its predicted end: the pending long steps are at least that slow.
         for &i in &running {
             let s = &self.record.steps[i];
-            if s.secs() >= LONG_STEP_S {
+            if s.long {
                 long_speed = long_speed.max(ran(i) / s.secs());
             }
         }
@@ -441,7 +462,7 @@ impl Estimator {
         let long_running = running
             .iter()
             .map(|&i| &self.record.steps[i])
-            .filter(|s| s.secs() >= LONG_STEP_S)
+            .filter(|s| s.long)
             .map(|s| (s.output.clone(), s.secs()))
             .collect();
         Estimate {
@@ -486,379 +507,4 @@ pub fn describe_step(output: &str, recorded_secs: f64, targets: &str) -> String 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::load;
-    use super::*;
-
-    const LOG: &str = include_str!("../../tests/data/eta/rccl-2.21.5-debian-sid-control.ninja_log");
-
-    #[test]
-    fn parses_the_recorded_rccl_build() {
-        let r = Record::parse(LOG).unwrap();
-        // 393 edges in ninja's [n/m] count; the log holds the edges that ran.
-        assert!(r.steps.len() > 250, "{}", r.steps.len());
-        let link = r
-            .steps
-            .iter()
-            .find(|s| s.output == "librccl.so.1.0")
-            .unwrap();
-        assert!(link.barrier);
-        assert!((link.secs() - 1212.575).abs() < 0.01, "{}", link.secs());
-        assert!((r.wall() - 2160.736).abs() < 0.01);
-        assert!(r.parallelism() >= 2);
-        assert!(Record::parse("nope\n").is_err());
-        assert!(Record::parse("# ninja log v5\n1\t2\tx\n").is_err());
-    }
-
-    #[test]
-    fn status_lines_with_and_without_the_running_count() {
-        assert_eq!(
-            parse_status("[3/60 2] Linking CXX shared library librccl.so"),
-            Some((3, 60, Some(2), "Linking CXX shared library librccl.so"))
-        );
-        assert_eq!(parse_status("[3/60] x"), Some((3, 60, None, "x")));
-        assert_eq!(parse_status("[3/60 2 1] x"), None);
-        assert_eq!(parse_status("ninja: no work to do."), None);
-    }
-
-    /// The error of each prediction relative to the true remaining time.
-    fn errors(r: &Record, jobs: usize, run: &[(usize, f64, f64)]) -> Vec<f64> {
-        let at = [0.25, 0.5, 0.75];
-        let res = replay_errors(r, jobs, run, &at);
-        let errs: Vec<f64> = res.iter().map(|(p, t)| (p - t) / t).collect();
-        eprintln!(
-            "ETA at 25/50/75 %: {}",
-            res.iter()
-                .zip(&errs)
-                .map(|((p, t), e)| format!(
-                    "predicted {p:.0} s, truth {t:.0} s ({:+.1} %)",
-                    e * 100.0
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-        errs
-    }
-
-    fn jitter(s: &Step) -> f64 {
-        let h = s
-            .output
-            .bytes()
-            .fold(7u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
-        0.8 + 0.4 * f64::from(h % 1000) / 1000.0
-    }
-
-    #[test]
-    fn the_recorded_build_replayed_slower_is_predicted_within_15_percent() {
-        let r = Record::parse(LOG).unwrap();
-        let jobs = r.parallelism();
-        // The real schedule of the recorded build, every step 1.5x slower (a slower machine).
-        let run: Vec<_> = r
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (i, s.start * 1.5, s.end * 1.5))
-            .collect();
-        for e in errors(&r, jobs, &run) {
-            assert!(e.abs() < 0.15, "{:.1} %", e * 100.0);
-        }
-        // Rescheduled on the same slots, every step 1.6x slower, the compiles with ±20 % per step
-        // around that.
-        let run = replay(&r, jobs, |s| {
-            if s.secs() >= LONG_STEP_S {
-                1.6
-            } else {
-                1.6 * jitter(s)
-            }
-        });
-        for e in errors(&r, jobs, &run) {
-            assert!(e.abs() < 0.15, "{:.1} %", e * 100.0);
-        }
-    }
-
-    #[test]
-    fn mixed_scaling_a_link_slower_or_faster_than_the_compiles_is_off_by_that_ratio_at_most() {
-        // The estimate learns the speed from finished steps; the link runs alone and nothing
-        // finishes during it, so a link that scales differently from the compiles (another core
-        // count, a busy machine) is off by the difference of the two factors times the link's
-        // recorded length, plus 5 % for the compiles' jitter (module docs, "Limit").
-        let r = Record::parse(LOG).unwrap();
-        let jobs = r.parallelism();
-        let rec_link = r.steps.iter().map(Step::secs).fold(0.0, f64::max);
-        for (compile, link) in [(1.6, 1.4), (1.2, 1.5)] {
-            let run = replay(&r, jobs, |s| {
-                if s.secs() >= LONG_STEP_S {
-                    link
-                } else {
-                    compile * jitter(s)
-                }
-            });
-            let at = [0.25, 0.5, 0.75];
-            errors(&r, jobs, &run);
-            for (pred, truth) in replay_errors(&r, jobs, &run, &at) {
-                let bound = (compile - link).abs() * rec_link + 0.05 * truth;
-                assert!(
-                    (pred - truth).abs() <= bound,
-                    "predicted {pred:.0} s, truth {truth:.0} s, bound {bound:.0} s"
-                );
-            }
-        }
-    }
-
-    /// A load trace sampled once a second over `wall` seconds: `compile` runnable tasks (with
-    /// `jobs` of them this build's) before `link_start`, `link` (with one of them the link) after.
-    fn trace(wall: f64, link_start: f64, compile: f64, link: f64, jobs: f64) -> Trace {
-        Trace {
-            cores: 2,
-            samples: (0..wall.ceil() as usize)
-                .map(|i| {
-                    let t = i as f64;
-                    let (runnable, running) = if t < link_start {
-                        (compile, jobs)
-                    } else {
-                        (link, 1.0)
-                    };
-                    Sample {
-                        t,
-                        runnable,
-                        running,
-                    }
-                })
-                .collect(),
-        }
-    }
-
-    /// `r` replayed on a quiet machine: compiles at `compile` times the record (with jitter), long
-    /// steps at `link`; with its load trace (this build's two compiles, then the link alone).
-    fn quiet_run(
-        r: &Record,
-        jobs: usize,
-        compile: f64,
-        link: f64,
-    ) -> (Vec<(usize, f64, f64)>, Trace) {
-        let run = replay(r, jobs, |s| {
-            if s.secs() >= LONG_STEP_S {
-                link
-            } else {
-                compile * jitter(s)
-            }
-        });
-        let run_link = run
-            .iter()
-            .find(|x| r.steps[x.0].secs() >= LONG_STEP_S)
-            .unwrap()
-            .1;
-        let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
-        let load = trace(run_wall, run_link, 2.0, 1.0, 2.0);
-        (run, load)
-    }
-
-    #[test]
-    fn a_record_made_under_load_scales_the_link_apart_from_the_compiles() {
-        // Issue 23's case: the record was made while two other tasks loaded both cores during the
-        // compiles (each compile got half a core) and none during the link; this run is quiet, so
-        // its compiles run at 0.5x the record and its link at 1.0x.
-        let r = Record::parse(LOG).unwrap();
-        let jobs = r.parallelism();
-        let link_start = r
-            .steps
-            .iter()
-            .find(|s| s.secs() >= LONG_STEP_S)
-            .unwrap()
-            .start;
-        let rec_load = trace(r.wall(), link_start, 4.0, 1.0, 2.0);
-        let (run, run_load) = quiet_run(&r, jobs, 0.5, 1.0);
-        let at = [0.25, 0.5, 0.75];
-        let with = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
-        eprintln!("with the load traces: {with:.0?}");
-        for (p, t) in &with {
-            assert!(
-                ((p - t) / t).abs() < 0.15,
-                "with the traces: predicted {p:.0} s, truth {t:.0} s"
-            );
-        }
-        // Without them the link is taken to scale like the compiles: far too short.
-        let without = replay_errors(&r, jobs, &run, &at);
-        eprintln!("without: {without:.0?}");
-        assert!(
-            without.iter().any(|(p, t)| (p - t) / t < -0.15),
-            "{without:?}"
-        );
-
-        // The same record on a machine 1.3x slower per core and quiet: compiles at 0.65x, and the
-        // link, which got 2/3 of a core in the record (two other tasks and itself), at 0.87x.
-        let rec_load = trace(r.wall(), link_start, 4.0, 3.0, 2.0);
-        let (run, run_load) = quiet_run(&r, jobs, 0.65, 1.3 * 2.0 / 3.0);
-        for (p, t) in replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at) {
-            assert!(
-                ((p - t) / t).abs() < 0.15,
-                "predicted {p:.0} s, truth {t:.0} s"
-            );
-        }
-    }
-
-    /// The link's threads at `frac` of its length: one, then two, then eight (codegen in parallel).
-    fn link_threads(frac: f64) -> f64 {
-        if frac < 0.2 {
-            1.0
-        } else if frac < 0.7 {
-            2.0
-        } else {
-            8.0
-        }
-    }
-
-    /// A trace of `wall` seconds, `other` tasks beside the build throughout: `jobs` compiles
-    /// before `link_start`, then the link with [`link_threads`] over `link_len` seconds.
-    fn threaded_trace(wall: f64, link_start: f64, link_len: f64, other: f64, jobs: f64) -> Trace {
-        Trace {
-            cores: 2,
-            samples: (0..wall.ceil() as usize)
-                .map(|i| {
-                    let t = i as f64;
-                    let (own, running) = if t < link_start {
-                        (jobs, jobs)
-                    } else {
-                        (link_threads((t - link_start) / link_len), 1.0)
-                    };
-                    Sample {
-                        t,
-                        runnable: own + other,
-                        running,
-                    }
-                })
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn a_multithreaded_link_recorded_beside_other_work_is_scaled_by_its_threads() {
-        // Session 5's measured miss: the record was made beside one busy loop, this run is quiet,
-        // and the link is not single-threaded (runnable 3 for half its samples, 8-10 for some).
-        // Each recorded link phase with n threads got n x 2/(n + 1) cores and now gets min(n, 2):
-        // the link's factor is the mean over the recorded link of share(n + 1) / share(n).
-        let r = Record::parse(LOG).unwrap();
-        let jobs = r.parallelism();
-        let long = r.steps.iter().find(|s| s.secs() >= LONG_STEP_S).unwrap();
-        let (link_start, link_len) = (long.start, long.secs());
-        let rec_load = threaded_trace(r.wall(), link_start, link_len, 1.0, 2.0);
-        let n = link_len.ceil() as usize;
-        let link = (0..n)
-            .map(|i| {
-                let k = link_threads(i as f64 / link_len);
-                load::share(k + 1.0, 2) / load::share(k, 2)
-            })
-            .sum::<f64>()
-            / n as f64;
-        // Compiles got 2/3 of a core each in the record, a whole one now.
-        let compile = 2.0 / 3.0;
-        let run = replay(&r, jobs, |s| {
-            if s.secs() >= LONG_STEP_S {
-                link
-            } else {
-                compile * jitter(s)
-            }
-        });
-        let run_long = run
-            .iter()
-            .find(|x| r.steps[x.0].secs() >= LONG_STEP_S)
-            .unwrap();
-        let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
-        let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0);
-        let at = [0.25, 0.5, 0.75];
-        let got = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
-        eprintln!("link factor {link:.3}; predicted, true: {got:.0?}");
-        for (p, t) in &got {
-            assert!(
-                ((p - t) / t).abs() < 0.05,
-                "predicted {p:.0} s, truth {t:.0} s"
-            );
-        }
-        // Taking the link as one thread (the mean share of its samples) would have it at
-        // 0.2 + 0.5 x 2/3 + 0.3 x 2/9 = 0.6 of the record, not 0.8.
-        assert!(link > 0.75 && link < 0.85, "{link}");
-    }
-
-    #[test]
-    fn a_compile_past_its_scaled_time_is_no_overrun() {
-        // Only a long step's overrun is reported ("longer than the record predicts" must not
-        // appear while only compiles run).
-        let r = two_links();
-        let mut e = Estimator::new(r.clone(), 2);
-        e.status(0, 2, 0.0);
-        let at = e.estimate(25.0);
-        assert_eq!(at.overrun, 0.0, "{at:?}");
-        assert!(at.long_running.is_empty());
-    }
-
-    /// Four 10 s compiles on two slots, then two 100 s links, each a barrier.
-    fn two_links() -> Record {
-        Record::parse(
-            "# ninja log v6\n0\t10000\t0\ta.o\t1\n0\t10000\t0\tb.o\t2\n10000\t20000\t0\tc.o\t3\n10000\t20000\t0\td.o\t4\n20000\t120000\t0\tliba.so\t5\n120000\t220000\t0\tlibb.so\t6\n",
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn a_finished_long_step_sets_the_speed_of_the_next_one() {
-        // Compiles as fast as the record, links twice as slow.
-        let r = two_links();
-        assert!(r.steps[4].barrier && r.steps[5].barrier);
-        let mut e = Estimator::new(r.clone(), 2);
-        for s in &r.steps[..4] {
-            e.finished(&s.output, s.secs());
-        }
-        e.finished("liba.so", 200.0);
-        e.status(5, 1, 220.0);
-        let at = e.estimate(220.0);
-        assert!((at.speed - 1.0).abs() < 1e-9, "{at:?}");
-        assert!((at.long_speed - 2.0).abs() < 1e-9, "{at:?}");
-        // The truth: libb.so takes 200 s (one blended factor would say 171 s).
-        assert!((at.remaining - 200.0).abs() < 1.0, "{at:?}");
-    }
-
-    #[test]
-    fn a_long_step_past_its_predicted_end_bounds_the_pending_ones() {
-        let r = two_links();
-        let mut e = Estimator::new(r.clone(), 2);
-        for s in &r.steps[..4] {
-            e.finished(&s.output, s.secs());
-        }
-        e.status(4, 1, 20.0);
-        // 150 s into liba.so (100 s in the record, predicted 100 s at the compiles' speed).
-        let at = e.estimate(170.0);
-        assert!((at.overrun - 50.0).abs() < 1e-6, "{at:?}");
-        assert!((at.long_speed - 1.5).abs() < 1e-9, "{at:?}");
-        // libb.so is taken to be at least 1.5x too: 150 s, not the record's 100 s.
-        assert!((at.remaining - 150.0).abs() < 1e-6, "{at:?}");
-    }
-
-    #[test]
-    fn the_running_link_is_named_and_an_overrun_is_reported() {
-        let r = Record::parse(LOG).unwrap();
-        let n = r.steps.len();
-        let link = r
-            .steps
-            .iter()
-            .position(|s| s.output == "librccl.so.1.0")
-            .unwrap();
-        let mut e = Estimator::new(r.clone(), 2);
-        for s in &r.steps[..link] {
-            e.finished(&s.output, s.secs());
-        }
-        let t0 = r.steps[link].start;
-        e.status(link, 1, t0);
-        let at = e.estimate(t0 + 60.0);
-        assert_eq!(at.long_running.len(), 1);
-        assert_eq!(at.long_running[0].0, "librccl.so.1.0");
-        assert!(
-            (at.remaining - (r.wall() - t0 - 60.0)).abs() < 5.0,
-            "{at:?}"
-        );
-        let late = e.estimate(t0 + 1300.0);
-        assert!(late.overrun > 80.0, "{late:?}");
-        assert!(n > link);
-        assert!(describe_step("librccl.so.1.0", 1212.0, "gfx1100")
-            .starts_with("device link for gfx1100"));
-    }
-}
+mod tests;

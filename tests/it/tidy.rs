@@ -63,10 +63,11 @@ fn code_part(line: &str) -> &str {
 }
 
 /// Whether a line is in a `#[cfg(test)]` module: everything after the first `#[cfg(test)]` at
-/// the start of a line (the house style puts the tests module last).
+/// the start of a line (the house style puts the tests module last), or all of a tests file that
+/// says `#![cfg(test)]` under its module doc.
 fn test_tail_start(text: &str) -> usize {
     text.lines()
-        .position(|l| l.trim_start() == "#[cfg(test)]")
+        .position(|l| matches!(l.trim_start(), "#[cfg(test)]" | "#![cfg(test)]"))
         .unwrap_or(usize::MAX)
 }
 

@@ -1,0 +1,449 @@
+//! Tests of the estimator: the recorded RCCL build replayed at chosen speeds and loads.
+#![cfg(test)]
+use super::super::load;
+use super::*;
+
+const LOG: &str = include_str!("../../../tests/data/eta/rccl-2.21.5-debian-sid-control.ninja_log");
+
+#[test]
+fn parses_the_recorded_rccl_build() {
+    let r = Record::parse(LOG).unwrap();
+    // 393 edges in ninja's [n/m] count; the log holds the edges that ran.
+    assert!(r.steps.len() > 250, "{}", r.steps.len());
+    let link = r
+        .steps
+        .iter()
+        .find(|s| s.output == "librccl.so.1.0")
+        .unwrap();
+    assert!(link.barrier);
+    assert!((link.secs() - 1212.575).abs() < 0.01, "{}", link.secs());
+    assert!((r.wall() - 2160.736).abs() < 0.01);
+    assert!(r.parallelism() >= 2);
+    assert!(Record::parse("nope\n").is_err());
+    assert!(Record::parse("# ninja log v5\n1\t2\tx\n").is_err());
+}
+
+#[test]
+fn status_lines_with_and_without_the_running_count() {
+    assert_eq!(
+        parse_status("[3/60 2] Linking CXX shared library librccl.so"),
+        Some((3, 60, Some(2), "Linking CXX shared library librccl.so"))
+    );
+    assert_eq!(parse_status("[3/60] x"), Some((3, 60, None, "x")));
+    assert_eq!(parse_status("[3/60 2 1] x"), None);
+    assert_eq!(parse_status("ninja: no work to do."), None);
+}
+
+/// The error of each prediction relative to the true remaining time.
+fn errors(r: &Record, jobs: usize, run: &[(usize, f64, f64)]) -> Vec<f64> {
+    let at = [0.25, 0.5, 0.75];
+    let res = replay_errors(r, jobs, run, &at);
+    let errs: Vec<f64> = res.iter().map(|(p, t)| (p - t) / t).collect();
+    eprintln!(
+        "ETA at 25/50/75 %: {}",
+        res.iter()
+            .zip(&errs)
+            .map(|((p, t), e)| format!("predicted {p:.0} s, truth {t:.0} s ({:+.1} %)", e * 100.0))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    errs
+}
+
+fn jitter(s: &Step) -> f64 {
+    let h = s
+        .output
+        .bytes()
+        .fold(7u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+    0.8 + 0.4 * f64::from(h % 1000) / 1000.0
+}
+
+#[test]
+fn the_recorded_build_replayed_slower_is_predicted_within_15_percent() {
+    let r = Record::parse(LOG).unwrap();
+    let jobs = r.parallelism();
+    // The real schedule of the recorded build, every step 1.5x slower (a slower machine).
+    let run: Vec<_> = r
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.start * 1.5, s.end * 1.5))
+        .collect();
+    for e in errors(&r, jobs, &run) {
+        assert!(e.abs() < 0.15, "{:.1} %", e * 100.0);
+    }
+    // Rescheduled on the same slots, every step 1.6x slower, the compiles with ±20 % per step
+    // around that.
+    let run = replay(&r, jobs, |s| if s.long { 1.6 } else { 1.6 * jitter(s) });
+    for e in errors(&r, jobs, &run) {
+        assert!(e.abs() < 0.15, "{:.1} %", e * 100.0);
+    }
+}
+
+#[test]
+fn mixed_scaling_a_link_slower_or_faster_than_the_compiles_is_off_by_that_ratio_at_most() {
+    // The estimate learns the speed from finished steps; the link runs alone and nothing
+    // finishes during it, so a link that scales differently from the compiles (another core
+    // count, a busy machine) is off by the difference of the two factors times the link's
+    // recorded length, plus 5 % for the compiles' jitter (module docs, "Limit").
+    let r = Record::parse(LOG).unwrap();
+    let jobs = r.parallelism();
+    let rec_link = r.steps.iter().map(Step::secs).fold(0.0, f64::max);
+    for (compile, link) in [(1.6, 1.4), (1.2, 1.5)] {
+        let run = replay(
+            &r,
+            jobs,
+            |s| {
+                if s.long {
+                    link
+                } else {
+                    compile * jitter(s)
+                }
+            },
+        );
+        let at = [0.25, 0.5, 0.75];
+        errors(&r, jobs, &run);
+        for (pred, truth) in replay_errors(&r, jobs, &run, &at) {
+            let bound = (compile - link).abs() * rec_link + 0.05 * truth;
+            assert!(
+                (pred - truth).abs() <= bound,
+                "predicted {pred:.0} s, truth {truth:.0} s, bound {bound:.0} s"
+            );
+        }
+    }
+}
+
+/// A load trace sampled once a second over `wall` seconds: `compile` runnable tasks (with
+/// `jobs` of them this build's) before `link_start`, `link` (with one of them the link) after.
+fn trace(wall: f64, link_start: f64, compile: f64, link: f64, jobs: f64) -> Trace {
+    Trace {
+        cores: 2,
+        samples: (0..wall.ceil() as usize)
+            .map(|i| {
+                let t = i as f64;
+                let (runnable, running) = if t < link_start {
+                    (compile, jobs)
+                } else {
+                    (link, 1.0)
+                };
+                Sample {
+                    t,
+                    runnable,
+                    running,
+                }
+            })
+            .collect(),
+    }
+}
+
+/// `r` replayed on a quiet machine: compiles at `compile` times the record (with jitter), long
+/// steps at `link`; with its load trace (this build's two compiles, then the link alone).
+fn quiet_run(r: &Record, jobs: usize, compile: f64, link: f64) -> (Vec<(usize, f64, f64)>, Trace) {
+    let run = replay(r, jobs, |s| if s.long { link } else { compile * jitter(s) });
+    let run_link = run.iter().find(|x| r.steps[x.0].long).unwrap().1;
+    let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
+    let load = trace(run_wall, run_link, 2.0, 1.0, 2.0);
+    (run, load)
+}
+
+#[test]
+fn a_record_made_under_load_scales_the_link_apart_from_the_compiles() {
+    // Issue 23's case: the record was made while two other tasks loaded both cores during the
+    // compiles (each compile got half a core) and none during the link; this run is quiet, so
+    // its compiles run at 0.5x the record and its link at 1.0x.
+    let r = Record::parse(LOG).unwrap();
+    let jobs = r.parallelism();
+    let link_start = r.steps.iter().find(|s| s.long).unwrap().start;
+    let rec_load = trace(r.wall(), link_start, 4.0, 1.0, 2.0);
+    let (run, run_load) = quiet_run(&r, jobs, 0.5, 1.0);
+    let at = [0.25, 0.5, 0.75];
+    let with = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
+    eprintln!("with the load traces: {with:.0?}");
+    for (p, t) in &with {
+        assert!(
+            ((p - t) / t).abs() < 0.15,
+            "with the traces: predicted {p:.0} s, truth {t:.0} s"
+        );
+    }
+    // Without them the link is taken to scale like the compiles: far too short.
+    let without = replay_errors(&r, jobs, &run, &at);
+    eprintln!("without: {without:.0?}");
+    assert!(
+        without.iter().any(|(p, t)| (p - t) / t < -0.15),
+        "{without:?}"
+    );
+
+    // The same record on a machine 1.3x slower per core and quiet: compiles at 0.65x, and the
+    // link, which got 2/3 of a core in the record (two other tasks and itself), at 0.87x.
+    let rec_load = trace(r.wall(), link_start, 4.0, 3.0, 2.0);
+    let (run, run_load) = quiet_run(&r, jobs, 0.65, 1.3 * 2.0 / 3.0);
+    for (p, t) in replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at) {
+        assert!(
+            ((p - t) / t).abs() < 0.15,
+            "predicted {p:.0} s, truth {t:.0} s"
+        );
+    }
+}
+
+/// The link's threads at `frac` of its length: one, then two, then eight (codegen in parallel).
+fn link_threads(frac: f64) -> f64 {
+    if frac < 0.2 {
+        1.0
+    } else if frac < 0.7 {
+        2.0
+    } else {
+        8.0
+    }
+}
+
+/// A trace of `wall` seconds, `other` tasks beside the build throughout: `jobs` compiles
+/// before `link_start`, then the link with [`link_threads`] over `link_len` seconds.
+fn threaded_trace(wall: f64, link_start: f64, link_len: f64, other: f64, jobs: f64) -> Trace {
+    Trace {
+        cores: 2,
+        samples: (0..wall.ceil() as usize)
+            .map(|i| {
+                let t = i as f64;
+                let (own, running) = if t < link_start {
+                    (jobs, jobs)
+                } else {
+                    (link_threads((t - link_start) / link_len), 1.0)
+                };
+                Sample {
+                    t,
+                    runnable: own + other,
+                    running,
+                }
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn a_multithreaded_link_recorded_beside_other_work_is_scaled_by_its_threads() {
+    // Session 5's measured miss: the record was made beside one busy loop, this run is quiet,
+    // and the link is not single-threaded (runnable 3 for half its samples, 8-10 for some).
+    // Each recorded link phase with n threads got n x 2/(n + 1) cores and now gets min(n, 2):
+    // the link's factor is the mean over the recorded link of share(n + 1) / share(n).
+    let r = Record::parse(LOG).unwrap();
+    let jobs = r.parallelism();
+    let long = r.steps.iter().find(|s| s.long).unwrap();
+    let (link_start, link_len) = (long.start, long.secs());
+    let rec_load = threaded_trace(r.wall(), link_start, link_len, 1.0, 2.0);
+    let n = link_len.ceil() as usize;
+    let link = (0..n)
+        .map(|i| {
+            let k = link_threads(i as f64 / link_len);
+            load::share(k + 1.0, 2) / load::share(k, 2)
+        })
+        .sum::<f64>()
+        / n as f64;
+    // Compiles got 2/3 of a core each in the record, a whole one now.
+    let compile = 2.0 / 3.0;
+    let run = replay(
+        &r,
+        jobs,
+        |s| {
+            if s.long {
+                link
+            } else {
+                compile * jitter(s)
+            }
+        },
+    );
+    let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
+    let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
+    let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0);
+    let at = [0.25, 0.5, 0.75];
+    let got = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
+    eprintln!("link factor {link:.3}; predicted, true: {got:.0?}");
+    for (p, t) in &got {
+        assert!(
+            ((p - t) / t).abs() < 0.05,
+            "predicted {p:.0} s, truth {t:.0} s"
+        );
+    }
+    // Taking the link as one thread (the mean share of its samples) would have it at
+    // 0.2 + 0.5 x 2/3 + 0.3 x 2/9 = 0.6 of the record, not 0.8.
+    assert!(link > 0.75 && link < 0.85, "{link}");
+}
+
+#[test]
+fn a_compile_past_its_scaled_time_is_no_overrun() {
+    // Only a long step's overrun is reported ("longer than the record predicts" must not
+    // appear while only compiles run).
+    let r = two_links();
+    let mut e = Estimator::new(r.clone(), 2);
+    e.status(0, 2, 0.0);
+    let at = e.estimate(25.0);
+    assert_eq!(at.overrun, 0.0, "{at:?}");
+    assert!(at.long_running.is_empty());
+}
+
+/// Four 10 s compiles on two slots, then two 100 s links, each a barrier.
+fn two_links() -> Record {
+    Record::parse(
+        "# ninja log v6\n0\t10000\t0\ta.o\t1\n0\t10000\t0\tb.o\t2\n10000\t20000\t0\tc.o\t3\n10000\t20000\t0\td.o\t4\n20000\t120000\t0\tliba.so\t5\n120000\t220000\t0\tlibb.so\t6\n",
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_finished_long_step_sets_the_speed_of_the_next_one() {
+    // Compiles as fast as the record, links twice as slow.
+    let r = two_links();
+    assert!(r.steps[4].barrier && r.steps[5].barrier);
+    let mut e = Estimator::new(r.clone(), 2);
+    for s in &r.steps[..4] {
+        e.finished(&s.output, s.secs());
+    }
+    e.finished("liba.so", 200.0);
+    e.status(5, 1, 220.0);
+    let at = e.estimate(220.0);
+    assert!((at.speed - 1.0).abs() < 1e-9, "{at:?}");
+    assert!((at.long_speed - 2.0).abs() < 1e-9, "{at:?}");
+    // The truth: libb.so takes 200 s (one blended factor would say 171 s).
+    assert!((at.remaining - 200.0).abs() < 1.0, "{at:?}");
+}
+
+#[test]
+fn a_long_step_past_its_predicted_end_bounds_the_pending_ones() {
+    let r = two_links();
+    let mut e = Estimator::new(r.clone(), 2);
+    for s in &r.steps[..4] {
+        e.finished(&s.output, s.secs());
+    }
+    e.status(4, 1, 20.0);
+    // 150 s into liba.so (100 s in the record, predicted 100 s at the compiles' speed).
+    let at = e.estimate(170.0);
+    assert!((at.overrun - 50.0).abs() < 1e-6, "{at:?}");
+    assert!((at.long_speed - 1.5).abs() < 1e-9, "{at:?}");
+    // libb.so is taken to be at least 1.5x too: 150 s, not the record's 100 s.
+    assert!((at.remaining - 150.0).abs() < 1e-6, "{at:?}");
+}
+
+#[test]
+fn the_running_link_is_named_and_an_overrun_is_reported() {
+    let r = Record::parse(LOG).unwrap();
+    let n = r.steps.len();
+    let link = r
+        .steps
+        .iter()
+        .position(|s| s.output == "librccl.so.1.0")
+        .unwrap();
+    let mut e = Estimator::new(r.clone(), 2);
+    for s in &r.steps[..link] {
+        e.finished(&s.output, s.secs());
+    }
+    let t0 = r.steps[link].start;
+    e.status(link, 1, t0);
+    let at = e.estimate(t0 + 60.0);
+    assert_eq!(at.long_running.len(), 1);
+    assert_eq!(at.long_running[0].0, "librccl.so.1.0");
+    assert!(
+        (at.remaining - (r.wall() - t0 - 60.0)).abs() < 5.0,
+        "{at:?}"
+    );
+    let late = e.estimate(t0 + 1300.0);
+    assert!(late.overrun > 80.0, "{late:?}");
+    assert!(n > link);
+    assert!(
+        describe_step("librccl.so.1.0", 1212.0, "gfx1100").starts_with("device link for gfx1100")
+    );
+}
+
+/// The recorded build with one compile stretched by `extra` seconds (as a loaded machine can
+/// stretch one), as ninja would have logged it; returns the log and that compile's output.
+fn with_a_stretched_compile(extra: f64) -> (String, String) {
+    let r = Record::parse(LOG).unwrap();
+    let link = r.steps.iter().find(|s| s.long).unwrap().start;
+    // The longest compile that still ends before the link starts once stretched.
+    let c = r
+        .steps
+        .iter()
+        .filter(|s| !s.long && s.end + extra < link)
+        .max_by(|a, b| a.secs().total_cmp(&b.secs()))
+        .unwrap();
+    let mut log = String::from("# ninja log v6\n");
+    for s in &r.steps {
+        let end = if s.output == c.output {
+            s.end + extra
+        } else {
+            s.end
+        };
+        log.push_str(&format!(
+            "{:.0}\t{:.0}\t0\t{}\t{:x}\n",
+            s.start * 1000.0,
+            end * 1000.0,
+            s.output,
+            s.output.len()
+        ));
+    }
+    (log, c.output.clone())
+}
+
+#[test]
+fn a_compile_that_crossed_a_minute_in_a_loaded_record_is_no_long_step() {
+    // Session 6's miss: a compile took 69 s in a record made under load and 18 s in the quiet
+    // run; counted as a long step, its factor (0.26) became the link's, and the link was
+    // predicted at a quarter of its time. It is not the link's kind of step: it ran beside others
+    // and is far from the median's 20 times.
+    let (log, stretched) = with_a_stretched_compile(35.0);
+    let r = Record::parse(&log).unwrap();
+    let c = r.steps.iter().find(|s| s.output == stretched).unwrap();
+    assert!(c.secs() >= LONG_STEP_S, "{c:?}");
+    assert!(!c.long, "{c:?}");
+    let long: Vec<&str> = r
+        .steps
+        .iter()
+        .filter(|s| s.long)
+        .map(|s| s.output.as_str())
+        .collect();
+    assert_eq!(long, ["librccl.so.1.0"]);
+    // The quiet run: every step at 0.5x, the stretched compile at 0.25x (its unstretched time).
+    let jobs = r.parallelism();
+    let run = replay(&r, jobs, |s| if s.output == stretched { 0.25 } else { 0.5 });
+    for e in errors(&r, jobs, &run) {
+        assert!(e.abs() < 0.15, "{:.1} %", e * 100.0);
+    }
+    // A step that ran alone is long whatever the median (two_links: 100 s links, 10 s compiles).
+    assert!(two_links().steps.iter().filter(|s| s.long).count() == 2);
+}
+
+/// A real pair, measured (tests/data/eta/README.md): RCCL 2.21.5 built with `rcclfix build
+/// --rebuild` on a 2-core machine beside one busy loop (the record: `busy.*`), then again on the
+/// quiet machine with that record (`quiet.*`). The quiet run's steps and load samples are fed to
+/// the estimator as they came, and its remaining time is checked against the truth.
+///
+/// Issue 23's goal is 15 %; this pair is not there yet (measured: +8 %, +18 %, +29 % at 25/50/75
+/// %: the link ran at 0.82x its recorded time, predicted at 0.96x). The bound is a regression
+/// guard at that measurement, not the goal.
+#[test]
+fn a_real_quiet_rebuild_from_a_record_made_beside_a_busy_loop_stays_within_its_measured_error() {
+    let rec = Record::parse(include_str!("../../../tests/data/eta/busy.ninja_log")).unwrap();
+    let rec_load = Trace::parse(include_str!("../../../tests/data/eta/busy.load")).unwrap();
+    let quiet = Record::parse(include_str!("../../../tests/data/eta/quiet.ninja_log")).unwrap();
+    let quiet_load = Trace::parse(include_str!("../../../tests/data/eta/quiet.load")).unwrap();
+    let index: HashMap<&str, usize> = rec
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.output.as_str(), i))
+        .collect();
+    let run: Vec<(usize, f64, f64)> = quiet
+        .steps
+        .iter()
+        .map(|s| (index[s.output.as_str()], s.start, s.end))
+        .collect();
+    assert_eq!(run.len(), rec.steps.len());
+    let at = [0.25, 0.5, 0.75];
+    let jobs = rec.parallelism();
+    let got = replay_errors_loaded(&rec, Some(&rec_load), jobs, &run, Some(&quiet_load), &at);
+    eprintln!("real pair, predicted and true remaining: {got:.0?}");
+    for (p, t) in &got {
+        assert!(
+            ((p - t) / t).abs() < 0.30,
+            "predicted {p:.0} s, truth {t:.0} s"
+        );
+    }
+}
