@@ -113,19 +113,15 @@ fn mixed_scaling_a_link_slower_or_faster_than_the_compiles_is_off_by_that_ratio_
     }
 }
 
-/// A load trace sampled once a second over `wall` seconds: `compile` runnable tasks (with
-/// `jobs` of them this build's) before `link_start`, `link` (with one of them the link) after.
-fn trace(wall: f64, link_start: f64, compile: f64, link: f64, jobs: f64) -> Trace {
+/// A load trace of `wall` seconds on 2 cores, sampled once a second: `at(t)` gives the sample's
+/// (runnable, running).
+fn sampled(wall: f64, at: impl Fn(f64) -> (f64, f64)) -> Trace {
     Trace {
         cores: 2,
         samples: (0..wall.ceil() as usize)
             .map(|i| {
                 let t = i as f64;
-                let (runnable, running) = if t < link_start {
-                    (compile, jobs)
-                } else {
-                    (link, 1.0)
-                };
+                let (runnable, running) = at(t);
                 Sample {
                     t,
                     runnable,
@@ -134,6 +130,18 @@ fn trace(wall: f64, link_start: f64, compile: f64, link: f64, jobs: f64) -> Trac
             })
             .collect(),
     }
+}
+
+/// A load trace sampled once a second over `wall` seconds: `compile` runnable tasks (with
+/// `jobs` of them this build's) before `link_start`, `link` (with one of them the link) after.
+fn trace(wall: f64, link_start: f64, compile: f64, link: f64, jobs: f64) -> Trace {
+    sampled(wall, |t| {
+        if t < link_start {
+            (compile, jobs)
+        } else {
+            (link, 1.0)
+        }
+    })
 }
 
 /// `r` replayed on a quiet machine: compiles at `compile` times the record (with jitter), long
@@ -199,24 +207,13 @@ fn link_threads(frac: f64) -> f64 {
 /// A trace of `wall` seconds, `other` tasks beside the build throughout: `jobs` compiles
 /// before `link_start`, then the link with [`link_threads`] over `link_len` seconds.
 fn threaded_trace(wall: f64, link_start: f64, link_len: f64, other: f64, jobs: f64) -> Trace {
-    Trace {
-        cores: 2,
-        samples: (0..wall.ceil() as usize)
-            .map(|i| {
-                let t = i as f64;
-                let (own, running) = if t < link_start {
-                    (jobs, jobs)
-                } else {
-                    (link_threads((t - link_start) / link_len), 1.0)
-                };
-                Sample {
-                    t,
-                    runnable: own + other,
-                    running,
-                }
-            })
-            .collect(),
-    }
+    sampled(wall, |t| {
+        if t < link_start {
+            (jobs + other, jobs)
+        } else {
+            (link_threads((t - link_start) / link_len) + other, 1.0)
+        }
+    })
 }
 
 #[test]
