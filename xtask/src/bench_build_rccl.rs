@@ -21,6 +21,9 @@
 //! truth, and the mean runnable-task count of the record's and of its own load trace
 //! (`records/*.load`) says what load each ran under.
 //!
+//! Each A's timing record is copied to `target/bench-build-rccl/records/round-N/` (the next A
+//! overwrites the one in `RCCLFIX_HOME`), so that every pair can be replayed afterwards.
+//!
 //! Prints each run, the phase table (medians), the three overhead figures of bench-build, and the
 //! ETA table. Fails when the overhead of the medians is 3 % or more.
 
@@ -147,6 +150,14 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
         ];
         let (lines, total) = run_timed(bin, &args, &home)?;
         let p = phases(&lines, total)?;
+        // Keep this A's timing record (the next A overwrites it) for replays of each pair.
+        let kept = scratch.join(format!("records/round-{round}"));
+        std::fs::create_dir_all(&kept)?;
+        for f in [&record, &record_load] {
+            if f.exists() {
+                std::fs::copy(f, kept.join(f.file_name().expect("a file name")))?;
+            }
+        }
         if had_record {
             let wall = ninja_wall(&record)?;
             let etas_here = eta_lines(&lines);
