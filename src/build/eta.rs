@@ -26,12 +26,14 @@
 //! **With load traces** ([`super::load`]) of the recorded run and of this one, the long steps'
 //! factor before any of them finished is no longer the compiles': the compile factor is split into
 //! the two machines' per-core speed and how much of a core each compile got in either run, and the
-//! link is scaled by the per-core speed and, sample by sample of the recorded link, by how much of
-//! the machine its threads got then against what they would get beside the other work now (the
-//! link is one step but several threads in its parallel phases; `super::load` has the formula). A
-//! record made while other work loaded the machine no longer predicts a link as fast as the now
-//! quicker compiles, nor one as slow as a single thread would be. Once the link has run 30 s, the
-//! other work now is measured from its own samples.
+//! link is scaled by the per-core speed and by how much of the machine the compiles would have got
+//! beside the other work of the record's link against the other work now (`super::load` has the
+//! formula). A record made while other work loaded its compiles but had ended by its link no longer
+//! predicts a link as fast as the now quicker compiles; one made beside the same other work
+//! throughout predicts the link at the compiles' factor, which is what a real pair measured (a busy
+//! loop slowed the compiles to 0.83x and the link to 0.82x, where a model of the link's threads
+//! said 0.78x and the runnable-task count said the compiles should have been at 0.67x). Once the
+//! link has run 30 s, the other work now is measured from its own samples.
 
 use std::collections::HashMap;
 
@@ -292,13 +294,11 @@ impl Estimator {
             return None;
         }
         let rec_compile = rec.share_between(0.0, first_long)?;
-        let rec_link: Vec<f64> = rec
+        if !rec
             .samples
             .iter()
-            .filter(|s| s.t >= first_long && s.t <= self.record.wall())
-            .map(|s| s.runnable)
-            .collect();
-        if rec_link.is_empty() {
+            .any(|s| s.t >= first_long && s.t <= self.record.wall())
+        {
             return None;
         }
         // The other work in the record: what its last compiles ran beside, unless the link's own
@@ -317,18 +317,14 @@ impl Estimator {
             let own = rec.low_beside_one(first_long, n)? - rec_other;
             now_other = (live.low_beside_one(t0, n)? - own.max(0.0)).max(0.0);
         }
-        // Each recorded link sample: its threads (runnable minus the other work, one at least)
-        // progressed at threads x share(runnable); now they would at threads x share(threads +
-        // other work now).
-        let cores = rec.cores;
-        let link_ratio = rec_link
-            .iter()
-            .map(|&r| {
-                let threads = (r - rec_other).max(1.0);
-                super::load::share(r, cores) / super::load::share(threads + now_other, live.cores)
-            })
-            .sum::<f64>()
-            / rec_link.len() as f64;
+        // The link is scaled as the compiles are: as each run's compiles (its mean running steps)
+        // beside the other work. Where the other work is the same in both phases of each run, the
+        // link loses (or gains) exactly what the compiles did, however the scheduler shared the
+        // cores out.
+        let rec_jobs = rec.running_between(0.0, first_long)?.max(1.0);
+        let now_jobs = live.running_between(0.0, compile_end)?.max(1.0);
+        let link_ratio = super::load::share(rec_jobs + rec_other, rec.cores)
+            / super::load::share(now_jobs + now_other, live.cores);
         let per_core = speed * now_compile / rec_compile;
         Some((per_core * link_ratio).clamp(0.05, 20.0))
     }

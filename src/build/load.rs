@@ -9,15 +9,19 @@
 //! `per-core factor = compile factor × share now, compiles / share recorded, compiles`.
 //!
 //! The device link is one step but not one thread (its parallel phases showed 8–10 runnable tasks
-//! on a 2-core machine). So each recorded link sample is split into the link's own threads and the
-//! other work: the other work is what the record's last compiles ran beside (`runnable - running`,
-//! each compile one task; [`Trace::background_between`]), or less where the link's least-threaded
-//! phases show less ([`Trace::low_beside_one`]); the rest are the link's threads `n`. That phase
-//! progressed at `n × share(runnable)` and would now progress at `n × share(n + other work now)`,
-//! so the link's factor is `per-core factor × mean over the recorded link of
-//! share(runnable) / share(n + other now)`. The other work now is measured the same way: beside
-//! this run's last compiles, and once its link has run a while, from the link's own samples against
-//! as many of the record's.
+//! on a 2-core machine, most of it one or two). A model of its threads (each phase of `n` threads
+//! progressing at `n × share(n + other work)`) missed a real pair: one busy loop slowed a recorded
+//! RCCL build's compiles to 0.83x and its link to 0.82x, where that model said 0.78x for the link
+//! and the runnable-task count said 0.67x for the compiles (the scheduler does not share cores out
+//! task by task). So the link is scaled as the compiles would have been beside the other work of
+//! each run's link phase: `link factor = per-core factor × share(jobs rec + other rec) /
+//! share(jobs now + other now)`, `jobs` each run's mean running compiles
+//! ([`Trace::running_between`]). The other work in the record is what its last compiles ran beside
+//! (`runnable - running`, each compile one task; [`Trace::background_between`]), or less where the
+//! link's least-threaded phases show less ([`Trace::low_beside_one`]: that work ended before the
+//! link). The other work now is measured the same way: beside this run's last compiles, and once
+//! its link has run a while, from the link's own samples against as many of the record's. Where
+//! the other work is the same in both phases of each run, the link gets the compiles' factor.
 //!
 //! The count is `procs_running` of `/proc/stat` (the kernel's `fs/proc/stat.c`: tasks on a run
 //! queue at the moment of reading, the reader included, which is subtracted), sampled once a
@@ -114,14 +118,14 @@ impl Trace {
         )
     }
 
-    /// Mean share a lone single-threaded step would have got between `from` and `to`: the tasks
-    /// that were not this build's running steps, plus itself (`None`: no sample there).
-    pub fn alone_share_between(&self, from: f64, to: f64) -> Option<f64> {
+    /// Mean of this build's running steps (ninja's `%r`) between `from` and `to`, counting only
+    /// samples with at least one (`None`: no such sample there).
+    pub fn running_between(&self, from: f64, to: f64) -> Option<f64> {
         mean(
             self.samples
                 .iter()
-                .filter(|s| s.t >= from && s.t <= to)
-                .map(|s| share((s.runnable - s.running).max(0.0) + 1.0, self.cores)),
+                .filter(|s| s.t >= from && s.t <= to && s.running >= 1.0)
+                .map(|s| s.running),
         )
     }
 
@@ -240,14 +244,16 @@ mod tests {
         };
         assert_eq!(t.share_between(0.0, 4.0), Some(0.5));
         assert_eq!(t.share_between(5.0, 9.0), Some(1.0));
-        // A link started during the compiles would have shared the cores with the two others.
-        assert!((t.alone_share_between(0.0, 4.0).unwrap() - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(t.share_between(20.0, 30.0), None);
         assert_eq!(t.mean_runnable(), Some(2.5));
         // Two other tasks beside the compiles, none beside the link.
         assert_eq!(t.background_between(0.0, 4.0), Some(2.0));
         assert_eq!(t.background_between(5.0, 9.0), Some(0.0));
         assert_eq!(t.low_beside_one(5.0, 3), Some(0.0));
+        // Two compiles, then the link; samples before ninja's first status line do not count.
+        assert_eq!(t.running_between(0.0, 4.0), Some(2.0));
+        assert_eq!(t.running_between(0.0, 9.0), Some(1.5));
+        assert_eq!(t.running_between(20.0, 30.0), None);
         assert_eq!(t.low_beside_one(0.0, 3), Some(3.0));
         assert_eq!(t.low_beside_one(20.0, 3), None);
     }

@@ -1,6 +1,5 @@
 //! Tests of the estimator: the recorded RCCL build replayed at chosen speeds and loads.
 #![cfg(test)]
-use super::super::load;
 use super::*;
 
 const LOG: &str = include_str!("../../../tests/data/eta/rccl-2.21.5-debian-sid-control.ninja_log");
@@ -181,9 +180,11 @@ fn a_record_made_under_load_scales_the_link_apart_from_the_compiles() {
         "{without:?}"
     );
 
-    // The same record on a machine 1.3x slower per core and quiet: compiles at 0.65x, and the
-    // link, which got 2/3 of a core in the record (two other tasks and itself), at 0.87x.
-    let rec_load = trace(r.wall(), link_start, 4.0, 3.0, 2.0);
+    // A record whose other work went from two tasks to one when the link started, rebuilt on a
+    // quiet machine 1.3x slower per core: compiles at 1.3 x share(4) / share(2) = 0.65x, the link
+    // at 1.3 x share(3) / share(2) = 0.87x (the link is scaled as the compiles would have been
+    // beside one other task).
+    let rec_load = trace(r.wall(), link_start, 4.0, 2.0, 2.0);
     let (run, run_load) = quiet_run(&r, jobs, 0.65, 1.3 * 2.0 / 3.0);
     for (p, t) in replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at) {
         assert!(
@@ -217,52 +218,36 @@ fn threaded_trace(wall: f64, link_start: f64, link_len: f64, other: f64, jobs: f
 }
 
 #[test]
-fn a_multithreaded_link_recorded_beside_other_work_is_scaled_by_its_threads() {
-    // Session 5's measured miss: the record was made beside one busy loop, this run is quiet,
-    // and the link is not single-threaded (runnable 3 for half its samples, 8-10 for some).
-    // Each recorded link phase with n threads got n x 2/(n + 1) cores and now gets min(n, 2):
-    // the link's factor is the mean over the recorded link of share(n + 1) / share(n).
+fn a_link_recorded_beside_the_same_other_work_as_its_compiles_loses_what_they_lost() {
+    // The record was made beside one busy loop throughout, this run is quiet. The link is not
+    // single-threaded (one, two, then eight runnable threads), and a model of its threads would
+    // have it at 0.8x (share(n + 1) / share(n) over its phases); the real pair below measured
+    // it at the compiles' factor instead (0.82x against 0.83x), and so is it predicted: the other
+    // work is the same in both phases, so the link gains what the compiles gained.
     let r = Record::parse(LOG).unwrap();
     let jobs = r.parallelism();
     let long = r.steps.iter().find(|s| s.long).unwrap();
     let (link_start, link_len) = (long.start, long.secs());
     let rec_load = threaded_trace(r.wall(), link_start, link_len, 1.0, 2.0);
-    let n = link_len.ceil() as usize;
-    let link = (0..n)
-        .map(|i| {
-            let k = link_threads(i as f64 / link_len);
-            load::share(k + 1.0, 2) / load::share(k, 2)
-        })
-        .sum::<f64>()
-        / n as f64;
-    // Compiles got 2/3 of a core each in the record, a whole one now.
-    let compile = 2.0 / 3.0;
+    // Compiles got 2/3 of a core each in the record, a whole one now; so does the link.
+    let factor = 2.0 / 3.0;
     let run = replay(
         &r,
         jobs,
-        |s| {
-            if s.long {
-                link
-            } else {
-                compile * jitter(s)
-            }
-        },
+        |s| if s.long { factor } else { factor * jitter(s) },
     );
     let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
     let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
     let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0);
     let at = [0.25, 0.5, 0.75];
     let got = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
-    eprintln!("link factor {link:.3}; predicted, true: {got:.0?}");
+    eprintln!("predicted, true: {got:.0?}");
     for (p, t) in &got {
         assert!(
             ((p - t) / t).abs() < 0.05,
             "predicted {p:.0} s, truth {t:.0} s"
         );
     }
-    // Taking the link as one thread (the mean share of its samples) would have it at
-    // 0.2 + 0.5 x 2/3 + 0.3 x 2/9 = 0.6 of the record, not 0.8.
-    assert!(link > 0.75 && link < 0.85, "{link}");
 }
 
 #[test]
@@ -407,40 +392,61 @@ fn a_compile_that_crossed_a_minute_in_a_loaded_record_is_no_long_step() {
     assert!(two_links().steps.iter().filter(|s| s.long).count() == 2);
 }
 
-/// A real pair, measured (tests/data/eta/README.md): RCCL 2.21.5 built with `rcclfix build
-/// --rebuild` on a 2-core machine beside one busy loop (the record: `busy.*`), then again on the
-/// quiet machine with that record (`quiet.*`). The quiet run's steps and load samples are fed to
-/// the estimator as they came, and its remaining time is checked against the truth.
-///
-/// Issue 23's goal is 15 %; this pair is not there yet (measured: +8 %, +18 %, +29 % at 25/50/75
-/// %: the link ran at 0.82x its recorded time, predicted at 0.96x). The bound is a regression
-/// guard at that measurement, not the goal.
-#[test]
-fn a_real_quiet_rebuild_from_a_record_made_beside_a_busy_loop_stays_within_its_measured_error() {
-    let rec = Record::parse(include_str!("../../../tests/data/eta/busy.ninja_log")).unwrap();
-    let rec_load = Trace::parse(include_str!("../../../tests/data/eta/busy.load")).unwrap();
-    let quiet = Record::parse(include_str!("../../../tests/data/eta/quiet.ninja_log")).unwrap();
-    let quiet_load = Trace::parse(include_str!("../../../tests/data/eta/quiet.load")).unwrap();
+/// Replay the real run `run` (a `.ninja_log` and its load trace) against the real record `rec`:
+/// its steps and load samples are fed to the estimator as they came. Returns the predicted and
+/// true remaining seconds at 10, 25, 50, 75 and 90 % of the run.
+fn replay_real(rec: (&str, &str), run: (&str, &str)) -> Vec<(f64, f64)> {
+    let (rec, rec_load) = (Record::parse(rec.0).unwrap(), Trace::parse(rec.1).unwrap());
+    let (live, live_load) = (Record::parse(run.0).unwrap(), Trace::parse(run.1).unwrap());
     let index: HashMap<&str, usize> = rec
         .steps
         .iter()
         .enumerate()
         .map(|(i, s)| (s.output.as_str(), i))
         .collect();
-    let run: Vec<(usize, f64, f64)> = quiet
+    let steps: Vec<(usize, f64, f64)> = live
         .steps
         .iter()
         .map(|s| (index[s.output.as_str()], s.start, s.end))
         .collect();
-    assert_eq!(run.len(), rec.steps.len());
-    let at = [0.25, 0.5, 0.75];
+    assert_eq!(steps.len(), rec.steps.len());
+    let at = [0.1, 0.25, 0.5, 0.75, 0.9];
     let jobs = rec.parallelism();
-    let got = replay_errors_loaded(&rec, Some(&rec_load), jobs, &run, Some(&quiet_load), &at);
-    eprintln!("real pair, predicted and true remaining: {got:.0?}");
-    for (p, t) in &got {
-        assert!(
-            ((p - t) / t).abs() < 0.30,
-            "predicted {p:.0} s, truth {t:.0} s"
-        );
+    replay_errors_loaded(&rec, Some(&rec_load), jobs, &steps, Some(&live_load), &at)
+}
+
+const BUSY: (&str, &str) = (
+    include_str!("../../../tests/data/eta/busy.ninja_log"),
+    include_str!("../../../tests/data/eta/busy.load"),
+);
+const QUIET: (&str, &str) = (
+    include_str!("../../../tests/data/eta/quiet.ninja_log"),
+    include_str!("../../../tests/data/eta/quiet.load"),
+);
+
+/// A real pair, measured (tests/data/eta/README.md): RCCL 2.21.5 built with `rcclfix build
+/// --rebuild` on a 2-core machine beside one busy loop (`busy.*`), then again on the quiet machine
+/// with that record (`quiet.*`). Each run is predicted from the other's record: the quiet rebuild
+/// from the busy record (what happened), and the busy run from the quiet record (a record made
+/// quiet, a rebuild beside other work).
+///
+/// The compiles ran at 0.83x the record and the link at 0.82x: one busy loop slowed both alike,
+/// though a model of the link's threads (one or two for most of it, on two cores beside the loop)
+/// says 0.78x and the runnable-task count says the compiles should have been at 0.67x. Issue 23's
+/// goal is 15 % at 25, 50 and 75 % of the run; measured within 3.1 % from 10 to 90 %.
+#[test]
+fn a_real_pair_made_with_and_without_a_busy_loop_is_predicted_within_15_percent_either_way() {
+    for (name, rec, run) in [
+        ("quiet from busy", BUSY, QUIET),
+        ("busy from quiet", QUIET, BUSY),
+    ] {
+        let got = replay_real(rec, run);
+        eprintln!("{name}: predicted and true remaining at 10/25/50/75/90 %: {got:.0?}");
+        for (p, t) in &got {
+            assert!(
+                ((p - t) / t).abs() < 0.15,
+                "{name}: predicted {p:.0} s, truth {t:.0} s"
+            );
+        }
     }
 }
