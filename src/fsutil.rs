@@ -631,6 +631,37 @@ pub fn map_readonly(file: &impl std::os::fd::AsRawFd) -> std::io::Result<memmap2
     unsafe { memmap2::Mmap::map(file.as_raw_fd()) }
 }
 
+/// Ask the kernel to map the pages under `bytes` now, ahead of a read of all of them from start
+/// to end: `madvise(2)` `MADV_WILLNEED` (start reading uncached pages) then `MADV_POPULATE_READ`
+/// (Linux 5.14: map them all in one call). Advice only: where the kernel refuses (an older
+/// kernel's `EINVAL`, a range not mapped), nothing changes and the reads fault the pages in as
+/// before.
+///
+/// Why: the scanner maps its inputs with `MADV_RANDOM` (it reads headers and notes scattered over
+/// a file), which also turns off the kernel's fault-around, so a compressed payload decoded from
+/// end to end took one page fault per 4 KiB page (measured on a 341 MiB CCOB file: 60,000 faults,
+/// a sixth of the scan's CPU time).
+pub fn populate_read(bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(4096);
+    let start = bytes.as_ptr() as usize & !(page - 1);
+    let len = bytes.as_ptr() as usize + bytes.len() - start;
+    for advice in [libc::MADV_WILLNEED, libc::MADV_POPULATE_READ] {
+        // SAFETY: both pieces of advice only read pages in (they never change a page's contents,
+        // protection or mapping); the range starts at the page holding `bytes[0]` and ends with
+        // `bytes`, all of it memory this process may read. An error is only a refusal.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, len, advice);
+        }
+    }
+}
+
 /// An unnamed temporary file in `dir` for scratch data that must never become an output
 /// (`O_TMPFILE` where the file system has it, else created and unlinked at once: `tempfile`'s
 /// `tempfile_in`). It has no name, so an interrupted or killed run leaves nothing behind and the

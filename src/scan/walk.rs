@@ -206,6 +206,10 @@ pub fn scan_ccob(data: &[u8], base: u64, opts: &Settings) -> (Part, Option<usize
         Ok(x) => x,
         Err(p) => return (Part::unreadable(p.unreadable(base, None, None)), None),
     };
+    if header.total_size.is_some() || header.method == ccob::Method::Zstd {
+        // The whole payload is read once, in order (a v1 zlib payload's end is not known yet).
+        crate::fsutil::populate_read(payload);
+    }
     let (mut part, consumed) = scan_ccob_as(&header, payload, base, opts.verify_hash, opts);
     if !opts.verify_hash && !part.unreadable.is_empty() {
         // Something inside did not read: say whether the payload itself is corrupt (the hash is
