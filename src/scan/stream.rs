@@ -112,6 +112,35 @@ impl<R: Read> Stream<R> {
         self.pos += got;
         Ok(from_buf as u64 + got)
     }
+
+    /// Read the next `n` bytes into `buf[..got]` and return `got` (less than `n` only at the end of
+    /// the stream). `buf`'s length is how much of it holds initialised bytes, kept from call to
+    /// call: it grows (zero-filled, at most 256 MiB ahead of the bytes read, doubling as they
+    /// arrive) only past what an earlier call left, so a buffer reused for every entry is not
+    /// cleared for each one again (`read_to_end` zero-fills all the spare room it reads into, each
+    /// call). Bytes of `buf` past `got` are stale.
+    pub fn read_into(&mut self, buf: &mut Vec<u8>, n: u64) -> io::Result<u64> {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        let mut got = 0usize;
+        while got < n {
+            if got == buf.len() {
+                let grow = if got == 0 {
+                    MAX_RESERVE as usize
+                } else {
+                    got.min(MAX_RESERVE as usize)
+                };
+                buf.resize(n.min(got.saturating_add(grow.max(WINDOW))), 0);
+            }
+            let end = buf.len().min(n);
+            match self.read(&mut buf[got..end]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(got as u64)
+    }
 }
 
 impl<R: Read> Read for Stream<R> {
@@ -357,7 +386,6 @@ fn read_entries<R: Read>(
             return Err(eof(rel(s)));
         }
         let id = EntryId::parse(&e.id);
-        data.clear();
         if id.is_host() || !id.is_amdgcn() {
             skip_exact(s, e.size, start)?;
             on_entry(e, Body::Bytes(&[]));
@@ -375,10 +403,10 @@ fn read_entries<R: Read>(
             on_entry(e, Body::TooLarge { limit });
             continue;
         }
-        if s.read_to(data, e.size).map_err(io(e.offset))? < e.size {
+        if s.read_into(data, e.size).map_err(io(e.offset))? < e.size {
             return Err(eof(rel(s)));
         }
-        on_entry(e, Body::Bytes(data));
+        on_entry(e, Body::Bytes(&data[..e.size as usize]));
     }
     Ok(())
 }
