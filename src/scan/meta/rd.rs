@@ -113,8 +113,34 @@ impl<'a> Rd<'a> {
         Ok(t)
     }
 
+    /// A fixstr at the read position, taken whole when its bytes are there (the common case of
+    /// keys and string values, read without going through [`Rd::next`]); `None` otherwise, with
+    /// nothing consumed.
+    #[inline]
+    fn fixstr(&mut self) -> Option<&'a [u8]> {
+        let m = *self.b.get(self.p)?;
+        if !(0xa0..=0xbf).contains(&m) {
+            return None;
+        }
+        let (from, to) = (self.p + 1, self.p + 1 + (m & 0x1f) as usize);
+        let s = self.b.get(from..to)?;
+        self.p = to;
+        Some(s)
+    }
+
     /// Skip one whole value (validating it), `depth` containers deep.
     pub(super) fn skip(&mut self, depth: u32) -> Result<(), String> {
+        // Scalars in one byte (fixint, nil, booleans) and fixstrs whose bytes are there: the bulk
+        // of what a metadata walk skips, with nothing to validate beyond their length.
+        if let Some(&m) = self.b.get(self.p) {
+            if matches!(m, 0x00..=0x7f | 0xc0 | 0xc2 | 0xc3 | 0xe0..=0xff) {
+                self.p += 1;
+                return Ok(());
+            }
+            if self.fixstr().is_some() {
+                return Ok(());
+            }
+        }
         let items = match self.next()? {
             Tok::Array(n) => n as u64,
             Tok::Map(n) => 2 * n as u64,
@@ -131,6 +157,9 @@ impl<'a> Rd<'a> {
 
     /// The next map key: its bytes when it is a string; any other key is skipped.
     pub(super) fn key(&mut self, depth: u32) -> Result<Option<&'a [u8]>, String> {
+        if let Some(k) = self.fixstr() {
+            return Ok(Some(k));
+        }
         let at = self.p;
         match self.next()? {
             Tok::Str(k) => Ok(Some(k)),
@@ -145,6 +174,9 @@ impl<'a> Rd<'a> {
 
     /// The next value if it is a string (else `None`, value skipped).
     pub(super) fn str_value(&mut self, depth: u32) -> Result<Option<&'a [u8]>, String> {
+        if let Some(v) = self.fixstr() {
+            return Ok(Some(v));
+        }
         let at = self.p;
         match self.next()? {
             Tok::Str(s) => Ok(Some(s)),
@@ -171,6 +203,7 @@ impl<'a> Rd<'a> {
     }
 }
 
+#[inline]
 pub(super) fn utf8(b: &[u8]) -> Option<&str> {
     std::str::from_utf8(b).ok()
 }
