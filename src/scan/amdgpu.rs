@@ -72,6 +72,13 @@ pub fn mach_name(mach: u32) -> Option<&'static str> {
 /// (the code object reader's `parse` skips other symbols by their first byte). Source: ROCm-Device-Libs `ockl/src/hostcall.cl`,
 /// `services.cl`, `dm.cl`, `cprintf.cl`; HIP `amd_device_functions.h` (`__assert_fail`).
 pub fn is_hostcall_user(name: &str) -> bool {
+    is_hostcall_user_bytes(name.as_bytes())
+}
+
+/// [`is_hostcall_user`] on a name's bytes (every known name is ASCII, so this holds for a byte
+/// string exactly when it holds for the same bytes read as UTF-8), for symbol-table walks that
+/// check a name's encoding only when it matches.
+pub fn is_hostcall_user_bytes(name: &[u8]) -> bool {
     const EXACT: &[&str] = &[
         "__assert_fail",
         "__assertfail",
@@ -94,5 +101,6 @@ pub fn is_hostcall_user(name: &str) -> bool {
         "__asan_",
         "__ockl_fputs",
     ];
-    EXACT.contains(&name) || PREFIX.iter().any(|p| name.starts_with(p))
+    EXACT.iter().any(|e| e.as_bytes() == name)
+        || PREFIX.iter().any(|p| name.starts_with(p.as_bytes()))
 }

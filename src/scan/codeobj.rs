@@ -249,8 +249,9 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
                 if !matches!(name.first(), Some(b'_' | b'p' | b'm' | b'f')) {
                     continue;
                 }
-                if let Ok(name) = std::str::from_utf8(name) {
-                    if is_hostcall_user(name) {
+                // The encoding only of a name that matches (a user's name is valid UTF-8).
+                if super::amdgpu::is_hostcall_user_bytes(name) {
+                    if let Ok(name) = std::str::from_utf8(name) {
                         users.push(name.to_owned());
                     }
                 }
