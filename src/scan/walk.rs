@@ -75,6 +75,19 @@ pub enum Job<'a> {
 }
 
 impl Job<'_> {
+    /// A rough size of the work in bytes, for running the largest jobs first: the decompressed
+    /// size a CCOB header states (0 when it does not read), a plain bundle's end, the section or
+    /// file length. Only an order: a header that lies makes its job start early, nothing more.
+    pub fn cost(&self) -> u64 {
+        match self {
+            Job::Plain { bundle, .. } => bundle.end,
+            Job::Ccob { data, .. } => ccob::parse_header(data).map_or(0, |h| h.uncompressed_size),
+            Job::Rdc { bytes, .. } => bytes.len() as u64,
+            Job::CodeObject { data } => data.len() as u64,
+            Job::Done(_) => 0,
+        }
+    }
+
     /// Do the work.
     pub fn run(self, opts: &Settings) -> Part {
         match self {
