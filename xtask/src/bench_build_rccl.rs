@@ -24,8 +24,8 @@
 //! Each A's timing record is copied to `target/bench-build-rccl/records/round-N/` (the next A
 //! overwrites the one in `RCCLFIX_HOME`), so that every pair can be replayed afterwards.
 //!
-//! Prints each run, the phase table (medians), the three overhead figures of bench-build, and the
-//! ETA table. Fails when the overhead of the medians is 3 % or more.
+//! Prints each run (with each A's ETA points as soon as that A ends, so a run stopped early keeps
+//! them), the phase table (medians), the three overhead figures of bench-build, and the ETA table. Fails when the overhead of the medians is 3 % or more.
 
 use std::path::{Path, PathBuf};
 
@@ -174,6 +174,19 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
                 own_load: mean_runnable(&record_load),
                 points,
             });
+            // Printed as it comes too: a run stopped before the last round keeps this A's row.
+            let r = etas.last().expect("pushed above");
+            println!(
+                "  ETA of this A (record {:?}, own {:?} mean runnable):",
+                r.record_load, r.own_load
+            );
+            for (f, p, t) in &r.points {
+                println!(
+                    "    at {:.0} %: predicted {p:.0} s, true {t:.0} s ({:+.1} %)",
+                    f * 100.0,
+                    (p - t) / t * 100.0
+                );
+            }
         }
         println!(
             "  rcclfix build: {:.0} s (ninja {:.0} s), load average {}",
