@@ -362,7 +362,8 @@ fn execute(plans: Vec<Planned<'_>>, opts: &Settings) -> Vec<FileReport> {
         .enumerate()
         .map(|(k, (i, j))| (k, i, j))
         .collect();
-    queue.sort_by_key(|(k, _, j)| (std::cmp::Reverse(j.cost()), *k));
+    // Cached: a CCOB's cost reads its header, once per job rather than once per comparison.
+    queue.sort_by_cached_key(|(k, _, j)| (std::cmp::Reverse(j.cost()), *k));
     let mut parts: Vec<(usize, usize, Part)> = queue
         .into_iter()
         .par_bridge()
