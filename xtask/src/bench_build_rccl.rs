@@ -24,8 +24,9 @@
 //! Each A's timing record is copied to `target/bench-build-rccl/records/round-N/` (the next A
 //! overwrites the one in `RCCLFIX_HOME`), so that every pair can be replayed afterwards.
 //!
-//! Prints each run (with each A's ETA points as soon as that A ends, so a run stopped early keeps
-//! them), the phase table (medians), the three overhead figures of bench-build, and the ETA table. Fails when the overhead of the medians is 3 % or more.
+//! Prints each run (with each A's ETA row as soon as that A ends, so a run stopped early keeps
+//! it), the phase table (medians), the three overhead figures of bench-build, and the ETA table.
+//! Fails when the overhead of the medians is 3 % or more.
 
 use std::path::{Path, PathBuf};
 
@@ -58,6 +59,25 @@ struct EtaRow {
     own_load: Option<f64>,
     /// (fraction, predicted, true remaining) seconds.
     points: Vec<(f64, f64, f64)>,
+}
+
+impl EtaRow {
+    /// The ETA table's row: `| round | record's load | own load | predicted s / true s (error) |…`.
+    fn cells(&self) -> String {
+        let f = |x: Option<f64>| x.map_or("–".to_owned(), |v| format!("{v:.2}"));
+        let pts: Vec<String> = self
+            .points
+            .iter()
+            .map(|(_, p, t)| format!("{p:.0} s / {t:.0} s ({:+.1} %)", (p - t) / t * 100.0))
+            .collect();
+        format!(
+            "| {} | {} | {} | {} |",
+            self.round,
+            f(self.record_load),
+            f(self.own_load),
+            pts.join(" | ")
+        )
+    }
 }
 
 /// Mean runnable count of a load trace file (`# rcclfix load v1 …`, then `t\trunnable\trunning`).
@@ -177,16 +197,9 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
             // Printed as it comes too: a run stopped before the last round keeps this A's row.
             let r = etas.last().expect("pushed above");
             println!(
-                "  ETA of this A (record {:?}, own {:?} mean runnable):",
-                r.record_load, r.own_load
+                "  ETA (round, record's and own mean runnable, 25/50/75 %): {}",
+                r.cells()
             );
-            for (f, p, t) in &r.points {
-                println!(
-                    "    at {:.0} %: predicted {p:.0} s, true {t:.0} s ({:+.1} %)",
-                    f * 100.0,
-                    (p - t) / t * 100.0
-                );
-            }
         }
         println!(
             "  rcclfix build: {:.0} s (ninja {:.0} s), load average {}",
@@ -286,19 +299,7 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
     );
     println!("|---|---:|---:|---:|---:|---:|");
     for r in &etas {
-        let f = |x: Option<f64>| x.map_or("–".to_owned(), |v| format!("{v:.2}"));
-        let pts: Vec<String> = r
-            .points
-            .iter()
-            .map(|(_, p, t)| format!("{p:.0} s / {t:.0} s ({:+.1} %)", (p - t) / t * 100.0))
-            .collect();
-        println!(
-            "| {} | {} | {} | {} |",
-            r.round,
-            f(r.record_load),
-            f(r.own_load),
-            pts.join(" | ")
-        );
+        println!("{}", r.cells());
     }
     if of_medians >= 3.0 {
         bail!("bench-build --slow: overhead {of_medians:.1} % (target < 3 %)");
