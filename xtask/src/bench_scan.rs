@@ -21,6 +21,8 @@
 //!   sid's LLVM 21 for CCOB v3, which LLVM 17 cannot read);
 //! - `zstd -d` of every CCOB payload to /dev/null in one process: one core's decode time. The
 //!   2-core floor is that time divided by 2 (the scan cannot decode faster than both cores do).
+//!   It is timed in turn with `rcclfix scan --json` of the CCOB input (one of each per round), so
+//!   the row's percentage compares runs made under the same load.
 //!
 //! The `.deb` rows ([`crate::bench_scan_deb`]): `rcclfix scan --json` of Debian's librccl1 5.4.3
 //! and 7.2.4 `.deb`s against their floor (`xz -dc data.tar.xz` plus the scan of the extracted
@@ -65,6 +67,27 @@ fn median_secs(runs: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<
     }
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     Ok(v[v.len() / 2])
+}
+
+/// Medians of `runs` warm runs of `a` and of `b`, in seconds, timed in turn (a, b, a, b, …) after
+/// one warm-up of each: a slow spell of the machine lands on both columns, not on whichever block
+/// of runs it happened to overlap (a floor timed after the measured tool once came out 2x slow).
+fn median_secs_paired(
+    runs: usize,
+    mut a: impl FnMut() -> Command,
+    mut b: impl FnMut() -> Command,
+) -> anyhow::Result<(f64, f64)> {
+    run_once(&mut a())?;
+    run_once(&mut b())?;
+    let (mut va, mut vb) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        va.push(run_once(&mut a())?);
+        vb.push(run_once(&mut b())?);
+    }
+    for v in [&mut va, &mut vb] {
+        v.sort_by(|x, y| x.partial_cmp(y).unwrap());
+    }
+    Ok((va[va.len() / 2], vb[vb.len() / 2]))
 }
 
 /// Peak anonymous and file-backed RSS in MiB of one run of `c`, sampled from `/proc/<pid>/status`
@@ -415,19 +438,25 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         plain && llvm,
         &mut pipeline(&trixie, "17", "/mnt/librocsparse.so.0.1"),
     )?;
-    let t_ccob = time(ccob_on, &mut scan(&["--json"], &ccob))?;
+    // The CCOB row's rcclfix column and its floor are timed in turn (median_secs_paired).
+    let zf = zfiles.clone();
+    let zstd = move || {
+        let mut c = Command::new("zstd");
+        c.args(["-d", "-q", "-c", "--memory=2048MB"]).args(&zf);
+        c
+    };
+    let (t_ccob, t_zstd) = if ccob_on {
+        let (a, b) = median_secs_paired(runs, scan(&["--json"], &ccob), zstd)?;
+        (Some(a), Some(b))
+    } else {
+        (None, None)
+    };
     let t_ccob_1 = time(ccob_on, &mut scan(&["--json", "-j1"], &ccob))?;
     let t_ccob_hash = time(ccob_on, &mut scan(&["--json", "--verify-hash"], &ccob))?;
     let t_ccob_llvm = time(
         ccob_on && llvm,
         &mut pipeline(&sid, "21", "/mnt/rocsparse-ccob.bin"),
     )?;
-    let zf = zfiles.clone();
-    let t_zstd = time(ccob_on, &mut move || {
-        let mut c = Command::new("zstd");
-        c.args(["-d", "-q", "-c", "--memory=2048MB"]).args(&zf);
-        c
-    })?;
     let mib = |p: &Path| std::fs::metadata(p).map(|m| m.len() as f64 / (1 << 20) as f64);
     let json_size = |shape: &str, p: &Path| -> anyhow::Result<f64> {
         let o = Command::new(&rcclfix)
