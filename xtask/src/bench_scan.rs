@@ -44,6 +44,8 @@ use std::time::Instant;
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
+use crate::bench_build::median;
+
 fn run_once(c: &mut Command) -> anyhow::Result<f64> {
     let t = Instant::now();
     let st = c
@@ -65,8 +67,7 @@ fn median_secs(runs: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<
     for _ in 0..runs {
         v.push(run_once(&mut cmd())?);
     }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Ok(v[v.len() / 2])
+    Ok(median(&mut v))
 }
 
 /// Medians of `runs` warm runs of `a` and of `b`, in seconds, timed in turn (a, b, a, b, …) after
@@ -84,10 +85,7 @@ fn median_secs_paired(
         va.push(run_once(&mut a())?);
         vb.push(run_once(&mut b())?);
     }
-    for v in [&mut va, &mut vb] {
-        v.sort_by(|x, y| x.partial_cmp(y).unwrap());
-    }
-    Ok((va[va.len() / 2], vb[vb.len() / 2]))
+    Ok((median(&mut va), median(&mut vb)))
 }
 
 /// Peak anonymous and file-backed RSS in MiB of one run of `c`, sampled from `/proc/<pid>/status`
@@ -439,10 +437,9 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
         &mut pipeline(&trixie, "17", "/mnt/librocsparse.so.0.1"),
     )?;
     // The CCOB row's rcclfix column and its floor are timed in turn (median_secs_paired).
-    let zf = zfiles.clone();
     let zstd = move || {
         let mut c = Command::new("zstd");
-        c.args(["-d", "-q", "-c", "--memory=2048MB"]).args(&zf);
+        c.args(["-d", "-q", "-c", "--memory=2048MB"]).args(&zfiles);
         c
     };
     let (t_ccob, t_zstd) = if ccob_on {
