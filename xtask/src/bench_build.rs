@@ -189,7 +189,9 @@ link_ram_gib = 0.5
             &bare,
             cmake_args,
             &jobs,
+            || (),
         )
+        .map(|(c, n, ())| (c, n))
     };
     run_bare()?;
     let load_before = loadavg();
@@ -386,10 +388,11 @@ pub(crate) fn phases(lines: &[(f64, String)], total: f64) -> anyhow::Result<Phas
 
 /// One bare run in `bare` (its `src`, a fresh `build` and `tmp`): `cmake cmake_args` then
 /// `ninja -C /build jobs` in `toolchain`, each through `rcclfix toolchain run --volume` with the
-/// mounts `build` uses (`/src`, `/build`, and a folder on disk as `/tmp`). Returns (configure,
-/// ninja) seconds. Errors: a command fails.
+/// mounts `build` uses (`/src`, `/build`, and a folder on disk as `/tmp`). `prepare` runs after
+/// the previous tree is deleted, just before the clock starts. Returns (configure, ninja) seconds
+/// and what `prepare` returned. Errors: a command fails.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn bare_run(
+pub(crate) fn bare_run<T>(
     sh: &Shell,
     root: &Path,
     bin: &Path,
@@ -398,7 +401,8 @@ pub(crate) fn bare_run(
     bare: &Path,
     cmake_args: &[String],
     jobs: &str,
-) -> anyhow::Result<(f64, f64)> {
+    prepare: impl FnOnce() -> T,
+) -> anyhow::Result<(f64, f64, T)> {
     let build = bare.join("build");
     let tmp = bare.join("tmp");
     for d in [&build, &tmp] {
@@ -412,12 +416,13 @@ pub(crate) fn bare_run(
     let tmp_v = format!("{}:/tmp", tmp.display());
     // Not from `bare`: it may be under the host's /tmp, which the /tmp volume would cover.
     let _d = sh.push_dir(root);
+    let prepared = prepare();
     let t0 = Instant::now();
     cmd!(sh, "{bin} toolchain run {toolchain} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- cmake {cmake_args...}").quiet().ignore_stdout().ignore_stderr().run()?;
     let c = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     cmd!(sh, "{bin} toolchain run {toolchain} --engine {engine} --volume {src_v} --volume {build_v} --volume {tmp_v} -- ninja -C /build {jobs}").quiet().ignore_stdout().ignore_stderr().run()?;
-    Ok((c, t1.elapsed().as_secs_f64()))
+    Ok((c, t1.elapsed().as_secs_f64(), prepared))
 }
 
 /// The 1, 5 and 15 minute load averages (`/proc/loadavg`), for the record.

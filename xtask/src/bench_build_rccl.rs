@@ -27,7 +27,13 @@
 //! Prints each run (with each A's ETA row as soon as that A ends, so a run stopped early keeps
 //! it), then the medians split at ninja (outside it: A's fetch, patches, engine, cmake, gates and
 //! output against B's cmake; inside: the same ninja in the same image), the overhead of the
-//! medians, the paired overhead of each round, and the ETA table.
+//! medians, the paired overhead of each round, what the machine did through each build
+//! (`/proc/stat`'s CPU busy, iowait and steal, `/proc/pressure` stalls) and the ETA table.
+//!
+//! Every build starts alike: the previous tree deleted before the clock starts (A's work folder,
+//! B's build folder), then `sync` and, as root, the page cache dropped, so that neither command
+//! pays for the other's writeback (5 GB of objects) or finds the other's files cached.
+//!
 //! Fails when the overhead of the medians is 3 % or more.
 
 use std::path::{Path, PathBuf};
@@ -116,10 +122,94 @@ fn eta_lines(lines: &[(f64, String)]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// One build's wall time and the part of it ninja ran, seconds.
+/// One build's wall time and the part of it ninja ran, seconds, and what the machine did meanwhile.
 struct Timed {
     total: f64,
     ninja: f64,
+    used: Counters,
+}
+
+/// Machine-wide counters, seconds: `/proc/stat`'s first line (USER_HZ, 100 per second on Linux;
+/// busy is user + nice + system + irq + softirq, guest time being counted in user) and the `some`
+/// totals of `/proc/pressure/cpu` and `/proc/pressure/io` (microseconds in the file; Linux's
+/// Documentation/accounting/psi.rst). Steal is the time the hypervisor ran something else while
+/// this guest had work: the drift that no order can cancel shows here, not in the build.
+#[derive(Clone, Copy, Default)]
+struct Counters {
+    busy: f64,
+    iowait: f64,
+    steal: f64,
+    cpu_stall: f64,
+    io_stall: f64,
+}
+
+impl Counters {
+    /// Read them now; a counter the kernel does not expose reads NaN (printed so), never 0.
+    fn now() -> Self {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let f: Vec<f64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse::<f64>().unwrap_or(f64::NAN) / 100.0)
+            .collect();
+        let at = |i: usize| f.get(i).copied().unwrap_or(f64::NAN);
+        let psi = |file: &str| {
+            std::fs::read_to_string(file)
+                .ok()
+                .and_then(|t| {
+                    let some = t.lines().find(|l| l.starts_with("some "))?;
+                    let total = some
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("total="))?;
+                    Some(total.parse::<f64>().ok()? / 1e6)
+                })
+                .unwrap_or(f64::NAN)
+        };
+        Counters {
+            busy: at(0) + at(1) + at(2) + at(5) + at(6),
+            iowait: at(4),
+            steal: at(7),
+            cpu_stall: psi("/proc/pressure/cpu"),
+            io_stall: psi("/proc/pressure/io"),
+        }
+    }
+
+    /// `self − earlier`.
+    fn since(self, earlier: Counters) -> Counters {
+        Counters {
+            busy: self.busy - earlier.busy,
+            iowait: self.iowait - earlier.iowait,
+            steal: self.steal - earlier.steal,
+            cpu_stall: self.cpu_stall - earlier.cpu_stall,
+            io_stall: self.io_stall - earlier.io_stall,
+        }
+    }
+
+    /// `CPU busy … s, iowait … s, steal … s; some task stalled on CPU … s, on IO … s`.
+    fn line(&self) -> String {
+        format!(
+            "CPU busy {:.0} s, iowait {:.0} s, steal {:.0} s; some task stalled on CPU {:.0} s, on IO {:.0} s",
+            self.busy, self.iowait, self.steal, self.cpu_stall, self.io_stall
+        )
+    }
+}
+
+/// The same start for every build: the previous build's dirty pages written out (`sync`) and, when
+/// this process may, the page cache dropped (`/proc/sys/vm/drop_caches`), so that neither command
+/// pays for the other's writeback or finds the other's files cached. Returns what was done.
+fn settle() -> &'static str {
+    let synced = std::process::Command::new("sync")
+        .status()
+        .is_ok_and(|s| s.success());
+    let dropped = synced && std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok();
+    match (synced, dropped) {
+        (true, true) => "synced, page cache dropped",
+        (true, false) => "synced (page cache kept: /proc/sys/vm/drop_caches is not writable)",
+        _ => "not synced (sync failed)",
+    }
 }
 
 /// A busy loop the bench started, ended by its PID when dropped.
@@ -163,6 +253,18 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
     let rcclfix_build = |round: usize, etas: &mut Vec<EtaRow>| -> anyhow::Result<Timed> {
         let rec_load = mean_runnable(&record_load);
         let had_record = record.exists();
+        // The previous A's tree goes before the clock starts, as B's does (bare_run); what
+        // `--rebuild` would have spent on it is printed.
+        let work = home.join(format!("work/{RECIPE}-gfx1100"));
+        let t_rm = std::time::Instant::now();
+        if work.exists() {
+            std::fs::remove_dir_all(&work)?;
+        }
+        let rm = t_rm.elapsed().as_secs_f64();
+        println!(
+            "  before rcclfix build: previous work folder deleted in {rm:.1} s; {}",
+            settle()
+        );
         let args = [
             "-v",
             "build",
@@ -176,7 +278,9 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
             "--engine",
             engine,
         ];
+        let c0 = Counters::now();
         let (lines, total) = run_timed(bin, &args, &home)?;
+        let used = Counters::now().since(c0);
         let p = phases(&lines, total)?;
         // Keep this A's timing record (the next A overwrites it) for replays of each pair.
         let kept = scratch.join(format!("records/round-{round}"));
@@ -210,14 +314,16 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
             );
         }
         println!(
-            "  rcclfix build: {:.0} s (ninja {:.0} s), load average {}",
+            "  rcclfix build: {:.0} s (ninja {:.0} s), load average {}; {}",
             p.total,
             p.ninja,
-            loadavg()
+            loadavg(),
+            used.line()
         );
         Ok(Timed {
             total: p.total,
             ninja: p.ninja,
+            used,
         })
     };
     let mut etas = vec![];
@@ -262,19 +368,26 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
         let (cmake_args, jobs) = bare_ready.as_ref().expect("set above");
         let b = {
             let _e = sh.push_env("RCCLFIX_HOME", &home);
-            let (c, n) = crate::bench_build::bare_run(
-                sh, &root, bin, TOOLCHAIN, engine, &bare, cmake_args, jobs,
+            // bare_run deletes its previous tree before the clock starts; settle after that.
+            let prepare = || {
+                println!("  before bare cmake + ninja: {}", settle());
+                Counters::now()
+            };
+            let (c, n, c0) = crate::bench_build::bare_run(
+                sh, &root, bin, TOOLCHAIN, engine, &bare, cmake_args, jobs, prepare,
             )?;
             Timed {
                 total: c + n,
                 ninja: n,
+                used: Counters::now().since(c0),
             }
         };
         println!(
-            "  bare cmake + ninja: {:.0} s (ninja {:.0} s), load average {}",
+            "  bare cmake + ninja: {:.0} s (ninja {:.0} s), load average {}; {}",
             b.total,
             b.ninja,
-            loadavg()
+            loadavg(),
+            b.used.line()
         );
         let a = match a {
             Some(a) => a,
@@ -332,6 +445,34 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(", "),
         median(&mut per_round.clone())
+    );
+    println!();
+    // What the machine did through each build: a slow build with as much CPU busy as a fast one
+    // waited (steal, IO); one with more busy ran slower per instruction or did more.
+    println!("| round | order | A wall | B wall | A / B CPU busy | A / B iowait | A / B steal | A / B IO stall | A / B CPU stall |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        let pair = |f: fn(&Counters) -> f64| format!("{:.0} / {:.0} s", f(&a.used), f(&b.used));
+        println!(
+            "| {} | {} | {:.0} s | {:.0} s | {} | {} | {} | {} | {} |",
+            i + 1,
+            if i % 2 == 0 { "A B" } else { "B A" },
+            a.total,
+            b.total,
+            pair(|c| c.busy),
+            pair(|c| c.iowait),
+            pair(|c| c.steal),
+            pair(|c| c.io_stall),
+            pair(|c| c.cpu_stall)
+        );
+    }
+    let (a_busy, b_busy) = (
+        med_of(&ours, |x| x.used.busy),
+        med_of(&theirs, |x| x.used.busy),
+    );
+    println!(
+        "CPU busy, medians: rcclfix build {a_busy:.0} s, bare {b_busy:.0} s ({:+.1} %)",
+        (a_busy / b_busy - 1.0) * 100.0
     );
     println!();
     println!(
