@@ -450,3 +450,55 @@ fn a_real_pair_made_with_and_without_a_busy_loop_is_predicted_within_15_percent_
         }
     }
 }
+
+const BUSY2: (&str, &str) = (
+    include_str!("../../../tests/data/eta/busy2.ninja_log"),
+    include_str!("../../../tests/data/eta/busy2.load"),
+);
+const QUIET2: (&str, &str) = (
+    include_str!("../../../tests/data/eta/quiet2.ninja_log"),
+    include_str!("../../../tests/data/eta/quiet2.load"),
+);
+
+/// A second real pair (tests/data/eta/README.md), made as the first, where one busy loop slowed
+/// the compiles and the link unlike: the quiet rebuild's compiles ran at 0.49x the busy record,
+/// its link at 0.62x (348 s in the record, 215 s quiet). This is the module's "Limit": before the
+/// link ends nothing tells its factor, and the estimate takes the compiles' one for it. It keeps
+/// the estimate within that limit (the two factors' difference times the record's link, plus 5 %
+/// of the truth) at 25, 50 and 75 %; issue 23's 15 % is not met on this pair (the live build said
+/// −11.8, −18.3 and −36.2 %).
+#[test]
+fn a_real_pair_whose_link_scaled_unlike_its_compiles_is_off_by_the_documented_limit_at_most() {
+    let (rec, run) = (
+        Record::parse(BUSY2.0).unwrap(),
+        Record::parse(QUIET2.0).unwrap(),
+    );
+    let long = |r: &Record| {
+        r.steps
+            .iter()
+            .filter(|s| s.long)
+            .map(Step::secs)
+            .sum::<f64>()
+    };
+    let short = |r: &Record| {
+        r.steps
+            .iter()
+            .filter(|s| !s.long)
+            .map(Step::secs)
+            .sum::<f64>()
+    };
+    let (f_link, f_compile) = (long(&run) / long(&rec), short(&run) / short(&rec));
+    assert!(
+        (f_link - f_compile).abs() > 0.1,
+        "the pair's link ({f_link:.2}x) and compiles ({f_compile:.2}x) scaled alike"
+    );
+    let got = replay_real(BUSY2, QUIET2);
+    eprintln!("quiet2 from busy2: predicted and true remaining at 10/25/50/75/90 %: {got:.0?}");
+    for (p, t) in &got[1..4] {
+        let bound = (f_link - f_compile).abs() * long(&rec) + 0.05 * t;
+        assert!(
+            (p - t).abs() <= bound,
+            "predicted {p:.0} s, truth {t:.0} s, bound {bound:.0} s"
+        );
+    }
+}
