@@ -134,7 +134,7 @@ struct Timed {
 /// totals of `/proc/pressure/cpu` and `/proc/pressure/io` (microseconds in the file; Linux's
 /// Documentation/accounting/psi.rst). Steal is the time the hypervisor ran something else while
 /// this guest had work: the drift that no order can cancel shows here, not in the build.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Counters {
     busy: f64,
     iowait: f64,

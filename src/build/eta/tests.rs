@@ -415,14 +415,18 @@ fn replay_real(rec: (&str, &str), run: (&str, &str)) -> Vec<(f64, f64)> {
     replay_errors_loaded(&rec, Some(&rec_load), jobs, &steps, Some(&live_load), &at)
 }
 
-const BUSY: (&str, &str) = (
-    include_str!("../../../tests/data/eta/busy.ninja_log"),
-    include_str!("../../../tests/data/eta/busy.load"),
-);
-const QUIET: (&str, &str) = (
-    include_str!("../../../tests/data/eta/quiet.ninja_log"),
-    include_str!("../../../tests/data/eta/quiet.load"),
-);
+/// One real timing record of tests/data/eta/: its `.ninja_log` and its `.load`, by file stem.
+macro_rules! real_record {
+    ($stem:literal) => {
+        (
+            include_str!(concat!("../../../tests/data/eta/", $stem, ".ninja_log")),
+            include_str!(concat!("../../../tests/data/eta/", $stem, ".load")),
+        )
+    };
+}
+
+const BUSY: (&str, &str) = real_record!("busy");
+const QUIET: (&str, &str) = real_record!("quiet");
 
 /// A real pair, measured (tests/data/eta/README.md): RCCL 2.21.5 built with `rcclfix build
 /// --rebuild` on a 2-core machine beside one busy loop (`busy.*`), then again on the quiet machine
@@ -451,14 +455,8 @@ fn a_real_pair_made_with_and_without_a_busy_loop_is_predicted_within_15_percent_
     }
 }
 
-const BUSY2: (&str, &str) = (
-    include_str!("../../../tests/data/eta/busy2.ninja_log"),
-    include_str!("../../../tests/data/eta/busy2.load"),
-);
-const QUIET2: (&str, &str) = (
-    include_str!("../../../tests/data/eta/quiet2.ninja_log"),
-    include_str!("../../../tests/data/eta/quiet2.load"),
-);
+const BUSY2: (&str, &str) = real_record!("busy2");
+const QUIET2: (&str, &str) = real_record!("quiet2");
 
 /// A second real pair (tests/data/eta/README.md), made as the first, where one busy loop slowed
 /// the compiles and the link unlike: the quiet rebuild's compiles ran at 0.49x the busy record,
@@ -473,21 +471,16 @@ fn a_real_pair_whose_link_scaled_unlike_its_compiles_is_off_by_the_documented_li
         Record::parse(BUSY2.0).unwrap(),
         Record::parse(QUIET2.0).unwrap(),
     );
-    let long = |r: &Record| {
+    // Summed seconds of a record's long steps (`true`: the link) or of the others.
+    let secs = |r: &Record, long: bool| {
         r.steps
             .iter()
-            .filter(|s| s.long)
+            .filter(|s| s.long == long)
             .map(Step::secs)
             .sum::<f64>()
     };
-    let short = |r: &Record| {
-        r.steps
-            .iter()
-            .filter(|s| !s.long)
-            .map(Step::secs)
-            .sum::<f64>()
-    };
-    let (f_link, f_compile) = (long(&run) / long(&rec), short(&run) / short(&rec));
+    let factor = |long: bool| secs(&run, long) / secs(&rec, long);
+    let (f_link, f_compile) = (factor(true), factor(false));
     assert!(
         (f_link - f_compile).abs() > 0.1,
         "the pair's link ({f_link:.2}x) and compiles ({f_compile:.2}x) scaled alike"
@@ -495,7 +488,7 @@ fn a_real_pair_whose_link_scaled_unlike_its_compiles_is_off_by_the_documented_li
     let got = replay_real(BUSY2, QUIET2);
     eprintln!("quiet2 from busy2: predicted and true remaining at 10/25/50/75/90 %: {got:.0?}");
     for (p, t) in &got[1..4] {
-        let bound = (f_link - f_compile).abs() * long(&rec) + 0.05 * t;
+        let bound = (f_link - f_compile).abs() * secs(&rec, true) + 0.05 * t;
         assert!(
             (p - t).abs() <= bound,
             "predicted {p:.0} s, truth {t:.0} s, bound {bound:.0} s"
