@@ -278,21 +278,61 @@ impl Estimator {
         )
     }
 
+    /// The record's first long step (its start and end, seconds), when it has one.
+    fn first_long(&self) -> Option<(f64, f64)> {
+        let s = self
+            .record
+            .steps
+            .iter()
+            .filter(|s| s.long)
+            .min_by(|a, b| a.start.total_cmp(&b.start))?;
+        Some((s.start, s.end))
+    }
+
+    /// The other work in the record's trace `rec` before its first long step at `first_long`:
+    /// what its last compiles ran beside, unless the link's own least-threaded phases show less
+    /// (that work ended before the link).
+    fn rec_other(rec: &Trace, first_long: f64) -> Option<f64> {
+        Some(
+            rec.background_between((first_long - 120.0).max(0.0), first_long)?
+                .min(rec.low_beside_one(first_long, usize::MAX)?),
+        )
+    }
+
+    /// The long steps' factor from the CPU time the compiles got (module docs), given the
+    /// compiles' factor `speed`, the time `now` and when this run's first long step started
+    /// (`None`: not yet). `None` when either trace lacks the CPU column over its compiles, or the
+    /// record has no long step or no samples of it.
+    fn long_speed_from_cpu(&self, speed: f64, now: f64, long_started: Option<f64>) -> Option<f64> {
+        let rec = self.rec_load.as_ref()?;
+        let (first_long, long_end) = self.first_long()?;
+        let live = &self.live_load;
+        let compile_end = long_started.unwrap_or(now);
+        let rec_rate = rec.cpu_rate_between(0.0, first_long)?;
+        let now_rate = live.cpu_rate_between(0.0, compile_end)?;
+        let rec_jobs = rec.running_between(0.0, first_long)?.max(1.0);
+        let now_jobs = live.running_between(0.0, compile_end)?.max(1.0);
+        let rec_other = Self::rec_other(rec, first_long)?;
+        let now_other = live.background_between((compile_end - 60.0).max(0.0), compile_end)?;
+        // The compiles' factor is the CPU each needs (per-CPU-second speed) over the share of a
+        // core each got; the shares are measured, so the rest is the per-CPU-second factor.
+        let (rec_share, now_share) = (rec_rate / rec_jobs, now_rate / now_jobs);
+        if rec_share <= 0.0 || now_share <= 0.0 {
+            return None;
+        }
+        let per_cpu = speed * now_share / rec_share;
+        let cap_rec = super::load::cap(rec_rate, rec_jobs, rec.cores, rec_other);
+        let cap_now = super::load::cap(now_rate, now_jobs, live.cores, now_other);
+        let ratio = rec.link_time_ratio(first_long, long_end, rec_other, cap_rec, cap_now)?;
+        Some((per_cpu * ratio).clamp(0.05, 20.0))
+    }
+
     /// The long steps' factor from the load traces (module docs), given the compiles' factor
     /// `speed`, the time `now` and when this run's first long step started (`None`: not yet).
     /// `None` when a trace lacks samples for a phase or the record has no long step.
     fn long_speed_from_load(&self, speed: f64, now: f64, long_started: Option<f64>) -> Option<f64> {
         let rec = self.rec_load.as_ref()?;
-        let first_long = self
-            .record
-            .steps
-            .iter()
-            .filter(|s| s.long)
-            .map(|s| s.start)
-            .fold(f64::INFINITY, f64::min);
-        if !first_long.is_finite() {
-            return None;
-        }
+        let (first_long, _) = self.first_long()?;
         let rec_compile = rec.share_between(0.0, first_long)?;
         if !rec
             .samples
@@ -301,11 +341,7 @@ impl Estimator {
         {
             return None;
         }
-        // The other work in the record: what its last compiles ran beside, unless the link's own
-        // least-threaded phases show less (that work ended before the link).
-        let rec_other = rec
-            .background_between((first_long - 120.0).max(0.0), first_long)?
-            .min(rec.low_beside_one(first_long, usize::MAX)?);
+        let rec_other = Self::rec_other(rec, first_long)?;
         let live = &self.live_load;
         let compile_end = long_started.unwrap_or(now);
         let now_compile = live.share_between(0.0, compile_end)?;
@@ -391,7 +427,10 @@ impl Estimator {
                 .filter(|(i, s)| s.long && *i < started && !self.done[*i])
                 .filter_map(|(i, _)| self.started_at[i])
                 .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.min(t))));
-            if let Some(l) = self.long_speed_from_load(speed, now, long_started) {
+            if let Some(l) = self
+                .long_speed_from_cpu(speed, now, long_started)
+                .or_else(|| self.long_speed_from_load(speed, now, long_started))
+            {
                 long_speed = l;
             }
         }

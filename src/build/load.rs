@@ -27,8 +27,14 @@
 //! queue at the moment of reading, the reader included, which is subtracted), sampled once a
 //! second with ninja's running-step count (`%r`) at that moment.
 //!
+//! Since v2 each sample also carries the CPU time of the build's finished steps
+//! ([`super::ninja_cpu`]): what the build's steps actually got, beside what was runnable. It is what
+//! [`super::eta`] scales the link by when both runs have it ([`Trace::cpu_rate_between`],
+//! [`Trace::link_work`]).
+//!
 //! File format (`$RCCLFIX_HOME/records/<recipe>-<targets>.load`): a header line
-//! `# rcclfix load v1 cores=<n>`, then one line per sample, `<seconds since ninja started>\t<runnable>\t<running steps>`.
+//! `# rcclfix load v2 cores=<n>`, then one line per sample, `<seconds since ninja started>\t<runnable>\t<running steps>\t<CPU seconds of finished steps, or ->`.
+//! v1 files (three columns, no CPU time) are still read.
 
 /// One sample: seconds since ninja started, runnable tasks (the sampler excluded), this build's
 /// running steps (ninja's `%r`).
@@ -40,6 +46,9 @@ pub struct Sample {
     pub runnable: f64,
     /// Steps ninja was running (`%r`), 0 before its first status line.
     pub running: f64,
+    /// CPU seconds (user + system) of the steps ninja had reaped ([`super::ninja_cpu`]); `None`
+    /// where it could not be read.
+    pub cpu: Option<f64>,
 }
 
 /// The load trace of one ninja run.
@@ -51,11 +60,28 @@ pub struct Trace {
     pub samples: Vec<Sample>,
 }
 
-const HEADER: &str = "# rcclfix load v1 cores=";
+const HEADER: &str = "# rcclfix load v2 cores=";
+const HEADER_V1: &str = "# rcclfix load v1 cores=";
 
 /// The share of a core a CPU-bound task gets with `runnable` tasks on `cores` CPUs (1 at most).
 pub fn share(runnable: f64, cores: usize) -> f64 {
     (cores.max(1) as f64 / runnable.max(1.0)).min(1.0)
+}
+
+/// The cores a build could use at once, judged from its compiles: `rate` (the CPU seconds per
+/// second they got, [`Trace::cpu_rate_between`]) when each of its `jobs` compiles got under 90 % of
+/// a core (the machine or the scheduler's split between the build and other work held it to
+/// that), else the cores the `other` work left, never less than `rate`.
+///
+/// A busy loop beside a build in a container (another cgroup) held the two compiles to one core
+/// between them, 0.49x of their quiet speed, where the runnable-task count (3 on 2 cores) said
+/// 0.67x; a one-threaded step beside it still got a whole core.
+pub fn cap(rate: f64, jobs: f64, cores: usize, other: f64) -> f64 {
+    if rate < 0.9 * jobs {
+        rate
+    } else {
+        (cores as f64 - other).max(rate)
+    }
 }
 
 impl Trace {
@@ -67,42 +93,64 @@ impl Trace {
         }
     }
 
-    /// Parse the file format of the module docs.
+    /// Parse the file format of the module docs (v2, or v1 without the CPU column).
     ///
-    /// Errors: another header, a line that is not three numbers, times that go back.
+    /// Errors: another header, a line that is not three numbers and (v2) a number or `-`, times
+    /// that go back.
     pub fn parse(text: &str) -> anyhow::Result<Trace> {
         let mut lines = text.lines();
         let head = lines.next().unwrap_or_default();
-        let cores = head
-            .strip_prefix(HEADER)
-            .and_then(|c| c.trim().parse::<usize>().ok())
-            .filter(|&c| c > 0 && c <= 65536)
+        let (cores, columns) = [(HEADER, 4), (HEADER_V1, 3)]
+            .iter()
+            .find_map(|&(h, n)| {
+                let c = head.strip_prefix(h)?.trim().parse::<usize>().ok()?;
+                (c > 0 && c <= 65536).then_some((c, n))
+            })
             .ok_or_else(|| anyhow::anyhow!("not an rcclfix load trace (first line {head:?})"))?;
+        let number = |x: &str| x.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
         let mut samples: Vec<Sample> = vec![];
         for (i, l) in lines.enumerate() {
-            let f: Vec<f64> = l
-                .split('\t')
-                .map(|x| x.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
+            let bad = || {
+                anyhow::anyhow!(
+                    "load trace line {}: expected {columns} tab-separated fields",
+                    i + 2
+                )
+            };
+            let f: Vec<&str> = l.split('\t').collect();
+            if f.len() != columns {
+                return Err(bad());
+            }
+            let v: Vec<f64> = f[..3]
+                .iter()
+                .map(|x| number(x))
                 .collect::<Option<_>>()
-                .filter(|f: &Vec<f64>| f.len() == 3)
-                .ok_or_else(|| anyhow::anyhow!("load trace line {}: expected 3 numbers", i + 2))?;
-            if samples.last().is_some_and(|s| f[0] < s.t) {
+                .ok_or_else(bad)?;
+            let cpu = match f.get(3) {
+                None | Some(&"-") => None,
+                Some(x) => Some(number(x).ok_or_else(bad)?),
+            };
+            if samples.last().is_some_and(|s| v[0] < s.t) {
                 anyhow::bail!("load trace line {}: time goes back", i + 2);
             }
             samples.push(Sample {
-                t: f[0],
-                runnable: f[1],
-                running: f[2],
+                t: v[0],
+                runnable: v[1],
+                running: v[2],
+                cpu,
             });
         }
         Ok(Trace { cores, samples })
     }
 
-    /// The file text ([`Trace::parse`] reads it back).
+    /// The file text, v2 ([`Trace::parse`] reads it back).
     pub fn render(&self) -> String {
         let mut s = format!("{HEADER}{}\n", self.cores);
         for x in &self.samples {
-            s.push_str(&format!("{:.1}\t{}\t{}\n", x.t, x.runnable, x.running));
+            let cpu = x.cpu.map_or("-".to_owned(), |c| format!("{c:.2}"));
+            s.push_str(&format!(
+                "{:.1}\t{}\t{}\t{cpu}\n",
+                x.t, x.runnable, x.running
+            ));
         }
         s
     }
@@ -158,6 +206,46 @@ impl Trace {
         )
     }
 
+    /// The CPU seconds per second the build's steps got between `from` and `to`: how much the
+    /// finished steps' CPU time ([`Sample::cpu`]) rose between the first and the last sample
+    /// there that has it, over the time between them (`None`: no two such samples 10 s apart).
+    /// Both ends lag by the steps still running, alike, so a long window is not biased.
+    pub fn cpu_rate_between(&self, from: f64, to: f64) -> Option<f64> {
+        let mut with = self
+            .samples
+            .iter()
+            .filter(|s| s.t >= from && s.t <= to)
+            .filter_map(|s| Some((s.t, s.cpu?)));
+        let first = with.next()?;
+        let last = with.next_back()?;
+        (last.0 - first.0 >= 10.0).then(|| (last.1 - first.1).max(0.0) / (last.0 - first.0))
+    }
+
+    /// How much longer (above 1) or shorter a one-step phase of this trace, the record's link from
+    /// `from` to `to`, takes beside other work that leaves the build `cap_now` cores instead of
+    /// `cap_rec` ([`cap`]), per CPU second alike. Each second the link ran `d = max(1, runnable -
+    /// other)` threads (`other`: the record's other work) and did `min(d, cap_rec)` CPU seconds;
+    /// now they take `min(d, cap_now) ` each. Returns the mean over the phase's samples of
+    /// `min(d, cap_rec) / min(d, cap_now)` (`None`: no sample there).
+    pub fn link_time_ratio(
+        &self,
+        from: f64,
+        to: f64,
+        other: f64,
+        cap_rec: f64,
+        cap_now: f64,
+    ) -> Option<f64> {
+        mean(
+            self.samples
+                .iter()
+                .filter(|s| s.t >= from && s.t <= to)
+                .map(|s| {
+                    let d = (s.runnable - other).max(1.0);
+                    d.min(cap_rec.max(0.05)) / d.min(cap_now.max(0.05))
+                }),
+        )
+    }
+
     /// Mean runnable tasks over the whole trace (for reports).
     pub fn mean_runnable(&self) -> Option<f64> {
         mean(self.samples.iter().map(|s| s.runnable))
@@ -204,16 +292,26 @@ mod tests {
                     t: 0.0,
                     runnable: 3.0,
                     running: 2.0,
+                    cpu: Some(1.25),
                 },
                 Sample {
                     t: 1.5,
                     runnable: 1.0,
                     running: 1.0,
+                    cpu: None,
                 },
             ],
         };
         assert_eq!(Trace::parse(&t.render()).unwrap(), t);
+        // A v1 trace (no CPU column) still reads.
+        let v1 = Trace::parse("# rcclfix load v1 cores=2\n0\t3\t2\n").unwrap();
+        assert_eq!(v1.samples[0].cpu, None);
+        assert_eq!(v1.samples[0].running, 2.0);
         for bad in [
+            "# rcclfix load v2 cores=2\n1\t2\t1\n",
+            "# rcclfix load v2 cores=2\n1\t2\t1\tx\n",
+            "# rcclfix load v2 cores=2\n1\t2\t1\t-1\n",
+            "# rcclfix load v1 cores=2\n1\t2\t1\t3\n",
             "",
             "# ninja log v5\n",
             "# rcclfix load v1 cores=0\n",
@@ -239,6 +337,7 @@ mod tests {
                     // Two compiles and two other tasks, then the link alone.
                     runnable: if i < 5 { 4.0 } else { 1.0 },
                     running: if i < 5 { 2.0 } else { 1.0 },
+                    cpu: None,
                 })
                 .collect(),
         };
@@ -256,5 +355,45 @@ mod tests {
         assert_eq!(t.running_between(20.0, 30.0), None);
         assert_eq!(t.low_beside_one(0.0, 3), Some(3.0));
         assert_eq!(t.low_beside_one(20.0, 3), None);
+    }
+
+    #[test]
+    fn cpu_rate_cap_and_link_time() {
+        // Two compiles held to one core between them for 20 s (the CPU column rises 1 s per
+        // second, read only every other second), then a link of 1 thread for 4 s and 3 for 4 s.
+        let t = Trace {
+            cores: 2,
+            samples: (0..=28)
+                .map(|i| {
+                    let t = f64::from(i);
+                    let (runnable, running) = match i {
+                        0..=20 => (3.0, 2.0),
+                        21..=24 => (2.0, 1.0),
+                        _ => (4.0, 1.0),
+                    };
+                    Sample {
+                        t,
+                        runnable,
+                        running,
+                        cpu: (i % 2 == 0).then_some(t.min(20.0)),
+                    }
+                })
+                .collect(),
+        };
+        assert_eq!(t.cpu_rate_between(0.0, 20.0), Some(1.0));
+        assert_eq!(t.cpu_rate_between(0.0, 9.0), None, "under 10 s of readings");
+        assert_eq!(t.cpu_rate_between(30.0, 40.0), None);
+        // Held under 90 % of a core each: the cap is what they got; else the cores left.
+        assert_eq!(cap(1.0, 2.0, 2, 1.0), 1.0);
+        assert_eq!(cap(1.9, 2.0, 2, 0.0), 2.0);
+        assert_eq!(cap(1.9, 2.0, 2, 1.0), 1.9);
+        // Beside one other task (the busy loop): 1 thread, then 3 threads. With two cores now
+        // instead of one, the one-thread seconds take as long and the three-thread ones half.
+        let r = t.link_time_ratio(21.0, 28.0, 1.0, 1.0, 2.0).unwrap();
+        assert!((r - 0.75).abs() < 1e-9, "{r}");
+        // And back: the one-thread seconds as long, the three-thread ones twice as long.
+        let r = t.link_time_ratio(21.0, 28.0, 1.0, 2.0, 1.0).unwrap();
+        assert!((r - 1.5).abs() < 1e-9, "{r}");
+        assert_eq!(t.link_time_ratio(40.0, 50.0, 1.0, 1.0, 2.0), None);
     }
 }

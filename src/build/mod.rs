@@ -27,6 +27,7 @@ pub mod eta;
 pub mod exec;
 pub mod load;
 pub mod ndebug;
+pub mod ninja_cpu;
 pub mod plan;
 pub mod progress;
 pub mod prove;

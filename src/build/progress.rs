@@ -19,6 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::eta::{self, Estimator};
 use super::load::{self, Sample, Trace};
+use super::ninja_cpu::NinjaCpu;
 use super::running::{Graph, Running};
 
 /// How often the non-terminal heartbeat prints.
@@ -43,6 +44,8 @@ struct State {
     /// This run's load trace ([`super::load`]) when there is no estimator (which keeps it
     /// otherwise), kept as the next build's.
     load: Trace,
+    /// The CPU time of ninja's finished steps, read with each load sample.
+    cpu: Option<NinjaCpu>,
 }
 
 impl State {
@@ -98,6 +101,7 @@ impl State {
             t: self.started.elapsed().as_secs_f64(),
             runnable,
             running: self.running_now as f64,
+            cpu: self.cpu.as_mut().and_then(NinjaCpu::seconds),
         };
         // One copy: the estimator's when there is one, else the state's.
         match &mut self.est {
@@ -238,6 +242,11 @@ impl Progress {
                 .map(|r| Estimator::new(r, input.jobs).with_load(input.record_load, Trace::here())),
             running: input.graph.map(|g| Running::new(g, &input.build_dir)),
             jobs: input.jobs,
+            cpu: input
+                .ninja_log
+                .as_deref()
+                .and_then(std::path::Path::parent)
+                .and_then(NinjaCpu::new),
             ninja_log: input.ninja_log.map(|p| (p, 0)),
             targets: input.targets,
             started,

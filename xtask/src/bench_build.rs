@@ -37,6 +37,8 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     let mut runs: Option<usize> = None;
     let mut slow = false;
     let mut burn_first = false;
+    let mut burn_odd = false;
+    let mut eta_only = false;
     let mut mirror: Option<PathBuf> = std::env::var_os("RCCLFIX_GIT_MIRROR").map(PathBuf::from);
     let mut it = rest.iter();
     while let Some(a) = it.next() {
@@ -51,9 +53,11 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             "--runs" => runs = Some(val()?.parse().context("--runs")?),
             "--slow" => slow = true,
             "--burn-first" => burn_first = true,
+            "--burn-odd" => burn_odd = true,
+            "--eta-only" => eta_only = true,
             "--git-mirror" => mirror = Some(val()?.into()),
             _ => bail!(
-                "unknown argument {a:?}; usage: bench-build [--bin PATH] [--engine E] [--runs N] [--slow --git-mirror PATH [--burn-first]]"
+                "unknown argument {a:?}; usage: bench-build [--bin PATH] [--engine E] [--runs N] [--slow --git-mirror PATH [--burn-first | --burn-odd] [--eta-only]]"
             ),
         }
     }
@@ -80,6 +84,8 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
                 runs: runs.unwrap_or(3).max(1),
                 mirror,
                 burn_first,
+                burn_odd,
+                eta_only,
             },
         );
     }

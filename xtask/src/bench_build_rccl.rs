@@ -1,5 +1,5 @@
 //! `cargo xtask bench-build --slow --git-mirror PATH [--bin PATH] [--engine E] [--runs N]
-//! [--burn-first]`: the real-RCCL row of bench-build (issue 23, item 5) and the remaining-time
+//! [--burn-first | --burn-odd] [--eta-only]`: the real-RCCL row of bench-build (issue 23, item 5) and the remaining-time
 //! estimate measured on real builds (item 3).
 //!
 //! Builds the embedded recipe `2.21.5-debian-sid` (needs the debian-sid toolchain and a local
@@ -20,6 +20,11 @@
 //! (`eta: t=… remaining=…`, `-v`) at 25, 50 and 75 % of its ninja time are compared with the
 //! truth, and the mean runnable-task count of the record's and of its own load trace
 //! (`records/*.load`) says what load each ran under.
+//!
+//! `--burn-odd` runs the busy loop through rounds 1, 3, 5, …, so that the estimate is measured in
+//! both directions: round 2 builds quiet from a busy record, round 3 busy from a quiet one.
+//! `--eta-only` runs only the A builds (no bare builds, no overhead verdict): the ETA table alone,
+//! in half the time.
 //!
 //! Each A's timing record is copied to `target/bench-build-rccl/records/round-N/` (the next A
 //! overwrites the one in `RCCLFIX_HOME`), so that every pair can be replayed afterwards.
@@ -58,6 +63,10 @@ pub struct Options {
     pub mirror: PathBuf,
     /// One busy loop through round 1.
     pub burn_first: bool,
+    /// One busy loop through rounds 1, 3, 5, …
+    pub burn_odd: bool,
+    /// Only the A builds and the ETA table.
+    pub eta_only: bool,
 }
 
 /// One A run's estimate against the truth.
@@ -215,6 +224,29 @@ fn settle() -> &'static str {
 /// A busy loop the bench started, ended by its PID when dropped.
 struct Burner(std::process::Child);
 
+impl Burner {
+    /// Start one (`sh -c 'while :; do :; done'`).
+    fn start() -> anyhow::Result<Burner> {
+        Ok(Burner(
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()?,
+        ))
+    }
+}
+
+/// The ETA table: each A that had a record, its load and its errors at 25, 50 and 75 %.
+fn print_eta_table(etas: &[EtaRow]) {
+    println!();
+    println!(
+        "| A of round | record's mean runnable | own mean runnable | ETA at 25 % | 50 % | 75 % |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for r in etas {
+        println!("{}", r.cells());
+    }
+}
+
 impl Drop for Burner {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -334,18 +366,31 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
     println!(
         "bench-build --slow: {} rounds of {RECIPE}, order alternating, engine {engine}{}; load average {}",
         o.runs,
-        if o.burn_first { ", one busy loop through round 1" } else { "" },
+        if o.burn_first {
+            ", one busy loop through round 1"
+        } else if o.burn_odd {
+            ", one busy loop through rounds 1, 3, 5, …"
+        } else {
+            ""
+        },
         loadavg()
     );
+    let burned = |i: usize| (i == 0 && o.burn_first) || (i.is_multiple_of(2) && o.burn_odd);
+    if o.eta_only {
+        for i in 0..o.runs {
+            let _burn = burned(i).then(Burner::start).transpose()?;
+            println!(
+                "round {}{}:",
+                i + 1,
+                if burned(i) { " (busy loop)" } else { "" }
+            );
+            rcclfix_build(i + 1, &mut etas)?;
+        }
+        print_eta_table(&etas);
+        return Ok(());
+    }
     for i in 0..o.runs {
-        let _burn = (i == 0 && o.burn_first)
-            .then(|| {
-                std::process::Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .spawn()
-                    .map(Burner)
-            })
-            .transpose()?;
+        let _burn = burned(i).then(Burner::start).transpose()?;
         let a_first = i % 2 == 0 || bare_ready.is_none();
         let mut a = None;
         if a_first {
@@ -474,14 +519,7 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
         "CPU busy, medians: rcclfix build {a_busy:.0} s, bare {b_busy:.0} s ({:+.1} %)",
         (a_busy / b_busy - 1.0) * 100.0
     );
-    println!();
-    println!(
-        "| A of round | record's mean runnable | own mean runnable | ETA at 25 % | 50 % | 75 % |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|");
-    for r in &etas {
-        println!("{}", r.cells());
-    }
+    print_eta_table(&etas);
     if of_medians >= 3.0 {
         bail!("bench-build --slow: overhead {of_medians:.1} % (target < 3 %)");
     }

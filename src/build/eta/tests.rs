@@ -125,6 +125,7 @@ fn sampled(wall: f64, at: impl Fn(f64) -> (f64, f64)) -> Trace {
                     t,
                     runnable,
                     running,
+                    cpu: None,
                 }
             })
             .collect(),
