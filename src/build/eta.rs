@@ -34,6 +34,18 @@
 //! loop slowed the compiles to 0.83x and the link to 0.82x, where a model of the link's threads
 //! said 0.78x and the runnable-task count said the compiles should have been at 0.67x). Once the
 //! link has run 30 s, the other work now is measured from its own samples.
+//!
+//! **With the CPU time** of each run's finished steps in both traces ([`super::ninja_cpu`]) the
+//! runnable count is not trusted to say what the compiles got: a second real pair had them held to
+//! one core between them by one busy loop (a container's cgroup shares the CPU with the loop's, not
+//! task by task: 0.49x quiet, where the count said 0.67x), while its link, wanting one thread most
+//! of the time, got a whole core (0.62x). So the compiles' factor is split into the share of a core
+//! each got (`CPU rate / running compiles`, measured) and the CPU each needed (trusted only when
+//! neither run's compiles shared their cores: time-sliced, they needed 8 % more CPU for the same
+//! work, which the link, on a core of its own, did not); the cores the build
+//! could use at once in either run come from the same rate ([`super::load::cap`]); and the record's
+//! link is replayed second by second, its threads (runnable tasks beyond the record's other work)
+//! given `min(threads, cores the build could use)` then and now ([`Trace::link_time_ratio`]).
 
 use std::collections::HashMap;
 
@@ -315,12 +327,20 @@ impl Estimator {
         let rec_other = Self::rec_other(rec, first_long)?;
         let now_other = live.background_between((compile_end - 60.0).max(0.0), compile_end)?;
         // The compiles' factor is the CPU each needs (per-CPU-second speed) over the share of a
-        // core each got; the shares are measured, so the rest is the per-CPU-second factor.
+        // core each got; the shares are measured, so the rest is the per-CPU-second factor. But a
+        // compile that shares its core needs more CPU for the same work (8 % more at half a core
+        // in the real pair), which a link running on a core of its own does not: the factor is
+        // taken from the compiles only when neither run's shared their cores, else it is 1.
         let (rec_share, now_share) = (rec_rate / rec_jobs, now_rate / now_jobs);
         if rec_share <= 0.0 || now_share <= 0.0 {
             return None;
         }
-        let per_cpu = speed * now_share / rec_share;
+        let alone = super::load::UNCONTENDED_SHARE;
+        let per_cpu = if rec_share >= alone && now_share >= alone {
+            speed * now_share / rec_share
+        } else {
+            1.0
+        };
         let cap_rec = super::load::cap(rec_rate, rec_jobs, rec.cores, rec_other);
         let cap_now = super::load::cap(now_rate, now_jobs, live.cores, now_other);
         let ratio = rec.link_time_ratio(first_long, long_end, rec_other, cap_rec, cap_now)?;

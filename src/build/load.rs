@@ -68,16 +68,20 @@ pub fn share(runnable: f64, cores: usize) -> f64 {
     (cores.max(1) as f64 / runnable.max(1.0)).min(1.0)
 }
 
+/// A compile that got at least this share of a core ran as if alone: the build was not held back
+/// ([`cap`]) and its CPU time is its work ([`super::eta`]).
+pub const UNCONTENDED_SHARE: f64 = 0.9;
+
 /// The cores a build could use at once, judged from its compiles: `rate` (the CPU seconds per
 /// second they got, [`Trace::cpu_rate_between`]) when each of its `jobs` compiles got under 90 % of
 /// a core (the machine or the scheduler's split between the build and other work held it to
-/// that), else the cores the `other` work left, never less than `rate`.
+/// that, [`UNCONTENDED_SHARE`]), else the cores the `other` work left, never less than `rate`.
 ///
 /// A busy loop beside a build in a container (another cgroup) held the two compiles to one core
 /// between them, 0.49x of their quiet speed, where the runnable-task count (3 on 2 cores) said
 /// 0.67x; a one-threaded step beside it still got a whole core.
 pub fn cap(rate: f64, jobs: f64, cores: usize, other: f64) -> f64 {
-    if rate < 0.9 * jobs {
+    if rate < UNCONTENDED_SHARE * jobs {
         rate
     } else {
         (cores as f64 - other).max(rate)

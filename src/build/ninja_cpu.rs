@@ -25,7 +25,13 @@ pub struct NinjaCpu {
     pid: Option<u32>,
     /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
     tick: f64,
+    /// When `/proc` was last searched in vain: the next search waits [`RESCAN`].
+    missed: Option<std::time::Instant>,
 }
+
+/// How long after a search of `/proc` that found no such ninja the next one waits (a reader that
+/// can never find it, docker's root processes read by another user, costs one search per this).
+pub const RESCAN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `(comm, cutime + cstime in ticks)` from the text of a `/proc/<pid>/stat`; `None` when it is
 /// not that format. `comm` is between the first `(` and the last `)` (it may hold either).
@@ -50,6 +56,7 @@ impl NinjaCpu {
             build: (m.dev(), m.ino()),
             pid: None,
             tick: tick as f64,
+            missed: None,
         })
     }
 
@@ -62,12 +69,16 @@ impl NinjaCpu {
             }
             self.pid = None;
         }
-        let pid = std::fs::read_dir("/proc")
+        if self.missed.is_some_and(|t| t.elapsed() < RESCAN) {
+            return None;
+        }
+        let found = std::fs::read_dir("/proc")
             .ok()?
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .find(|&pid| self.read(pid).is_some())?;
-        self.pid = Some(pid);
-        self.read(pid)
+            .find(|&pid| self.read(pid).is_some());
+        self.missed = found.is_none().then(std::time::Instant::now);
+        self.pid = found;
+        self.read(found?)
     }
 
     /// The reading of `pid` when it is a ninja in the build folder.
@@ -110,19 +121,21 @@ mod tests {
         std::fs::write(
             dir.path().join("build.ninja"),
             "rule burn\n  command = sh -c 'i=0; while [ $$i -lt 300000 ]; do i=$$((i+1)); done; touch $out'\n\
-             rule wait\n  command = sleep 3 && touch $out\n\
+             rule wait\n  command = sleep 8 && touch $out\n\
              build a: burn\nbuild b: wait | a\ndefault b\n",
         )
         .unwrap();
         let mut cpu = NinjaCpu::new(dir.path()).unwrap();
         assert_eq!(cpu.seconds(), None, "no ninja runs there yet");
+        // The next search would wait RESCAN: a fresh reader searches at once.
+        let mut cpu = NinjaCpu::new(dir.path()).unwrap();
         let mut child = std::process::Command::new(ninja)
             .args(["-C", dir.path().to_str().unwrap(), "-j1"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let mut seen = vec![];
-        while seen.len() < 40 && !dir.path().join("b").exists() {
+        while seen.len() < 120 && !dir.path().join("b").exists() {
             std::thread::sleep(std::time::Duration::from_millis(100));
             seen.extend(cpu.seconds());
         }

@@ -36,9 +36,9 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     let mut engine = "bubblewrap".to_owned();
     let mut runs: Option<usize> = None;
     let mut slow = false;
-    let mut burn_first = false;
-    let mut burn_odd = false;
+    let mut burn_rounds: Vec<usize> = vec![];
     let mut eta_only = false;
+    let mut record: Option<PathBuf> = None;
     let mut mirror: Option<PathBuf> = std::env::var_os("RCCLFIX_GIT_MIRROR").map(PathBuf::from);
     let mut it = rest.iter();
     while let Some(a) = it.next() {
@@ -52,12 +52,19 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             "--engine" => engine = val()?,
             "--runs" => runs = Some(val()?.parse().context("--runs")?),
             "--slow" => slow = true,
-            "--burn-first" => burn_first = true,
-            "--burn-odd" => burn_odd = true,
+            "--burn-first" => burn_rounds = vec![1],
+            "--burn-rounds" => {
+                burn_rounds = val()?
+                    .split(',')
+                    .map(|r| r.trim().parse::<usize>().ok().filter(|&r| r > 0))
+                    .collect::<Option<_>>()
+                    .context("--burn-rounds takes round numbers from 1, comma-separated")?
+            }
             "--eta-only" => eta_only = true,
+            "--record" => record = Some(val()?.into()),
             "--git-mirror" => mirror = Some(val()?.into()),
             _ => bail!(
-                "unknown argument {a:?}; usage: bench-build [--bin PATH] [--engine E] [--runs N] [--slow --git-mirror PATH [--burn-first | --burn-odd] [--eta-only]]"
+                "unknown argument {a:?}; usage: bench-build [--bin PATH] [--engine E] [--runs N] [--slow --git-mirror PATH [--burn-first | --burn-rounds N,M] [--eta-only] [--record DIR]]"
             ),
         }
     }
@@ -83,9 +90,9 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
                 engine,
                 runs: runs.unwrap_or(3).max(1),
                 mirror,
-                burn_first,
-                burn_odd,
+                burn_rounds,
                 eta_only,
+                record,
             },
         );
     }

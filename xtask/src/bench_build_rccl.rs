@@ -1,5 +1,5 @@
 //! `cargo xtask bench-build --slow --git-mirror PATH [--bin PATH] [--engine E] [--runs N]
-//! [--burn-first | --burn-odd] [--eta-only]`: the real-RCCL row of bench-build (issue 23, item 5) and the remaining-time
+//! [--burn-first | --burn-rounds N,M] [--eta-only] [--record DIR]`: the real-RCCL row of bench-build (issue 23, item 5) and the remaining-time
 //! estimate measured on real builds (item 3).
 //!
 //! Builds the embedded recipe `2.21.5-debian-sid` (needs the debian-sid toolchain and a local
@@ -21,10 +21,11 @@
 //! truth, and the mean runnable-task count of the record's and of its own load trace
 //! (`records/*.load`) says what load each ran under.
 //!
-//! `--burn-odd` runs the busy loop through rounds 1, 3, 5, …, so that the estimate is measured in
-//! both directions: round 2 builds quiet from a busy record, round 3 busy from a quiet one.
-//! `--eta-only` runs only the A builds (no bare builds, no overhead verdict): the ETA table alone,
-//! in half the time.
+//! `--burn-rounds 1,3` runs the busy loop through the rounds named (`--burn-first` is `1`), so
+//! that the estimate is measured in both directions: round 2 builds quiet from a busy record,
+//! round 3 busy from a quiet one. `--eta-only` runs only the A builds (no bare builds, no overhead
+//! verdict): the ETA table alone, in half the time. `--record DIR` starts from a kept timing
+//! record (a `records/round-N/` folder of an earlier run), so that round 1 already has one.
 //!
 //! Each A's timing record is copied to `target/bench-build-rccl/records/round-N/` (the next A
 //! overwrites the one in `RCCLFIX_HOME`), so that every pair can be replayed afterwards.
@@ -61,12 +62,12 @@ pub struct Options {
     pub runs: usize,
     /// The local mirror of RCCL's repository.
     pub mirror: PathBuf,
-    /// One busy loop through round 1.
-    pub burn_first: bool,
-    /// One busy loop through rounds 1, 3, 5, …
-    pub burn_odd: bool,
+    /// The rounds (from 1) run beside one busy loop.
+    pub burn_rounds: Vec<usize>,
     /// Only the A builds and the ETA table.
     pub eta_only: bool,
+    /// A kept timing record to start from (its `*.ninja_log` and `*.load`).
+    pub record: Option<PathBuf>,
 }
 
 /// One A run's estimate against the truth.
@@ -366,16 +367,23 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
     println!(
         "bench-build --slow: {} rounds of {RECIPE}, order alternating, engine {engine}{}; load average {}",
         o.runs,
-        if o.burn_first {
-            ", one busy loop through round 1"
-        } else if o.burn_odd {
-            ", one busy loop through rounds 1, 3, 5, …"
+        if o.burn_rounds.is_empty() {
+            String::new()
         } else {
-            ""
+            format!(", one busy loop through round(s) {:?}", o.burn_rounds)
         },
         loadavg()
     );
-    let burned = |i: usize| (i == 0 && o.burn_first) || (i.is_multiple_of(2) && o.burn_odd);
+    let burned = |i: usize| o.burn_rounds.contains(&(i + 1));
+    if let Some(dir) = &o.record {
+        let records = home.join("records");
+        std::fs::create_dir_all(&records)?;
+        for f in [&record, &record_load] {
+            let name = f.file_name().expect("a file name");
+            std::fs::copy(dir.join(name), f)
+                .with_context(|| format!("--record: {}", dir.join(name).display()))?;
+        }
+    }
     if o.eta_only {
         for i in 0..o.runs {
             let _burn = burned(i).then(Burner::start).transpose()?;

@@ -36,7 +36,8 @@ pub fn replay(
 /// the run's true wall time in `at` (e.g. 0.25), the predicted and the true remaining seconds.
 ///
 /// The events are what a live build gives: at each step's end, its duration (the `.ninja_log`
-/// line) and ninja's status line with the finished and running counts.
+/// line) and ninja's status line with the finished and running counts, the running count as
+/// ninja prints it (with the step that just ended).
 pub fn replay_errors(
     record: &Record,
     jobs: usize,
@@ -82,7 +83,11 @@ pub fn replay_errors_loaded(
             feed_until(&mut est, e);
             est.finished(&record.steps[i].output, e - s);
             finished += 1;
-            let running = run.iter().filter(|r| r.1 <= e && r.2 > e).count();
+            // ninja prints `%r` before it takes the finished edge off its running count
+            // (`StatusPrinter::BuildEdgeFinished` in its `src/status_printer.cc`): the count
+            // includes the step that just ended, whose slot it fills next (and not the step that
+            // fills it, which starts after).
+            let running = run.iter().filter(|r| r.1 < e && r.2 >= e).count();
             est.status(finished, running, e);
             next += 1;
         }
