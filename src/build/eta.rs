@@ -21,7 +21,9 @@
 //! **Limit:** RCCL's build has one long step, the device link, which starts after every compile
 //! ended and during which nothing finishes. Until it ends nothing observable tells how it scales, so
 //! when it scales differently from the compiles the estimate is off by the difference of the two
-//! factors times its recorded length (the `mixed_scaling` test bounds exactly that).
+//! factors times its recorded length (the `mixed_scaling` test bounds exactly that). The load
+//! traces below narrow it: where both runs have the CPU column, to what the link's threads and
+//! the cores the build could use say.
 //!
 //! **With load traces** ([`super::load`]) of the recorded run and of this one, the long steps'
 //! factor before any of them finished is no longer the compiles': the compile factor is split into
@@ -410,7 +412,10 @@ impl Estimator {
     }
 
     /// ninja's status at time `now` (seconds since ninja started): `finished` steps done, `running`
-    /// steps running (`%f` and `%r`).
+    /// steps running (`%f` and `%r`). ninja prints a finished edge's line before it takes the edge
+    /// off its running count (`StatusPrinter::BuildEdgeFinished`, its `src/status_printer.cc`), and
+    /// fills the freed slot next, so `finished + running` is the count of steps started once it
+    /// has: the device link is taken to start with the last compile's line.
     pub fn status(&mut self, finished: usize, running: usize, now: f64) {
         self.finished = finished;
         self.running = running;

@@ -30,7 +30,7 @@
 //! Since v2 each sample also carries the CPU time of the build's finished steps
 //! ([`super::ninja_cpu`]): what the build's steps actually got, beside what was runnable. It is what
 //! [`super::eta`] scales the link by when both runs have it ([`Trace::cpu_rate_between`],
-//! [`Trace::link_work`]).
+//! [`Trace::link_time_ratio`]).
 //!
 //! File format (`$RCCLFIX_HOME/records/<recipe>-<targets>.load`): a header line
 //! `# rcclfix load v2 cores=<n>`, then one line per sample, `<seconds since ninja started>\t<runnable>\t<running steps>\t<CPU seconds of finished steps, or ->`.
@@ -116,8 +116,13 @@ impl Trace {
         for (i, l) in lines.enumerate() {
             let bad = || {
                 anyhow::anyhow!(
-                    "load trace line {}: expected {columns} tab-separated fields",
-                    i + 2
+                    "load trace line {}: expected {columns} tab-separated numbers{}",
+                    i + 2,
+                    if columns == 4 {
+                        " (the last may be -)"
+                    } else {
+                        ""
+                    }
                 )
             };
             let f: Vec<&str> = l.split('\t').collect();
@@ -229,7 +234,7 @@ impl Trace {
     /// `from` to `to`, takes beside other work that leaves the build `cap_now` cores instead of
     /// `cap_rec` ([`cap`]), per CPU second alike. Each second the link ran `d = max(1, runnable -
     /// other)` threads (`other`: the record's other work) and did `min(d, cap_rec)` CPU seconds;
-    /// now they take `min(d, cap_now) ` each. Returns the mean over the phase's samples of
+    /// now they take `min(d, cap_now)` per second. Returns the mean over the phase's samples of
     /// `min(d, cap_rec) / min(d, cap_now)` (`None`: no sample there).
     pub fn link_time_ratio(
         &self,

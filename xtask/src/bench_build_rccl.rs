@@ -1,6 +1,6 @@
 //! `cargo xtask bench-build --slow --git-mirror PATH [--bin PATH] [--engine E] [--runs N]
-//! [--burn-first | --burn-rounds N,M] [--eta-only] [--record DIR]`: the real-RCCL row of bench-build (issue 23, item 5) and the remaining-time
-//! estimate measured on real builds (item 3).
+//! [--burn-first | --burn-rounds N,M] [--eta-only] [--record DIR]`: the real-RCCL row of
+//! bench-build (issue 23, item 5) and the remaining-time estimate measured on real builds (item 3).
 //!
 //! Builds the embedded recipe `2.21.5-debian-sid` (needs the debian-sid toolchain and a local
 //! mirror of RCCL's repository) in a scratch `RCCLFIX_HOME` whose `toolchains` link to the real
@@ -236,6 +236,13 @@ impl Burner {
     }
 }
 
+impl Drop for Burner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The ETA table: each A that had a record, its load and its errors at 25, 50 and 75 %.
 fn print_eta_table(etas: &[EtaRow]) {
     println!();
@@ -245,13 +252,6 @@ fn print_eta_table(etas: &[EtaRow]) {
     println!("|---|---:|---:|---:|---:|---:|");
     for r in etas {
         println!("{}", r.cells());
-    }
-}
-
-impl Drop for Burner {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
