@@ -23,7 +23,7 @@ pub struct NinjaCpu {
     build: (u64, u64),
     /// ninja's pid once found.
     pid: Option<u32>,
-    /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`).
+    /// Clock ticks per second ([`clock_ticks`]).
     tick: f64,
     /// When `/proc` was last searched in vain: the next search waits [`RESCAN`].
     missed: Option<std::time::Instant>,
@@ -45,13 +45,36 @@ pub fn parse_stat(text: &str) -> Option<(&str, u64)> {
     Some((comm, tick(16)? + tick(17)?))
 }
 
+/// The clock ticks per second of `/proc`'s times (`USER_HZ`, what `sysconf(_SC_CLK_TCK)` returns):
+/// the `AT_CLKTCK` entry (17) of this process's auxiliary vector, `/proc/self/auxv` (pairs of
+/// native-endian machine words, getauxval(3)). `None` where it cannot be read.
+pub fn clock_ticks() -> Option<u64> {
+    const AT_CLKTCK: u64 = 17;
+    let auxv = std::fs::read("/proc/self/auxv").ok()?;
+    let word = std::mem::size_of::<usize>();
+    let at = |c: &[u8]| -> u64 {
+        let mut b = [0u8; 8];
+        b[..word].copy_from_slice(c);
+        if cfg!(target_endian = "big") {
+            u64::from_be_bytes(b) >> (8 * (8 - word))
+        } else {
+            u64::from_le_bytes(b)
+        }
+    };
+    auxv.chunks_exact(2 * word)
+        .map(|p| (at(&p[..word]), at(&p[word..])))
+        .take_while(|&(k, _)| k != 0)
+        .find(|&(k, _)| k == AT_CLKTCK)
+        .map(|(_, v)| v)
+        .filter(|&v| v > 0)
+}
+
 impl NinjaCpu {
     /// A reader for the ninja that will run in `build_dir` (the host path); `None` when the
     /// folder cannot be read or the clock tick is unknown.
     pub fn new(build_dir: &Path) -> Option<NinjaCpu> {
         let m = std::fs::metadata(build_dir).ok()?;
-        // SAFETY: sysconf has no preconditions.
-        let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let tick = clock_ticks()?;
         (tick > 0).then(|| NinjaCpu {
             build: (m.dev(), m.ino()),
             pid: None,
@@ -100,6 +123,17 @@ impl NinjaCpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clock_tick_is_what_the_c_library_says() {
+        // getconf(1) asks sysconf(_SC_CLK_TCK).
+        let out = std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .expect("getconf (libc-bin)");
+        let libc_says: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert_eq!(clock_ticks(), Some(libc_says));
+    }
 
     #[test]
     fn stat_fields_after_a_comm_with_spaces_and_parens() {
