@@ -42,12 +42,15 @@
 //! one core between them by one busy loop (a container's cgroup shares the CPU with the loop's, not
 //! task by task: 0.49x quiet, where the count said 0.67x), while its link, wanting one thread most
 //! of the time, got a whole core (0.62x). So the compiles' factor is split into the share of a core
-//! each got (`CPU rate / running compiles`, measured) and the CPU each needed (trusted only when
-//! neither run's compiles shared their cores: time-sliced, they needed 8 % more CPU for the same
-//! work, which the link, on a core of its own, did not); the cores the build
+//! each got (the CPU time of the finished compiles over their summed wall time, measured) and the
+//! CPU each needed (less what time-slicing cost them: sharing a core, they needed 8 % more CPU
+//! for the same work, [`super::load::time_slice_cpu`], which the link on a core of its own does
+//! not); the cores the build
 //! could use at once in either run come from the same rate ([`super::load::cap`]); and the record's
 //! link is replayed second by second, its threads (runnable tasks beyond the record's other work)
 //! given `min(threads, cores the build could use)` then and now ([`Trace::link_time_ratio`]).
+//! This model takes the other work now from the compiles only; a load that starts or stops
+//! during the link shows only through the overrun bound below.
 
 use std::collections::HashMap;
 
@@ -221,6 +224,8 @@ pub struct Estimator {
     done: Vec<bool>,
     started_at: Vec<Option<f64>>,
     sum_actual: f64,
+    /// Summed durations of every finished short step (the CPU-time model's wall time).
+    done_wall: f64,
     sum_recorded: f64,
     long_actual: f64,
     long_recorded: f64,
@@ -249,6 +254,7 @@ impl Estimator {
             done: vec![false; n],
             started_at: vec![None; n],
             sum_actual: 0.0,
+            done_wall: 0.0,
             sum_recorded: 0.0,
             long_actual: 0.0,
             long_recorded: 0.0,
@@ -318,35 +324,43 @@ impl Estimator {
     /// (`None`: not yet). `None` when either trace lacks the CPU column over its compiles, or the
     /// record has no long step or no samples of it.
     fn long_speed_from_cpu(&self, speed: f64, now: f64, long_started: Option<f64>) -> Option<f64> {
+        use super::load::{cap, time_slice_cpu};
         let rec = self.rec_load.as_ref()?;
         let (first_long, long_end) = self.first_long()?;
         let live = &self.live_load;
         let compile_end = long_started.unwrap_or(now);
-        let rec_rate = rec.cpu_rate_between(0.0, first_long)?;
-        let now_rate = live.cpu_rate_between(0.0, compile_end)?;
+        // Each run's share of a core per compile: the CPU time of its finished compiles over their
+        // summed wall time. The record's compiles were all reaped when its link started, and the
+        // link is not counted until it ends; this run's CPU and wall time are of the steps that
+        // finished (no lag from the ones still running).
+        let rec_wall: f64 = (self.record.steps.iter())
+            .filter(|s| !s.long && s.start < first_long)
+            .map(Step::secs)
+            .sum();
+        let rec_share = rec.cpu_in(first_long, long_end - 1.0)? / rec_wall;
+        if self.done_wall < 10.0 {
+            return None;
+        }
+        let now_share = live.cpu_in(0.0, now)? / self.done_wall;
+        if !(rec_share > 0.0 && now_share > 0.0 && rec_share.is_finite()) {
+            return None;
+        }
         let rec_jobs = rec.running_between(0.0, first_long)?.max(1.0);
         let now_jobs = live.running_between(0.0, compile_end)?.max(1.0);
         let rec_other = Self::rec_other(rec, first_long)?;
         let now_other = live.background_between((compile_end - 60.0).max(0.0), compile_end)?;
-        // The compiles' factor is the CPU each needs (per-CPU-second speed) over the share of a
-        // core each got; the shares are measured, so the rest is the per-CPU-second factor. But a
-        // compile that shares its core needs more CPU for the same work (8 % more at half a core
-        // in the real pair), which a link running on a core of its own does not: the factor is
-        // taken from the compiles only when neither run's shared their cores, else it is 1.
-        let (rec_share, now_share) = (rec_rate / rec_jobs, now_rate / now_jobs);
-        if rec_share <= 0.0 || now_share <= 0.0 {
-            return None;
-        }
-        let alone = super::load::UNCONTENDED_SHARE;
-        let per_cpu = if rec_share >= alone && now_share >= alone {
-            speed * now_share / rec_share
-        } else {
-            1.0
-        };
-        let cap_rec = super::load::cap(rec_rate, rec_jobs, rec.cores, rec_other);
-        let cap_now = super::load::cap(now_rate, now_jobs, live.cores, now_other);
+        // The compiles' factor is the CPU each needed over the share of a core each got; with
+        // the shares measured, the rest is the per-CPU-second factor, less the extra CPU that
+        // time-slicing costs a compile sharing its core (the link's work is taken at its cost
+        // on a core of its own).
+        let per_cpu =
+            speed * now_share / rec_share * time_slice_cpu(rec_share) / time_slice_cpu(now_share);
+        let cap_rec = cap(rec_share * rec_jobs, rec_jobs, rec.cores, rec_other);
+        let cap_now = cap(now_share * now_jobs, now_jobs, live.cores, now_other);
         let ratio = rec.link_time_ratio(first_long, long_end, rec_other, cap_rec, cap_now)?;
-        Some((per_cpu * ratio).clamp(0.05, 20.0))
+        Some(per_cpu * ratio)
+            .filter(|f| f.is_finite())
+            .map(|f| f.clamp(0.05, 20.0))
     }
 
     /// The long steps' factor from the load traces (module docs), given the compiles' factor
@@ -384,7 +398,9 @@ impl Estimator {
         let link_ratio = super::load::share(rec_jobs + rec_other, rec.cores)
             / super::load::share(now_jobs + now_other, live.cores);
         let per_core = speed * now_compile / rec_compile;
-        Some((per_core * link_ratio).clamp(0.05, 20.0))
+        Some(per_core * link_ratio)
+            .filter(|f| f.is_finite())
+            .map(|f| f.clamp(0.05, 20.0))
     }
 
     /// The record this estimator predicts from.
@@ -400,6 +416,9 @@ impl Estimator {
                 self.done[i] = true;
                 let rec = self.record.steps[i].secs();
                 // Steps under 0.2 s measure process start, not speed.
+                if !self.record.steps[i].long {
+                    self.done_wall += secs;
+                }
                 if self.record.steps[i].long {
                     self.long_actual += secs;
                     self.long_recorded += rec;

@@ -29,18 +29,19 @@
 //!
 //! Since v2 each sample also carries the CPU time of the build's finished steps
 //! ([`super::ninja_cpu`]): what the build's steps actually got, beside what was runnable. It is what
-//! [`super::eta`] scales the link by when both runs have it ([`Trace::cpu_rate_between`],
+//! [`super::eta`] scales the link by when both runs have it ([`Trace::cpu_in`], [`cap`],
 //! [`Trace::link_time_ratio`]).
 //!
 //! File format (`$RCCLFIX_HOME/records/<recipe>-<targets>.load`): a header line
-//! `# rcclfix load v2 cores=<n>`, then one line per sample, `<seconds since ninja started>\t<runnable>\t<running steps>\t<CPU seconds of finished steps, or ->`.
+//! `# rcclfix load v2 cores=<n>`, then one line per sample, `<seconds since ninja started ([`Sample::t`])>\t<runnable>\t<running steps>\t<CPU seconds of finished steps, or ->`.
 //! v1 files (three columns, no CPU time) are still read.
 
 /// One sample: seconds since ninja started, runnable tasks (the sampler excluded), this build's
 /// running steps (ninja's `%r`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
-    /// Seconds since ninja started (the `.ninja_log` time base).
+    /// Seconds since the progress display started, just before the engine started ninja: the
+    /// `.ninja_log` time base, late by the engine's start-up.
     pub t: f64,
     /// Runnable tasks on the machine, the sampling thread excluded.
     pub runnable: f64,
@@ -69,11 +70,23 @@ pub fn share(runnable: f64, cores: usize) -> f64 {
 }
 
 /// A compile that got at least this share of a core ran as if alone: the build was not held back
-/// ([`cap`]) and its CPU time is its work ([`super::eta`]).
+/// ([`cap`]).
 pub const UNCONTENDED_SHARE: f64 = 0.9;
 
+/// The extra CPU time a time-sliced step needs for the same work, per unit of the core it did not
+/// get: beside one busy loop the real pair's compiles, at half a core each, used 8 % more CPU time
+/// than alone (544 s against 502 s; `tests/data/eta/busy3.load`, `quiet3.load`), and two `xz`
+/// processes held to one core between them 7 % more than at a core each.
+pub const TIME_SLICE_CPU: f64 = 0.16;
+
+/// The CPU time a step getting `share` of a core needs, relative to the same step alone:
+/// `1 + TIME_SLICE_CPU × (1 − share)` ([`TIME_SLICE_CPU`]).
+pub fn time_slice_cpu(share: f64) -> f64 {
+    1.0 + TIME_SLICE_CPU * (1.0 - share.clamp(0.0, 1.0))
+}
+
 /// The cores a build could use at once, judged from its compiles: `rate` (the CPU seconds per
-/// second they got, [`Trace::cpu_rate_between`]) when each of its `jobs` compiles got under 90 % of
+/// second they got between them) when each of its `jobs` compiles got under 90 % of
 /// a core (the machine or the scheduler's split between the build and other work held it to
 /// that, [`UNCONTENDED_SHARE`]), else the cores the `other` work left, never less than `rate`.
 ///
@@ -99,8 +112,11 @@ impl Trace {
 
     /// Parse the file format of the module docs (v2, or v1 without the CPU column).
     ///
-    /// Errors: another header, a line that is not three numbers and (v2) a number or `-`, times
-    /// that go back.
+    /// Blank lines are skipped.
+    ///
+    /// Errors (naming the line and the field): another header, a line that is not three numbers
+    /// and (v2) a number or `-`, a number out of range (negative, times and CPU seconds over
+    /// 10^9, counts over 10^6), times that go back.
     pub fn parse(text: &str) -> anyhow::Result<Trace> {
         let mut lines = text.lines();
         let head = lines.next().unwrap_or_default();
@@ -111,32 +127,39 @@ impl Trace {
                 (c > 0 && c <= 65536).then_some((c, n))
             })
             .ok_or_else(|| anyhow::anyhow!("not an rcclfix load trace (first line {head:?})"))?;
-        let number = |x: &str| x.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
         let mut samples: Vec<Sample> = vec![];
         for (i, l) in lines.enumerate() {
-            let bad = || {
-                anyhow::anyhow!(
-                    "load trace line {}: expected {columns} tab-separated numbers{}",
-                    i + 2,
-                    if columns == 4 {
-                        " (the last may be -)"
-                    } else {
-                        ""
-                    }
-                )
-            };
+            if l.trim().is_empty() {
+                continue;
+            }
             let f: Vec<&str> = l.split('\t').collect();
             if f.len() != columns {
-                return Err(bad());
+                anyhow::bail!(
+                    "load trace line {}: expected {columns} tab-separated fields, found {}",
+                    i + 2,
+                    f.len()
+                );
             }
-            let v: Vec<f64> = f[..3]
-                .iter()
-                .map(|x| number(x))
-                .collect::<Option<_>>()
-                .ok_or_else(bad)?;
+            // Each column within what a real build can show: times and CPU seconds under 10^9
+            // (31 years), counts under 10^6 (a trace that parses never drives the estimate to
+            // infinities).
+            let field = |k: usize, max: f64| -> anyhow::Result<f64> {
+                f[k].parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && (0.0..=max).contains(v))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "load trace line {}: {} {:?} is not a number from 0 to {max:e}",
+                            i + 2,
+                            ["time", "runnable count", "running count", "CPU time"][k],
+                            f[k]
+                        )
+                    })
+            };
+            let v = [field(0, 1e9)?, field(1, 1e6)?, field(2, 1e6)?];
             let cpu = match f.get(3) {
                 None | Some(&"-") => None,
-                Some(x) => Some(number(x).ok_or_else(bad)?),
+                Some(_) => Some(field(3, 1e9)?),
             };
             if samples.last().is_some_and(|s| v[0] < s.t) {
                 anyhow::bail!("load trace line {}: time goes back", i + 2);
@@ -215,19 +238,12 @@ impl Trace {
         )
     }
 
-    /// The CPU seconds per second the build's steps got between `from` and `to`: how much the
-    /// finished steps' CPU time ([`Sample::cpu`]) rose between the first and the last sample
-    /// there that has it, over the time between them (`None`: no two such samples 10 s apart).
-    /// Both ends lag by the steps still running, alike, so a long window is not biased.
-    pub fn cpu_rate_between(&self, from: f64, to: f64) -> Option<f64> {
-        let mut with = self
-            .samples
-            .iter()
+    /// The CPU column ([`Sample::cpu`]) of the last sample between `from` and `to` that has it:
+    /// the CPU seconds of the steps ninja had reaped by then (`None`: no such sample).
+    pub fn cpu_in(&self, from: f64, to: f64) -> Option<f64> {
+        (self.samples.iter().rev())
             .filter(|s| s.t >= from && s.t <= to)
-            .filter_map(|s| Some((s.t, s.cpu?)));
-        let first = with.next()?;
-        let last = with.next_back()?;
-        (last.0 - first.0 >= 10.0).then(|| (last.1 - first.1).max(0.0) / (last.0 - first.0))
+            .find_map(|s| s.cpu)
     }
 
     /// How much longer (above 1) or shorter a one-step phase of this trace, the record's link from
@@ -312,6 +328,11 @@ mod tests {
             ],
         };
         assert_eq!(Trace::parse(&t.render()).unwrap(), t);
+        // Blank lines are skipped; a refusal names the line and the field.
+        let blank = Trace::parse("# rcclfix load v2 cores=2\n0\t3\t2\t-\n\n  \n").unwrap();
+        assert_eq!(blank.samples.len(), 1);
+        let e = Trace::parse("# rcclfix load v2 cores=2\n0\t3\t2\t-\n1\t3\tx\t-\n").unwrap_err();
+        assert!(e.to_string().contains("line 3: running count \"x\""), "{e}");
         // A v1 trace (no CPU column) still reads.
         let v1 = Trace::parse("# rcclfix load v1 cores=2\n0\t3\t2\n").unwrap();
         assert_eq!(v1.samples[0].cpu, None);
@@ -321,6 +342,9 @@ mod tests {
             "# rcclfix load v2 cores=2\n1\t2\t1\tx\n",
             "# rcclfix load v2 cores=2\n1\t2\t1\t-1\n",
             "# rcclfix load v1 cores=2\n1\t2\t1\t3\n",
+            "# rcclfix load v1 cores=1\n500\t1.7e308\t1.7e308\n",
+            "# rcclfix load v2 cores=2\n1\t2\t1\t2e9\n",
+            "# rcclfix load v2 cores=2\n1\tNaN\t1\t-\n",
             "",
             "# ninja log v5\n",
             "# rcclfix load v1 cores=0\n",
@@ -369,7 +393,8 @@ mod tests {
     #[test]
     fn cpu_rate_cap_and_link_time() {
         // Two compiles held to one core between them for 20 s (the CPU column rises 1 s per
-        // second, read only every other second), then a link of 1 thread for 4 s and 3 for 4 s.
+        // second, read only every other second), then a link of 1 thread for 4 s and 3 for 4 s
+        // (not reaped within the trace: the column stays at 20).
         let t = Trace {
             cores: 2,
             samples: (0..=28)
@@ -389,9 +414,12 @@ mod tests {
                 })
                 .collect(),
         };
-        assert_eq!(t.cpu_rate_between(0.0, 20.0), Some(1.0));
-        assert_eq!(t.cpu_rate_between(0.0, 9.0), None, "under 10 s of readings");
-        assert_eq!(t.cpu_rate_between(30.0, 40.0), None);
+        assert_eq!(t.cpu_in(0.0, 20.0), Some(20.0));
+        assert_eq!(t.cpu_in(0.0, 9.0), Some(8.0), "the last reading there");
+        assert_eq!(t.cpu_in(21.0, 28.0), Some(20.0), "flat while the link runs");
+        assert_eq!(t.cpu_in(30.0, 40.0), None);
+        assert_eq!(time_slice_cpu(1.0), 1.0);
+        assert!((time_slice_cpu(0.5) - 1.08).abs() < 1e-12);
         // Held under 90 % of a core each: the cap is what they got; else the cores left.
         assert_eq!(cap(1.0, 2.0, 2, 1.0), 1.0);
         assert_eq!(cap(1.9, 2.0, 2, 0.0), 2.0);

@@ -34,7 +34,7 @@ pub struct NinjaCpu {
 pub const RESCAN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `(comm, cutime + cstime in ticks)` from the text of a `/proc/<pid>/stat`; `None` when it is
-/// not that format. `comm` is between the first `(` and the last `)` (it may hold either).
+/// not that format (or the sum does not fit). `comm` is between the first `(` and the last `)` (it may hold either).
 pub fn parse_stat(text: &str) -> Option<(&str, u64)> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
@@ -42,7 +42,7 @@ pub fn parse_stat(text: &str) -> Option<(&str, u64)> {
     // After the comm: state (field 3) at index 0, so field n is at index n - 3.
     let f: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
     let tick = |n: usize| f.get(n - 3)?.parse::<u64>().ok();
-    Some((comm, tick(16)? + tick(17)?))
+    Some((comm, tick(16)?.checked_add(tick(17)?)?))
 }
 
 /// The clock ticks per second of `/proc`'s times (`USER_HZ`, what `sysconf(_SC_CLK_TCK)` returns):
@@ -143,6 +143,9 @@ mod tests {
         assert_eq!(parse_stat(line), Some(("a (b) c", 1234)));
         assert_eq!(parse_stat("42 (ninja) S 1 2"), None);
         assert_eq!(parse_stat("no parens"), None);
+        let max = u64::MAX;
+        let f = "S 1 42 42 0 -1 4194560 10 20 0 0 7 3";
+        assert_eq!(parse_stat(&format!("1 (x) {f} {max} {max} 20 0")), None);
     }
 
     #[test]

@@ -52,13 +52,19 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             "--engine" => engine = val()?,
             "--runs" => runs = Some(val()?.parse().context("--runs")?),
             "--slow" => slow = true,
+            "--burn-first" | "--burn-rounds" if !burn_rounds.is_empty() => {
+                bail!("give --burn-first or --burn-rounds once")
+            }
             "--burn-first" => burn_rounds = vec![1],
             "--burn-rounds" => {
-                burn_rounds = val()?
+                let v = val()?;
+                burn_rounds = v
                     .split(',')
                     .map(|r| r.trim().parse::<usize>().ok().filter(|&r| r > 0))
                     .collect::<Option<_>>()
-                    .context("--burn-rounds takes round numbers from 1, comma-separated")?
+                    .with_context(|| {
+                        format!("--burn-rounds {v:?}: round numbers from 1, comma-separated")
+                    })?
             }
             "--eta-only" => eta_only = true,
             "--record" => record = Some(val()?.into()),
@@ -67,6 +73,16 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
                 "unknown argument {a:?}; usage: bench-build [--bin PATH] [--engine E] [--runs N] [--slow --git-mirror PATH [--burn-first | --burn-rounds N,M] [--eta-only] [--record DIR]]"
             ),
         }
+    }
+    if !slow && (!burn_rounds.is_empty() || eta_only || record.is_some()) {
+        bail!("--burn-first, --burn-rounds, --eta-only and --record belong to --slow");
+    }
+    let runs = runs.map(|r| r.max(1));
+    if let Some(&r) = burn_rounds.iter().find(|&&r| r > runs.unwrap_or(3)) {
+        bail!(
+            "--burn-rounds names round {r}, but there are {} rounds (--runs)",
+            runs.unwrap_or(3)
+        );
     }
     let root = crate::project_root();
     let bin = match bin {
@@ -88,7 +104,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
             &crate::bench_build_rccl::Options {
                 bin,
                 engine,
-                runs: runs.unwrap_or(3).max(1),
+                runs: runs.unwrap_or(3),
                 mirror,
                 burn_rounds,
                 eta_only,

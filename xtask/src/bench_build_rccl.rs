@@ -270,6 +270,22 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
             toolchains.display()
         );
     }
+    // A kept record is read before the scratch folder (where earlier runs keep theirs) goes.
+    let seed: Vec<(&str, Vec<u8>)> = match &o.record {
+        None => vec![],
+        Some(dir) => ["ninja_log", "load"]
+            .iter()
+            .filter_map(|ext| {
+                let f = dir.join(format!("{RECIPE}-gfx1100.{ext}"));
+                // The load trace is optional: a build that took no samples keeps none.
+                match std::fs::read(&f) {
+                    Ok(b) => Some(Ok((*ext, b))),
+                    Err(_) if *ext == "load" => None,
+                    Err(e) => Some(Err(anyhow::anyhow!("--record: {}: {e}", f.display()))),
+                }
+            })
+            .collect::<anyhow::Result<_>>()?,
+    };
     // On disk, not in a tmpfs: a build needs up to 5 GB.
     let scratch = root.join("target/bench-build-rccl");
     if scratch.exists() {
@@ -375,13 +391,10 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
         loadavg()
     );
     let burned = |i: usize| o.burn_rounds.contains(&(i + 1));
-    if let Some(dir) = &o.record {
-        let records = home.join("records");
-        std::fs::create_dir_all(&records)?;
-        for f in [&record, &record_load] {
-            let name = f.file_name().expect("a file name");
-            std::fs::copy(dir.join(name), f)
-                .with_context(|| format!("--record: {}", dir.join(name).display()))?;
+    if !seed.is_empty() {
+        std::fs::create_dir_all(home.join("records"))?;
+        for (ext, bytes) in &seed {
+            std::fs::write(record.with_extension(ext), bytes)?;
         }
     }
     if o.eta_only {

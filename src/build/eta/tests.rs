@@ -251,37 +251,59 @@ fn a_link_recorded_beside_the_same_other_work_as_its_compiles_loses_what_they_lo
     }
 }
 
-/// `t` with its CPU column: the build's finished steps got `rate` CPU seconds per second until
-/// `until` (the link's start; the link's own time arrives only when it ends, after the trace).
-fn with_cpu(mut t: Trace, rate: f64, until: f64) -> Trace {
+/// `t` with its CPU column: each short step of the schedule `steps` ((step, start, end), as
+/// [`replay`] gives it) used `share` of a core while it ran, counted from its end on (when ninja
+/// reaps it); the long step is not counted (it ends after the trace).
+fn with_cpu(mut t: Trace, r: &Record, steps: &[(usize, f64, f64)], share: f64) -> Trace {
     for s in &mut t.samples {
-        s.cpu = Some(rate * s.t.min(until));
+        let done: f64 = (steps.iter())
+            .filter(|x| !r.steps[x.0].long && x.2 <= s.t)
+            .map(|x| x.2 - x.1)
+            .sum();
+        s.cpu = Some(share * done);
     }
     t
 }
 
+/// The record's own schedule, as [`replay`] gives one.
+fn schedule(r: &Record) -> Vec<(usize, f64, f64)> {
+    r.steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.start, s.end))
+        .collect()
+}
+
 #[test]
 fn a_record_whose_compiles_were_held_to_one_core_scales_the_link_by_the_cpu_they_got() {
-    // The second real pair's case (below): a busy loop in another cgroup held the record's two
+    // The third real pair's case (below): a busy loop in another cgroup held the record's two
     // compiles to one core between them (runnable 3 on 2 cores, yet each got half a core), while
     // its link (one, two, then eight threads) got a core whenever it wanted at most one. Quiet,
-    // the compiles run at 0.5x; the link's one-thread seconds take as long as in the record, its
+    // the compiles run at 0.5x, less the 8 % more CPU time-slicing cost them
+    // (load::time_slice_cpu); the link's one-thread seconds take as long as in the record, its
     // two-thread ones half, its eight-thread ones half (two cores): 0.2 + 0.5 x 0.5 + 0.3 x 0.5
     // = 0.6x. The CPU column tells it; the runnable count alone (no CPU column) does not.
     let r = Record::parse(LOG).unwrap();
     let jobs = r.parallelism();
     let long = r.steps.iter().find(|s| s.long).unwrap();
     let (link_start, link_len) = (long.start, long.secs());
+    let sliced = super::super::load::time_slice_cpu(0.5);
     let rec_load = threaded_trace(r.wall(), link_start, link_len, 1.0, 2.0);
     let link = 0.2 + 0.5 * 0.5 + 0.3 * 0.5;
-    let run = replay(&r, jobs, |s| if s.long { link } else { 0.5 * jitter(s) });
+    let run = replay(&r, jobs, |s| {
+        if s.long {
+            link
+        } else {
+            0.5 / sliced * jitter(s)
+        }
+    });
     let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
     let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
     let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0);
     let at = [0.25, 0.5, 0.75];
     let (rec_cpu, run_cpu) = (
-        with_cpu(rec_load.clone(), 1.0, link_start),
-        with_cpu(run_load.clone(), 2.0, run_long.1),
+        with_cpu(rec_load.clone(), &r, &schedule(&r), 0.5),
+        with_cpu(run_load.clone(), &r, &run, 1.0),
     );
     let got = replay_errors_loaded(&r, Some(&rec_cpu), jobs, &run, Some(&run_cpu), &at);
     eprintln!("with the CPU column: {got:.0?}");
@@ -298,24 +320,26 @@ fn a_record_whose_compiles_were_held_to_one_core_scales_the_link_by_the_cpu_they
         "{without:?}"
     );
     // And the other way: the quiet record predicts the build held to one core. Its compiles run
-    // at 2x, its link's one-thread seconds as before, the others twice as long: 2 - 0.2 = 1.8x.
-    let run = replay(&r, jobs, |s| if s.long { 1.8 } else { 2.0 * jitter(s) });
+    // at 2x and need 8 % more CPU, its link's one-thread seconds as before, the others twice as
+    // long: 2 - 0.2 = 1.8x.
+    let run = replay(&r, jobs, |s| {
+        if s.long {
+            1.8
+        } else {
+            2.0 * sliced * jitter(s)
+        }
+    });
     let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
     let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
     let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 1.0, 2.0);
     let rec_quiet = with_cpu(
         threaded_trace(r.wall(), link_start, link_len, 0.0, 2.0),
-        2.0,
-        link_start,
-    );
-    let got = replay_errors_loaded(
         &r,
-        Some(&rec_quiet),
-        jobs,
-        &run,
-        Some(&with_cpu(run_load, 1.0, run_long.1)),
-        &at,
+        &schedule(&r),
+        1.0,
     );
+    let live = with_cpu(run_load, &r, &run, 0.5);
+    let got = replay_errors_loaded(&r, Some(&rec_quiet), jobs, &run, Some(&live), &at);
     eprintln!("busy from quiet, with the CPU column: {got:.0?}");
     for (p, t) in &got {
         assert!(
@@ -329,14 +353,8 @@ fn a_record_whose_compiles_were_held_to_one_core_scales_the_link_by_the_cpu_they
     let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
     let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
     let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0);
-    let got = replay_errors_loaded(
-        &r,
-        Some(&rec_quiet),
-        jobs,
-        &run,
-        Some(&with_cpu(run_load, 2.0, run_long.1)),
-        &at,
-    );
+    let live = with_cpu(run_load, &r, &run, 1.0);
+    let got = replay_errors_loaded(&r, Some(&rec_quiet), jobs, &run, Some(&live), &at);
     eprintln!("quiet from quiet, 1.3x per CPU second: {got:.0?}");
     for (p, t) in &got {
         assert!(
@@ -344,6 +362,23 @@ fn a_record_whose_compiles_were_held_to_one_core_scales_the_link_by_the_cpu_they
             "predicted {p:.0} s, truth {t:.0} s"
         );
     }
+    // A share a little under or over the 90 % that `cap` draws its line at moves the link's
+    // factor a little, not a step: the measured compiles' speed is kept either side.
+    let at_share = |share: f64| {
+        let live = with_cpu(
+            threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0),
+            &r,
+            &run,
+            share,
+        );
+        let mut est = Estimator::new(r.clone(), jobs).with_load(Some(rec_quiet.clone()), live);
+        for x in run.iter().filter(|x| x.2 <= run_long.1 * 0.8) {
+            est.finished(&r.steps[x.0].output, x.2 - x.1);
+        }
+        est.estimate(run_long.1 * 0.8).long_speed
+    };
+    let (over, under) = (at_share(0.91), at_share(0.89));
+    assert!((over - under).abs() < 0.15 * over, "{over} against {under}");
 }
 
 #[test]
