@@ -274,6 +274,30 @@ fn schedule(r: &Record) -> Vec<(usize, f64, f64)> {
         .collect()
 }
 
+/// `r` replayed with compiles at `compile` times the record (with jitter) and the long step at
+/// `link`, with its load trace (`other` tasks beside it throughout, [`threaded_trace`]) and a CPU
+/// column at `share` of a core per compile ([`with_cpu`]): the run and its trace.
+fn cpu_run(
+    r: &Record,
+    compile: f64,
+    link: f64,
+    other: f64,
+    share: f64,
+) -> (Vec<(usize, f64, f64)>, Trace) {
+    let run = replay(r, r.parallelism(), |s| {
+        if s.long {
+            link
+        } else {
+            compile * jitter(s)
+        }
+    });
+    let long = run.iter().find(|x| r.steps[x.0].long).unwrap();
+    let wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
+    let load = threaded_trace(wall, long.1, long.2 - long.1, other, 2.0);
+    let load = with_cpu(load, r, &run, share);
+    (run, load)
+}
+
 #[test]
 fn a_record_whose_compiles_were_held_to_one_core_scales_the_link_by_the_cpu_they_got() {
     // The third real pair's case (below): a busy loop in another cgroup held the record's two
@@ -288,32 +312,30 @@ fn a_record_whose_compiles_were_held_to_one_core_scales_the_link_by_the_cpu_they
     let long = r.steps.iter().find(|s| s.long).unwrap();
     let (link_start, link_len) = (long.start, long.secs());
     let sliced = super::super::load::time_slice_cpu(0.5);
-    let rec_load = threaded_trace(r.wall(), link_start, link_len, 1.0, 2.0);
-    let link = 0.2 + 0.5 * 0.5 + 0.3 * 0.5;
-    let run = replay(&r, jobs, |s| {
-        if s.long {
-            link
-        } else {
-            0.5 / sliced * jitter(s)
-        }
-    });
-    let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
-    let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
-    let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0);
     let at = [0.25, 0.5, 0.75];
-    let (rec_cpu, run_cpu) = (
-        with_cpu(rec_load.clone(), &r, &schedule(&r), 0.5),
-        with_cpu(run_load.clone(), &r, &run, 1.0),
+    let within_5_percent = |what: &str, rec: &Trace, run: &[(usize, f64, f64)], live: &Trace| {
+        let got = replay_errors_loaded(&r, Some(rec), jobs, run, Some(live), &at);
+        eprintln!("{what}: {got:.0?}");
+        for (p, t) in &got {
+            assert!(
+                ((p - t) / t).abs() < 0.05,
+                "{what}: predicted {p:.0} s, truth {t:.0} s"
+            );
+        }
+    };
+    let rec_busy = threaded_trace(r.wall(), link_start, link_len, 1.0, 2.0);
+    let rec_busy_cpu = with_cpu(rec_busy.clone(), &r, &schedule(&r), 0.5);
+    let link = 0.2 + 0.5 * 0.5 + 0.3 * 0.5;
+    let (run, live) = cpu_run(&r, 0.5 / sliced, link, 0.0, 1.0);
+    within_5_percent(
+        "quiet from busy, with the CPU column",
+        &rec_busy_cpu,
+        &run,
+        &live,
     );
-    let got = replay_errors_loaded(&r, Some(&rec_cpu), jobs, &run, Some(&run_cpu), &at);
-    eprintln!("with the CPU column: {got:.0?}");
-    for (p, t) in &got {
-        assert!(
-            ((p - t) / t).abs() < 0.05,
-            "predicted {p:.0} s, truth {t:.0} s"
-        );
-    }
-    let without = replay_errors_loaded(&r, Some(&rec_load), jobs, &run, Some(&run_load), &at);
+    let mut no_cpu = live.clone();
+    no_cpu.samples.iter_mut().for_each(|s| s.cpu = None);
+    let without = replay_errors_loaded(&r, Some(&rec_busy), jobs, &run, Some(&no_cpu), &at);
     eprintln!("runnable count only: {without:.0?}");
     assert!(
         without.iter().any(|(p, t)| ((p - t) / t).abs() > 0.15),
@@ -322,60 +344,34 @@ fn a_record_whose_compiles_were_held_to_one_core_scales_the_link_by_the_cpu_they
     // And the other way: the quiet record predicts the build held to one core. Its compiles run
     // at 2x and need 8 % more CPU, its link's one-thread seconds as before, the others twice as
     // long: 2 - 0.2 = 1.8x.
-    let run = replay(&r, jobs, |s| {
-        if s.long {
-            1.8
-        } else {
-            2.0 * sliced * jitter(s)
-        }
-    });
-    let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
-    let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
-    let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 1.0, 2.0);
-    let rec_quiet = with_cpu(
-        threaded_trace(r.wall(), link_start, link_len, 0.0, 2.0),
-        &r,
-        &schedule(&r),
-        1.0,
+    let rec_quiet = threaded_trace(r.wall(), link_start, link_len, 0.0, 2.0);
+    let rec_quiet = with_cpu(rec_quiet, &r, &schedule(&r), 1.0);
+    let (run, live) = cpu_run(&r, 2.0 * sliced, 1.8, 1.0, 0.5);
+    within_5_percent(
+        "busy from quiet, with the CPU column",
+        &rec_quiet,
+        &run,
+        &live,
     );
-    let live = with_cpu(run_load, &r, &run, 0.5);
-    let got = replay_errors_loaded(&r, Some(&rec_quiet), jobs, &run, Some(&live), &at);
-    eprintln!("busy from quiet, with the CPU column: {got:.0?}");
-    for (p, t) in &got {
-        assert!(
-            ((p - t) / t).abs() < 0.05,
-            "predicted {p:.0} s, truth {t:.0} s"
-        );
-    }
     // Both quiet, this machine 1.3x slower per CPU second: the compiles got whole cores in both
     // runs, so their CPU time is their work, and the link is 1.3x too.
-    let run = replay(&r, jobs, |s| if s.long { 1.3 } else { 1.3 * jitter(s) });
-    let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap();
-    let run_wall = run.iter().map(|x| x.2).fold(0.0, f64::max);
-    let run_load = threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0);
-    let live = with_cpu(run_load, &r, &run, 1.0);
-    let got = replay_errors_loaded(&r, Some(&rec_quiet), jobs, &run, Some(&live), &at);
-    eprintln!("quiet from quiet, 1.3x per CPU second: {got:.0?}");
-    for (p, t) in &got {
-        assert!(
-            ((p - t) / t).abs() < 0.05,
-            "predicted {p:.0} s, truth {t:.0} s"
-        );
-    }
+    let (run, live) = cpu_run(&r, 1.3, 1.3, 0.0, 1.0);
+    within_5_percent(
+        "quiet from quiet, 1.3x per CPU second",
+        &rec_quiet,
+        &run,
+        &live,
+    );
     // A share a little under or over the 90 % that `cap` draws its line at moves the link's
     // factor a little, not a step: the measured compiles' speed is kept either side.
+    let run_long = run.iter().find(|x| r.steps[x.0].long).unwrap().1;
     let at_share = |share: f64| {
-        let live = with_cpu(
-            threaded_trace(run_wall, run_long.1, run_long.2 - run_long.1, 0.0, 2.0),
-            &r,
-            &run,
-            share,
-        );
+        let (_, live) = cpu_run(&r, 1.3, 1.3, 0.0, share);
         let mut est = Estimator::new(r.clone(), jobs).with_load(Some(rec_quiet.clone()), live);
-        for x in run.iter().filter(|x| x.2 <= run_long.1 * 0.8) {
+        for x in run.iter().filter(|x| x.2 <= run_long * 0.8) {
             est.finished(&r.steps[x.0].output, x.2 - x.1);
         }
-        est.estimate(run_long.1 * 0.8).long_speed
+        est.estimate(run_long * 0.8).long_speed
     };
     let (over, under) = (at_share(0.91), at_share(0.89));
     assert!((over - under).abs() < 0.15 * over, "{over} against {under}");
