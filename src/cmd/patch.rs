@@ -28,11 +28,11 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Where hostcall code is reachable only through device asserts (RCCL built without NDEBUG),
-    /// rewrite the entry of every device-assert handler (__assert_fail, __assertfail, _wassert,
-    /// abort) to `s_trap 2; s_endpgm` and patch when no kernel reaches a hostcall user any more:
-    /// a failing assert then aborts without its message. Every rewritten instruction is in the
-    /// record (--explain). NOT verified on AMD hardware here: run `rcclfix verify --lib NEW` on
-    /// the target machine before you use the result.
+    /// fill the device-assert handler (__assert_fail, when its code shows it never returns) and
+    /// every hostcall user no kernel reaches with `s_trap 2; s_endpgm`, and patch when no kernel
+    /// reaches a hostcall user any more: a failing assert then aborts without its message. Every
+    /// rewritten function is in the record (--explain). NOT verified on AMD hardware here: run
+    /// `rcclfix verify --lib NEW` on the target machine before you use the result.
     #[arg(long)]
     pub asserts: bool,
 }
@@ -104,6 +104,12 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
         }
         crate::outln!("{}", a.out.display())?;
     }
+    if !rec.skipped_declaring.is_empty() {
+        crate::ui::warn(format!(
+            "left declaring hidden_hostcall_buffer, not requested by --target: {}",
+            crate::ui::escape(&rec.skipped_declaring.join(", "))
+        ));
+    }
     crate::ui::warn(&rec.unverified);
     Ok(ExitCode::SUCCESS)
 }
@@ -151,10 +157,12 @@ fn explain(rec: &PatchRecord) -> String {
             };
             let _ = writeln!(
                 s,
-                "  rewrote {} at 0x{:x} (code-object offset 0x{:x}, {at}): {} -> {} ({})",
+                "  rewrote {} at 0x{:x}, {} bytes (code-object offset 0x{:x}, {at}; {}): {}… -> {}… ({} over the whole extent)",
                 e(&i.symbol),
                 i.address,
+                i.size,
                 i.code_object_offset,
+                i.why,
                 i.old,
                 i.new,
                 i.new_text

@@ -717,9 +717,9 @@ fn deb_spec(
 
 /// What a package made from a library that `rcclfix patch --asserts` rewrote says about it, in
 /// its description and changelog (the manifest's `patched` record lists every instruction).
-pub const ASSERTS_PROVENANCE: &str = "rcclfix patch --asserts: each device-assert handler now \
-traps at its entry without printing its message; not verified on AMD hardware, run rcclfix verify \
-before relying on it";
+pub const ASSERTS_PROVENANCE: &str = "rcclfix patch --asserts: the device-assert handler now \
+traps without printing its message (it and the hostcall code no kernel reaches are filled with \
+s_trap 2; s_endpgm); not verified on AMD hardware, run rcclfix verify before relying on it";
 
 /// The `Maintainer:` field when neither `--maintainer` nor `DEBEMAIL` is given: fixed, so a
 /// package never carries the host or user name, and lintian-clean (a two-label mail host, no

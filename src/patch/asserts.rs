@@ -1,30 +1,39 @@
-//! `patch --asserts`: make every device-assert handler trap at its entry, then prove by
-//! reachability that no kernel can reach a hostcall user any more.
+//! `patch --asserts`: make the device-assert handler trap over its whole extent, make every
+//! hostcall user that no kernel can reach trap too, and prove that no kernel reaches a hostcall
+//! user any more.
 //!
 //! RCCL built without NDEBUG (2.21.5's control build, and the shipped libraries whose packaging
 //! lost NDEBUG) declares `hidden_hostcall_buffer` only because `assert` reaches `__assert_fail`,
 //! which prints its message through hostcall before it traps. A failing device assert aborts the
-//! kernel either way; with the entry rewritten, only the message is lost.
+//! kernel either way; with the handler rewritten, only the message is lost.
 //!
-//! The handlers, by name ([`ASSERT_HANDLERS`]), are the ones HIP's device headers define (ROCm/clr
-//! `hipamd/include/hip/amd_detail/hip_assert.h`): `__assert_fail` (what `assert` calls; it builds
-//! the message with `__ockl_fprintf_stderr_begin` / `__ockl_fprintf_append_string_n` /
-//! `__ockl_fprintf_append_args`, then `__builtin_trap()`), `__assertfail` (the CUDA-compatible
-//! entry, `__builtin_trap()` only), `_wassert` (Windows, `__builtin_trap()` only) and `abort`
-//! (`__builtin_trap()`). The ROCm device libraries (ROCm/llvm-project `amd/device-libs`, `ockl`)
-//! define no assert or abort handler of their own, only the printf primitives above and
-//! `__ockl_sanitizer_report` (AddressSanitizer's report, which may return: not an abort, so it is
-//! left alone and stays a hostcall user).
+//! The handler is `__assert_fail` (what `assert` calls in HIP's device headers, ROCm/clr
+//! `hipamd/include/hip/amd_detail/hip_assert.h`: it builds the message with
+//! `__ockl_fprintf_stderr_begin` / `__ockl_fprintf_append_string_n` /
+//! `__ockl_fprintf_append_args`, then `__builtin_trap()`), and only when its own code shows it is
+//! that handler ([`Graph::handler_shape`]): it never returns or jumps to a computed address,
+//! contains `s_trap 2`, and calls only the device libraries' primitives. A program's own
+//! `__assert_fail` that returns is never rewritten, and no other name is (`__assertfail`,
+//! `_wassert` and `abort` print nothing in HIP's headers; on Linux `_wassert` is an ordinary
+//! name).
 //!
-//! Each handler's first 8 bytes become `s_trap 2; s_endpgm` ([`trap_entry`]); no other byte of
-//! `.text` changes. Then the call graph of the rewritten image ([`Graph`], which reads an entry
-//! that traps and ends the program as a function with no calls) must show, for every kernel of
-//! the image (declaring or not): no path to a named hostcall user or to code that signals the
-//! host, no undefined function reached, no branch or address that lands inside a handler after
-//! its entry, and no host-signalling code outside every function. Anything else refuses.
+//! The proof ([`rewrite_and_prove`]) rests on [`Graph::reach`] from every kernel, which follows
+//! every materialised address and sends every call to every address-taken function, with the
+//! handler as a sink:
+//! 1. no kernel reaches a hostcall user other than through the handler (named users, code that
+//!    signals the host), an undefined function, or code that no function holds;
+//! 2. the handler is filled with `s_trap 2; s_endpgm` pairs over its whole extent, so that
+//!    code entering it anywhere (a computed address past its entry too) traps and ends the wave;
+//! 3. every hostcall user that no kernel reaches (the printf primitives only the handler
+//!    called) is filled the same way. What (1) could not see, a computed address that lands in
+//!    such a function, then traps instead of signalling the host: after the rewrite no code in
+//!    the image that is not filled signals the host or bears a hostcall user's name, which is
+//!    checked on the rewritten bytes.
 //!
-//! Not verified on AMD hardware here: that a failing assert then aborts the dispatch as the
-//! original trap did. `rcclfix verify` on the target machine is the check before use.
+//! Each filled function and each cut path is in the record, and `package` repeats it in a
+//! package's description (`ASSERTS_PROVENANCE`). Not verified on AMD hardware here: that a
+//! failing assert then aborts the dispatch as the original trap did. `rcclfix verify` on the
+//! target machine is the check before use.
 
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
@@ -34,39 +43,42 @@ use serde::Serialize;
 use super::codeobj::{Refusal, RefusalKind};
 use crate::scan::callgraph::{trap_entry, Graph, Isa, Trace, User};
 
-/// The device-assert and abort handlers rewritten by `--asserts`, with what each does in HIP's
-/// headers (ROCm/clr `hipamd/include/hip/amd_detail/hip_assert.h`).
-pub const ASSERT_HANDLERS: &[(&str, &str)] = &[
-    (
-        "__assert_fail",
-        "what assert() calls: prints the message through hostcall (__ockl_fprintf_*), then traps",
-    ),
-    ("__assertfail", "the CUDA-compatible assert entry: traps"),
-    ("_wassert", "the Windows assert entry: traps"),
-    ("abort", "traps"),
-];
+/// The device-assert handler `--asserts` may rewrite, with what it does in HIP's headers
+/// (ROCm/clr `hipamd/include/hip/amd_detail/hip_assert.h`). Only this one prints; it is rewritten
+/// only when its code shows it is that handler ([`Graph::handler_shape`]).
+pub const ASSERT_HANDLERS: &[(&str, &str)] = &[(
+    "__assert_fail",
+    "what assert() calls: prints the message through hostcall (__ockl_fprintf_*), then traps",
+)];
 
-/// The text of the entry every handler gets.
+/// The text of the words every rewritten function is filled with.
 pub const TRAP_TEXT: &str = "s_trap 2; s_endpgm";
 
-/// One rewritten instruction pair: a handler's entry.
+/// One function filled with [`TRAP_TEXT`] pairs over its whole extent.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct InstructionRecord {
-    /// The handler's symbol, e.g. `__assert_fail`.
+    /// The function's symbol, e.g. `__assert_fail`.
     pub symbol: String,
     /// Its address in the code object (virtual address).
     pub address: u64,
+    /// Bytes rewritten from `address` on: its whole extent (a multiple of 4, at least 8).
+    pub size: u64,
     /// Byte offset of the rewritten bytes within the code object.
     pub code_object_offset: u64,
     /// Byte offset within the input file, when the code object lies uncompressed in it (`None`
     /// inside a compressed bundle).
     pub file_offset: Option<u64>,
-    /// The 8 bytes before, hex.
+    /// The first 8 bytes before, hex.
     pub old: String,
-    /// The 8 bytes after, hex ([`TRAP_TEXT`]).
+    /// The first 8 bytes after, hex ([`TRAP_TEXT`]).
     pub new: String,
-    /// [`TRAP_TEXT`].
+    /// sha256 of the `size` bytes before, lowercase hex.
+    pub old_sha256: String,
+    /// [`TRAP_TEXT`], repeated over the extent (an odd word count ends with `s_endpgm`).
     pub new_text: String,
+    /// Why it was rewritten: `device-assert handler` (on a kernel's path) or `hostcall user no
+    /// kernel reaches`.
+    pub why: String,
 }
 
 /// A kernel's path to a hostcall user before the rewrite, which no longer reaches one.
@@ -78,14 +90,14 @@ pub struct CutPath {
     pub path: Vec<String>,
     /// The path as one line (the scanner's `why`).
     pub before: String,
-    /// Why it is cut: the handler on it now traps at its entry.
+    /// Why it is cut: the handler on it now traps wherever it is entered.
     pub now: String,
 }
 
 /// What `--asserts` did to one code object.
 #[derive(Debug, Clone, Default)]
 pub struct AssertPatch {
-    /// The rewritten entries.
+    /// The filled functions.
     pub instructions: Vec<InstructionRecord>,
     /// The declaring kernels' paths that no longer reach a hostcall user.
     pub cut_paths: Vec<CutPath>,
@@ -96,25 +108,22 @@ pub struct AssertPatch {
 /// Why [`rewrite_and_prove`] did not patch.
 #[derive(Debug)]
 pub enum Failed {
-    /// The image defines none of [`ASSERT_HANDLERS`]: nothing to rewrite.
+    /// The image defines no [`ASSERT_HANDLERS`] function: nothing to rewrite.
     NoHandler,
     /// The rewrite or the proof failed.
     Refused(Refusal),
 }
 
-/// A handler found in `.symtab`: (name, address, size, offset in the code object).
-type Handler = (String, u64, u64, usize);
-
-/// The handlers the image defines (`STT_FUNC` in `.symtab`, deduplicated by address), with the
-/// code-object offset of their entry. Errors: a handler shorter than 8 bytes or outside every
-/// executable section's file data.
-fn handlers(data: &[u8], ks: &[String]) -> Result<Vec<Handler>, Refusal> {
+/// The handler's `.symtab` entry, checked: (address, size). `Ok(None)` when the image defines
+/// none. Errors: a handler shorter than 8 bytes or outside every executable section's file data.
+fn handler_symbol(data: &[u8], ks: &[String]) -> Result<Option<(u64, u64)>, Refusal> {
     let e = LE;
     let bad = |r: String| Refusal {
         kind: RefusalKind::Unproven,
         kernels: ks.to_vec(),
         reason: r,
     };
+    let name = ASSERT_HANDLERS[0].0;
     let hdr = elf::FileHeader64::<LE>::parse(data).map_err(|err| bad(format!("ELF: {err}")))?;
     let sections = hdr
         .sections(e, data)
@@ -122,56 +131,89 @@ fn handlers(data: &[u8], ks: &[String]) -> Result<Vec<Handler>, Refusal> {
     let symtab = sections
         .symbols(e, data, elf::SHT_SYMTAB)
         .map_err(|err| bad(format!("symbol table: {err}")))?;
-    let mut out: Vec<Handler> = Vec::new();
-    for sym in symtab.iter() {
-        if sym.st_type() != elf::STT_FUNC || sym.st_shndx(e) == elf::SHN_UNDEF {
-            continue;
-        }
-        let Ok(name) = symtab.symbol_name(e, sym) else {
-            continue;
-        };
-        let Some(&(name, _)) = ASSERT_HANDLERS.iter().find(|(h, _)| h.as_bytes() == name) else {
-            continue;
-        };
-        let (addr, size) = (sym.st_value(e), sym.st_size(e));
-        if out.iter().any(|h| h.1 == addr) {
-            continue;
-        }
-        if size < 8 {
-            return Err(bad(format!(
-                "{name} at 0x{addr:x} is {size} bytes long, too short for {TRAP_TEXT}"
-            )));
-        }
-        let off = sections.iter().find_map(|s| {
-            let exec = s.sh_flags(e) & u64::from(elf::SHF_EXECINSTR) != 0;
-            let (a, sz) = (s.sh_addr(e), s.sh_size(e));
-            (exec && s.sh_type(e) != elf::SHT_NOBITS && addr >= a && addr + 8 <= a + sz)
-                .then(|| s.sh_offset(e) + (addr - a))
-        });
-        match off.and_then(|o| usize::try_from(o).ok()) {
-            Some(o) if o.checked_add(8).is_some_and(|end| end <= data.len()) => {
-                out.push((name.to_string(), addr, size, o))
-            }
-            _ => {
-                return Err(bad(format!(
-                    "{name} at 0x{addr:x} lies in no executable section of the file"
-                )))
-            }
-        }
+    let Some(sym) = symtab.iter().find(|sym| {
+        sym.st_type() == elf::STT_FUNC
+            && sym.st_shndx(e) != elf::SHN_UNDEF
+            && symtab.symbol_name(e, sym).ok() == Some(name.as_bytes())
+    }) else {
+        return Ok(None);
+    };
+    let (addr, size) = (sym.st_value(e), sym.st_size(e));
+    if size < 8 {
+        return Err(bad(format!(
+            "{name} at 0x{addr:x} is {size} bytes long, too short for {TRAP_TEXT}"
+        )));
     }
-    out.sort_by_key(|h| h.1);
-    Ok(out)
+    if code_range(data, addr, addr.saturating_add(8)).is_none() {
+        return Err(bad(format!(
+            "{name} at 0x{addr:x} lies in no executable section of the file"
+        )));
+    }
+    Ok(Some((addr, size)))
 }
 
-/// Rewrite every handler's entry in `bytes` (a copy of `data`, the same code object) and prove
-/// that no kernel of `kernels` (`(name, symbol)`, every kernel of the image) reaches a hostcall
-/// user afterwards. `declaring` names the kernels that declare the buffer (their paths before
-/// the rewrite go into [`AssertPatch::cut_paths`]).
+/// The code-object byte range of addresses `[start, end)`, when they lie in one executable
+/// section's file data.
+fn code_range(data: &[u8], start: u64, end: u64) -> Option<std::ops::Range<usize>> {
+    let e = LE;
+    let hdr = elf::FileHeader64::<LE>::parse(data).ok()?;
+    let sections = hdr.sections(e, data).ok()?;
+    sections.iter().find_map(|s| {
+        let exec = s.sh_flags(e) & u64::from(elf::SHF_EXECINSTR) != 0;
+        let (a, sz) = (s.sh_addr(e), s.sh_size(e));
+        if !exec || s.sh_type(e) == elf::SHT_NOBITS || start < a || end > a.checked_add(sz)? {
+            return None;
+        }
+        let from = usize::try_from(s.sh_offset(e).checked_add(start - a)?).ok()?;
+        let to = from.checked_add(usize::try_from(end - start).ok()?)?;
+        (to <= data.len()).then_some(from..to)
+    })
+}
+
+/// Fill `bytes` with `trap` pairs (`s_trap 2`, `s_endpgm`), ending with `s_endpgm`: entered at
+/// any word, the wave traps or ends there.
+fn fill(bytes: &mut [u8], trap: [u32; 2]) {
+    let n = bytes.len() / 4;
+    for (k, w) in bytes.chunks_exact_mut(4).enumerate() {
+        let word = if k % 2 == 0 && k + 1 < n {
+            trap[0]
+        } else {
+            trap[1]
+        };
+        w.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
+/// The refusal for kernel paths that still reach a hostcall user: `kind`, the first kernel and
+/// its path as one line.
+fn still_reaches(g: &Graph, r: &crate::scan::callgraph::Reach, u: u32, user: &User) -> Refusal {
+    let path = r.path(g, u);
+    let kernel = path.first().map(|h| h.function.clone()).unwrap_or_default();
+    let t = Trace {
+        path,
+        user: Some(user.clone()),
+        indirect: None,
+        external: Vec::new(),
+    };
+    let how = t.describe().unwrap_or_default();
+    Refusal {
+        kind: RefusalKind::UsesHostcall,
+        kernels: vec![kernel.clone()],
+        reason: format!(
+            "--asserts: kernel {kernel} still reaches a hostcall user with the device-assert handler trapping: {how}"
+        ),
+    }
+}
+
+/// Rewrite the handler and the hostcall users no kernel reaches in `bytes` (a copy of `data`,
+/// the same code object) and prove that no kernel of `kernels` (`(name, symbol)`, every kernel of
+/// the image) reaches a hostcall user afterwards. `declaring` names the kernels that declare the
+/// buffer (their paths before the rewrite go into [`AssertPatch::cut_paths`]).
 ///
 /// Errors: [`Failed::NoHandler`] (nothing rewritten), or a [`Refusal`]: `UsesHostcall` when a
 /// kernel still reaches a hostcall user (real printf, device malloc, …), `Unproven` when the
-/// call graph cannot be read, a kernel has no function, an undefined function is reached, or
-/// code could enter a handler after its entry.
+/// call graph cannot be read, a kernel has no function, an undefined function or code outside
+/// every function is reached, or the handler's code does not show that it never returns.
 pub fn rewrite_and_prove(
     data: &[u8],
     bytes: &mut [u8],
@@ -188,10 +230,9 @@ pub fn rewrite_and_prove(
             reason: format!("--asserts: {r}"),
         })
     };
-    let found = handlers(data, ks).map_err(Failed::Refused)?;
-    if found.is_empty() {
+    let Some((h_addr, _)) = handler_symbol(data, ks).map_err(Failed::Refused)? else {
         return Err(Failed::NoHandler);
-    }
+    };
     let isa = Isa::from_e_flags(e_flags);
     // The bytes written follow e_flags (what the loader checks); the metadata must agree.
     if Isa::from_processor(processor) != isa {
@@ -206,47 +247,59 @@ pub fn rewrite_and_prove(
             e_flags & 0xff
         )));
     };
-    let mut new = [0u8; 8];
-    new[..4].copy_from_slice(&trap[0].to_le_bytes());
-    new[4..].copy_from_slice(&trap[1].to_le_bytes());
-    // Before: each declaring kernel's path, as the scanner reads it.
-    let before = Graph::build(data, e_flags).map_err(unproven)?;
-    let paths: Vec<(String, Trace)> = declaring
-        .iter()
-        .filter_map(|k| {
-            let symbol = kernels
-                .iter()
-                .find(|(n, _)| n == k)
-                .map_or(k.as_str(), |(_, s)| s.as_str());
-            let t = before.trace(symbol).or_else(|| before.trace(k))?;
-            Some((k.clone(), t))
-        })
-        .collect();
-    drop(before);
-    let mut out = AssertPatch::default();
-    for (name, addr, _, off) in &found {
-        let old = &bytes[*off..off + 8];
-        if old == new {
+    let g = Graph::build(data, e_flags).map_err(unproven)?;
+    let handler = g
+        .node(ASSERT_HANDLERS[0].0)
+        .filter(|&h| g.reached(h).addr == Some(h_addr))
+        .ok_or_else(|| {
+            unproven(format!(
+                "{} has no function in the call graph",
+                ASSERT_HANDLERS[0].0
+            ))
+        })?;
+    let shape = g.handler_shape(handler);
+    let sinks: Vec<u32> = if shape.is_ok() { vec![handler] } else { vec![] };
+    let mut roots = Vec::new();
+    for (name, symbol) in kernels {
+        match g.node(symbol).or_else(|| g.node(name)) {
+            Some(k) => roots.push(k),
+            None => {
+                return Err(unproven(format!(
+                    "kernel {name} has no function in the symbol table"
+                )))
+            }
+        }
+    }
+    let r = g.reach(&roots, &sinks);
+    for &i in r.order() {
+        let f = g.reached(i);
+        if f.addr.is_none() {
+            return Err(unproven(format!(
+                "a kernel reaches {}, which the image does not define: {}",
+                f.name,
+                path_text(&r.path(&g, i))
+            )));
+        }
+        if f.loose {
+            return Err(unproven(format!(
+                "{} branches into code that no function holds, whose calls are not read",
+                f.name
+            )));
+        }
+        if sinks.contains(&i) {
             continue;
         }
-        out.instructions.push(InstructionRecord {
-            symbol: name.clone(),
-            address: *addr,
-            code_object_offset: *off as u64,
-            file_offset: None,
-            old: hex::encode(old),
-            new: hex::encode(new),
-            new_text: TRAP_TEXT.into(),
-        });
-        bytes[*off..off + 8].copy_from_slice(&new);
-    }
-    // After: the graph of the rewritten image.
-    let g = Graph::build(bytes, e_flags).map_err(unproven)?;
-    for (name, addr, size, _) in &found {
-        if let Some(&(site, target)) = g.entries_into(*addr, addr.saturating_add(*size)).first() {
-            return Err(unproven(format!(
-                "code at 0x{site:x} branches to or takes the address 0x{target:x} inside {name} (entry 0x{addr:x}), past the rewritten entry"
-            )));
+        if i == handler {
+            if let Err(why) = &shape {
+                return Err(unproven(format!(
+                    "{} at 0x{h_addr:x} is reached ({}) but is not rewritten: {why}; only a handler that never returns may be made to trap",
+                    f.name,
+                    path_text(&r.path(&g, i))
+                )));
+            }
+        }
+        if let Some(u) = &f.user {
+            return Err(Failed::Refused(still_reaches(&g, &r, i, u)));
         }
     }
     if let Some(&at) = g.loose_interrupts().first() {
@@ -256,73 +309,138 @@ pub fn rewrite_and_prove(
             reason: format!("--asserts: machine code outside every function signals the host (s_sendmsg MSG_INTERRUPT at 0x{at:x})"),
         }));
     }
-    if let Some(&(site, target)) = g.loose_branches().first() {
-        return Err(unproven(format!(
-            "the branch at 0x{site:x} lands at 0x{target:x}, in code that no function holds, whose calls are not read"
-        )));
-    }
-    let mut indirect = 0;
-    for (name, symbol) in kernels {
-        let Some(t) = g.trace(symbol).or_else(|| g.trace(name)) else {
+    // What is filled: the handler, and every hostcall user no kernel reaches.
+    let mut out = AssertPatch::default();
+    for i in g.nodes() {
+        let f = g.reached(i);
+        let why = if sinks.contains(&i) {
+            "device-assert handler"
+        } else if !r.has(i) && f.user.is_some() {
+            "hostcall user no kernel reaches"
+        } else {
+            continue;
+        };
+        let Some(start) = f.addr else { continue };
+        if start % 4 != 0 || f.end % 4 != 0 || f.end < start.saturating_add(8) {
             return Err(unproven(format!(
-                "kernel {name} has no function in the symbol table"
+                "{} at 0x{start:x}..0x{:x} is not whole instruction words of at least 8 bytes",
+                f.name, f.end
+            )));
+        }
+        let Some(range) = code_range(data, start, f.end) else {
+            return Err(unproven(format!(
+                "{} at 0x{start:x} lies in no executable section of the file",
+                f.name
             )));
         };
-        if !t.path.is_empty() {
-            let how = t.describe().unwrap_or_default();
-            let kind = match t.user {
-                Some(User::Interrupt(_)) | Some(User::Named) => RefusalKind::UsesHostcall,
-                None => RefusalKind::Unproven,
-            };
-            return Err(Failed::Refused(Refusal {
-                kind,
-                kernels: vec![name.clone()],
-                reason: format!(
-                    "--asserts: kernel {name} still reaches a hostcall user with the device-assert entries trapping: {how}"
-                ),
-            }));
-        }
-        if !t.external.is_empty() {
+        let old = &bytes[range.clone()];
+        let record = InstructionRecord {
+            symbol: f.name.clone(),
+            address: start,
+            size: f.end - start,
+            code_object_offset: range.start as u64,
+            file_offset: None,
+            old: hex::encode(&old[..8]),
+            new: String::new(),
+            old_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(old)),
+            new_text: TRAP_TEXT.into(),
+            why: why.into(),
+        };
+        fill(&mut bytes[range.clone()], trap);
+        out.instructions.push(InstructionRecord {
+            new: hex::encode(&bytes[range.start..range.start + 8]),
+            ..record
+        });
+    }
+    // The handler first, then the functions no kernel reaches, each in address order.
+    out.instructions
+        .sort_by_key(|i| (i.why != "device-assert handler", i.address));
+    // The rewritten bytes: nothing left that is not filled signals the host.
+    let filled: Vec<(u64, u64)> = out
+        .instructions
+        .iter()
+        .map(|i| (i.address, i.address + i.size))
+        .collect();
+    let after = Graph::build(bytes, e_flags).map_err(unproven)?;
+    for i in after.nodes() {
+        let f = after.reached(i);
+        let Some(start) = f.addr else { continue };
+        if f.user.is_some() && !filled.iter().any(|&(a, b)| start >= a && start < b) {
             return Err(unproven(format!(
-                "kernel {name} reaches {}, which the image does not define",
-                t.external.join(", ")
+                "internal: after the rewrite {} still uses hostcall",
+                f.name
             )));
         }
-        if t.indirect.is_some() {
-            indirect += 1;
-        }
     }
-    for (k, t) in paths.into_iter().filter(|(_, t)| !t.path.is_empty()) {
+    if !after.loose_interrupts().is_empty() {
+        return Err(unproven(
+            "internal: after the rewrite code outside every function signals the host".into(),
+        ));
+    }
+    for k in declaring {
+        let symbol = kernels
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or(k.as_str(), |(_, s)| s.as_str());
+        let Some(t) = g.trace(symbol).or_else(|| g.trace(k)) else {
+            continue;
+        };
+        if t.path.is_empty() {
+            continue;
+        }
         let path: Vec<String> = t.path.iter().map(|h| h.function.clone()).collect();
-        let handler = path
+        let handler_name = path
             .iter()
             .find(|f| ASSERT_HANDLERS.iter().any(|(h, _)| h == f))
             .cloned()
-            .unwrap_or_else(|| "a handler".into());
+            .unwrap_or_else(|| "a hostcall user no kernel reaches".into());
         out.cut_paths.push(CutPath {
-            kernel: k,
+            kernel: k.clone(),
             before: t.describe().unwrap_or_default(),
             path,
-            now: format!("{handler} now begins with {TRAP_TEXT}: nothing after its entry runs"),
+            now: format!("{handler_name} is now {TRAP_TEXT} over its whole extent: wherever it is entered, the wave traps"),
         });
     }
-    let names: Vec<String> = found
-        .iter()
-        .map(|(n, a, _, _)| format!("{n} at 0x{a:x}"))
-        .collect();
+    let list = |why: &str| -> Vec<String> {
+        out.instructions
+            .iter()
+            .filter(|i| i.why == why)
+            .map(|i| format!("{} at 0x{:x} ({} bytes)", i.symbol, i.address, i.size))
+            .collect()
+    };
+    let (handlers, dead) = (
+        list("device-assert handler"),
+        list("hostcall user no kernel reaches"),
+    );
     out.statements.push(format!(
-        "--asserts: the entry of each device-assert handler ({}) now reads {TRAP_TEXT} (8 bytes each; every other byte of the code is unchanged): a failing assert aborts the dispatch without printing its message",
-        names.join(", ")
+        "--asserts: the device-assert handler ({}) now reads {TRAP_TEXT} over its whole extent: a failing assert aborts the dispatch without printing its message, wherever the handler is entered",
+        if handlers.is_empty() { "none reached".to_string() } else { handlers.join(", ") }
     ));
     out.statements.push(format!(
-        "after the rewrite the call graph reaches no hostcall user from any of the {} kernels: no named hostcall user, no code that signals the host, no undefined function ({} kernel(s) reach an indirect call, whose possible targets were followed too)",
-        kernels.len(),
-        indirect
+        "after the rewrite no kernel reaches a hostcall user: every call and computed jump was followed to every address-taken function{}, and none of the {} kernels reaches a named hostcall user, code that signals the host, an undefined function or code outside every function",
+        match &r.opened_by {
+            Some((f, at)) => format!(" (first in {f} at 0x{at:x})"),
+            None => String::new(),
+        },
+        kernels.len()
     ));
-    out.statements.push("no branch and no stored or computed address lands inside a handler after its entry, no branch lands in code outside every function, and no host-signalling code lies outside a function".into());
+    if !dead.is_empty() {
+        out.statements.push(format!(
+            "the hostcall users no kernel reaches ({}) are filled the same way, so that no code in the image that is not filled signals the host or bears a hostcall user's name (checked on the rewritten bytes)",
+            dead.join(", ")
+        ));
+    }
     out.statements.push(format!(
-        "{} declaring kernel path(s) to a hostcall user end at a rewritten entry",
+        "{} declaring kernel path(s) to a hostcall user end at a rewritten function",
         out.cut_paths.len()
     ));
     Ok(out)
+}
+
+/// A path as `a → b → c`.
+fn path_text(path: &[crate::scan::callgraph::Hop]) -> String {
+    path.iter()
+        .map(|h| h.function.as_str())
+        .collect::<Vec<_>>()
+        .join(" → ")
 }

@@ -33,8 +33,9 @@ pub use codeobj::{KernelRecord, Proof, Refusal, RefusalKind};
 pub use walk::{CcobRecord, CleanImage, ImageRecord};
 
 /// Version of the [`PatchRecord`] JSON shape (2: `asserts`, and per image `instructions` and
-/// `cut_paths` when `--asserts` rewrote code).
-pub const PATCH_SCHEMA_VERSION: u32 = 2;
+/// `cut_paths` when `--asserts` rewrote code; 3: each instruction record is a whole function
+/// filled with `s_trap 2; s_endpgm`, with its `size`, `old_sha256` and `why`).
+pub const PATCH_SCHEMA_VERSION: u32 = 3;
 
 /// What stays unverified after a patch, said in every record and by the CLI.
 pub const UNVERIFIED: &str = "not verified on AMD hardware here: that the runtime loads the patched code objects and \
@@ -43,7 +44,7 @@ dispatches the rewritten kernels without a hostcall buffer; run `rcclfix verify`
 /// What stays unverified after `--asserts` rewrote code, said in the record beside
 /// [`UNVERIFIED`].
 pub const UNVERIFIED_ASSERTS: &str = "also not verified on AMD hardware: that a failing device assert still aborts the dispatch \
-(now through s_trap 2; s_endpgm at the handler's entry, without its message); run `rcclfix verify --lib <patched library>` \
+(now through s_trap 2; s_endpgm, which fills the handler, without its message); run `rcclfix verify --lib <patched library>` \
 on the target machine before you trust it";
 
 /// Options for [`patch_file`].
@@ -52,9 +53,10 @@ pub struct PatchOptions {
     /// Only patch code objects for these gfx targets (empty: all). Generic entries that run on a
     /// listed target are included.
     pub targets: Vec<String>,
-    /// `--asserts`: where hostcall code is present, rewrite the entry of every device-assert
-    /// handler ([`ASSERT_HANDLERS`]) to `s_trap 2; s_endpgm` and patch when no kernel reaches a
-    /// hostcall user any more ([`asserts`]). Off: the code is never changed.
+    /// `--asserts`: where hostcall code is present, fill the device-assert handler
+    /// ([`ASSERT_HANDLERS`], when its code shows it never returns) and every hostcall user no
+    /// kernel reaches with `s_trap 2; s_endpgm`, and patch when no kernel reaches a hostcall user
+    /// any more ([`asserts`]). Off: the code is never changed.
     pub asserts: bool,
 }
 
@@ -89,6 +91,9 @@ pub struct PatchRecord {
     pub clean: Vec<CleanImage>,
     /// Bundle entries not requested, left as they were.
     pub skipped: Vec<String>,
+    /// Of `skipped`, those in which a kernel still declares `hidden_hostcall_buffer` (or whose
+    /// metadata cannot be read): the output still holds them as they were.
+    pub skipped_declaring: Vec<String>,
     /// Whether `--asserts` was given (device-assert handlers may have been rewritten to trap; the
     /// images' `instructions` list each one).
     pub asserts: bool,
@@ -143,11 +148,17 @@ fn gfx_names(items: &[String]) -> Vec<String> {
     out
 }
 
+/// The kernels of a refusal for its one line: at most five names, then how many more.
 fn fmt_kernels(k: &[String]) -> String {
-    if k.is_empty() {
-        String::new()
-    } else {
-        format!(" {}", k.join(", "))
+    const SHOWN: usize = 5;
+    match k.len() {
+        0 => String::new(),
+        n if n <= SHOWN => format!(" {}", k.join(", ")),
+        n => format!(
+            " {} and {} more kernel(s)",
+            k[..SHOWN].join(", "),
+            n - SHOWN
+        ),
     }
 }
 
@@ -214,6 +225,7 @@ fn plan(
         images: w.images,
         clean: w.clean,
         skipped: w.skipped,
+        skipped_declaring: w.skipped_declaring,
         asserts: opts.asserts,
         changed_ranges: walk::changed_ranges(data, &w.edits),
         unverified: UNVERIFIED.to_string(),

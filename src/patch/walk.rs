@@ -123,8 +123,39 @@ pub struct Walk {
     pub clean: Vec<CleanImage>,
     /// Entries left alone because their target was not requested.
     pub skipped: Vec<String>,
+    /// Of `skipped`, those in which a kernel declares `hidden_hostcall_buffer` (or whose metadata
+    /// cannot be read): left declaring.
+    pub skipped_declaring: Vec<String>,
     /// `--asserts`: device-assert handlers may be rewritten ([`codeobj::patch`]).
     pub asserts: bool,
+    /// The first refusal of a code object; the walk reads on and returns it at the end.
+    pub refused: Option<Located>,
+    /// Refusals after the first, by location, so that a refusal can say how many code objects
+    /// were refused (the first is what the walk returns).
+    pub more_refused: Vec<String>,
+}
+
+impl Walk {
+    /// Keep a refusal: the first is returned at the end of the walk, the others counted.
+    fn note_refusal(&mut self, l: Located) {
+        match self.refused {
+            None => self.refused = Some(l),
+            Some(_) => self.more_refused.push(l.location),
+        }
+    }
+}
+
+/// Whether a code object (`data`) left alone still declares `hidden_hostcall_buffer` in any
+/// kernel; true also when its metadata cannot be read (it may).
+fn declares(data: &[u8]) -> bool {
+    match crate::scan::codeobj::parse_with(data, crate::scan::meta::Detail::Declaring) {
+        Ok(co) => co.metadata.kernels.iter().any(|k| {
+            k.args
+                .iter()
+                .any(|a| a.value_kind == "hidden_hostcall_buffer")
+        }),
+        Err(_) => true,
+    }
 }
 
 /// A refusal with the place it happened.
@@ -175,7 +206,12 @@ pub fn walk(data: &[u8], targets: &[String], asserts: bool, limits: &Limits) -> 
                 .get(48..52)
                 .map(|b| u32::from_le_bytes(b.try_into().unwrap()) & 0xff);
             match mach.and_then(crate::scan::codeobj::mach_name) {
-                Some(p) if !wanted(p, targets) => w.skipped.push(format!("code object ({p})")),
+                Some(p) if !wanted(p, targets) => {
+                    w.skipped.push(format!("code object ({p})"));
+                    if declares(data) {
+                        w.skipped_declaring.push(format!("code object ({p})"));
+                    }
+                }
                 _ => image(&mut w, data, 0, "", "bare", targets)?,
             }
         }
@@ -227,6 +263,19 @@ pub fn walk(data: &[u8], targets: &[String], asserts: bool, limits: &Limits) -> 
                 "not a host ELF, code object, offload bundle or CCOB",
             ))
         }
+    }
+    if let Some(mut first) = w.refused.take() {
+        if !w.more_refused.is_empty() {
+            let n = w.more_refused.len();
+            let shown: Vec<&str> = w.more_refused.iter().take(3).map(String::as_str).collect();
+            first.refusal.reason = format!(
+                "{} (and {n} more code object(s) refused: {}{})",
+                first.refusal.reason,
+                shown.join(", "),
+                if n > shown.len() { ", …" } else { "" }
+            );
+        }
+        return Err(first);
     }
     w.edits.sort_by_key(|e| e.offset);
     Ok(w)
@@ -306,7 +355,20 @@ fn region(
                 pos = bundle::align_up(offset + end.max(1));
             }
             bundle::Item::Ccob { offset } => {
-                let end = ccob(w, sect, base, offset, targets, limits)?;
+                let end = match ccob(w, sect, base, offset, targets, limits) {
+                    Ok(end) => end,
+                    Err(l) => {
+                        w.note_refusal(l);
+                        // Read on past it when its header says where it ends.
+                        match sccob::parse_header(&sect[offset..])
+                            .ok()
+                            .and_then(|h| h.total_size)
+                        {
+                            Some(total) => total as usize,
+                            None => break,
+                        }
+                    }
+                };
                 pos = bundle::align_up(offset + end.max(1));
             }
             bundle::Item::Unknown { offset, end } => {
@@ -352,9 +414,15 @@ fn plain_bundle(
         }
         if !wanted(id.processor(), targets) {
             w.skipped.push(e.id.to_string());
+            if declares(e.data) {
+                w.skipped_declaring.push(e.id.to_string());
+            }
             continue;
         }
-        image(w, e.data, at + e.offset as usize, e.id, "plain", targets)?;
+        if let Err(l) = image(w, e.data, at + e.offset as usize, e.id, "plain", targets) {
+            // Keep reading: the refusal says how many code objects were refused in all.
+            w.note_refusal(l);
+        }
     }
     Ok(b.end as usize)
 }
@@ -466,8 +534,15 @@ fn ccob(
         l.location = format!("{loc}: {}", l.location);
         l
     })?;
+    if let Some(mut l) = inner.refused.take() {
+        l.location = format!("{loc}: {}", l.location);
+        w.more_refused
+            .extend(inner.more_refused.iter().map(|m| format!("{loc}: {m}")));
+        return Err(l);
+    }
     w.clean.extend(inner.clean);
     w.skipped.extend(inner.skipped);
+    w.skipped_declaring.extend(inner.skipped_declaring);
     if inner.images.is_empty() {
         return Ok(total);
     }

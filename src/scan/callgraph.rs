@@ -43,9 +43,11 @@ mod code;
 mod image;
 mod isa;
 mod layout;
+mod reach;
 mod trace;
 
 pub use isa::{branch_offset, interrupt_sites, is_interrupt_msg, trap_entry, InterruptSites, Isa};
+pub use reach::{Reach, Reached};
 #[cfg(test)]
 use trace::{display_name, list};
 pub use trace::{Hop, IndirectCall, Trace, User, Via};
@@ -64,12 +66,30 @@ struct Node {
     indirect: Vec<u64>,
     /// Its `s_sendmsg MSG_INTERRUPT` sites outside the trap sequence.
     interrupts: Vec<u64>,
-    /// Whether its name is a known hostcall user (false when its entry traps).
+    /// Whether its name is a known hostcall user.
     named_user: bool,
     /// Functions whose code its SOPP branches land in (a branch out of a function is an edge).
     jumps: Vec<u32>,
-    /// Whether its entry is `s_trap 2; s_endpgm`: nothing after it runs (no calls are read).
+    /// Whether its entry is `s_trap 2; s_endpgm`: entered there, nothing after it runs (`why`
+    /// follows nothing from it; a proof still reads all of it, since code can be entered past
+    /// the entry).
     trap_entry: bool,
+    /// End of its code (exclusive): its symbol size, the next function or its section's end.
+    end: u64,
+    /// Its `s_swappc_b64`, `s_call_b64` and computed jumps (see `code::Refs::call_sites`).
+    call_sites: Vec<u64>,
+    /// Whether a return through `s[30:31]` may go anywhere (it returns and some word may
+    /// write `s30`/`s31`).
+    wild_return: bool,
+    /// Whether a word of its code is `s_trap 2`.
+    traps: bool,
+    /// Whether its code returns (`s_setpc_b64 s[30:31]`).
+    returns: bool,
+    /// Functions its code enters other than at their start (pc-relative addresses inside them,
+    /// branches into them are in `jumps`).
+    inner: Vec<u32>,
+    /// Whether it branches into code that no function holds.
+    loose: bool,
 }
 
 /// A data object holding function pointers.
@@ -117,8 +137,13 @@ const R_RELATIVE64: u32 = 13;
 pub struct Graph {
     nodes: Vec<Node>,
     tables: Vec<Table>,
-    /// Nodes whose address is stored in data (relocation targets), sorted.
+    /// Nodes whose address is stored in data (relocation targets, also inside a function),
+    /// sorted.
     address_taken: Vec<u32>,
+    /// Functions whose start some code materialises (a pc-relative address computation, a
+    /// relocation in code), outside functions whose entry traps, sorted: with `address_taken`,
+    /// what `why` lets an indirect call reach.
+    materialized: Vec<u32>,
     by_name: HashMap<String, u32>,
     /// SOPP branches whose target is outside their own function: (branch address, target).
     branches_out: Vec<(u64, u64)>,
@@ -271,21 +296,25 @@ impl Graph {
                     .filter(|&f| !self.nodes[f as usize].indirect.is_empty())
                     .collect();
                 let from = callers.first().copied().unwrap_or(caller);
-                if seen_tables.is_empty() {
-                    for &e in &self.address_taken {
+                // The tables the reached code references come first (their names say where a
+                // target comes from); once they lead nowhere new and to no hostcall user, every
+                // other function whose address the image's data holds or some code materialises:
+                // a pointer can come from anywhere (another kernel, the host), so an indirect
+                // call may reach any of them.
+                for &t in &seen_tables {
+                    for &e in &self.tables[t as usize].entries {
                         if parent[e as usize].is_none() {
-                            parent[e as usize] = Some((from, Via::AddressTaken));
+                            parent[e as usize] =
+                                Some((from, Via::Table(self.tables[t as usize].name.clone())));
                             order.push(e);
                         }
                     }
-                } else {
-                    for &t in &seen_tables {
-                        for &e in &self.tables[t as usize].entries {
-                            if parent[e as usize].is_none() {
-                                parent[e as usize] =
-                                    Some((from, Via::Table(self.tables[t as usize].name.clone())));
-                                order.push(e);
-                            }
+                }
+                if order.len() == start && self.first_user(&order).is_none() {
+                    for &e in self.address_taken.iter().chain(&self.materialized) {
+                        if parent[e as usize].is_none() {
+                            parent[e as usize] = Some((from, Via::AddressTaken));
+                            order.push(e);
                         }
                     }
                 }
@@ -355,12 +384,15 @@ impl Graph {
     /// The first node of `order` that is a named hostcall user, else the first that signals the
     /// host.
     fn first_user(&self, order: &[u32]) -> Option<(u32, User)> {
+        // A function whose entry traps is entered at its entry on these paths: it uses nothing.
+        let live = |f: &&u32| !self.nodes[**f as usize].trap_entry;
         order
             .iter()
+            .filter(live)
             .find(|&&f| self.nodes[f as usize].named_user)
             .map(|&f| (f, User::Named))
             .or_else(|| {
-                order.iter().find_map(|&f| {
+                order.iter().filter(live).find_map(|&f| {
                     self.nodes[f as usize]
                         .interrupts
                         .first()
@@ -375,6 +407,10 @@ fn bfs(nodes: &[Node], parent: &mut [Option<(u32, Via)>], order: &mut Vec<u32>, 
     let mut q: VecDeque<u32> = order[start..].iter().copied().collect();
     while let Some(f) = q.pop_front() {
         let n = &nodes[f as usize];
+        if n.trap_entry {
+            // Entered at its entry, it ends the program there.
+            continue;
+        }
         for &c in n.calls.iter().chain(&n.jumps) {
             if parent[c as usize].is_none() {
                 parent[c as usize] = Some((f, Via::Call));

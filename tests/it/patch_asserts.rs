@@ -1,8 +1,9 @@
 //! `rcclfix patch --asserts` on code objects compiled from our own HIP sources (the committed
-//! fixtures, `cargo xtask fixtures` and `cargo xtask fixtures-patch`): every device-assert handler
-//! entry becomes `s_trap 2; s_endpgm`, only those 8 bytes and the metadata notes differ, the
-//! scanner then reads every kernel as clean; a kernel that really prints is still refused, and a
-//! mutated input is refused or patched without one byte changing outside the listed ones.
+//! fixtures, `cargo xtask fixtures` and `cargo xtask fixtures-patch`): the device-assert handler
+//! and the hostcall users no kernel reaches are filled with `s_trap 2; s_endpgm`, only those
+//! functions and the metadata notes differ, the scanner then reads every kernel as clean; a
+//! kernel that really prints is still refused, and a mutated input is refused or patched without
+//! one byte changing outside the listed ones.
 //!
 //! Slow (`RCCLFIX_SLOW_TESTS=1` and `RCCLFIX_CONTROL_LIBS`, a folder holding the RCCL 2.21.5
 //! control builds `librccl-2.21.5-*-control-gfx1100.so`, which no download provides): the real
@@ -56,7 +57,7 @@ fn allowed(rec: &PatchRecord) -> Vec<(u64, u64)> {
                         .file_offset
                         .expect("an uncompressed image has file offsets");
                     assert_eq!(f, img.file_offset + i.code_object_offset);
-                    v.push((f, f + 8));
+                    v.push((f, f + i.size));
                 }
             }
         }
@@ -77,8 +78,9 @@ fn only_listed_bytes_differ(what: &str, a: &[u8], b: &[u8], spans: &[(u64, u64)]
 }
 
 /// Patch `rel` with `--asserts` into a temporary file, check what may differ, that each image
-/// has `handlers` rewritten entries with the family's trap bytes, and that the scanner reads
-/// the output as clean with the same kernels; return the record.
+/// has `handlers` rewritten handlers (and any number of filled hostcall users no kernel reaches)
+/// with the family's trap bytes, and that the scanner reads the output as clean with the same
+/// kernels; return the record.
 fn check(rel: &str, images: usize, handlers: usize) -> PatchRecord {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -89,11 +91,26 @@ fn check(rel: &str, images: usize, handlers: usize) -> PatchRecord {
     assert!(rec.asserts && rec.written);
     assert_eq!(rec.images.len(), images, "{rel}: images");
     for img in &rec.images {
-        assert_eq!(img.instructions.len(), handlers, "{rel}: {}", img.processor);
+        let h: Vec<_> = img
+            .instructions
+            .iter()
+            .filter(|i| i.why == "device-assert handler")
+            .collect();
+        assert_eq!(h.len(), handlers, "{rel}: {}", img.processor);
         for i in &img.instructions {
-            assert_eq!(i.symbol, "__assert_fail");
+            if i.why == "device-assert handler" {
+                assert_eq!(i.symbol, "__assert_fail");
+            } else {
+                assert_eq!(i.why, "hostcall user no kernel reaches", "{i:?}");
+                assert!(
+                    rcclfix::scan::amdgpu::is_hostcall_user(&i.symbol)
+                        || i.symbol.starts_with("__ockl_"),
+                    "{i:?}"
+                );
+            }
             assert_eq!(i.new, trap_hex(&img.processor), "{rel}: {}", img.processor);
             assert_ne!(i.old, i.new);
+            assert!(i.size >= 8 && i.size % 4 == 0, "{i:?}");
             assert_eq!(i.new_text, "s_trap 2; s_endpgm");
         }
         assert!(!img.cut_paths.is_empty(), "{rel}: the cut paths are listed");
@@ -109,7 +126,7 @@ fn check(rel: &str, images: usize, handlers: usize) -> PatchRecord {
             img.proof
                 .statements
                 .iter()
-                .any(|s| s.contains("reaches no hostcall user from any of the")),
+                .any(|s| s.contains("after the rewrite no kernel reaches a hostcall user")),
             "{:?}",
             img.proof.statements
         );
@@ -316,7 +333,8 @@ fn asserts_cli_explains_and_says_what_is_unverified() {
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(
         stdout.contains("rewrote __assert_fail at 0x")
-            && stdout.contains("-> 020090bf0000b0bf (s_trap 2; s_endpgm)"),
+            && stdout.contains("device-assert handler)")
+            && stdout.contains("-> 020090bf0000b0bf… (s_trap 2; s_endpgm over the whole extent)"),
         "{stdout}"
     );
     assert!(
@@ -350,7 +368,7 @@ fn asserts_cli_explains_and_says_what_is_unverified() {
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert_eq!(v["asserts"], true);
     let i = &v["images"][0]["instructions"][0];
     assert_eq!(i["symbol"], "__assert_fail");
@@ -408,7 +426,7 @@ fn slow_rccl_control_builds_patch_with_asserts() {
         spans.extend(
             img.instructions
                 .iter()
-                .map(|i| (i.code_object_offset, i.code_object_offset + 8)),
+                .map(|i| (i.code_object_offset, i.code_object_offset + i.size)),
         );
         only_listed_bytes_differ("control code object", &cos[0], &cos[1], &spans);
         for i in &img.instructions {
@@ -445,7 +463,7 @@ fn packages_of_an_asserts_patch_say_so() {
     let mut m = Manifest::load(&dir.join("manifest.json")).unwrap();
     m.patched = Some(serde_json::to_value(&rec).unwrap());
     m.save(&dir.join("manifest.json")).unwrap();
-    assert_eq!(m.asserts_rewritten(), 1);
+    assert!(m.asserts_rewritten() >= 1);
     let paths = package(&dir, &t.path().join("pkgs"), &["--format", "deb,whl"]);
     let d = ok(std::process::Command::new("dpkg-deb")
         .arg("--field")

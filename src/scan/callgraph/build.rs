@@ -95,10 +95,20 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         interrupts: Vec::new(),
         jumps: Vec::new(),
         trap_entry: false,
+        end: addr.unwrap_or(0),
+        call_sites: Vec::new(),
+        wild_return: false,
+        traps: false,
+        returns: false,
+        inner: Vec::new(),
+        loose: false,
     };
     let mut nodes: Vec<Node> = funcs
         .iter()
-        .map(|(a, _, name)| node(name, Some(*a)))
+        .map(|(a, end, name)| Node {
+            end: *end,
+            ..node(name, Some(*a))
+        })
         .chain(img.externs.iter().map(|name| node(name, None)))
         .collect();
     let mut lay = Layout {
@@ -151,11 +161,11 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         nd.calls = refs.calls;
         nd.tables = refs.tables;
         nd.indirect = refs.indirect;
-        if refs.trap_entry {
-            // Its entry traps and ends the program: it cannot use hostcall, whatever its name.
-            nd.trap_entry = true;
-            nd.named_user = false;
-        }
+        nd.call_sites = refs.call_sites;
+        nd.returns = refs.returns > 0;
+        nd.wild_return = refs.returns > 0 && refs.writes_ra;
+        nd.traps = refs.traps;
+        nd.trap_entry = refs.trap_entry;
         for (at, target) in refs.branches_out {
             branches_out.push((at, target));
             match lay.containing(target) {
@@ -164,7 +174,10 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
                 }
                 Some(_) => {}
                 // Into code that no function holds: what runs there is not read.
-                None if img.in_code(target) => loose_branches.push((at, target)),
+                None if img.in_code(target) => {
+                    loose_branches.push((at, target));
+                    nodes[ni].loose = true;
+                }
                 None => {}
             }
         }
@@ -173,20 +186,42 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
     for &(base, code) in &img.code {
         for at in interrupt_sites(code, base, img.isa).host {
             match lay.containing(at) {
-                // Code after a trapping entry never runs.
-                Some(nd) if nodes[nd as usize].trap_entry => {}
                 Some(nd) => nodes[nd as usize].interrupts.push(at),
                 None => loose_interrupts.push(at),
             }
+        }
+    }
+    // A reference into a function other than at its start enters it there: from code, an edge
+    // of the function holding the reference; from data, an address-taken function.
+    let mut data_inner = Vec::new();
+    for &(site, target) in &inner_refs {
+        let Some(t) = lay.containing(target) else {
+            continue;
+        };
+        match lay.containing(site) {
+            Some(f) if f != t && !nodes[f as usize].inner.contains(&t) => {
+                nodes[f as usize].inner.push(t);
+            }
+            Some(_) => {}
+            None if !img.in_code(site) => data_inner.push(t),
+            None => {}
         }
     }
     let mut address_taken: Vec<u32> = img
         .data_relocs
         .iter()
         .filter_map(|(_, r)| lay.raw_node(*r))
+        .chain(data_inner)
         .collect();
     address_taken.sort();
     address_taken.dedup();
+    let mut materialized: Vec<u32> = nodes
+        .iter()
+        .filter(|n| !n.trap_entry)
+        .flat_map(|n| n.calls.iter().copied())
+        .collect();
+    materialized.sort();
+    materialized.dedup();
     let mut by_name = HashMap::new();
     for (i, nd) in nodes.iter().enumerate().take(funcs.len()) {
         by_name.entry(nd.name.clone()).or_insert(i as u32);
@@ -195,6 +230,7 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         nodes,
         tables,
         address_taken,
+        materialized,
         by_name,
         branches_out,
         inner_refs,

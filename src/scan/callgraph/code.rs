@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use super::image::Image;
-use super::isa::Isa;
 use super::isa::{branch_offset, trap_entry, word};
+use super::isa::{Isa, SopkControl};
 use super::layout::Layout;
 use super::{Raw, Ref, R_REL32, R_REL32_LO};
 
@@ -113,6 +113,12 @@ pub(super) fn pc_rel(
     Some((p, Raw::Addr(pc_next.wrapping_add(off), false), j - i))
 }
 
+/// Whether an SGPR destination field may reach `s30` or `s31` (a 64-bit write at `s29` is not
+/// encodable, but a word-by-word reader cannot tell a literal from an instruction).
+fn is_ra(d: u32) -> bool {
+    (29..=31).contains(&d)
+}
+
 /// What the registers hold while one function is read in address order.
 pub(super) struct State {
     pub(super) regs: Regs,
@@ -156,8 +162,21 @@ pub(super) struct Refs {
     /// SOPP branches whose target lies outside the function: (branch address, target).
     pub(super) branches_out: Vec<(u64, u64)>,
     /// Whether the function's first two words are `s_trap 2; s_endpgm` ([`trap_entry`]): then
-    /// nothing after its entry runs, and nothing else is read.
+    /// nothing after its entry runs when it is entered there (the rest is read all the same).
     pub(super) trap_entry: bool,
+    /// Every place control may go where the code does not spell the target as a constant
+    /// (`s_swappc_b64`, `s_setpc_b64` other than a return through `s[30:31]`, `s_rfe_b64`, gfx6–9
+    /// `s_cbranch_join` and `s_cbranch_g_fork`) and every `s_call_b64`: a proof follows each of
+    /// them to every address-taken function, whatever the register tracking concluded.
+    pub(super) call_sites: Vec<u64>,
+    /// `s_setpc_b64 s[30:31]` words: returns, if `s[30:31]` still holds the return address.
+    pub(super) returns: usize,
+    /// Whether any word may write `s30` or `s31` (SALU, SMEM, `v_readlane_b32`,
+    /// `v_readfirstlane_b32` destinations; read word by word, so a literal counts too): then a
+    /// return may go anywhere.
+    pub(super) writes_ra: bool,
+    /// Whether any word is `s_trap 2`.
+    pub(super) traps: bool,
 }
 
 impl Refs {
@@ -195,13 +214,14 @@ pub(super) fn read_function(
         spilled: HashMap::new(),
     };
     let mut out = Refs::default();
+    let trap = trap_entry(img.isa);
+    out.traps = trap.is_some_and(|t| (first..last).any(|j| word(code, j) == t[0]));
     // An entry that traps and ends the program: `s_endpgm` ends the wave whatever the trap
     // handler does, so no later instruction of this function runs when it is entered here.
-    if let Some(t) = trap_entry(img.isa) {
-        if first + 1 < last && word(code, first) == t[0] && word(code, first + 1) == t[1] {
-            out.trap_entry = true;
-            return out;
-        }
+    if let Some(t) = trap {
+        // The rest is still read: code past the entry runs when something enters there.
+        out.trap_entry =
+            first + 1 < last && word(code, first) == t[0] && word(code, first + 1) == t[1];
     }
     let (lo, hi) = (base + 4 * first as u64, base + 4 * last as u64);
     let mut i = first;
@@ -227,16 +247,28 @@ pub(super) fn read_function(
                 step = 2;
             }
             let direct = |st: &State| matches!(st.pair(s), Some(Ref::Func(_)));
-            if op == swappc && d == 30 && s % 2 == 0 && s < 104 {
-                if !direct(&st) {
+            if is_ra(d) && op != setpc {
+                out.writes_ra = true;
+            }
+            if op == swappc {
+                out.call_sites.push(at);
+                if d != 30 || s % 2 != 0 || s >= 104 || !direct(&st) {
                     out.indirect.push(at);
                 }
                 // The callee may clobber s0–s29; s[30:31] now holds the return address.
                 st.regs[..32].fill(None);
-            } else if op == setpc && d == 0 && s % 2 == 0 && s < 104 {
-                if s != 30 && !direct(&st) {
-                    out.indirect.push(at);
+            } else if op == setpc {
+                if s == 30 && d == 0 {
+                    out.returns += 1;
+                } else {
+                    out.call_sites.push(at);
+                    if d != 0 || s % 2 != 0 || s >= 104 || !direct(&st) {
+                        out.indirect.push(at);
+                    }
                 }
+            } else if img.isa.computed_jump_sop1(op) {
+                out.call_sites.push(at);
+                out.indirect.push(at);
             } else if op == mov64 && d % 2 == 0 && d < 104 {
                 let (lo, hi) = if s % 2 == 0 && s < 104 {
                     (st.get(s), st.get(s + 1))
@@ -257,18 +289,36 @@ pub(super) fn read_function(
             if target < lo || target >= hi {
                 out.branches_out.push((at, target));
             }
-        } else if let Some((_, d, s0, s1)) = sop2(w) {
+        } else if let Some((op, d, s0, s1)) = sop2(w) {
             st.set(d, None);
+            out.writes_ra |= is_ra(d);
+            if img.isa.computed_jump_sop2(op) {
+                out.call_sites.push(at);
+                out.indirect.push(at);
+            }
             if s0 == 255 || s1 == 255 {
                 step = 2;
             }
         } else if w >> 28 == 0xB && w >> 23 < 0x17D {
-            // SOPK
-            st.set((w >> 16) & 0x7f, None);
+            // SOPK: `s_call_b64` and the SOPK branches carry a word offset like a SOPP branch.
+            let d = (w >> 16) & 0x7f;
+            st.set(d, None);
+            out.writes_ra |= is_ra(d);
+            if let Some(k) = img.isa.sopk_control((w >> 23) & 0x1f) {
+                let target = (at + 4).wrapping_add_signed(4 * i64::from(w as u16 as i16));
+                if k == SopkControl::Call {
+                    out.call_sites.push(at);
+                    st.regs[..32].fill(None);
+                }
+                if target < lo || target >= hi {
+                    out.branches_out.push((at, target));
+                }
+            }
         } else if w >> 25 == 0x3F {
             // VOP1; v_readfirstlane_b32 (opcode 2) writes an SGPR.
             if (w >> 9) & 0xff == 2 {
                 st.set((w >> 17) & 0xff, None);
+                out.writes_ra |= is_ra((w >> 17) & 0xff);
             }
             if w & 0x1ff == 255 {
                 step = 2;
@@ -280,6 +330,7 @@ pub(super) fn read_function(
                 let (dst, src0) = (w & 0xff, w1 & 0x1ff);
                 let lane = constant((w1 >> 9) & 0x1ff, None).filter(|l| *l < 64);
                 if op == rd {
+                    out.writes_ra |= is_ra(dst);
                     // v_readlane_b32 sDST, vSRC0, lane
                     let v = match (src0.checked_sub(256), lane) {
                         (Some(v), Some(l)) => st.spilled.get(&(v, l)).copied(),
@@ -304,6 +355,8 @@ pub(super) fn read_function(
                 Some(Ref::SlotTable(t)) if zero_offset => Some(Ref::Table(t)),
                 _ => None,
             };
+            // A load writes up to 16 registers from `sdata` on.
+            out.writes_ra |= (15..=31).contains(&sdata);
             if sdata.is_multiple_of(2) && sdata < 104 {
                 st.set_pair(sdata, loaded);
             } else {

@@ -41,6 +41,12 @@ impl Image<'_> {
 /// in a relocatable one each allocated section gets its own range, laid out one after another.
 pub(super) fn read_image(data: &[u8], e_flags: u32) -> Result<Image<'_>, String> {
     let isa = Isa::from_e_flags(e_flags);
+    if isa == Isa::Gfx1250 {
+        return Err(format!(
+            "the call forms of {} (s_get_pc_i64, s_add_nc_u64 with a 64-bit literal, s_swap_pc_i64) are not decoded by this rcclfix",
+            crate::scan::amdgpu::mach_name(e_flags & 0xff).unwrap_or("gfx125x")
+        ));
+    }
     if isa.sop1().is_none() {
         return Err(format!(
             "unknown instruction set (EF_AMDGPU_MACH 0x{:03x})",

@@ -14,8 +14,14 @@ pub enum Isa {
     Gfx9,
     /// gfx10.x.
     Gfx10,
-    /// gfx11.x and gfx12.x.
+    /// gfx11.x and gfx12.x up to gfx1201 (gfx1250 and later are [`Isa::Gfx1250`]).
     Gfx11,
+    /// gfx1250 and the gfx125x line: its calls are written `s_get_pc_i64` +
+    /// `s_add_nc_u64 s[N:N+1], s[N:N+1], lit64(…)` + `s_swap_pc_i64` (a 64-bit literal, two words),
+    /// which this module does not decode, so no call graph is built for it (a proof refuses; `why`
+    /// says so) and only [`interrupt_sites`] runs, with the gfx11 encodings (llvm
+    /// `SOPInstructions.td`, `SOP2_Real_gfx12` / `S_ADD_U64`; `AMDGPUUsage.rst`, "Processors").
+    Gfx1250,
     /// An `EF_AMDGPU_MACH` this module does not know: only [`interrupt_sites`] runs, with every
     /// encoding.
     Unknown,
@@ -34,7 +40,9 @@ impl Isa {
     /// `:feature` suffixes are ignored).
     pub fn from_processor(name: &str) -> Isa {
         let digits = name.trim_start_matches("gfx");
-        if digits.starts_with("12") || digits.starts_with("11") {
+        if digits.starts_with("125") {
+            Isa::Gfx1250
+        } else if digits.starts_with("12") || digits.starts_with("11") {
             Isa::Gfx11
         } else if digits.starts_with("10") {
             Isa::Gfx10
@@ -54,7 +62,45 @@ impl Isa {
             Isa::Gfx6 | Isa::Gfx10 => Some([0x03, 0x04, 0x1f, 0x20, 0x21]),
             Isa::Gfx9 => Some([0x00, 0x01, 0x1c, 0x1d, 0x1e]),
             Isa::Gfx11 => Some([0x00, 0x01, 0x47, 0x48, 0x49]),
-            Isa::Unknown => None,
+            Isa::Gfx1250 | Isa::Unknown => None,
+        }
+    }
+
+    /// Whether SOP1 opcode `op` jumps to a computed address other than by `s_setpc_b64` /
+    /// `s_swappc_b64`: `s_rfe_b64` (0x1f on gfx9, 0x22 on gfx6/gfx10, 0x4a on gfx11/12) and
+    /// `s_cbranch_join` (0x2e on gfx8/9; assembled with llvm-mc 21).
+    pub(super) fn computed_jump_sop1(self, op: u32) -> bool {
+        match self {
+            Isa::Gfx9 => matches!(op, 0x1f | 0x2e),
+            Isa::Gfx6 => matches!(op, 0x22 | 0x32),
+            Isa::Gfx10 => op == 0x22,
+            Isa::Gfx11 => op == 0x4a,
+            Isa::Gfx1250 | Isa::Unknown => false,
+        }
+    }
+
+    /// Whether SOP2 opcode `op` is `s_cbranch_g_fork` (0x29 on gfx8/9, 0x2b on gfx6/7), a
+    /// branch to a computed address.
+    pub(super) fn computed_jump_sop2(self, op: u32) -> bool {
+        match self {
+            Isa::Gfx9 => op == 0x29,
+            Isa::Gfx6 => op == 0x2b,
+            _ => false,
+        }
+    }
+
+    /// What SOPK opcode `op` does to control: `s_call_b64` (0x15 on gfx9, 0x16 on gfx10, 0x14 on
+    /// gfx11/12), `s_cbranch_i_fork` (0x10 on gfx8/9, 0x11 on gfx6/7) and
+    /// `s_subvector_loop_begin`/`_end` (0x1b/0x1c on gfx10, 0x16/0x17 on gfx11), each with a
+    /// signed word offset in `simm16` like a SOPP branch (assembled with llvm-mc 21).
+    pub(super) fn sopk_control(self, op: u32) -> Option<SopkControl> {
+        match (self, op) {
+            (Isa::Gfx9, 0x15) | (Isa::Gfx10, 0x16) | (Isa::Gfx11, 0x14) => Some(SopkControl::Call),
+            (Isa::Gfx9, 0x10)
+            | (Isa::Gfx6, 0x11)
+            | (Isa::Gfx10, 0x1b | 0x1c)
+            | (Isa::Gfx11, 0x16 | 0x17) => Some(SopkControl::Branch),
+            _ => None,
         }
     }
 
@@ -66,7 +112,7 @@ impl Isa {
         match self {
             Isa::Gfx9 => Some((0x34, 0x289, 0x28a)),
             Isa::Gfx10 | Isa::Gfx11 => Some((0x35, 0x360, 0x361)),
-            Isa::Gfx6 | Isa::Unknown => None,
+            Isa::Gfx6 | Isa::Gfx1250 | Isa::Unknown => None,
         }
     }
 
@@ -75,9 +121,18 @@ impl Isa {
         match self {
             Isa::Gfx9 => Some(0x30),
             Isa::Gfx10 | Isa::Gfx11 => Some(0x3D),
-            Isa::Gfx6 | Isa::Unknown => None,
+            Isa::Gfx6 | Isa::Gfx1250 | Isa::Unknown => None,
         }
     }
+}
+
+/// A SOPK instruction that moves control ([`Isa::sopk_control`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SopkControl {
+    /// `s_call_b64 sdst, label`: a call to a constant address.
+    Call,
+    /// A branch to a constant address.
+    Branch,
 }
 
 /// `s_trap 2` (what `llvm.trap` lowers to on HSA: llvm `SIISelLowering.cpp`, `lowerTrapHsa`;
@@ -88,7 +143,7 @@ impl Isa {
 pub fn trap_entry(isa: Isa) -> Option<[u32; 2]> {
     match isa {
         Isa::Gfx6 | Isa::Gfx9 | Isa::Gfx10 => Some([0xBF92_0002, 0xBF81_0000]),
-        Isa::Gfx11 => Some([0xBF90_0002, 0xBFB0_0000]),
+        Isa::Gfx11 | Isa::Gfx1250 => Some([0xBF90_0002, 0xBFB0_0000]),
         Isa::Unknown => None,
     }
 }
@@ -103,7 +158,7 @@ pub fn branch_offset(w: u32, isa: Isa) -> Option<i16> {
         Isa::Gfx6 | Isa::Gfx9 | Isa::Gfx10 => {
             matches!(op, 0xBF82 | 0xBF84..=0xBF89 | 0xBF97..=0xBF9A)
         }
-        Isa::Gfx11 => matches!(op, 0xBFA0..=0xBFAA),
+        Isa::Gfx11 | Isa::Gfx1250 => matches!(op, 0xBFA0..=0xBFAA),
         Isa::Unknown => false,
     };
     ours.then_some((w & 0xffff) as u16 as i16)
@@ -116,7 +171,7 @@ pub fn is_interrupt_msg(w: u32, isa: Isa) -> bool {
     let op = w >> 16;
     let ours = match isa {
         Isa::Gfx6 | Isa::Gfx9 | Isa::Gfx10 => matches!(op, 0xBF90 | 0xBF91),
-        Isa::Gfx11 => matches!(op, 0xBFB6 | 0xBFB7),
+        Isa::Gfx11 | Isa::Gfx1250 => matches!(op, 0xBFB6 | 0xBFB7),
         Isa::Unknown => matches!(op, 0xBF90 | 0xBF91 | 0xBFB6 | 0xBFB7),
     };
     ours && (w & 0xF) == 1

@@ -1,0 +1,179 @@
+//! The false proofs of `patch` and `patch --asserts` found by a hostile review, one row each,
+//! compiled at test time by the real HIP toolchain from our own sources in
+//! `tests/fixtures/patch/findings/` (`debian-sid`'s hipcc for gfx1100, `debian-rocm7.2`'s for
+//! gfx1250), into raw code objects. Each row failed on the analysis before it (a written patch)
+//! and says here what the sound one does: refuse, or patch with every byte it writes accounted
+//! for. `llvm-objdump` from the same toolchain is the independent reader of what was written.
+//!
+//! Slow: needs `RCCLFIX_SLOW_TESTS=1` and the toolchains (`cargo xtask test` builds them).
+
+use std::path::Path;
+
+use rcclfix::patch::{patch_bytes, PatchOptions, PatchRecord, PatchRefused, RefusalKind};
+
+fn opts(asserts: bool) -> PatchOptions {
+    PatchOptions {
+        targets: vec![],
+        asserts,
+    }
+}
+
+/// Compile every finding once (one toolchain call per suite) into `dir`: `<name>-O3.co` and
+/// `<name>-O0.co` for gfx1100, `direct_gfx1250-O3.co` for gfx1250.
+fn compile(dir: &Path) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/patch/findings");
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    crate::support::require_tool("sid", "hipcc");
+    let hip = "hipcc -x hip --offload-device-only --no-gpu-bundle-output";
+    crate::support::in_toolchain_ok(
+        "sid",
+        dir,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for f in *.hip; do b=${{f%.hip}}; [ $b = direct_gfx1250 ] && continue; \
+                 for o in O3 O0; do {hip} --offload-arch=gfx1100 -$o -o $b-$o.co $f 2>/dev/null; done; done"
+            ),
+        ],
+    );
+    crate::support::require_tool("rocm7.2", "hipcc");
+    crate::support::in_toolchain_ok(
+        "rocm7.2",
+        dir,
+        &[
+            "sh",
+            "-c",
+            &format!("{hip} --offload-arch=gfx1250 -O3 -o direct_gfx1250-O3.co direct_gfx1250.hip 2>/dev/null"),
+        ],
+    );
+}
+
+fn refused(dir: &Path, co: &str, asserts: bool) -> PatchRefused {
+    let data = std::fs::read(dir.join(co)).unwrap();
+    match patch_bytes(co, &data, &opts(asserts)) {
+        Ok((_, rec)) => panic!(
+            "{co} (asserts: {asserts}): patched {} kernel(s), a false proof",
+            rec.images.iter().map(|i| i.kernels.len()).sum::<usize>()
+        ),
+        Err(r) => r,
+    }
+}
+
+fn patched(dir: &Path, co: &str) -> (Vec<u8>, PatchRecord) {
+    let data = std::fs::read(dir.join(co)).unwrap();
+    patch_bytes(co, &data, &opts(true)).unwrap_or_else(|e| panic!("{co}: {e}"))
+}
+
+/// Every row, on one compile of the sources (the toolchain calls dominate the time).
+#[test]
+fn slow_findings_of_the_hostile_review() {
+    if !crate::support::slow_or_note() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    compile(d);
+
+    // 1. An indirect call reaches every address-taken function, not only the kernel's own table:
+    // a virtual call through an object another kernel built, and a function pointer the host
+    // read from a `__device__` variable.
+    for (co, printer) in [
+        ("virtual_other_kernel-O3.co", "_ZN4Loud1fEi"),
+        ("fnptr_from_host-O3.co", "_Z4loudi"),
+    ] {
+        let r = refused(d, co, true);
+        assert_eq!(r.refusal.kind, RefusalKind::UsesHostcall, "{co}: {r}");
+        let msg = r.to_string();
+        assert!(
+            msg.contains(&format!("[address-taken] {printer}")),
+            "{co}: {msg}"
+        );
+    }
+
+    // 2. A handler is chosen by its code, not its name: the program's own `_wassert`, which
+    // stores and returns, keeps its bytes; only `__assert_fail` and the printf code no kernel
+    // reaches are rewritten.
+    let (out, rec) = patched(d, "wassert_user-O3.co");
+    let img = &rec.images[0];
+    assert!(
+        img.instructions
+            .iter()
+            .all(|i| i.symbol == "__assert_fail" || i.symbol.starts_with("__ockl_")),
+        "{:?}",
+        img.instructions
+    );
+    let dis = objdump(d, &out, "sid", "_wassert");
+    assert!(
+        dis.contains("s_setpc_b64 s[30:31]") && !dis.contains("s_trap"),
+        "{dis}"
+    );
+
+    // 3. An address computed past the handler's entry: the handler traps over its whole extent,
+    // so wherever the computed call lands in it, the wave traps (llvm-objdump reads every word).
+    let (out, rec) = patched(d, "computed_handler-O3.co");
+    let h = rec.images[0]
+        .instructions
+        .iter()
+        .find(|i| i.symbol == "__assert_fail")
+        .expect("the handler is rewritten");
+    let dis = objdump(d, &out, "sid", "__assert_fail");
+    // Instruction lines end in `// <address>: <encoding>`; the padding after the symbol is not
+    // the handler's.
+    let words: Vec<&str> = dis
+        .lines()
+        .filter(|l| {
+            l.split_once("// ")
+                .and_then(|(_, c)| c.split_once(':'))
+                .and_then(|(a, _)| u64::from_str_radix(a.trim(), 16).ok())
+                .is_some_and(|a| a >= h.address && a < h.address + h.size)
+        })
+        .collect();
+    assert_eq!(words.len() as u64, h.size / 4, "{dis}");
+    assert!(
+        words
+            .iter()
+            .all(|l| l.contains("s_trap 2") || l.contains("s_endpgm")),
+        "{dis}"
+    );
+
+    // 4. A kernel that reads its hostcall slot and calls nothing: the declaration is explained
+    // by nothing in the call graph, so neither patch proves it (before: both did).
+    for (co, asserts) in [
+        ("slot_reader-O3.co", false),
+        ("slot_reader-O3.co", true),
+        ("slot_reader-O0.co", true),
+    ] {
+        let r = refused(d, co, asserts);
+        assert_eq!(r.refusal.kind, RefusalKind::Unproven, "{co}: {r}");
+        assert!(r.to_string().contains("hostcall slot"), "{co}: {r}");
+    }
+
+    // 5. gfx1250's call form is not decoded: no proof on it (before: `--asserts` patched; plain
+    // `patch` refuses the image's printf code before any call graph is needed).
+    let r = refused(d, "direct_gfx1250-O3.co", true);
+    assert_eq!(r.refusal.kind, RefusalKind::Unproven, "{r}");
+    assert!(r.to_string().contains("not decoded"), "{r}");
+    let r = refused(d, "direct_gfx1250-O3.co", false);
+    assert_eq!(r.refusal.kind, RefusalKind::UsesHostcall, "{r}");
+}
+
+/// `llvm-objdump -d` of function `symbol` in code object `bytes` (written to `dir`), run in
+/// toolchain `debian-<suite>`.
+fn objdump(dir: &Path, bytes: &[u8], suite: &str, symbol: &str) -> String {
+    std::fs::write(dir.join("patched.co"), bytes).unwrap();
+    let v = if suite == "sid" { "21" } else { "22" };
+    crate::support::in_toolchain_ok(
+        suite,
+        dir,
+        &[
+            &format!("llvm-objdump-{v}"),
+            "-d",
+            &format!("--disassemble-symbols={symbol}"),
+            "patched.co",
+        ],
+    )
+}
