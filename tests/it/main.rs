@@ -17,6 +17,7 @@ mod hostile_package;
 mod hostile_patch;
 mod hostile_recipe;
 mod hostile_scan;
+mod hostile_scan_runtime;
 mod hostile_source;
 mod matrix;
 mod package;
