@@ -81,7 +81,7 @@ fn section<'a>(s: &'a [Shdr], name: &str) -> &'a Shdr {
 }
 
 /// `lib` with `.hip_fatbin` renamed `.hip_fatbiX` in the section name table (one byte).
-fn renamed(lib: &[u8]) -> Vec<u8> {
+pub(crate) fn renamed(lib: &[u8]) -> Vec<u8> {
     let mut d = lib.to_vec();
     let at = d
         .windows(12)
@@ -93,7 +93,7 @@ fn renamed(lib: &[u8]) -> Vec<u8> {
 
 /// `lib` without section headers (`e_shoff`, `e_shnum`, `e_shstrndx` zeroed): what a reader
 /// that needs them sees after `llvm-objcopy --strip-sections`.
-fn headerless(lib: &[u8]) -> Vec<u8> {
+pub(crate) fn headerless(lib: &[u8]) -> Vec<u8> {
     let mut d = lib.to_vec();
     d[0x28..0x30].fill(0);
     d[0x3c..0x40].fill(0);
@@ -119,7 +119,7 @@ fn wrapper_reloc(lib: &[u8], edit: impl Fn(&mut [u8])) -> Vec<u8> {
 /// `hidden_hostcall_buffer` renamed `hidden_global_offset_x` (same length: a note that
 /// declares nothing), and either the note section (`section: true`) or the `PT_NOTE` segment
 /// pointed at the copy. The other view still declares.
-fn note_views_disagree(co: &[u8], section_clean: bool) -> Vec<u8> {
+pub(crate) fn note_views_disagree(co: &[u8], section_clean: bool) -> Vec<u8> {
     let mut d = co.to_vec();
     let s = shdrs(&d);
     let note = s.iter().find(|h| h.ty == 7).expect("a note section");

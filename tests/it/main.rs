@@ -28,6 +28,7 @@ mod prove;
 mod recipes;
 mod rocm72;
 mod scan;
+mod scan_comgr;
 mod source;
 mod support;
 mod tidy;
