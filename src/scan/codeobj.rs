@@ -21,6 +21,10 @@ pub const OSABI_HSA: u8 = 64;
 pub const NT_AMDGPU_METADATA: u32 = 32;
 /// `NT_AMD_HSA_METADATA` (owner `AMD`, YAML, v2).
 pub const NT_AMD_HSA_METADATA: u32 = 10;
+/// The PAL metadata note type (owner `AMD` or `AMDGPU`, msgpack), which comgr reads as metadata
+/// like [`NT_AMDGPU_METADATA`] (ROCm/llvm-project `amd/comgr/src/comgr-metadata.cpp`,
+/// `PAL_METADATA_NOTE_TYPE`, `processNote`).
+pub const NT_PAL_METADATA: u32 = 13;
 
 /// The target ID encoded in `e_flags` for a code object version (processor plus `:sramecc±` and
 /// `:xnack±` when pinned), e.g. `gfx90a:xnack-`. `None` for an unknown `EF_AMDGPU_MACH`.
@@ -71,11 +75,13 @@ pub struct CodeObject {
     pub traces: BTreeMap<String, Trace>,
 }
 
-/// Parse a code object: header checks, every metadata note (sections first, `PT_NOTE` as the
-/// fallback), and the symbol tables.
+/// Parse a code object: header checks, every metadata note (those of the `PT_NOTE` segments, as
+/// comgr reads them, or of the note sections when the segments have none; the two differing is
+/// an error), and the symbol tables.
 ///
 /// Errors (offsets relative to `data`): not a 64-bit little-endian ELF, not `EM_AMDGPU`, not the
-/// HSA OS/ABI, malformed section or note tables, no metadata note, a note of the wrong shape.
+/// HSA OS/ABI, malformed section or note tables, no metadata note, a note of the wrong shape, note
+/// sections and `PT_NOTE` segments holding different metadata notes.
 pub fn parse(data: &[u8]) -> Result<CodeObject, Problem> {
     parse_with(data, Detail::All)
 }
@@ -163,11 +169,14 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
                 again |= meta::merge_msgpack_declaring(desc, md, &mut seen).is_err();
                 Ok(())
             }
-            (b"AMD", NT_AMD_HSA_METADATA, Detail::Declaring) => {
+            (b"AMD", NT_AMD_HSA_METADATA, Detail::Declaring)
+            | (b"AMD" | b"AMDGPU", NT_PAL_METADATA, Detail::Declaring) => {
                 again = true;
                 Ok(())
             }
-            (b"AMDGPU", NT_AMDGPU_METADATA, _) => meta::merge_msgpack(desc, md),
+            (b"AMDGPU", NT_AMDGPU_METADATA, _) | (b"AMD" | b"AMDGPU", NT_PAL_METADATA, _) => {
+                meta::merge_msgpack(desc, md)
+            }
             (b"AMD", NT_AMD_HSA_METADATA, _) => meta::merge_yaml_v2(desc, md),
             _ => Ok(()),
         };
@@ -175,54 +184,35 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
             note_err.get_or_insert(Problem::new(desc_off, "metadata", reason));
         }
     };
-    let mut saw_note_section = false;
-    for s in sections.iter() {
-        if s.sh_type(endian) != SHT_NOTE {
-            continue;
-        }
-        saw_note_section = true;
-        let sec_off = s.sh_offset(endian);
-        let notes = s
-            .notes(endian, data)
-            .map_err(|e| Problem::new(sec_off, "bad-elf", format!("note section: {e}")))?;
-        let Some(mut notes) = notes else { continue };
-        loop {
-            match notes.next() {
-                Ok(Some(n)) => {
-                    let off = n.desc().as_ptr() as u64 - data.as_ptr() as u64;
-                    handle(n.name(), n.n_type(endian), n.desc(), off, &mut md);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    return Err(Problem::new(
-                        sec_off,
-                        "bad-elf",
-                        format!("note section: {e}"),
-                    ))
-                }
-            }
+    let (from_sections, from_segments) = metadata_notes(hdr, &sections, data)?;
+    // comgr (`amd_comgr_get_data_metadata`; ROCm/llvm-project `amd/comgr/src/comgr-metadata.cpp`,
+    // `getElfMetadataRoot`) merges the metadata notes of the `PT_NOTE` segments, and reads the
+    // note sections only when the segments have none: both are read here, and a code object
+    // whose two views of its metadata differ is not read at all.
+    if !from_sections.is_empty() && !from_segments.is_empty() {
+        let same = from_sections.len() == from_segments.len()
+            && from_sections
+                .iter()
+                .zip(&from_segments)
+                .all(|(a, b)| (a.0, a.1, a.2) == (b.0, b.1, b.2));
+        if !same {
+            return Err(Problem::new(
+                from_segments[0].3,
+                "metadata",
+                format!(
+                    "the metadata in the note section (at offset {}) and in the PT_NOTE segment (at offset {}) differ; comgr reads the segment, other readers the section",
+                    from_sections[0].3, from_segments[0].3
+                ),
+            ));
         }
     }
-    if !saw_note_section {
-        let phdrs = hdr
-            .program_headers(endian, data)
-            .map_err(|e| Problem::new(0x20, "bad-elf", format!("program headers: {e}")))?;
-        for p in phdrs.iter().filter(|p| p.p_type(endian) == PT_NOTE) {
-            let poff = p.p_offset(endian);
-            let Some(mut notes) = p
-                .notes(endian, data)
-                .map_err(|e| Problem::new(poff, "bad-elf", format!("PT_NOTE: {e}")))?
-            else {
-                continue;
-            };
-            while let Some(n) = notes
-                .next()
-                .map_err(|e| Problem::new(poff, "bad-elf", format!("PT_NOTE: {e}")))?
-            {
-                let off = n.desc().as_ptr() as u64 - data.as_ptr() as u64;
-                handle(n.name(), n.n_type(endian), n.desc(), off, &mut md);
-            }
-        }
+    let chosen = if from_segments.is_empty() {
+        from_sections
+    } else {
+        from_segments
+    };
+    for (name, ty, desc, off) in chosen {
+        handle(name, ty, desc, off, &mut md);
     }
     if again {
         return parse_with(data, Detail::All);
@@ -284,6 +274,66 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
         hostcall_users: users,
         traces,
     })
+}
+
+/// A metadata note: owner name, type, descriptor, and the descriptor's offset in the code
+/// object.
+type Note<'a> = (&'a [u8], u32, &'a [u8], u64);
+
+/// The metadata notes (`AMDGPU`/[`NT_AMDGPU_METADATA`], `AMD`/[`NT_AMD_HSA_METADATA`],
+/// `AMD` or `AMDGPU`/[`NT_PAL_METADATA`]) of a code object, in file order: those of its `SHT_NOTE` sections, and those of its `PT_NOTE`
+/// segments (llvm `AMDGPUUsage.rst`, "Note Records"; comgr reads the segments).
+///
+/// Errors: a note section, the program header table or a `PT_NOTE` segment does not read.
+fn metadata_notes<'a>(
+    hdr: &FileHeader64<LittleEndian>,
+    sections: &object::read::elf::SectionTable<'a, FileHeader64<LittleEndian>>,
+    data: &'a [u8],
+) -> Result<(Vec<Note<'a>>, Vec<Note<'a>>), Problem> {
+    let endian = LittleEndian;
+    let wanted = |n: &object::read::elf::Note<'a, FileHeader64<LittleEndian>>| {
+        matches!(
+            (n.name(), n.n_type(endian)),
+            (b"AMDGPU", NT_AMDGPU_METADATA)
+                | (b"AMD", NT_AMD_HSA_METADATA)
+                | (b"AMD" | b"AMDGPU", NT_PAL_METADATA)
+        )
+    };
+    let note = |n: object::read::elf::Note<'a, FileHeader64<LittleEndian>>| -> Note<'a> {
+        let off = n.desc().as_ptr() as u64 - data.as_ptr() as u64;
+        (n.name(), n.n_type(endian), n.desc(), off)
+    };
+    let mut from_sections = Vec::new();
+    for s in sections.iter().filter(|s| s.sh_type(endian) == SHT_NOTE) {
+        let sec_off = s.sh_offset(endian);
+        let err =
+            |e: object::read::Error| Problem::new(sec_off, "bad-elf", format!("note section: {e}"));
+        let Some(mut notes) = s.notes(endian, data).map_err(err)? else {
+            continue;
+        };
+        while let Some(n) = notes.next().map_err(err)? {
+            if wanted(&n) {
+                from_sections.push(note(n));
+            }
+        }
+    }
+    let mut from_segments = Vec::new();
+    let phdrs = hdr
+        .program_headers(endian, data)
+        .map_err(|e| Problem::new(0x20, "bad-elf", format!("program headers: {e}")))?;
+    for p in phdrs.iter().filter(|p| p.p_type(endian) == PT_NOTE) {
+        let poff = p.p_offset(endian);
+        let err = |e: object::read::Error| Problem::new(poff, "bad-elf", format!("PT_NOTE: {e}"));
+        let Some(mut notes) = p.notes(endian, data).map_err(err)? else {
+            continue;
+        };
+        while let Some(n) = notes.next().map_err(err)? {
+            if wanted(&n) {
+                from_segments.push(note(n));
+            }
+        }
+    }
+    Ok((from_sections, from_segments))
 }
 
 #[cfg(test)]

@@ -408,7 +408,7 @@ fn plan<'a>(
         Format::HostElf => {
             let mut file = new_file(name, "host-elf");
             let mut jobs = Vec::new();
-            if walk::locate_host_elf(data, &mut file.kind, opts, &mut jobs) || explicit {
+            if super::host::locate_host_elf(data, &mut file.kind, opts, &mut jobs) || explicit {
                 return Ok(Planned::Jobs { file, jobs });
             }
             return Ok(Planned::Nothing);

