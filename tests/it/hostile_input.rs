@@ -13,6 +13,8 @@
 //!     0.1 and 1.0, and the old GNU `S` member) in a `.tar`, `.tar.gz` and a `.deb`'s
 //!     `data.tar.xz`: read as `tar -x` writes it (issue 40, item 4), and a map GNU tar would not
 //!     write is unreadable (exit 3);
+//! 14. a code object for a target of LLVM's `EF_AMDGPU_MACH` table the scanner lacked (gfx1251,
+//!     0x5a) is read, and a value no LLVM names is "not known to this rcclfix" (issue 40, item 5);
 //!
 //! and, in process, the metadata-count mutation loop of `hostile_scan`'s class 1, and class 13's
 //! oracle: what `tar -x` and `dpkg-deb -x` extract scans the same as the archive.
@@ -217,6 +219,33 @@ fn sparse_archive(dir: &Path, form: (&str, Option<&str>), file: &str) {
 
 fn rows() -> Vec<Row> {
     let mut rows = vec![];
+
+    // Class 14: targets (issue 40, item 5).
+    rows.push(row(
+        "class 14: a gfx1251 code object (EF_AMDGPU_MACH 0x5a) is read",
+        |d| {
+            let mut co = lib("sid/kernels.co");
+            co[48] = 0x5a;
+            let (from, to) = (b"amdgcn-amd-amdhsa--gfx1100", b"amdgcn-amd-amdhsa--gfx1251");
+            let at = co.windows(from.len()).position(|w| w == from).unwrap();
+            co[at..at + to.len()].copy_from_slice(to);
+            write(&d.join("in/k.co"), &co);
+        },
+        &[&"scan", &"in/k.co"],
+        1,
+        "gfx1251          declares",
+    ));
+    rows.push(row(
+        "class 14: an EF_AMDGPU_MACH no LLVM names is a target not known to this rcclfix",
+        |d| {
+            let mut co = lib("sid/kernels.co");
+            co[48] = 0x70;
+            write(&d.join("in/k.co"), &co);
+        },
+        &[&"scan", &"in/k.co"],
+        3,
+        "target not known to this rcclfix (EF_AMDGPU_MACH 0x70)",
+    ));
 
     // Class 13: sparse members (issue 40, item 4).
     for form in SPARSE_FORMS {
