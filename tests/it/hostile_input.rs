@@ -13,6 +13,8 @@
 //!     0.1 and 1.0, and the old GNU `S` member) in a `.tar`, `.tar.gz` and a `.deb`'s
 //!     `data.tar.xz`: read as `tar -x` writes it (issue 40, item 4), and a map GNU tar would not
 //!     write is unreadable (exit 3);
+//! 15. `scan -j N` with N past the machine's available parallelism: capped, and said on stderr
+//!     (issue 40, item 8);
 //! 14. a code object for a target of LLVM's `EF_AMDGPU_MACH` table the scanner lacked (gfx1251,
 //!     0x5a) is read, and a value no LLVM names is "not known to this rcclfix" (issue 40, item 5);
 //!
@@ -219,6 +221,15 @@ fn sparse_archive(dir: &Path, form: (&str, Option<&str>), file: &str) {
 
 fn rows() -> Vec<Row> {
     let mut rows = vec![];
+
+    // Class 15: -j past the machine (issue 40, item 8).
+    rows.push(row(
+        "class 15: scan -j 4096 is capped at the machine's parallelism, and says so",
+        |d| write(&d.join("in/k.so"), &lib("sid/kernels.so")),
+        &[&"scan", &"-j", &"4096", &"in/k.so"],
+        1,
+        "-j 4096 is more than the",
+    ));
 
     // Class 14: targets (issue 40, item 5).
     rows.push(row(
