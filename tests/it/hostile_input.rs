@@ -13,10 +13,10 @@
 //!     0.1 and 1.0, and the old GNU `S` member) in a `.tar`, `.tar.gz` and a `.deb`'s
 //!     `data.tar.xz`: read as `tar -x` writes it (issue 40, item 4), and a map GNU tar would not
 //!     write is unreadable (exit 3);
-//! 15. `scan -j N` with N past the machine's available parallelism: capped, and said on stderr
-//!     (issue 40, item 8);
 //! 14. a code object for a target of LLVM's `EF_AMDGPU_MACH` table the scanner lacked (gfx1251,
 //!     0x5a) is read, and a value no LLVM names is "not known to this rcclfix" (issue 40, item 5);
+//! 15. `scan -j N` with N past the machine's available parallelism: capped, and said on stderr
+//!     (issue 40, item 8);
 //!
 //! and, in process, the metadata-count mutation loop of `hostile_scan`'s class 1, and class 13's
 //! oracle: what `tar -x` and `dpkg-deb -x` extract scans the same as the archive.
