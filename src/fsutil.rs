@@ -300,9 +300,11 @@ impl TempFile {
         self.inner.as_file_mut()
     }
 
-    /// fsync, set `mode`, and rename into `dest` (same filesystem). Errors: the rename fails.
+    /// fsync, set `mode`, and rename into `dest` (same filesystem). Errors: `dest` exists and is
+    /// not a regular file ([`check_output_file`]); the rename fails.
     pub fn persist(self, dest: &Path, mode: u32) -> anyhow::Result<()> {
         test_pause();
+        check_output_file(dest)?;
         fs_err::set_permissions(self.inner.path(), std::fs::Permissions::from_mode(mode))?;
         self.inner.as_file().sync_all().ok();
         let TempFile { inner, _reg } = self;
@@ -412,6 +414,7 @@ impl Drop for OutDir {
 /// Errors: the directory does not exist or is not writable; the rename fails.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
+    check_output_file(path)?;
     let dir = parent_dir(path);
     let mut tmp = TempFile::new_in(dir)?;
     tmp.as_file_mut()
@@ -423,6 +426,41 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644);
     tmp.persist(path, mode)
+}
+
+/// Refuse an output file path that exists and is not a regular file or a link to one: renaming
+/// an output over `/dev/null`, a FIFO, a socket or a device (as root, the machine's own) would
+/// replace the node. A path that does not exist, or a dangling link, is fine (the rename
+/// replaces the link, as it replaces a link to a regular file).
+///
+/// Errors (one line naming the path): `PATH: exists and is a FIFO, not a regular file; refusing to
+/// replace it`, or the `stat` error.
+pub fn check_output_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) => anyhow::bail!(
+            "{}: exists and is {}, not a regular file; refusing to replace it",
+            path.display(),
+            file_kind(&m)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => anyhow::bail!("cannot check the output {}: {e}", path.display()),
+    }
+}
+
+/// [`check_output_file`] for an output folder: `path` may be missing or a folder (or a link to
+/// one), nothing else.
+fn check_output_dir(path: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => anyhow::bail!(
+            "{}: exists and is {}, not a folder; refusing to replace it",
+            path.display(),
+            file_kind(&m)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => anyhow::bail!("cannot check the output {}: {e}", path.display()),
+    }
 }
 
 /// A folder being assembled next to its final path; [`AtomicDir::commit`] renames it into place,
@@ -437,8 +475,9 @@ pub struct AtomicDir {
 
 impl AtomicDir {
     /// Start assembling `dest`. The parent folder is created if needed; `dest` itself must not be
-    /// written to until commit.
+    /// written to until commit. Errors: `dest` exists and is not a folder.
     pub fn new(dest: &Path) -> anyhow::Result<Self> {
+        check_output_dir(dest)?;
         let parent = OutDir::create(parent_dir(dest))?;
         remove_stale_in(parent.path());
         let tmp = tempfile::Builder::new()
@@ -470,12 +509,16 @@ impl AtomicDir {
     }
 
     /// Rename the folder into place, replacing an older folder at `dest` (moved aside first, then
-    /// deleted). Returns the final path.
+    /// deleted). Returns the final path. Errors: `dest` became something other than a folder.
     pub fn commit(mut self) -> anyhow::Result<PathBuf> {
         test_pause();
         let tmp = self.tmp.take().expect("not committed").keep();
         // tempfile creates 0700; an output folder is an ordinary folder (0755).
         fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+        if let Err(e) = check_output_dir(&self.dest) {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
         if self.dest.exists() {
             let old = self
                 .dest
@@ -588,6 +631,22 @@ pub fn require_regular(path: &Path) -> anyhow::Result<std::fs::Metadata> {
 /// Errors (one line naming the file): as [`open_regular`]; larger than `max`
 /// (`PATH: 3000000 bytes, more than the 1048576-byte limit for a recipe`); not UTF-8.
 pub fn read_text_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<String> {
+    let bytes = read_capped(path, max, what)?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Read the whole regular file `path` ([`open_regular`]: never a FIFO or device, so a read never
+/// blocks and `/dev/zero` is refused) as bytes, refusing one larger than `max` bytes (`what` names
+/// the kind of file in that message); a file that grows past `max` while read is refused too.
+///
+/// Errors (one line naming the file): as [`read_text_capped`], without the UTF-8 check.
+pub fn read_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<Vec<u8>> {
     use std::io::Read;
     let (f, meta) = open_regular(path)?;
     let too_big = |n: u64| {
@@ -606,13 +665,38 @@ pub fn read_text_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<Str
     if bytes.len() as u64 > max {
         return Err(too_big(bytes.len() as u64));
     }
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: not UTF-8 text (invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })
+    Ok(bytes)
+}
+
+/// Read a state file rcclfix keeps for itself (timing records and load traces under
+/// `RCCLFIX_HOME/records`, toolchain stamps, manifests) through [`read_capped`]: `Ok(None)` when
+/// nothing is at `path` (not even a dangling link), the bytes when it is a regular file of at
+/// most `max` bytes. Callers ignore a bad one with a warning carrying the error.
+///
+/// Errors (one line naming the file): a FIFO, socket, device or folder (never opened, so never a
+/// hang), a link that leads nowhere or to one of those, more than `max` bytes, a read error.
+pub fn read_state(path: &Path, max: u64, what: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => read_capped(path, max, what).map(Some),
+    }
+}
+
+/// Open a file another process is appending to (ninja's live `.ninja_log`) for reading, without
+/// following a symbolic link at its last component, without blocking on a FIFO, and only when it
+/// is a regular file (checked on the open descriptor).
+///
+/// Errors: it does not exist, is a link, or is not a regular file.
+pub fn open_regular_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(f)
 }
 
 /// A read-only, private memory map of an open input file (`memmap2::Mmap::map`), the one place

@@ -202,7 +202,7 @@ impl Manifest {
 
     /// Read `manifest.json`. Errors name the file.
     pub fn load(path: &Path) -> anyhow::Result<Manifest> {
-        let text = fs_err::read_to_string(path)?;
+        let text = crate::fsutil::read_text_capped(path, MAX_MANIFEST_BYTES, "a manifest")?;
         serde_json::from_str(&text)
             .with_context(|| format!("{}: not a valid rcclfix manifest", path.display()))
     }
@@ -214,3 +214,6 @@ impl Manifest {
         crate::fsutil::atomic_write(path, text.as_bytes())
     }
 }
+
+/// The largest `manifest.json` read (16 MiB).
+pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;

@@ -21,6 +21,10 @@ use crate::manifest::{FileDigest, LibraryRecord, Manifest, MANIFEST_SCHEMA_VERSI
 use crate::recipe::{NdebugStrategy, Recipe};
 use crate::ui::Ui;
 
+/// The largest timing record or load trace read from `RCCLFIX_HOME/records` (64 MiB; a full RCCL
+/// build's `.ninja_log` is under 1 MB).
+const MAX_RECORD_BYTES: u64 = 64 << 20;
+
 /// Runs a step of a plan inside the toolchain (network off, as the [`RunSpec`] says).
 pub trait Runner {
     /// Run `spec`, streaming its merged output lines to `log` and `on_line`.
@@ -278,8 +282,8 @@ fn compile(
     // Build.
     let jobs = plan.jobs;
     let record_path = &plan.timing_record;
-    let record = match fs_err::read_to_string(record_path) {
-        Ok(t) => match eta::Record::parse(&t) {
+    let record = match crate::fsutil::read_state(record_path, MAX_RECORD_BYTES, "a timing record") {
+        Ok(Some(t)) => match eta::Record::parse(&String::from_utf8_lossy(&t)) {
             Ok(r) if !r.steps.is_empty() => Some(r),
             Ok(_) => None,
             Err(e) => {
@@ -290,7 +294,11 @@ fn compile(
                 None
             }
         },
-        Err(_) => None,
+        Ok(None) => None,
+        Err(e) => {
+            ui.warn(format_args!("{e:#}; ignored, no remaining-time estimate"));
+            None
+        }
     };
     ui.status(
         "Compiling",
@@ -311,7 +319,13 @@ fn compile(
     // load-aware link estimate).
     let load_path = super::load_trace_path(record_path);
     let record_load = record.as_ref().and_then(|_| {
-        let text = fs_err::read_to_string(&load_path).ok()?;
+        let text = match crate::fsutil::read_state(&load_path, MAX_RECORD_BYTES, "a load trace") {
+            Ok(t) => String::from_utf8_lossy(&t?).into_owned(),
+            Err(e) => {
+                ui.warn(format_args!("{e:#}; ignored"));
+                return None;
+            }
+        };
         super::load::Trace::parse(&text)
             .map_err(|e| tracing::debug!("{}: {e}", load_path.display()))
             .ok()

@@ -22,6 +22,10 @@ use super::load::{self, Sample, Trace};
 use super::ninja_cpu::NinjaCpu;
 use super::running::{Graph, Running};
 
+/// The most bytes of the live `.ninja_log` read in one poll (16 MiB; ninja appends a line of
+/// about 100 bytes per finished step).
+const MAX_POLL_BYTES: u64 = 16 << 20;
+
 /// How often the non-terminal heartbeat prints.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
 
@@ -57,13 +61,17 @@ impl State {
         if self.est.is_none() && self.running.is_none() {
             return;
         }
-        // Only the bytes appended since the last call (ninja writes whole lines).
+        // Only the bytes appended since the last call (ninja writes whole lines), at most
+        // `MAX_POLL_BYTES` a call, from a regular file reached through no link (a build step
+        // could put a FIFO or a link to `/dev/zero` there).
         use std::io::{Read, Seek};
-        let Ok(mut f) = std::fs::File::open(&*path) else {
+        let Ok(mut f) = crate::fsutil::open_regular_nofollow(path) else {
             return;
         };
         let mut new = vec![];
-        if f.seek(std::io::SeekFrom::Start(*off)).is_err() || f.read_to_end(&mut new).is_err() {
+        if f.seek(std::io::SeekFrom::Start(*off)).is_err()
+            || f.take(MAX_POLL_BYTES).read_to_end(&mut new).is_err()
+        {
             return;
         }
         let Some(end) = new.iter().rposition(|&b| b == b'\n') else {

@@ -436,7 +436,7 @@ pub fn compare(
 }
 
 fn load_report(path: &Path) -> anyhow::Result<ScanReport> {
-    let text = fs_err::read_to_string(path)?;
+    let text = crate::fsutil::read_text_capped(path, 1 << 30, "a scan report")?;
     serde_json::from_str(&text).with_context(|| format!("{}: not a scan report", path.display()))
 }
 

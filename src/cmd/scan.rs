@@ -53,7 +53,8 @@ pub struct Args {
     /// List every kernel per target (also enabled by the global -v); with --json: the full shape.
     #[arg(short = 'k', long)]
     pub kernels: bool,
-    /// Worker threads (0: one per core).
+    /// Worker threads (0: one per core; more than the machine's available parallelism is capped
+    /// at it, with a warning).
     #[arg(short = 'j', long, default_value_t = 0, value_name = "N")]
     pub jobs: usize,
     /// Largest single code object held in memory (e.g. 4G); a bigger one is reported unknown.
@@ -166,7 +167,17 @@ fn machine_gpus(sysfs: &std::path::Path) -> Vec<String> {
 ///
 /// Errors: an empty `--target` string; a path cannot be read or is not a recognised input;
 /// `--python` cannot run the interpreter; `--rocm` has no `lib/` (exit 2 via `main`).
-pub fn run(a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
+pub fn run(mut a: Args, ui: &Ui) -> anyhow::Result<ExitCode> {
+    // Each worker holds a decoded code object and a pool thread's stack: more workers than the
+    // machine runs at once only cost memory (and a huge -j made the pool hang at startup).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if a.jobs > cores {
+        ui.warn(format_args!(
+            "-j {} is more than the {cores} threads this machine runs at once; scanning with -j {cores}",
+            a.jobs
+        ));
+        a.jobs = cores;
+    }
     let mut opts = a.options(indicatif::ProgressBar::hidden())?;
     let shape = match a.json {
         Some(JsonShape::Compact) if a.kernels => Some(JsonShape::Full),

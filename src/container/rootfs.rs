@@ -108,7 +108,11 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
     let dest = toolchains_dir().join(name);
     let hash = desc.hash();
     if !force {
-        if let Ok(bytes) = std::fs::read(dest.join("stamp.json")) {
+        if let Ok(Some(bytes)) = crate::fsutil::read_state(
+            &dest.join("stamp.json"),
+            super::toolchain::MAX_STAMP_BYTES,
+            "a toolchain stamp",
+        ) {
             if let Ok(stamp) = serde_json::from_slice::<Stamp>(&bytes) {
                 if stamp.description_sha256 == hash {
                     crate::ui::status(

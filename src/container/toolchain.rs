@@ -307,7 +307,7 @@ impl Toolchain {
                 dir.display()
             );
         }
-        let bytes = fs_err::read(&stamp_path)?;
+        let bytes = crate::fsutil::read_capped(&stamp_path, MAX_STAMP_BYTES, "a toolchain stamp")?;
         let stamp: Stamp = serde_json::from_slice(&bytes)
             .with_context(|| format!("{}: not a toolchain stamp", stamp_path.display()))?;
         if stamp.description_sha256 != desc.hash() {
@@ -709,14 +709,23 @@ pub struct ListRow {
     pub stamp: Option<Stamp>,
 }
 
+/// The largest `stamp.json` read (1 MiB; a stamp lists a few hundred package versions).
+pub const MAX_STAMP_BYTES: u64 = 1 << 20;
+
 /// The state of every embedded toolchain description.
 pub fn list() -> anyhow::Result<Vec<ListRow>> {
     let mut rows = vec![];
     for (name, _) in EMBEDDED_TOOLCHAINS {
         let desc = ToolchainDesc::embedded(name)?;
-        let stamp: Option<Stamp> = std::fs::read(toolchains_dir().join(name).join("stamp.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        let stamp_path = toolchains_dir().join(name).join("stamp.json");
+        let stamp: Option<Stamp> =
+            match crate::fsutil::read_state(&stamp_path, MAX_STAMP_BYTES, "a toolchain stamp") {
+                Ok(b) => b.and_then(|b| serde_json::from_slice(&b).ok()),
+                Err(e) => {
+                    crate::ui::warn(format_args!("{e:#}; ignored"));
+                    None
+                }
+            };
         let state = match &stamp {
             None => "not built",
             Some(s) if s.description_sha256 == desc.hash() => "built",

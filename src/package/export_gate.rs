@@ -196,7 +196,15 @@ pub fn check(candidate: &Path, inputs: &GateInputs) -> anyhow::Result<GateReport
     let ours_base: BTreeSet<String> = ours.nccl_exports().map(base_name).collect();
 
     if let Some(stock_path) = &inputs.stock {
-        let stock = ElfInfo::read(stock_path).map_err(|e| anyhow::anyhow!("--stock {e:#}"))?;
+        // A stock library extracted from the cached package lives in a temporary file: the
+        // error names the package, never that file as if it were `--stock`.
+        let stock = ElfInfo::read(stock_path).map_err(|e| match &inputs.stock_name {
+            Some(n) => anyhow::anyhow!(
+                "{}",
+                format!("{e:#}").replace(&stock_path.display().to_string(), n)
+            ),
+            None => anyhow::anyhow!("--stock {e:#}"),
+        })?;
         let who = inputs
             .stock_name
             .clone()

@@ -141,8 +141,8 @@ pub const MAX_JSON_BYTES: u64 = 64 << 20;
 /// Read a small file (at most [`MAX_JSON_BYTES`]); the error is one line naming it.
 pub(crate) fn read_all(path: &Path) -> anyhow::Result<Vec<u8>> {
     use std::io::Read;
-    let f = std::fs::File::open(path)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    // A regular file only: a FIFO would block the read, a device never end.
+    let (f, _) = crate::fsutil::open_regular(path)?;
     let mut v = Vec::new();
     f.take(MAX_JSON_BYTES + 1)
         .read_to_end(&mut v)

@@ -136,8 +136,7 @@ fn owners(
         let Some(stem) = list.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        let text = std::fs::read_to_string(&list)
-            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", list.display()))?;
+        let text = crate::fsutil::read_text_capped(&list, MAX_DPKG_BYTES, "a dpkg file list")?;
         for line in text.lines() {
             let Some((dir, name)) = line.rsplit_once('/') else {
                 continue;
@@ -154,8 +153,7 @@ fn owners(
 
 /// Installed packages' versions from a dpkg `status` file (package name without architecture).
 fn installed_versions(status: &Path) -> anyhow::Result<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(status)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", status.display()))?;
+    let text = crate::fsutil::read_text_capped(status, MAX_DPKG_BYTES, "a dpkg status file")?;
     let mut out = BTreeMap::new();
     for para in text.split("\n\n") {
         let field = |k: &str| super::fields::deb822_field(para, k);
@@ -173,10 +171,10 @@ fn installed_versions(status: &Path) -> anyhow::Result<BTreeMap<String, String>>
 /// an imported symbol. `None` when the file is absent, has no block for `soname` or lists none of
 /// the imported symbols.
 fn symbols_dep(path: &Path, soname: &str, lib: &ElfInfo) -> anyhow::Result<Option<String>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => anyhow::bail!("{}: cannot read: {e}", path.display()),
+    let text = match crate::fsutil::read_state(path, MAX_DPKG_BYTES, "a symbols file")? {
+        Some(b) => String::from_utf8(b)
+            .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?,
+        None => return Ok(None),
     };
     // Imported symbols as `name@VERSION` (`@Base` when unversioned), as symbols files key them.
     let imported: BTreeSet<String> = lib
@@ -225,10 +223,10 @@ fn symbols_dep(path: &Path, soname: &str, lib: &ElfInfo) -> anyhow::Result<Optio
 /// The dependency a `.shlibs` file (deb-shlibs(5): `library-name soversion dependencies`) gives
 /// for `soname` (`libfoo.so.6` is library `libfoo`, soversion `6`). `None` when absent.
 fn shlibs_dep(path: &Path, soname: &str) -> anyhow::Result<Option<String>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => anyhow::bail!("{}: cannot read: {e}", path.display()),
+    let text = match crate::fsutil::read_state(path, MAX_DPKG_BYTES, "a shlibs file")? {
+        Some(b) => String::from_utf8(b)
+            .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?,
+        None => return Ok(None),
     };
     let Some((name, ver)) = soname.split_once(".so.") else {
         return Ok(None);
@@ -253,6 +251,10 @@ fn shlibs_dep(path: &Path, soname: &str) -> anyhow::Result<Option<String>> {
     }
     Ok(None)
 }
+
+/// The largest dpkg database file read from a toolchain's rootfs (`status`, `info/*.list`,
+/// `info/*.symbols`: 256 MiB; a full Debian system's `status` is a few MB).
+pub const MAX_DPKG_BYTES: u64 = 256 << 20;
 
 #[cfg(test)]
 mod tests {

@@ -133,8 +133,7 @@ fn read_lists(rootfs: &Path, package: &str, arch: &str) -> anyhow::Result<StockP
         if !meta.is_file() || meta.len() > 1 << 30 {
             continue;
         }
-        let text = std::fs::read(&list)
-            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", list.display()))?;
+        let text = crate::fsutil::read_capped(&list, 1 << 30, "an apt list")?;
         let text = String::from_utf8_lossy(&text);
         for para in text.split("\n\n") {
             let field = |k: &str| super::fields::deb822_field(para, k);

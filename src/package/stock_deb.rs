@@ -100,7 +100,8 @@ pub fn extract(
     into: &mut std::fs::File,
 ) -> anyhow::Result<()> {
     let name = deb.display();
-    let f = std::fs::File::open(deb).map_err(|e| anyhow::anyhow!("{name}: cannot open: {e}"))?;
+    let (f, meta) = crate::fsutil::open_regular(deb)?;
+    let limit = extract_limit(meta.len());
     let mut ar = ar::Archive::new(std::io::BufReader::new(f));
     let want = format!(".{path}");
     let mut control_ok = false;
@@ -149,8 +150,21 @@ pub fn extract(
                 if e.header().entry_type() != tar::EntryType::Regular {
                     anyhow::bail!("{name}: {path} is not a regular file in the package");
                 }
-                std::io::copy(&mut e, into)
+                let too_big = |n: u64| {
+                    anyhow::anyhow!(
+                        "{name}: {path} is {n} bytes, more than the {limit}-byte limit for a library extracted from a {}-byte package (remove the file to download it again)",
+                        meta.len()
+                    )
+                };
+                let claimed = e.size();
+                if claimed > limit {
+                    return Err(too_big(claimed));
+                }
+                let n = std::io::copy(&mut (&mut e).take(limit + 1), into)
                     .map_err(|e| anyhow::anyhow!("{name}: extracting {path}: {e}"))?;
+                if n > limit {
+                    return Err(too_big(n));
+                }
                 return Ok(());
             }
         }
@@ -163,6 +177,13 @@ pub fn extract(
             "the package"
         }
     )
+}
+
+/// The most bytes extracted from a cached `.deb` of `deb_len` bytes: 100 times its size (xz
+/// packs a library about 5 to 10 times), at least 64 MiB and at most 4 GiB, so a small package
+/// that inflates without end is refused after a bounded write.
+fn extract_limit(deb_len: u64) -> u64 {
+    deb_len.saturating_mul(100).clamp(64 << 20, 4 << 30)
 }
 
 fn decompress<'a>(member: &str, r: impl Read + 'a) -> anyhow::Result<Box<dyn Read + 'a>> {

@@ -236,9 +236,8 @@ pub fn rewrite_and_prove(
     let isa = Isa::from_e_flags(e_flags);
     // The bytes written follow e_flags (what the loader checks); the metadata must agree.
     if Isa::from_processor(processor) != isa {
-        return Err(unproven(format!(
-            "e_flags (EF_AMDGPU_MACH 0x{:03x}) and amdhsa.target ({processor}) name different instruction sets",
-            e_flags & 0xff
+        return Err(unproven(crate::scan::amdgpu::mach_disagreement(
+            e_flags, processor,
         )));
     }
     let Some(trap) = trap_entry(isa) else {

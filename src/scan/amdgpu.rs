@@ -4,7 +4,10 @@
 //!
 //! Source: llvm `BinaryFormat/ELF.h` (`EF_AMDGPU_MACH_*`), llvm `AMDGPUUsage.rst`.
 
-/// `EF_AMDGPU_MACH` values (llvm `BinaryFormat/ELF.h`) → processor name.
+/// `EF_AMDGPU_MACH` values → processor name: LLVM's complete AMDGCN table (llvm
+/// `BinaryFormat/ELF.h`, `AMDGPUUsage.rst` "AMDGPU `EF_AMDGPU_MACH` Values"), in value order; the
+/// test `mach_table_is_llvms` compares it with `tests/data/scan/llvm-amdgpu-mach.txt`, which
+/// names where each value was copied from.
 const MACH: &[(u32, &str)] = &[
     (0x020, "gfx600"),
     (0x021, "gfx601"),
@@ -37,7 +40,6 @@ const MACH: &[(u32, &str)] = &[
     (0x03d, "gfx1035"),
     (0x03e, "gfx1034"),
     (0x03f, "gfx90a"),
-    (0x040, "gfx940"),
     (0x041, "gfx1100"),
     (0x042, "gfx1013"),
     (0x043, "gfx1150"),
@@ -48,23 +50,61 @@ const MACH: &[(u32, &str)] = &[
     (0x048, "gfx1200"),
     (0x049, "gfx1250"),
     (0x04a, "gfx1151"),
-    (0x04b, "gfx941"),
     (0x04c, "gfx942"),
     (0x04e, "gfx1201"),
     (0x04f, "gfx950"),
+    (0x050, "gfx1310"),
     (0x051, "gfx9-generic"),
     (0x052, "gfx10-1-generic"),
     (0x053, "gfx10-3-generic"),
     (0x054, "gfx11-generic"),
     (0x055, "gfx1152"),
+    (0x057, "gfx1154"),
     (0x058, "gfx1153"),
     (0x059, "gfx12-generic"),
+    (0x05a, "gfx1251"),
+    (0x05b, "gfx12-5-generic"),
+    (0x05c, "gfx1172"),
+    (0x05d, "gfx1170"),
+    (0x05e, "gfx1171"),
     (0x05f, "gfx9-4-generic"),
+    (0x062, "gfx11-7-generic"),
+    (0x063, "gfx13-generic"),
 ];
+
+/// Values LLVM assigned and later withdrew (now `RESERVED` in `ELF.h`): gfx940 and gfx941 until
+/// LLVM 20. Code objects built by older compilers still carry them.
+const HISTORICAL: &[(u32, &str)] = &[(0x040, "gfx940"), (0x04b, "gfx941")];
 
 /// Processor name for an `EF_AMDGPU_MACH` value, e.g. `0x041` → `gfx1100`.
 pub fn mach_name(mach: u32) -> Option<&'static str> {
-    MACH.iter().find(|(m, _)| *m == mach).map(|(_, n)| *n)
+    MACH.iter()
+        .chain(HISTORICAL)
+        .find(|(m, _)| *m == mach)
+        .map(|(_, n)| *n)
+}
+
+/// Why a code object whose `e_flags` holds an `EF_AMDGPU_MACH` (low byte) missing from the table
+/// is not read: "target not known to this rcclfix (EF_AMDGPU_MACH 0x..)", a value newer than
+/// this rcclfix, never a malformed file.
+pub fn unknown_mach(e_flags: u32) -> String {
+    format!(
+        "target not known to this rcclfix (EF_AMDGPU_MACH 0x{:02x})",
+        e_flags & 0xff
+    )
+}
+
+/// Why a code object's `e_flags` and its metadata's processor cannot be compared for the
+/// instruction set: [`unknown_mach`] when the machine value is not in the table, else that the
+/// two name different instruction sets.
+pub fn mach_disagreement(e_flags: u32, processor: &str) -> String {
+    match mach_name(e_flags & 0xff) {
+        None => unknown_mach(e_flags),
+        Some(_) => format!(
+            "e_flags (EF_AMDGPU_MACH 0x{:03x}) and amdhsa.target ({processor}) name different instruction sets",
+            e_flags & 0xff
+        ),
+    }
 }
 
 /// Whether a symbol name is a known user of the hostcall buffer (printf, assert, device malloc,
@@ -103,4 +143,40 @@ pub fn is_hostcall_user_bytes(name: &[u8]) -> bool {
     ];
     EXACT.iter().any(|e| e.as_bytes() == name)
         || PREFIX.iter().any(|p| name.starts_with(p.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table is LLVM's, value for value and name for name, and nothing more than it and the
+    /// withdrawn values.
+    #[test]
+    fn mach_table_is_llvms() {
+        let llvm: Vec<(u32, String)> = include_str!("../../tests/data/scan/llvm-amdgpu-mach.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let (v, n) = l.split_once(' ').unwrap();
+                (
+                    u32::from_str_radix(v.trim_start_matches("0x"), 16).unwrap(),
+                    n.to_owned(),
+                )
+            })
+            .collect();
+        let ours: Vec<(u32, String)> = MACH.iter().map(|(v, n)| (*v, n.to_string())).collect();
+        assert_eq!(ours, llvm);
+        for (v, _) in HISTORICAL {
+            assert!(
+                !llvm.iter().any(|(l, _)| l == v),
+                "0x{v:x} is in LLVM's table"
+            );
+        }
+        assert_eq!(mach_name(0x5a), Some("gfx1251"));
+        assert_eq!(mach_name(0x40), Some("gfx940"));
+        assert_eq!(
+            unknown_mach(0x1ff),
+            "target not known to this rcclfix (EF_AMDGPU_MACH 0xff)"
+        );
+    }
 }

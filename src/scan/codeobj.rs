@@ -148,13 +148,8 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
     }
     let version = ident.abi_version as u32 + 2;
     let e_flags = hdr.e_flags(endian);
-    let target_id = target_id_from_flags(e_flags, version).ok_or_else(|| {
-        Problem::new(
-            48,
-            "unsupported",
-            format!("unknown EF_AMDGPU_MACH 0x{:03x} in e_flags", e_flags & 0xff),
-        )
-    })?;
+    let target_id = target_id_from_flags(e_flags, version)
+        .ok_or_else(|| Problem::new(48, "unsupported", super::amdgpu::unknown_mach(e_flags)))?;
 
     let sections = hdr
         .sections(endian, data)

@@ -402,7 +402,18 @@ pub fn read_inside(root: &Path, rel: &Path, place: &str) -> anyhow::Result<Strin
         );
     }
     let mut s = String::new();
-    f.read_to_string(&mut s)
+    (&mut f)
+        .take(MAX_INSIDE_BYTES + 1)
+        .read_to_string(&mut s)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+    if s.len() as u64 > MAX_INSIDE_BYTES {
+        bail!(
+            "{}: more than the {MAX_INSIDE_BYTES}-byte limit for a file of the {place}",
+            p.display()
+        );
+    }
     Ok(s)
 }
+
+/// The largest file [`read_inside`] reads (256 MiB; RCCL's configured `build.ninja` is tens of MB).
+pub const MAX_INSIDE_BYTES: u64 = 256 << 20;

@@ -9,8 +9,17 @@
 //! 10. a compressed tar cut mid-stream, zstd, xz and gzip alike: exit 3;
 //! 11. a member spilled to a temporary file under `ulimit -f`: no SIGXFSZ death;
 //! 12. a `--target` value with ESC bytes: escaped on the terminal;
+//! 13. a library with holes stored as a sparse member by GNU tar (`--sparse`, pax formats 0.0,
+//!     0.1 and 1.0, and the old GNU `S` member) in a `.tar`, `.tar.gz` and a `.deb`'s
+//!     `data.tar.xz`: read as `tar -x` writes it (issue 40, item 4), and a map GNU tar would not
+//!     write is unreadable (exit 3);
+//! 14. a code object for a target of LLVM's `EF_AMDGPU_MACH` table the scanner lacked (gfx1251,
+//!     0x5a) is read, and a value no LLVM names is "not known to this rcclfix" (issue 40, item 5);
+//! 15. `scan -j N` with N past the machine's available parallelism: capped, and said on stderr
+//!     (issue 40, item 8);
 //!
-//! and, in process, the metadata-count mutation loop of `hostile_scan`'s class 1.
+//! and, in process, the metadata-count mutation loop of `hostile_scan`'s class 1, and class 13's
+//! oracle: what `tar -x` and `dpkg-deb -x` extract scans the same as the archive.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -87,8 +96,224 @@ fn zst(data: &[u8]) -> Vec<u8> {
     zstd::encode_all(data, 3).unwrap()
 }
 
+/// The committed declaring library with holes, written as a sparse file at `at`: 64 KiB of
+/// zeros before its section header table (`e_shoff` moved past them) and 128 KiB of zeros after
+/// it, each left unwritten. Panics when the file system stored the holes (GNU tar stores a file
+/// as sparse only when it has fewer blocks than its size says), so the rows never pass on a
+/// member that is not sparse. Returns the file's bytes.
+fn sparse_lib(at: &Path) -> Vec<u8> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::unix::fs::MetadataExt;
+    let lib = lib("sid/kernels.so");
+    let shoff = u64::from_le_bytes(lib[0x28..0x30].try_into().unwrap()) as usize;
+    const GAP: usize = 64 << 10;
+    let len = lib.len() + GAP + (128 << 10);
+    let mut full = lib[..shoff].to_vec();
+    full.resize(shoff + GAP, 0);
+    full.extend_from_slice(&lib[shoff..]);
+    full.resize(len, 0);
+    full[0x28..0x30].copy_from_slice(&((shoff + GAP) as u64).to_le_bytes());
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let mut f = std::fs::File::create(at).unwrap();
+    f.write_all(&full[..shoff]).unwrap();
+    f.seek(SeekFrom::Start((shoff + GAP) as u64)).unwrap();
+    f.write_all(&lib[shoff..]).unwrap();
+    f.set_len(len as u64).unwrap();
+    drop(f);
+    assert_eq!(std::fs::read(at).unwrap(), full);
+    let m = std::fs::metadata(at).unwrap();
+    assert!(
+        m.blocks() * 512 < m.size(),
+        "{} is not sparse on this file system ({} blocks for {} bytes)",
+        at.display(),
+        m.blocks(),
+        m.size()
+    );
+    full
+}
+
+/// The sparse forms GNU tar writes: `--format` and `--sparse-version` (none for `gnu`).
+const SPARSE_FORMS: [(&str, Option<&str>); 4] = [
+    ("posix", Some("1.0")),
+    ("posix", Some("0.1")),
+    ("posix", Some("0.0")),
+    ("gnu", None),
+];
+
+/// Runs `cmd`, panicking with its stderr when it fails.
+fn run_ok(cmd: &mut std::process::Command) -> Vec<u8> {
+    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+/// A tar archive of `usr/lib/x.so`, the [`sparse_lib`] made in `dir/stage`, written by GNU tar
+/// with `--sparse` in `form`, uncompressed. Panics unless the member is sparse in it (a
+/// `GNU.sparse.` pax record, or a typeflag `S` header).
+fn gnu_sparse_tar(dir: &Path, (format, version): (&str, Option<&str>)) -> Vec<u8> {
+    let stage = dir.join("stage");
+    sparse_lib(&stage.join("usr/lib/x.so"));
+    let mut tar = std::process::Command::new("tar");
+    tar.args(["--sparse", "--format", format, "--owner=0", "--group=0"]);
+    if let Some(v) = version {
+        tar.arg(format!("--sparse-version={v}"));
+    }
+    let out = run_ok(tar.arg("-cf").arg("-").arg("-C").arg(&stage).arg("usr"));
+    std::fs::remove_dir_all(&stage).unwrap();
+    let sparse = match version {
+        Some(_) => out.windows(11).any(|w| w == b"GNU.sparse."),
+        None => out
+            .chunks(512)
+            .any(|b| b.len() == 512 && b[156] == b'S' && &b[257..262] == b"ustar"),
+    };
+    assert!(
+        sparse,
+        "GNU tar wrote no sparse member ({format} {version:?})"
+    );
+    out
+}
+
+/// [`super::hostile_scan::deb_with_data`] with a control archive from `dpkg-deb --build` and
+/// `data` (an xz tar) as its `data.tar.xz`: dpkg-deb builds its own data archive without
+/// `--sparse`, so the sparse one is put in its place.
+fn deb_of_sparse_data(dir: &Path, data: &[u8]) -> Vec<u8> {
+    let stage = dir.join("debstage");
+    write(
+        &stage.join("DEBIAN/control"),
+        b"Package: x\nVersion: 1\nArchitecture: amd64\nMaintainer: t <t@example.org>\nDescription: t\n",
+    );
+    let deb = dir.join("built.deb");
+    run_ok(
+        std::process::Command::new("dpkg-deb")
+            .args(["-Zxz", "--root-owner-group", "--build"])
+            .arg(&stage)
+            .arg(&deb),
+    );
+    let control = run_ok(
+        std::process::Command::new("ar")
+            .arg("p")
+            .arg(&deb)
+            .arg("control.tar.xz"),
+    );
+    std::fs::remove_dir_all(&stage).unwrap();
+    std::fs::remove_file(&deb).unwrap();
+    super::hostile_scan::ar_archive(&[
+        ("debian-binary", b"2.0\n"),
+        ("control.tar.xz", &control),
+        ("data.tar.xz", data),
+    ])
+}
+
+/// Class 13's archive `file` (`.tar`, `.tar.gz` or `.deb`) in `form`, written under `dir/in`.
+fn sparse_archive(dir: &Path, form: (&str, Option<&str>), file: &str) {
+    let tar = gnu_sparse_tar(dir, form);
+    let bytes = match file {
+        f if f.ends_with(".tar.gz") => gz(&tar),
+        f if f.ends_with(".deb") => deb_of_sparse_data(dir, &xz(&tar)),
+        _ => tar,
+    };
+    write(&dir.join("in").join(file), &bytes);
+}
+
 fn rows() -> Vec<Row> {
     let mut rows = vec![];
+
+    // Class 15: -j past the machine (issue 40, item 8).
+    rows.push(row(
+        "class 15: scan -j 4096 is capped at the machine's parallelism, and says so",
+        |d| write(&d.join("in/k.so"), &lib("sid/kernels.so")),
+        &[&"scan", &"-j", &"4096", &"in/k.so"],
+        1,
+        "-j 4096 is more than the",
+    ));
+
+    // Class 14: targets (issue 40, item 5).
+    rows.push(row(
+        "class 14: a gfx1251 code object (EF_AMDGPU_MACH 0x5a) is read",
+        |d| {
+            let mut co = lib("sid/kernels.co");
+            co[48] = 0x5a;
+            let (from, to) = (b"amdgcn-amd-amdhsa--gfx1100", b"amdgcn-amd-amdhsa--gfx1251");
+            let at = co.windows(from.len()).position(|w| w == from).unwrap();
+            co[at..at + to.len()].copy_from_slice(to);
+            write(&d.join("in/k.co"), &co);
+        },
+        &[&"scan", &"in/k.co"],
+        1,
+        "gfx1251          declares",
+    ));
+    rows.push(row(
+        "class 14: an EF_AMDGPU_MACH no LLVM names is a target not known to this rcclfix",
+        |d| {
+            let mut co = lib("sid/kernels.co");
+            co[48] = 0x70;
+            write(&d.join("in/k.co"), &co);
+        },
+        &[&"scan", &"in/k.co"],
+        3,
+        "target not known to this rcclfix (EF_AMDGPU_MACH 0x70)",
+    ));
+
+    // Class 13: sparse members (issue 40, item 4).
+    for form in SPARSE_FORMS {
+        for file in ["lib.tar", "lib.tar.gz", "lib.deb"] {
+            let name: &'static str = Box::leak(
+                format!(
+                    "class 13: a library with holes as a GNU tar --sparse --format={} {} member in {file}",
+                    form.0,
+                    form.1.map_or(String::new(), |v| format!("--sparse-version={v}"))
+                )
+                .into_boxed_str(),
+            );
+            let arg: &'static str = Box::leak(format!("in/{file}").into_boxed_str());
+            let mut r = row(
+                name,
+                move |d| sparse_archive(d, form, file),
+                &[&"scan", &arg],
+                1,
+                "gfx1100          declares",
+            );
+            r.absent = vec!["no device code found"];
+            rows.push(r);
+        }
+    }
+    rows.push(row(
+        "class 13: a sparse member over the memory budget is rebuilt into the spill file",
+        |d| sparse_archive(d, ("posix", Some("1.0")), "lib.tar.gz"),
+        &[&"scan", &"--memory-budget", &"4K", &"in/lib.tar.gz"],
+        1,
+        "gfx1100          declares",
+    ));
+    rows.push(row(
+        "class 13: a 1.0 sparse map whose last segment ends past the real size is unreadable",
+        |d| {
+            let mut t = gnu_sparse_tar(d, ("posix", Some("1.0")));
+            let (from, to) = (b"GNU.sparse.realsize=2", b"GNU.sparse.realsize=1");
+            let at = t.windows(from.len()).position(|w| w == from).unwrap();
+            t[at..at + to.len()].copy_from_slice(to);
+            write(&d.join("in/lib.tar"), &t);
+        },
+        &[&"scan", &"in/lib.tar"],
+        3,
+        "a sparse member whose map cannot be used (sparse segment",
+    ));
+    rows.push(row(
+        "class 13: a sparse format GNU tar does not write is unreadable",
+        |d| {
+            let mut t = gnu_sparse_tar(d, ("posix", Some("1.0")));
+            let (from, to) = (b"GNU.sparse.major=1", b"GNU.sparse.major=2");
+            let at = t.windows(from.len()).position(|w| w == from).unwrap();
+            t[at..at + to.len()].copy_from_slice(to);
+            write(&d.join("in/lib.tar"), &t);
+        },
+        &[&"scan", &"in/lib.tar"],
+        3,
+        "sparse format 2.0 is not one GNU tar writes",
+    ));
 
     // Class 8: two members of one name.
     for (first, what) in [(false, "clean first"), (true, "declaring first")] {
@@ -414,6 +639,61 @@ fn rows() -> Vec<Row> {
 #[test]
 fn hostile_scan_inputs_table_continued() {
     check_rows(rows());
+}
+
+/// Class 13's oracle: for each sparse form GNU tar writes, `tar -x` (and `dpkg-deb -x` for the
+/// `.deb`) extracts exactly the library with holes, and `scan --json=full` of the archive reports
+/// the same images as a scan of what was extracted.
+#[test]
+fn sparse_members_scan_as_tar_extracts_them() {
+    let images = |d: &Path, arg: &str| -> serde_json::Value {
+        let (code, out, err) = crate::support::run_row(
+            d,
+            &["scan".into(), "--json=full".into(), arg.into()],
+            &[],
+            None,
+            std::time::Duration::from_secs(120),
+        );
+        assert_eq!(code, 1, "scan {arg}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let files = v["files"].as_array().unwrap();
+        assert_eq!(files.len(), 1, "scan {arg}: {out}");
+        files[0]["images"].clone()
+    };
+    for form in SPARSE_FORMS {
+        for file in ["lib.tar", "lib.deb"] {
+            let t = tempfile::tempdir().unwrap();
+            let d = t.path();
+            for sub in ["in", "x", "home", "tmp"] {
+                std::fs::create_dir_all(d.join(sub)).unwrap();
+            }
+            let want = sparse_lib(&d.join("want.so"));
+            sparse_archive(d, form, file);
+            let mut x = if file.ends_with(".deb") {
+                let mut c = std::process::Command::new("dpkg-deb");
+                c.arg("-x").arg(d.join("in").join(file)).arg(d.join("x"));
+                c
+            } else {
+                let mut c = std::process::Command::new("tar");
+                c.arg("-xf")
+                    .arg(d.join("in").join(file))
+                    .arg("-C")
+                    .arg(d.join("x"));
+                c
+            };
+            run_ok(&mut x);
+            let got = std::fs::read(d.join("x/usr/lib/x.so")).unwrap();
+            assert!(
+                got == want,
+                "{form:?} {file}: the extracted file differs from the library"
+            );
+            assert_eq!(
+                images(d, &format!("in/{file}")),
+                images(d, "x/usr/lib/x.so"),
+                "{form:?} {file}"
+            );
+        }
+    }
 }
 
 /// [`super::hostile_scan`]'s class 1, a bounded mutation loop beside the cargo-fuzz target `fuzz/metadata_counts`: the

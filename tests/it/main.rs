@@ -15,6 +15,7 @@ mod hostile_gate;
 mod hostile_input;
 mod hostile_package;
 mod hostile_patch;
+mod hostile_paths;
 mod hostile_recipe;
 mod hostile_scan;
 mod hostile_scan_runtime;

@@ -383,7 +383,7 @@ fn code_object_unknown_mach() {
     bad(
         "mach.so",
         &edit_code_object(|co| co[48] = 0xfe),
-        "unknown EF_AMDGPU_MACH",
+        "target not known to this rcclfix (EF_AMDGPU_MACH 0xfe)",
     );
 }
 

@@ -9,6 +9,7 @@ use std::io::{self, Read};
 use anyhow::Context;
 
 use super::member::{spill, stream_member, Spill};
+use super::sparse::{self, pax_records, Body, Member, Pax};
 use super::{io_unreadable, new_file, read_up_to, scan_buffer, sniff, Format, MAX_RESERVE};
 use crate::scan::model::{FileReport, Unreadable};
 use crate::scan::Settings;
@@ -587,16 +588,50 @@ fn tar_members<'a>(
         if !carries_file_data(ty) || entry.size() < 4 {
             continue;
         }
-        let mname = member_name(
-            name,
-            &entry
-                .path()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-        );
-        let size = entry.size();
         let what = format!("tar member at byte {}", entry.raw_header_position());
+        let pax = match pax_records(&mut entry) {
+            Ok(r) => sparse::from_pax(&r),
+            Err(e) => Err(format!("its pax records cannot be read: {e}")),
+        };
+        let header_name = entry
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let real_name = match &pax {
+            Ok(Pax::Map(m) | Pax::MapInData(m)) => m.name.clone(),
+            _ => None,
+        };
+        let mname = member_name(name, real_name.as_deref().unwrap_or(&header_name));
+        let size = entry.size();
         let data_at = entry.raw_file_position();
+        match pax {
+            Ok(Pax::Plain) => {}
+            Err(why) => {
+                files.push(io_unreadable(
+                    &mname,
+                    "unsupported",
+                    format!("{what}: {why}; tar would rebuild it, so it was not read"),
+                ));
+                continue;
+            }
+            Ok(pax) => {
+                let body = match sparse::rebuild(&mname, &what, &mut entry, size, pax, opts) {
+                    Member::Skip => continue,
+                    Member::Unread(f) => {
+                        files.push(f);
+                        continue;
+                    }
+                    Member::Cut(f) => {
+                        files.push(f);
+                        return Ok(false);
+                    }
+                    Member::Held(b) => Body::Held(b),
+                    Member::Mapped(m) => Body::Mapped(m),
+                };
+                scan_buffer(&mname, &body, false, depth + 1, files, opts)?;
+                continue;
+            }
+        }
         if let (Some(d), false) = (in_place, ty.is_gnu_sparse()) {
             let body = usize::try_from(data_at)
                 .ok()
@@ -656,7 +691,9 @@ fn tar_members<'a>(
                 Spill::NotSpilled => false,
                 Spill::WriteFailed => true,
             };
-            let Some(again) = again else {
+            // The `tar` crate rebuilds an old GNU sparse member (typeflag `S`), but the
+            // stream opened again is its stored data: such a member is not streamed.
+            let Some(again) = again.filter(|_| !ty.is_gnu_sparse()) else {
                 files.push(over_budget(&mname, &what, size, opts));
                 continue;
             };
