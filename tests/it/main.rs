@@ -23,6 +23,7 @@ mod package;
 mod package_install;
 mod patch;
 mod patch_asserts;
+mod patch_sweep;
 mod prove;
 mod recipes;
 mod rocm72;

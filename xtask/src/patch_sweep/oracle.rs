@@ -219,6 +219,7 @@ fn copies(m: &str) -> bool {
     m.starts_with("s_mov")
         || m.starts_with("v_mov")
         || m.starts_with("v_dual_mov")
+        || m.starts_with("v_pk_mov")
         || m.starts_with("v_writelane")
         || m.starts_with("s_cselect")
         || m.starts_with("v_cndmask")
@@ -339,7 +340,9 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
                 pairs.clear();
             }
             let m = l.mnem.as_str();
-            let regs: Vec<Vec<u32>> = l.ops.iter().map(|o| sregs(o)).collect();
+            let mut regs: Vec<Vec<u32>> = l.ops.iter().map(|o| sregs(o)).collect();
+            // Every instruction is read as having at least two operand slots.
+            regs.resize(regs.len().max(2), Vec::new());
             let tracked = |r: &[u32], pairs: &HashMap<u32, u64>| {
                 r.first().and_then(|a| pairs.get(a).copied())
             };
@@ -351,9 +354,11 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
                     pairs.insert(a, l.addr + 4);
                 }
                 handled = true;
-            } else if (m == "s_add_u32" || m == "s_add_co_u32") && regs.len() == 3 {
+            } else if (m == "s_add_u32" || m == "s_add_co_u32") && l.ops.len() == 3 {
                 let (d, s0) = (regs[0].first(), regs[1].first());
-                if let (Some(&d), Some(&s0), Some(v)) = (d, s0, pairs.get(&regs[0][0]).copied()) {
+                if let (Some(&d), Some(&s0), Some(v)) =
+                    (d, s0, d.and_then(|d| pairs.get(d)).copied())
+                {
                     if d == s0 {
                         if let Some(imm) = parse_num(&l.ops[2]) {
                             let lo = (v & 0xffff_ffff) + (imm as u64 & 0xffff_ffff);
@@ -364,7 +369,7 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
                         }
                     }
                 }
-            } else if (m == "s_addc_u32" || m == "s_add_co_ci_u32") && regs.len() == 3 {
+            } else if (m == "s_addc_u32" || m == "s_add_co_ci_u32") && l.ops.len() == 3 {
                 if let (Some(&d), Some(imm)) = (regs[0].first(), parse_num(&l.ops[2])) {
                     let lo = d.wrapping_sub(1);
                     if let (Some(v), Some(c)) = (
@@ -376,7 +381,7 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
                         handled = true;
                     }
                 }
-            } else if m == "s_sext_i32_i16" && regs[0] == regs[1] {
+            } else if m == "s_sext_i32_i16" && !regs[0].is_empty() && regs[0] == regs[1] {
                 if let Some(&d) = regs[0].first() {
                     let lo = d.wrapping_sub(1);
                     if let Some(v) = pairs.get(&lo).copied() {
@@ -385,7 +390,11 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
                         handled = true;
                     }
                 }
-            } else if m == "s_add_nc_u64" && regs.len() == 3 && regs[0] == regs[1] {
+            } else if m == "s_add_nc_u64"
+                && l.ops.len() == 3
+                && !regs[0].is_empty()
+                && regs[0] == regs[1]
+            {
                 if let (Some(v), Some(imm)) = (tracked(&regs[0], &pairs), parse_num(&l.ops[2])) {
                     pairs.insert(regs[0][0], v.wrapping_add(imm as u64));
                     handled = true;
@@ -445,7 +454,8 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
                     pairs.clear();
                 }
                 handled = true;
-            } else if m.contains("pc")
+            } else if m.contains("pc_b64")
+                || m.contains("_pc_")
                 || m.contains("fork")
                 || m.contains("join")
                 || m.starts_with("s_rfe")
