@@ -26,6 +26,7 @@ mod package_install;
 mod patch;
 mod patch_asserts;
 mod patch_soundness;
+mod patch_sweep;
 mod prove;
 mod recipes;
 mod rocm72;

@@ -419,11 +419,23 @@ fn host_library(
 /// Run `argv` inside the toolchain rootfs (read-only), with `work` mounted at `/tmp/w`.
 fn tc(sh: &Shell, t: &Toolchain, work: &Path, argv: &[&str]) -> anyhow::Result<()> {
     let rootfs = &t.rootfs;
+    in_rootfs(sh, rootfs, work, argv)
+        .run()
+        .with_context(|| format!("in {}: {}", rootfs.display(), argv.join(" ")))?;
+    Ok(())
+}
+
+/// The command that runs `argv` inside `rootfs` (read-only, network off, its own pid namespace)
+/// through bubblewrap, with `work` mounted read-write at `/tmp/w` as the working folder. The one
+/// toolchain runner of the xtask: `fixtures-patch` runs it, `patch-sweep` also reads its output.
+pub(crate) fn in_rootfs<'a>(
+    sh: &'a Shell,
+    rootfs: &Path,
+    work: &Path,
+    argv: &[&str],
+) -> xshell::Cmd<'a> {
     cmd!(
         sh,
         "bwrap --ro-bind {rootfs} / --proc /proc --dev /dev --tmpfs /tmp --bind {work} /tmp/w --chdir /tmp/w --unshare-pid --unshare-net --die-with-parent {argv...}"
     )
-    .run()
-    .with_context(|| format!("in {}: {}", rootfs.display(), argv.join(" ")))?;
-    Ok(())
 }

@@ -16,6 +16,8 @@
 //! - `bench-build`: `rcclfix build` against bare cmake + ninja in the same toolchain, and the
 //!   no-op rebuild, on the miniature HIP project; `--slow`: on real RCCL, with the ETA measured.
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
+//! - `patch-sweep`: generated HIP programs compiled with the real clang, `rcclfix patch` and
+//!   `patch --asserts` on each, checked against an LLVM-based reachability (issue 39).
 
 mod bench_build;
 mod bench_build_rccl;
@@ -29,6 +31,7 @@ mod fixtures_package;
 mod fixtures_patch;
 mod inputs;
 mod lint_ci;
+mod patch_sweep;
 /// rcclfix's own `src/paths.rs` (std only), so the xtask and rcclfix agree on `RCCLFIX_HOME`.
 #[allow(dead_code)]
 #[path = "../../src/paths.rs"]
@@ -55,7 +58,8 @@ fn main() -> anyhow::Result<()> {
         "ci-tools" => lint_ci::ci_tools(&sh),
         "bench-verify" => bench_verify::run(&sh, &rest),
         "bench-build" => bench_build::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build"),
+        "patch-sweep" => patch_sweep::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build, patch-sweep"),
     }
 }
 
