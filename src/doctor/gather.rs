@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use super::hip::{self, HipProbe};
 use super::kmsg::{self, KernelLog};
 use super::library::{self, LibraryScan};
+use super::overall::decide_overall;
 use super::pci::{self, Bdf, ConfigView, HopProblem, PathResult, PciDevice, PortType};
 use super::report::{GpuReport, GuestView, Hop, Report, SeenGpu, VerdictKind};
 use super::triage::{self, LogTriage};
-use super::verdict::{decide_gpu, decide_overall, vm_blockers};
+use super::verdict::{decide_gpu, vm_blockers};
 use super::vm::{self, ProxmoxConfig};
 use super::{capture, ids, kfd, lspci};
 
@@ -340,9 +341,16 @@ fn hop_for(
     }
 }
 
-/// The AMD GPUs the kernel log's KFD lines or the `lspci -tv` tree name that are not among the
-/// examined `gpus` (issue 22: before, such a machine read as "no AMD GPU found").
-fn seen_gpus(gpus: &[GpuReport], klog: &KernelLog, topo: Option<&lspci::Topology>) -> Vec<SeenGpu> {
+/// The AMD GPUs the kernel log (its KFD lines, amdgpu's and the PCI core's lines by address, and
+/// the kernel lines pasted into a `--log`) or the `lspci -tv` tree name that are not among the
+/// examined `gpus` (issue 22 and issue 38: before, such a machine read as "no AMD GPU found"). The
+/// rule: a GPU named in any evidence is named in the report.
+fn seen_gpus(
+    gpus: &[GpuReport],
+    klog: &KernelLog,
+    logs: &[LogTriage],
+    topo: Option<&lspci::Topology>,
+) -> Vec<SeenGpu> {
     let mut out: Vec<SeenGpu> = vec![];
     let chip = |dev: u16| {
         ids::GPU_IDS
@@ -364,12 +372,83 @@ fn seen_gpus(gpus: &[GpuReport], klog: &KernelLog, topo: Option<&lspci::Topology
             gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
             seen_in: "kernel log".into(),
             kfd_rejected: Some(line.clone()),
+            no_atomics: None,
+            problems: vec![],
         });
+    }
+    // GPUs named by address: the kernel log's, then the kernel lines of each `--log`.
+    let named = klog
+        .gpus
+        .values()
+        .map(|g| (g, "kernel log".to_owned()))
+        .chain(
+            logs.iter()
+                .flat_map(|l| l.kernel_gpus.iter().map(|g| (g, format!("log {}", l.path)))),
+        );
+    for (lg, seen_in) in named {
+        if gpus.iter().any(|g| g.bdf == lg.bdf) {
+            continue;
+        }
+        if let Some(s) = out.iter_mut().find(|s| s.bdf == Some(lg.bdf)) {
+            s.no_atomics = s.no_atomics.take().or_else(|| lg.no_atomics.clone());
+            for p in &lg.problems {
+                if !s.problems.contains(p) && s.problems.len() < kmsg::MAX_PROBLEM_LINES {
+                    s.problems.push(p.clone());
+                }
+            }
+            s.id = s.id.take().or_else(|| lg.id.clone());
+            continue;
+        }
+        let dev = lg
+            .id
+            .as_deref()
+            .and_then(|i| i.split_once(':'))
+            .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
+        // KFD's line for the same device ID is this GPU.
+        let kfd_rejected = lg
+            .id
+            .as_ref()
+            .and_then(|i| klog.kfd_rejects.get(i).cloned());
+        out.retain(|s| !(s.bdf.is_none() && s.id.is_some() && s.id == lg.id));
+        out.push(SeenGpu {
+            id: lg.id.clone(),
+            bdf: Some(lg.bdf),
+            name: dev.and_then(chip),
+            gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
+            seen_in,
+            kfd_rejected,
+            no_atomics: lg.no_atomics.clone(),
+            problems: lg.problems.clone(),
+        });
+    }
+    // One GPU by address without its ID and one KFD line by ID alone: the same GPU.
+    let by_id: Vec<usize> = (0..out.len()).filter(|&i| out[i].bdf.is_none()).collect();
+    let no_id: Vec<usize> = (0..out.len())
+        .filter(|&i| out[i].bdf.is_some() && out[i].id.is_none())
+        .collect();
+    if let ([k], [a]) = (by_id.as_slice(), no_id.as_slice()) {
+        let kfd_only = out[*k].clone();
+        let s = &mut out[*a];
+        s.id = kfd_only.id;
+        s.name = s.name.take().or(kfd_only.name);
+        s.gfx = s.gfx.take().or(kfd_only.gfx);
+        s.kfd_rejected = kfd_only.kfd_rejected;
+        out.remove(*k);
     }
     for (bdf, name) in topo.map(|t| &t.tree_names).into_iter().flatten() {
         let amd = name.contains("[AMD/ATI]") || name.starts_with("Advanced Micro Devices");
         let display = !(name.contains("Audio") || name.contains("HDMI"));
         if !amd || !display || gpus.iter().any(|g| g.bdf == *bdf) {
+            continue;
+        }
+        if let Some(s) = out.iter_mut().find(|s| s.bdf == Some(*bdf)) {
+            // Named by the kernel log too: one GPU, with the tree's name.
+            s.name = Some(name.clone());
+            s.gfx = s
+                .gfx
+                .take()
+                .or_else(|| ids::gfx_for_chip_name(name).map(str::to_owned));
+            s.seen_in = format!("{} and the lspci -tv tree", s.seen_in);
             continue;
         }
         if topo.is_some_and(|t| t.devices.iter().any(|d| d.bdf == *bdf)) {
@@ -413,6 +492,8 @@ fn seen_gpus(gpus: &[GpuReport], klog: &KernelLog, topo: Option<&lspci::Topology
             gfx,
             seen_in: "lspci -tv tree".into(),
             kfd_rejected,
+            no_atomics: None,
+            problems: vec![],
         });
     }
     out
@@ -692,6 +773,11 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                 .map(|n| n.links_to_cpu.iter().map(|l| l.flags).collect())
                 .unwrap_or_default(),
             kfd_rejected,
+            kernel_problems: klog
+                .gpus
+                .get(&gpu.bdf)
+                .map(|l| l.problems.clone())
+                .unwrap_or_default(),
             hip_host_native_atomic: hipdev.map(|h| h.host_native_atomic_supported),
             hip_ordinal: hipdev.map(|h| h.ordinal),
             guest,
@@ -712,9 +798,16 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             reasons: vec![],
         };
         decide_gpu(&mut g, &hv);
+        for p in &g.kernel_problems {
+            g.reasons.push(format!(
+                "kernel log: {} (another problem, not the AtomicOps path): {}",
+                p.kind.describe(),
+                p.line
+            ));
+        }
         gpus.push(g);
     }
-    let gpus_seen = seen_gpus(&gpus, klog, topo.as_ref());
+    let gpus_seen = seen_gpus(&gpus, klog, &logs, topo.as_ref());
     let pci_functions = all.len();
     let mut report = decide_overall(
         src,

@@ -26,6 +26,7 @@ pub mod kfd;
 pub mod kmsg;
 pub mod library;
 pub mod lspci;
+pub mod overall;
 pub mod pci;
 pub mod release;
 pub mod report;

@@ -185,6 +185,9 @@ pub struct LogTriage {
     pub o0_build: bool,
     /// Remarks about the hints (e.g. two releases named), one sentence each.
     pub notes: Vec<String>,
+    /// The AMD GPUs the log's kernel lines name (a pasted `dmesg` excerpt), with what they say.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kernel_gpus: Vec<super::kmsg::LogGpu>,
     /// Set when only the end of the file was read ([`super::input::MAX_INPUT_BYTES`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<String>,
@@ -635,6 +638,15 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         rccl_enqueue_lines: enqueue,
         o0_build,
         notes,
+        kernel_gpus: super::kmsg::parse(
+            text,
+            super::kmsg::LogOrigin::Unavailable {
+                reason: String::new(),
+            },
+        )
+        .gpus
+        .into_values()
+        .collect(),
         cut: None,
     }
 }

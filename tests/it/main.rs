@@ -6,6 +6,7 @@ mod doctor;
 mod doctor_cases;
 mod doctor_inputs;
 mod doctor_issue22;
+mod doctor_klog;
 mod doctor_logs;
 mod doctor_lspci;
 mod fsutil;
