@@ -611,6 +611,20 @@ pub fn decide_overall(
             kinds.dedup();
             actions.extend(kinds.iter().map(|k| k.next_step().to_owned()));
         }
+        VerdictKind::NotAffected if !different.is_empty() => {
+            // The look-alikes' usual next steps, once each.
+            for f in logs
+                .iter()
+                .flat_map(|l| l.findings.iter())
+                .filter(|f| f.meaning == triage::Meaning::DifferentCause)
+            {
+                if let Some(n) = f.next_step {
+                    if !actions.iter().any(|a| a == n) && actions.len() < 6 {
+                        actions.push(n.to_owned());
+                    }
+                }
+            }
+        }
         VerdictKind::NotAffected => {}
     }
 

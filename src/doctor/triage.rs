@@ -288,11 +288,7 @@ fn shader_name(line: &str) -> Option<String> {
     (!k.is_empty()).then(|| k.to_owned())
 }
 
-/// `hipErrorIllegalState` returned by a kernel launch (`hipModuleLaunchKernel`, `hipLaunchKernel`,
-/// `hipExtLaunchKernel`, …).
-fn is_launch_illegal_state(line: &str) -> bool {
-    line.contains("hipErrorIllegalState") && line.contains("Launch")
-}
+use super::api::is_launch_illegal_state;
 
 /// A HIP call inside RCCL returned hipErrorIllegalState: RCCL's own warning (`enqueue.cc … NCCL WARN
 /// HIP failure '…present state'`) or its `Last error: Cuda failure '…present state'` that torch
@@ -412,7 +408,34 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             });
             event_open = true;
         }
-        for s in SIGNATURES {
+        // The failing call first (only a dispatch can be the refusal), then the look-alikes.
+        let look = super::lookalike::illegal_state_elsewhere(line)
+            .map(|(name, why, next)| {
+                (
+                    name,
+                    "HIP hip_runtime_api.h (the call that returned it)",
+                    why,
+                    next,
+                )
+            })
+            .or_else(|| {
+                super::lookalike::matching(line)
+                    .map(|l| (l.name, l.source, l.explanation, l.next_step))
+            });
+        if let Some((name, source, explanation, next)) = look {
+            if findings.len() < 200 {
+                findings.push(Finding {
+                    line_no,
+                    line: line.chars().take(400).collect(),
+                    signature: name,
+                    source,
+                    meaning: Meaning::DifferentCause,
+                    explanation,
+                    next_step: Some(next),
+                });
+            }
+        }
+        for s in SIGNATURES.iter().filter(|_| look.is_none()) {
             if line.contains(s.needle) {
                 if s.name == "rccl-configure-targets" {
                     v.configure_targets = line
@@ -427,6 +450,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                         source: s.source,
                         meaning: s.meaning,
                         explanation: s.explanation,
+                        next_step: None,
                     });
                 }
                 break;
@@ -528,6 +552,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                 source: "ROCm/rccl#958",
                 meaning: Meaning::DifferentCause,
                 explanation: "the build ignored the requested gfx target list (ROCm/rccl#958): a build configuration problem, not this bug; pass both GPU_TARGETS and AMDGPU_TARGETS and check the configure log",
+                next_step: None,
             });
         }
     }

@@ -8,6 +8,7 @@ mod doctor_inputs;
 mod doctor_issue22;
 mod doctor_klog;
 mod doctor_logs;
+mod doctor_lookalikes;
 mod doctor_lspci;
 mod fsutil;
 mod hostile;

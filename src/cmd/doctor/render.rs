@@ -269,6 +269,9 @@ fn text_fields(r: &Report) -> String {
                 esc(&f.line)
             );
             let _ = writeln!(out, "         {}", f.explanation);
+            if let Some(n) = f.next_step {
+                let _ = writeln!(out, "         next: {n}");
+            }
         }
         for rf in &l.refusals {
             let who = match &rf.owner {
