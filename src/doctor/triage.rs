@@ -281,6 +281,23 @@ pub fn library_for_kernel(n: &str) -> Option<String> {
         .map(|(_, l)| (*l).to_owned())
 }
 
+/// The project a source file named on `line` belongs to (`…/ggml-cuda/ggml-cuda.cu:1234` →
+/// ggml): a log that names the file where the failing call was made names the kernel's owner.
+/// Only GPU source files count (`.cu`, `.hip`, `.cuh`); the runtime's and RCCL's own files
+/// (`rocvirtual.cpp`, `enqueue.cc`) do not.
+pub fn project_of_source(line: &str) -> Option<String> {
+    if line.contains("ggml-cuda") || line.contains("ggml-hip") || line.contains("ggml/src") {
+        return Some("ggml (llama.cpp's GPU backend: the log names ggml-cuda.cu)".into());
+    }
+    let file = line
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '\'' | ','))
+        .map(|t| t.split(':').next().unwrap_or(t))
+        .find(|t| [".cu", ".hip", ".cuh"].iter().any(|e| t.ends_with(e)))?;
+    let name = file.rsplit('/').next().unwrap_or(file);
+    (!name.starts_with('.') && name.len() <= 120)
+        .then(|| format!("the project that owns {name} (the source file the log names)"))
+}
+
 /// A `ShaderName :` line's kernel name.
 fn shader_name(line: &str) -> Option<String> {
     let (_, r) = line.split_once("ShaderName :")?;
@@ -346,6 +363,8 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
     // A PyTorch operator in a traceback (`z=torch.sum(y)`) or a libtorch_hip frame: who launched
     // a refused kernel the log does not name, when nothing ties the log to RCCL.
     let mut torch_line: Option<(usize, String)> = None;
+    // A GPU source file the log names (`ggml-cuda.cu`): whose code made the failing call.
+    let mut source_project: Option<String> = None;
     let mut enqueue = vec![];
     let mut o0_build = false;
     let mut lines = 0;
@@ -355,6 +374,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         let line_no = i + 1;
         if rccl_line.is_none() && is_rccl_line(line) {
             rccl_line = Some((line_no, line.chars().take(120).collect()));
+        }
+        if source_project.is_none() {
+            source_project = project_of_source(line);
         }
         if torch_line.is_none() && is_torch_op_line(line) {
             torch_line = Some((line_no, line.chars().take(120).collect()));
@@ -562,10 +584,18 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             continue;
         }
         r.owner = match &r.kernel {
-            Some(k) => kernel_owner(k),
+            Some(k) => match (kernel_owner(k), &source_project) {
+                (KernelOwner::Other { library: None }, Some(p)) => KernelOwner::Other {
+                    library: Some(p.clone()),
+                },
+                (o, _) => o,
+            },
             None => match (&rccl_line, &torch_line) {
                 (Some((n, l)), _) => KernelOwner::Rccl {
                     why: format!("no kernel name, but the log goes through RCCL (line {n}: {l})"),
+                },
+                (None, _) if source_project.is_some() => KernelOwner::Other {
+                    library: source_project.clone(),
                 },
                 (None, Some((n, l))) => KernelOwner::Other {
                     library: Some(format!(
