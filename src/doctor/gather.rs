@@ -211,8 +211,21 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcome> {
         .library
         .iter()
         .map(|p| {
-            if !p.is_file() {
-                anyhow::bail!("--library {}: no such file", p.display());
+            // Looked at, never opened, here: opening a FIFO blocks until a writer comes.
+            let meta = std::fs::metadata(p)
+                .map_err(|e| anyhow::anyhow!("--library {}: cannot open: {e}", p.display()))?;
+            if meta.is_dir() {
+                anyhow::bail!(
+                    "--library {}: a folder, not a library file (give the librccl.so inside it)",
+                    p.display()
+                );
+            }
+            if !meta.is_file() {
+                anyhow::bail!(
+                    "--library {}: not a regular file ({}); give a librccl.so file",
+                    p.display(),
+                    crate::fsutil::file_kind(&meta)
+                );
             }
             Ok(library::Candidate {
                 path: p.clone(),

@@ -298,11 +298,23 @@ pub fn project_of_source(line: &str) -> Option<String> {
         .then(|| format!("the project that owns {name} (the source file the log names)"))
 }
 
-/// A `ShaderName :` line's kernel name.
+/// A kept kernel name is cut at this many characters (a `ShaderName` line can be megabytes long).
+pub const MAX_KERNEL_NAME_CHARS: usize = 4 << 10;
+/// At most this many refused dispatches are kept per log.
+pub const MAX_REFUSALS: usize = 50;
+
+/// A `ShaderName :` line's kernel name (at most [`MAX_KERNEL_NAME_CHARS`]; a longer one is cut
+/// and ends in `…`, and is not demangled).
 fn shader_name(line: &str) -> Option<String> {
     let (_, r) = line.split_once("ShaderName :")?;
     let k = r.trim();
-    (!k.is_empty()).then(|| k.to_owned())
+    if k.is_empty() {
+        return None;
+    }
+    Some(match k.char_indices().nth(MAX_KERNEL_NAME_CHARS) {
+        Some((i, _)) => format!("{}…", &k[..i]),
+        None => k.to_owned(),
+    })
 }
 
 use super::api::is_launch_illegal_state;
@@ -347,6 +359,13 @@ fn is_rccl_line(line: &str) -> bool {
     ]
     .iter()
     .any(|k| line.contains(k))
+}
+
+/// Keep `r` if fewer than [`MAX_REFUSALS`] are kept.
+fn keep(refusals: &mut Vec<Refusal>, r: Refusal) {
+    if refusals.len() < MAX_REFUSALS {
+        refusals.push(r);
+    }
 }
 
 /// Triage log text. `path` is only used for display.
@@ -397,37 +416,46 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             last_shader = Some(k);
             event_open = false;
         } else if line.contains(REFUSAL_LINE) {
-            refusals.push(Refusal {
-                line_no,
-                kernel: last_shader.take(),
-                owner: KernelOwner::Unknown,
-                confirmed: true,
-            });
+            keep(
+                &mut refusals,
+                Refusal {
+                    line_no,
+                    kernel: last_shader.take(),
+                    owner: KernelOwner::Unknown,
+                    confirmed: true,
+                },
+            );
             event_open = true;
         } else if line.contains("Kernel expects a hostcall buffer, but none found") {
             last_shader = None;
             event_open = true;
         } else if !event_open && is_launch_illegal_state(line) {
-            refusals.push(Refusal {
-                line_no,
-                kernel: last_shader.take(),
-                owner: KernelOwner::Unknown,
-                confirmed: false,
-            });
+            keep(
+                &mut refusals,
+                Refusal {
+                    line_no,
+                    kernel: last_shader.take(),
+                    owner: KernelOwner::Unknown,
+                    confirmed: false,
+                },
+            );
             event_open = true;
         } else if !event_open && is_rccl_launch_illegal_state(line) {
-            refusals.push(Refusal {
-                line_no,
-                kernel: None,
-                owner: KernelOwner::Rccl {
-                    why: if line.contains("enqueue.cc") {
-                        "RCCL's kernel launch (enqueue.cc) returned hipErrorIllegalState".into()
-                    } else {
-                        "a HIP call inside RCCL returned hipErrorIllegalState, the code of a refused dispatch".into()
+            keep(
+                &mut refusals,
+                Refusal {
+                    line_no,
+                    kernel: None,
+                    owner: KernelOwner::Rccl {
+                        why: if line.contains("enqueue.cc") {
+                            "RCCL's kernel launch (enqueue.cc) returned hipErrorIllegalState".into()
+                        } else {
+                            "a HIP call inside RCCL returned hipErrorIllegalState, the code of a refused dispatch".into()
+                        },
                     },
+                    confirmed: false,
                 },
-                confirmed: false,
-            });
+            );
             event_open = true;
         }
         // The failing call first (only a dispatch can be the refusal), then the look-alikes.
@@ -611,7 +639,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             }
         }
     }
-    refusals.truncate(50);
+    refusals.truncate(MAX_REFUSALS);
     let mut refused: Vec<String> = vec![];
     for k in refusals.iter().filter_map(|r| r.kernel.clone()) {
         if !refused.contains(&k) {
