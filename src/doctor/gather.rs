@@ -10,7 +10,8 @@ use super::kmsg::{self, KernelLog};
 use super::library::{self, LibraryScan};
 use super::overall::decide_overall;
 use super::pci::{self, Bdf, ConfigView, HopProblem, PathResult, PciDevice, PortType};
-use super::report::{GpuReport, GuestView, Hop, Report, SeenGpu, VerdictKind};
+use super::report::{GpuReport, GuestView, Hop, Report, VerdictKind};
+use super::seen::seen_gpus;
 use super::triage::{self, LogTriage};
 use super::verdict::{decide_gpu, vm_blockers};
 use super::vm::{self, ProxmoxConfig};
@@ -354,164 +355,6 @@ fn hop_for(
     }
 }
 
-/// The AMD GPUs the kernel log (its KFD lines, amdgpu's and the PCI core's lines by address, and
-/// the kernel lines pasted into a `--log`) or the `lspci -tv` tree name that are not among the
-/// examined `gpus` (issue 22 and issue 38: before, such a machine read as "no AMD GPU found"). The
-/// rule: a GPU named in any evidence is named in the report.
-fn seen_gpus(
-    gpus: &[GpuReport],
-    klog: &KernelLog,
-    logs: &[LogTriage],
-    topo: Option<&lspci::Topology>,
-) -> Vec<SeenGpu> {
-    let mut out: Vec<SeenGpu> = vec![];
-    let chip = |dev: u16| {
-        ids::GPU_IDS
-            .iter()
-            .find(|(d, _, _)| *d == dev)
-            .map(|(_, c, _)| (*c).to_owned())
-    };
-    for (id, line) in &klog.kfd_rejects {
-        if gpus.iter().any(|g| &g.id == id) {
-            continue;
-        }
-        let dev = id
-            .split_once(':')
-            .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
-        out.push(SeenGpu {
-            id: (id != "unknown").then(|| id.clone()),
-            bdf: None,
-            name: dev.and_then(chip),
-            gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
-            seen_in: "kernel log".into(),
-            kfd_rejected: Some(line.clone()),
-            no_atomics: None,
-            problems: vec![],
-        });
-    }
-    // GPUs named by address: the kernel log's, then the kernel lines of each `--log`.
-    let named = klog
-        .gpus
-        .values()
-        .map(|g| (g, "kernel log".to_owned()))
-        .chain(
-            logs.iter()
-                .flat_map(|l| l.kernel_gpus.iter().map(|g| (g, format!("log {}", l.path)))),
-        );
-    for (lg, seen_in) in named {
-        if gpus.iter().any(|g| g.bdf == lg.bdf) {
-            continue;
-        }
-        if let Some(s) = out.iter_mut().find(|s| s.bdf == Some(lg.bdf)) {
-            s.no_atomics = s.no_atomics.take().or_else(|| lg.no_atomics.clone());
-            for p in &lg.problems {
-                if !s.problems.contains(p) && s.problems.len() < kmsg::MAX_PROBLEM_LINES {
-                    s.problems.push(p.clone());
-                }
-            }
-            s.id = s.id.take().or_else(|| lg.id.clone());
-            continue;
-        }
-        let dev = lg
-            .id
-            .as_deref()
-            .and_then(|i| i.split_once(':'))
-            .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
-        // KFD's line for the same device ID is this GPU.
-        let kfd_rejected = lg
-            .id
-            .as_ref()
-            .and_then(|i| klog.kfd_rejects.get(i).cloned());
-        out.retain(|s| !(s.bdf.is_none() && s.id.is_some() && s.id == lg.id));
-        out.push(SeenGpu {
-            id: lg.id.clone(),
-            bdf: Some(lg.bdf),
-            name: dev.and_then(chip),
-            gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
-            seen_in,
-            kfd_rejected,
-            no_atomics: lg.no_atomics.clone(),
-            problems: lg.problems.clone(),
-        });
-    }
-    // One GPU by address without its ID and one KFD line by ID alone: the same GPU.
-    let by_id: Vec<usize> = (0..out.len()).filter(|&i| out[i].bdf.is_none()).collect();
-    let no_id: Vec<usize> = (0..out.len())
-        .filter(|&i| out[i].bdf.is_some() && out[i].id.is_none())
-        .collect();
-    if let ([k], [a]) = (by_id.as_slice(), no_id.as_slice()) {
-        let kfd_only = out[*k].clone();
-        let s = &mut out[*a];
-        s.id = kfd_only.id;
-        s.name = s.name.take().or(kfd_only.name);
-        s.gfx = s.gfx.take().or(kfd_only.gfx);
-        s.kfd_rejected = kfd_only.kfd_rejected;
-        out.remove(*k);
-    }
-    for (bdf, name) in topo.map(|t| &t.tree_names).into_iter().flatten() {
-        let amd = name.contains("[AMD/ATI]") || name.starts_with("Advanced Micro Devices");
-        let display = !(name.contains("Audio") || name.contains("HDMI"));
-        if !amd || !display || gpus.iter().any(|g| g.bdf == *bdf) {
-            continue;
-        }
-        if let Some(s) = out.iter_mut().find(|s| s.bdf == Some(*bdf)) {
-            // Named by the kernel log too: one GPU, with the tree's name.
-            s.name = Some(name.clone());
-            s.gfx = s
-                .gfx
-                .take()
-                .or_else(|| ids::gfx_for_chip_name(name).map(str::to_owned));
-            s.seen_in = format!("{} and the lspci -tv tree", s.seen_in);
-            continue;
-        }
-        if topo.is_some_and(|t| t.devices.iter().any(|d| d.bdf == *bdf)) {
-            continue; // a -vvv block exists: not a GPU, or already examined
-        }
-        // `[AMD/ATI] Device 67df` (pci.ids without the name) or `Ellesmere [Radeon RX 580]`.
-        let dev = name
-            .split_once("Device ")
-            .and_then(|(_, r)| r.get(..4))
-            .and_then(|h| u16::from_str_radix(h, 16).ok());
-        let gfx = dev
-            .and_then(ids::gfx_for_device)
-            .or_else(|| ids::gfx_for_chip_name(name))
-            .map(str::to_owned);
-        if gfx.is_none() && dev.is_none() && !name.contains("Radeon") && !name.contains("Instinct")
-        {
-            continue; // an AMD bridge or host part, not a GPU
-        }
-        if gfx.is_none() && bdf.func != 0 {
-            continue; // `Device aaf0` at .1: the card's audio function, not a second GPU
-        }
-        let mut id = dev.map(|d| format!("1002:{d:04x}"));
-        // A tree without `-nn` names the chip, not the ID: the kernel log's entry for the same
-        // chip is the same GPU (ROCm/legacy-rocm-build#910: `Baffin` and `1002:67ef`).
-        if id.is_none() {
-            let same_chip: Vec<&SeenGpu> = out
-                .iter()
-                .filter(|s| s.bdf.is_none())
-                .filter(|s| s.name.as_deref().is_some_and(|c| name.contains(c)))
-                .collect();
-            if same_chip.len() == 1 {
-                id = same_chip[0].id.clone();
-            }
-        }
-        let kfd_rejected = id.as_ref().and_then(|i| klog.kfd_rejects.get(i).cloned());
-        out.retain(|s| !(s.bdf.is_none() && s.id.is_some() && s.id == id));
-        out.push(SeenGpu {
-            id,
-            bdf: Some(*bdf),
-            name: Some(name.clone()),
-            gfx,
-            seen_in: "lspci -tv tree".into(),
-            kfd_rejected,
-            no_atomics: None,
-            problems: vec![],
-        });
-    }
-    out
-}
-
 /// A GPU's gfx target and where it came from: its KFD node, else its PCI device ID (when the ID
 /// was readable), else the chip name in pasted lspci text.
 fn gpu_gfx(
@@ -778,7 +621,17 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             kfd_node: node.map(|n| n.node),
             path,
             req_en: gpu.exp().map(|c| c.req_enabled()),
-            kernel_message: klog.atomics_not_supported.get(&gpu.bdf).cloned(),
+            // Older amdgpu's `[drm] PCIE atomic ops is not supported` names no device: it is
+            // the one AMD GPU's when there is one.
+            kernel_message: klog
+                .atomics_not_supported
+                .get(&gpu.bdf)
+                .cloned()
+                .or_else(|| {
+                    (all.iter().filter(|d| d.is_amd_gpu()).count() == 1)
+                        .then(|| klog.unnamed_no_atomics.clone())
+                        .flatten()
+                }),
             // The log speaks for this GPU only if amdgpu logged something for its address.
             kernel_log_usable: klog.usable() && klog.amdgpu_bdfs.contains(&gpu.bdf),
             kfd_atomics: node.and_then(|n| n.atomics()),

@@ -115,6 +115,10 @@ pub struct LogGpu {
     pub no_atomics: Option<String>,
     /// Other problems amdgpu reported for it (at most [`MAX_PROBLEM_LINES`]).
     pub problems: Vec<ProblemLine>,
+    /// KFD's `skipped device … PCI rejects atomics` line, when it came right after this GPU's
+    /// amdgpu lines (KFD probes each GPU inside amdgpu's init of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kfd_rejected: Option<String>,
 }
 
 /// Where the kernel log came from.
@@ -165,6 +169,11 @@ pub struct KernelLog {
     pub unattributed: Vec<ProblemLine>,
     /// The kernel's `Hypervisor detected: KVM` (or Xen's paravirtualised boot) line: a guest.
     pub hypervisor: Option<String>,
+    /// An AtomicOps line that names no device (older amdgpu: `[drm] PCIE atomic ops is not
+    /// supported`), when the log names no single GPU to give it to.
+    pub unnamed_no_atomics: Option<String>,
+    /// How many `PCI rejects atomics` lines the log holds (one per GPU KFD skipped).
+    pub kfd_reject_lines: usize,
     /// Set when only the end of a `--dmesg` file was read ([`super::input::MAX_INPUT_BYTES`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<String>,
@@ -175,6 +184,27 @@ impl KernelLog {
     pub fn usable(&self) -> bool {
         !matches!(self.origin, LogOrigin::Unavailable { .. }) && self.has_amdgpu_lines
     }
+}
+
+/// `line` without ANSI escape sequences (CSI `ESC [ … letter`, and a lone ESC).
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut it = line.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        if it.peek() == Some(&'[') {
+            it.next();
+            for d in it.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The first token of `line` that is a PCI address (a trailing `:` is allowed).
@@ -243,12 +273,22 @@ impl KernelLog {
             id: None,
             no_atomics: None,
             problems: vec![],
+            kfd_rejected: None,
         }))
     }
 
-    /// Give the unattributed problem lines to the one GPU the log names, if it names exactly one.
+    /// Give the unattributed problem lines and an AtomicOps line that names no device to the one
+    /// GPU the log names, if it names exactly one.
     fn attribute(&mut self) {
         if self.gpus.len() == 1 {
+            if let Some(l) = self.unnamed_no_atomics.take() {
+                if let Some(g) = self.gpus.values_mut().next() {
+                    self.atomics_not_supported
+                        .entry(g.bdf)
+                        .or_insert_with(|| l.clone());
+                    g.no_atomics.get_or_insert(l);
+                }
+            }
             let lines = std::mem::take(&mut self.unattributed);
             if let Some(g) = self.gpus.values_mut().next() {
                 for l in lines {
@@ -287,10 +327,34 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
         gpus: BTreeMap::new(),
         unattributed: vec![],
         hypervisor: None,
+        unnamed_no_atomics: None,
+        kfd_reject_lines: 0,
         cut: None,
     };
-    for line in text.lines() {
+    // The GPU amdgpu named last (KFD's line about a GPU comes inside amdgpu's init of it), and the
+    // previous line (a paste wrapped inside amdgpu's message).
+    let mut last_gpu: Option<Bdf> = None;
+    let mut prev = String::new();
+    for raw in text.lines() {
         log.lines += 1;
+        // `dmesg --color=always` pasted: the escape sequences split `amdgpu 0000:03:00.0:`.
+        let stripped;
+        let line = if raw.contains('\x1b') {
+            stripped = strip_ansi(raw);
+            stripped.as_str()
+        } else {
+            raw
+        };
+        let wrapped = line.trim_start().starts_with("supported")
+            && (prev.ends_with("atomic ops is not") || prev.ends_with("atomic ops are not"));
+        let joined;
+        let line = if wrapped {
+            joined = format!("{prev} {}", line.trim_start());
+            joined.as_str()
+        } else {
+            line
+        };
+        prev = line.trim_end().chars().take(MAX_LINE_CHARS).collect();
         let amd = line.contains("amdgpu");
         let mut named = None;
         if amd {
@@ -299,6 +363,7 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
             if let Some(b) = amdgpu_bdf(line) {
                 log.amdgpu_bdfs.insert(b);
                 named = Some(b);
+                last_gpu = Some(b);
                 log.gpu(b);
             }
         }
@@ -320,6 +385,8 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
                 if let Some(g) = log.gpu(b) {
                     g.no_atomics = Some(cut(line));
                 }
+            } else if log.unnamed_no_atomics.is_none() {
+                log.unnamed_no_atomics = Some(cut(line));
             }
         } else if let Some(kind) = problem_of(line) {
             let p = ProblemLine {
@@ -341,6 +408,16 @@ pub fn parse(text: &str, origin: LogOrigin) -> KernelLog {
                 .find(|t| t.len() == 9 && t.as_bytes()[4] == b':' && t.starts_with("1002"))
                 .unwrap_or("unknown")
                 .to_ascii_lowercase();
+            log.kfd_reject_lines += 1;
+            if let Some(g) = last_gpu.and_then(|b| log.gpu(b)) {
+                // Only a GPU whose ID is unknown or the same: never another model's.
+                if g.id.as_deref().is_none_or(|i| i == id) && g.kfd_rejected.is_none() {
+                    g.kfd_rejected = Some(cut(line));
+                    if id != "unknown" {
+                        g.id = Some(id.clone());
+                    }
+                }
+            }
             log.kfd_rejects.insert(id, line.trim().to_owned());
         }
         if is_relevant(line) {

@@ -33,6 +33,7 @@ pub mod pci;
 pub mod release;
 pub mod report;
 pub mod rules;
+pub mod seen;
 pub mod triage;
 pub mod verdict;
 pub mod vm;

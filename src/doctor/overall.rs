@@ -334,6 +334,14 @@ pub fn decide_overall(
             s.seen_in
         ));
     }
+    // Problem lines that name no GPU, in a log that names several: said, not given to one.
+    for p in &src.kernel_log.unattributed {
+        notes.push(format!(
+            "kernel log: {} for a GPU the line does not name (the log names several): {}",
+            p.kind.describe(),
+            short(&p.line, 200)
+        ));
+    }
     let seen_rejected = gpus_seen.iter().any(|s| s.kfd_rejected.is_some());
     let open = matches!(
         verdict,

@@ -347,3 +347,94 @@ fn every_gpu_named_in_any_evidence_is_named_in_the_report() {
         assert!(!o.text.contains("no AMD GPU found"), "{}", o.text);
     }
 }
+
+/// Kernel logs as a hostile user pastes them (issue 38's acceptance): colours, older amdgpu's
+/// line without a device, a line wrapped inside the message, syslog priorities, journalctl's ISO
+/// prefix, Windows line ends, another vendor's GPU, two cards KFD skips, a Polaris card KFD skips
+/// next to a Navi 31 without a path, and a timeout naming no GPU in a log that names two. Each row:
+/// (what, log, exit code, GPUs named as `bdf id`, a fragment of the report).
+#[test]
+fn hostile_kernel_logs() {
+    let rows: &[(&str, &str, i32, &[&str], &str)] = &[
+        (
+            "dmesg --color=always",
+            "\x1b[32m[    4.123456] \x1b[0m\x1b[33mamdgpu 0000:03:00.0\x1b[0m: amdgpu: PCIE atomic ops is not supported\n",
+            1,
+            &["0000:03:00.0"],
+            "no PCIe AtomicOps path for the AMD GPU (ID not shown) at 0000:03:00.0",
+        ),
+        (
+            "older amdgpu: `[drm] PCIE atomic ops is not supported` and one GPU named",
+            "[   11.089805] [drm] register mmio base: 0xFBE00000\n[   11.172374] [drm] PCIE atomic ops is not supported\n[   12.0] amdgpu 0000:01:00.0: amdgpu: Trusted Memory Zone (TMZ) feature not supported\n",
+            1,
+            &["0000:01:00.0"],
+            "at 0000:01:00.0 (kernel log)",
+        ),
+        (
+            "older amdgpu: `[drm] PCIE atomic ops is not supported` and no GPU named",
+            "[   11.172374] [drm] PCIE atomic ops is not supported\n[   11.212719] [drm] add ip block number 0 <vi_common>\n",
+            1,
+            &["(no address)"],
+            "no PCIe AtomicOps path for the AMD GPU (ID not shown) (kernel log)",
+        ),
+        (
+            "a paste wrapped inside the message",
+            "[   15.781194] amdgpu 0000:04:00.0: amdgpu: PCIE atomic ops is not\nsupported\n",
+            1,
+            &["0000:04:00.0"],
+            "at 0000:04:00.0",
+        ),
+        (
+            "syslog priorities",
+            "<6>[    4.1] amdgpu 0000:0a:00.0: amdgpu: PCIE atomic ops is not supported\n",
+            1,
+            &["0000:0a:00.0"],
+            "at 0000:0a:00.0",
+        ),
+        (
+            "journalctl -o short-iso with another driver's AtomicOps words",
+            "2026-12-04T12:00:05+0000 myhost kernel: amdgpu 0000:07:00.0: amdgpu: PCIE atomic ops is not supported\r\n2026-12-04T12:00:05+0000 myhost kernel: nvme 0000:01:00.0: PCIe atomic op completer 64\r\n",
+            1,
+            &["0000:07:00.0"],
+            "at 0000:07:00.0",
+        ),
+        (
+            "an NVIDIA GPU next to a quiet Navi 31",
+            "[ 1.0] pci 0000:01:00.0: [10de:2684] type 00 class 0x030000 PCIe Legacy Endpoint\n[ 1.1] pci 0000:0b:00.0: [1002:744c] type 00 class 0x030000 PCIe Legacy Endpoint\n[ 4.0] nvidia 0000:01:00.0: enabling device (0000 -> 0003)\n",
+            2,
+            &["0000:0b:00.0  1002:744c"],
+            "inconclusive — the evidence shows the AMD GPU 1002:744c",
+        ),
+        (
+            "two Polaris cards KFD skips (both KFD lines after the second card's)",
+            "[ 4.0] amdgpu 0000:01:00.0: amdgpu: PCIE atomic ops is not supported\n[ 4.1] amdgpu 0000:02:00.0: amdgpu: PCIE atomic ops is not supported\n[ 5.0] kfd kfd: amdgpu: skipped device 1002:67df, PCI rejects atomics 730<0\n[ 5.1] kfd kfd: amdgpu: skipped device 1002:67df, PCI rejects atomics 730<0\n",
+            0,
+            &["0000:01:00.0  1002:67df", "0000:02:00.0  1002:67df"],
+            "KFD rejected the AMD GPU",
+        ),
+        (
+            "a Polaris card KFD skips next to a Navi 31 without a path",
+            "[ 1.0] pci 0000:01:00.0: [1002:67df] type 00 class 0x030000 PCIe Legacy Endpoint\n[ 1.1] pci 0000:0b:00.0: [1002:744c] type 00 class 0x030000 PCIe Legacy Endpoint\n[ 4.0] amdgpu 0000:01:00.0: amdgpu: PCIE atomic ops is not supported\n[ 5.0] kfd kfd: amdgpu: skipped device 1002:67df, PCI rejects atomics 730<0\n[ 6.0] amdgpu 0000:0b:00.0: amdgpu: PCIE atomic ops is not supported\n",
+            1,
+            &["0000:01:00.0  1002:67df", "0000:0b:00.0  1002:744c"],
+            "no PCIe AtomicOps path for the AMD GPU 1002:744c (Navi 31, gfx1100) at 0000:0b:00.0 (kernel log)",
+        ),
+        (
+            "a ring timeout naming no GPU in a log that names two",
+            "[ 4.0] amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n[ 4.1] amdgpu 0000:0c:00.0: amdgpu: SMU is initialized successfully!\n[ 300.0] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236\n",
+            2,
+            &["0000:03:00.0", "0000:0c:00.0"],
+            "ring timeout or GPU reset for a GPU the line does not name",
+        ),
+    ];
+    for (what, log, code, named, fragment) in rows {
+        let o = klog_only(log, &[]);
+        let ctx = format!("{what}:\n{}", o.text);
+        assert_eq!(o.code, *code, "{ctx}");
+        for n in *named {
+            assert!(o.text.contains(&format!("GPU {n}")), "{n}: {ctx}");
+        }
+        assert!(o.text.contains(fragment), "{fragment}: {ctx}");
+        assert!(!o.text.contains("no AMD GPU found"), "{ctx}");
+    }
+}
