@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use super::hip::{self, HipProbe};
 use super::kmsg::{self, KernelLog};
 use super::library::{self, LibraryScan};
+use super::overall::decide_overall;
 use super::pci::{self, Bdf, ConfigView, HopProblem, PathResult, PciDevice, PortType};
-use super::report::{GpuReport, GuestView, Hop, Report, SeenGpu, VerdictKind};
+use super::report::{GpuReport, GuestView, Hop, Report, VerdictKind};
+use super::seen::seen_gpus;
 use super::triage::{self, LogTriage};
-use super::verdict::{decide_gpu, decide_overall, vm_blockers};
+use super::verdict::{decide_gpu, vm_blockers};
 use super::vm::{self, ProxmoxConfig};
 use super::{capture, ids, kfd, lspci};
 
@@ -210,8 +212,21 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcome> {
         .library
         .iter()
         .map(|p| {
-            if !p.is_file() {
-                anyhow::bail!("--library {}: no such file", p.display());
+            // Looked at, never opened, here: opening a FIFO blocks until a writer comes.
+            let meta = std::fs::metadata(p)
+                .map_err(|e| anyhow::anyhow!("--library {}: cannot open: {e}", p.display()))?;
+            if meta.is_dir() {
+                anyhow::bail!(
+                    "--library {}: a folder, not a library file (give the librccl.so inside it)",
+                    p.display()
+                );
+            }
+            if !meta.is_file() {
+                anyhow::bail!(
+                    "--library {}: not a regular file ({}); give a librccl.so file",
+                    p.display(),
+                    crate::fsutil::file_kind(&meta)
+                );
             }
             Ok(library::Candidate {
                 path: p.clone(),
@@ -338,84 +353,6 @@ fn hop_for(
             None
         },
     }
-}
-
-/// The AMD GPUs the kernel log's KFD lines or the `lspci -tv` tree name that are not among the
-/// examined `gpus` (issue 22: before, such a machine read as "no AMD GPU found").
-fn seen_gpus(gpus: &[GpuReport], klog: &KernelLog, topo: Option<&lspci::Topology>) -> Vec<SeenGpu> {
-    let mut out: Vec<SeenGpu> = vec![];
-    let chip = |dev: u16| {
-        ids::GPU_IDS
-            .iter()
-            .find(|(d, _, _)| *d == dev)
-            .map(|(_, c, _)| (*c).to_owned())
-    };
-    for (id, line) in &klog.kfd_rejects {
-        if gpus.iter().any(|g| &g.id == id) {
-            continue;
-        }
-        let dev = id
-            .split_once(':')
-            .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
-        out.push(SeenGpu {
-            id: (id != "unknown").then(|| id.clone()),
-            bdf: None,
-            name: dev.and_then(chip),
-            gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
-            seen_in: "kernel log".into(),
-            kfd_rejected: Some(line.clone()),
-        });
-    }
-    for (bdf, name) in topo.map(|t| &t.tree_names).into_iter().flatten() {
-        let amd = name.contains("[AMD/ATI]") || name.starts_with("Advanced Micro Devices");
-        let display = !(name.contains("Audio") || name.contains("HDMI"));
-        if !amd || !display || gpus.iter().any(|g| g.bdf == *bdf) {
-            continue;
-        }
-        if topo.is_some_and(|t| t.devices.iter().any(|d| d.bdf == *bdf)) {
-            continue; // a -vvv block exists: not a GPU, or already examined
-        }
-        // `[AMD/ATI] Device 67df` (pci.ids without the name) or `Ellesmere [Radeon RX 580]`.
-        let dev = name
-            .split_once("Device ")
-            .and_then(|(_, r)| r.get(..4))
-            .and_then(|h| u16::from_str_radix(h, 16).ok());
-        let gfx = dev
-            .and_then(ids::gfx_for_device)
-            .or_else(|| ids::gfx_for_chip_name(name))
-            .map(str::to_owned);
-        if gfx.is_none() && dev.is_none() && !name.contains("Radeon") && !name.contains("Instinct")
-        {
-            continue; // an AMD bridge or host part, not a GPU
-        }
-        if gfx.is_none() && bdf.func != 0 {
-            continue; // `Device aaf0` at .1: the card's audio function, not a second GPU
-        }
-        let mut id = dev.map(|d| format!("1002:{d:04x}"));
-        // A tree without `-nn` names the chip, not the ID: the kernel log's entry for the same
-        // chip is the same GPU (ROCm/legacy-rocm-build#910: `Baffin` and `1002:67ef`).
-        if id.is_none() {
-            let same_chip: Vec<&SeenGpu> = out
-                .iter()
-                .filter(|s| s.bdf.is_none())
-                .filter(|s| s.name.as_deref().is_some_and(|c| name.contains(c)))
-                .collect();
-            if same_chip.len() == 1 {
-                id = same_chip[0].id.clone();
-            }
-        }
-        let kfd_rejected = id.as_ref().and_then(|i| klog.kfd_rejects.get(i).cloned());
-        out.retain(|s| !(s.bdf.is_none() && s.id.is_some() && s.id == id));
-        out.push(SeenGpu {
-            id,
-            bdf: Some(*bdf),
-            name: Some(name.clone()),
-            gfx,
-            seen_in: "lspci -tv tree".into(),
-            kfd_rejected,
-        });
-    }
-    out
 }
 
 /// A GPU's gfx target and where it came from: its KFD node, else its PCI device ID (when the ID
@@ -684,7 +621,17 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             kfd_node: node.map(|n| n.node),
             path,
             req_en: gpu.exp().map(|c| c.req_enabled()),
-            kernel_message: klog.atomics_not_supported.get(&gpu.bdf).cloned(),
+            // Older amdgpu's `[drm] PCIE atomic ops is not supported` names no device: it is
+            // the one AMD GPU's when there is one.
+            kernel_message: klog
+                .atomics_not_supported
+                .get(&gpu.bdf)
+                .cloned()
+                .or_else(|| {
+                    (all.iter().filter(|d| d.is_amd_gpu()).count() == 1)
+                        .then(|| klog.unnamed_no_atomics.clone())
+                        .flatten()
+                }),
             // The log speaks for this GPU only if amdgpu logged something for its address.
             kernel_log_usable: klog.usable() && klog.amdgpu_bdfs.contains(&gpu.bdf),
             kfd_atomics: node.and_then(|n| n.atomics()),
@@ -692,6 +639,11 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                 .map(|n| n.links_to_cpu.iter().map(|l| l.flags).collect())
                 .unwrap_or_default(),
             kfd_rejected,
+            kernel_problems: klog
+                .gpus
+                .get(&gpu.bdf)
+                .map(|l| l.problems.clone())
+                .unwrap_or_default(),
             hip_host_native_atomic: hipdev.map(|h| h.host_native_atomic_supported),
             hip_ordinal: hipdev.map(|h| h.ordinal),
             guest,
@@ -712,9 +664,16 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
             reasons: vec![],
         };
         decide_gpu(&mut g, &hv);
+        for p in &g.kernel_problems {
+            g.reasons.push(format!(
+                "kernel log: {} (another problem, not the AtomicOps path): {}",
+                p.kind.describe(),
+                p.line
+            ));
+        }
         gpus.push(g);
     }
-    let gpus_seen = seen_gpus(&gpus, klog, topo.as_ref());
+    let gpus_seen = seen_gpus(&gpus, klog, &logs, topo.as_ref());
     let pci_functions = all.len();
     let mut report = decide_overall(
         src,

@@ -16,6 +16,7 @@
 //! Sources: Linux `drivers/pci/pci.c`, amdgpu/amdkfd, CLR, QEMU `hw/vfio/pci.c`; public reports
 //! ROCm/ROCm#6074, ROCm/ROCm#6148, ROCm/ROCm#6520, vllm-project/vllm#38587.
 
+pub mod api;
 pub mod capture;
 pub mod coverage;
 pub mod gather;
@@ -25,11 +26,14 @@ pub mod input;
 pub mod kfd;
 pub mod kmsg;
 pub mod library;
+pub mod lookalike;
 pub mod lspci;
+pub mod overall;
 pub mod pci;
 pub mod release;
 pub mod report;
 pub mod rules;
+pub mod seen;
 pub mod triage;
 pub mod verdict;
 pub mod vm;

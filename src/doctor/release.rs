@@ -280,6 +280,33 @@ pub(super) fn hints_on_line(line: &str, line_no: usize) -> Vec<ReleaseHint> {
             }
         }
     }
+    // Prose: `ROCm 6.4.4`, `ROCm v7.2.1`, a title's `ROCm 10.0` (not `+rocm6.4`, `/opt/rocm-…`,
+    // `rocm/…:…` or `ROCm version :`, which the rules above and below read).
+    for i in find_all(line, "rocm", true) {
+        let before = line[..i].chars().next_back();
+        if before
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '+' | '-' | '_' | '.'))
+        {
+            continue;
+        }
+        let rest = &line[i + 4..];
+        let Some(rest) = rest
+            .strip_prefix(' ')
+            .map(|r| r.strip_prefix('v').unwrap_or(r))
+        else {
+            continue;
+        };
+        if let Some(r) = leading_version(rest) {
+            let r = first_n_components(&r, 3);
+            // The weakest reading: what ran (a tag, a banner, a path) outranks what is said.
+            push(
+                HintKind::Rocm,
+                r.clone(),
+                format!("\"ROCm {r}\" in the text"),
+                9,
+            );
+        }
+    }
     for (key, src) in [
         ("HIP version", "HIP version"),
         ("HIP runtime version", "collect_env HIP runtime version"),
@@ -316,7 +343,21 @@ fn best(hints: &[ReleaseHint], kind: HintKind) -> Option<&ReleaseHint> {
 /// Returns (release, RCCL version, notes).
 pub fn resolve(hints: &[ReleaseHint]) -> (Option<RocmRelease>, Option<String>, Vec<String>) {
     let mut notes = vec![];
-    let rocm = best(hints, HintKind::Rocm).map(|h| RocmRelease {
+    // A family (`+rocm6.4`) that a point release in the same text extends (`ROCm 6.4.4`): the
+    // point release, the strongest of those.
+    let best_rocm = best(hints, HintKind::Rocm).map(|b| {
+        if b.exact {
+            return b;
+        }
+        hints
+            .iter()
+            .filter(|h| {
+                h.kind == HintKind::Rocm && h.exact && h.value.starts_with(&format!("{}.", b.value))
+            })
+            .min_by_key(|h| (h.rank, h.line_no))
+            .unwrap_or(b)
+    });
+    let rocm = best_rocm.map(|h| RocmRelease {
         release: h.value.clone(),
         source: h.source.clone(),
         exact: h.exact,

@@ -159,6 +159,13 @@ pub struct SeenGpu {
     pub seen_in: String,
     /// KFD's line when KFD skipped it because the PCIe path gives it no AtomicOps.
     pub kfd_rejected: Option<String>,
+    /// amdgpu's line saying this GPU has no PCIe AtomicOps path (`PCIE atomic ops is not
+    /// supported`): hostcall kernels are refused on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_atomics: Option<String>,
+    /// Other problems the kernel log reports for it (page faults, resets, a VF mailbox failing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<kmsg::ProblemLine>,
 }
 
 /// Everything known about one GPU, and its verdict.
@@ -192,6 +199,9 @@ pub struct GpuReport {
     pub kfd_link_flags: Vec<u32>,
     /// KFD skipped this GPU ("PCI rejects atomics"): a different problem.
     pub kfd_rejected: Option<String>,
+    /// Other problems the kernel log reports for this GPU (page faults, resets, a VF mailbox).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kernel_problems: Vec<kmsg::ProblemLine>,
     /// `hostNativeAtomicSupported` from the HIP runtime.
     pub hip_host_native_atomic: Option<i32>,
     /// The HIP ordinal, when the runtime saw it.

@@ -37,6 +37,9 @@ pub struct Finding {
     pub meaning: Meaning,
     /// What it means, one sentence.
     pub explanation: &'static str,
+    /// The usual next step, for a look-alike ([`super::lookalike`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<&'static str>,
 }
 
 /// One row of the rules table.
@@ -57,7 +60,7 @@ pub struct Sig {
 /// The runtime's refusal line (CLR `rocvirtual.cpp`, level 1).
 pub const REFUSAL_LINE: &str = "Pcie atomics not enabled, hostcall not supported";
 
-/// The rules, first match wins per line.
+/// The rules, first match wins per line (after the look-alikes of [`super::lookalike`]).
 pub const SIGNATURES: &[Sig] = &[
     Sig { needle: REFUSAL_LINE, name: "clr-hostcall-refused", source: "CLR rocvirtual.cpp", meaning: Meaning::Confirmed,
           explanation: "CLR refused a kernel that declares hidden_hostcall_buffer because the GPU has no PCIe AtomicOps to the host" },
@@ -87,20 +90,12 @@ pub const SIGNATURES: &[Sig] = &[
           explanation: "unrelated RCCL init warning" },
     Sig { needle: "undefined symbol: nccl", name: "abi-undefined-nccl-symbol", source: "kyuz0/amd-strix-halo-vllm-toolboxes#60", meaning: Meaning::DifferentCause,
           explanation: "the loaded RCCL is older than the API torch was built against (kyuz0/amd-strix-halo-vllm-toolboxes#60): an ABI mismatch, not this bug; audit with `rcclfix package`" },
-    Sig { needle: "invalid device function", name: "hip-invalid-device-function", source: "HIP hip_runtime_api.h (hipErrorInvalidDeviceFunction)", meaning: Meaning::DifferentCause,
-          explanation: "no code for this GPU's gfx target in the library: rebuild for the right target, not this bug" },
     Sig { needle: "hipErrorNoBinaryForGpu", name: "hip-no-binary-for-gpu", source: "HIP hip_runtime_api.h (hipErrorNoBinaryForGpu)", meaning: Meaning::DifferentCause,
           explanation: "no code for this GPU's gfx target in the library: rebuild for the right target, not this bug" },
     Sig { needle: "hipErrorInvalidKernelFile", name: "hip-invalid-kernel-file", source: "HIP hip_runtime_api.h (hipErrorInvalidKernelFile)", meaning: Meaning::DifferentCause,
           explanation: "the device code could not be loaded for this GPU: a target/packaging problem, not this bug" },
-    Sig { needle: "librocm_smi64.so.1: cannot open shared object file", name: "wheel-missing-rocm-smi", source: "pytorch/pytorch#191366", meaning: Meaning::DifferentCause,
-          explanation: "the torch wheel does not bundle librocm_smi64 (pytorch/pytorch#191366): a packaging problem, not this bug" },
     Sig { needle: "Failed to infer device type", name: "vllm-device-type", source: "pytorch/pytorch#191366", meaning: Meaning::DifferentCause,
           explanation: "vLLM could not enumerate the GPUs (amdsmi/rocm_smi clash after a library swap, pytorch/pytorch#191366): not this bug" },
-    Sig { needle: "Watchdog caught collective operation timeout", name: "torch-collective-timeout", source: "torch ProcessGroupNCCL.cpp (ROCm/rccl#2124)", meaning: Meaning::DifferentCause,
-          explanation: "a collective hung until the watchdog fired; the hostcall refusal fails at once, so a hang is a different bug (ROCm/rccl#2124)" },
-    Sig { needle: "waitPeer", name: "rccl-waitpeer-hang", source: "ROCm/rccl#2124", meaning: Meaning::DifferentCause,
-          explanation: "a hang in RCCL's waitPeer() loop (the NDEBUG hang of ROCm/rccl#2124): not the refusal" },
     Sig { needle: "Test NCCL failure", name: "rccl-tests-failure", source: "rccl-tests common.h", meaning: Meaning::Symptom,
           explanation: "rccl-tests stopped on an RCCL error; the quoted error string says which" },
     Sig { needle: "-- Compiling for", name: "rccl-configure-targets", source: "ROCm/rccl#958", meaning: Meaning::Info,

@@ -185,6 +185,9 @@ pub struct LogTriage {
     pub o0_build: bool,
     /// Remarks about the hints (e.g. two releases named), one sentence each.
     pub notes: Vec<String>,
+    /// The AMD GPUs the log's kernel lines name (a pasted `dmesg` excerpt), with what they say.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kernel_gpus: Vec<super::kmsg::LogGpu>,
     /// Set when only the end of the file was read ([`super::input::MAX_INPUT_BYTES`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<String>,
@@ -278,18 +281,43 @@ pub fn library_for_kernel(n: &str) -> Option<String> {
         .map(|(_, l)| (*l).to_owned())
 }
 
-/// A `ShaderName :` line's kernel name.
+/// The project a source file named on `line` belongs to (`…/ggml-cuda/ggml-cuda.cu:1234` →
+/// ggml): a log that names the file where the failing call was made names the kernel's owner.
+/// Only GPU source files count (`.cu`, `.hip`, `.cuh`); the runtime's and RCCL's own files
+/// (`rocvirtual.cpp`, `enqueue.cc`) do not.
+pub fn project_of_source(line: &str) -> Option<String> {
+    if line.contains("ggml-cuda") || line.contains("ggml-hip") || line.contains("ggml/src") {
+        return Some("ggml (llama.cpp's GPU backend: the log names ggml-cuda.cu)".into());
+    }
+    let file = line
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '\'' | ','))
+        .map(|t| t.split(':').next().unwrap_or(t))
+        .find(|t| [".cu", ".hip", ".cuh"].iter().any(|e| t.ends_with(e)))?;
+    let name = file.rsplit('/').next().unwrap_or(file);
+    (!name.starts_with('.') && name.len() <= 120)
+        .then(|| format!("the project that owns {name} (the source file the log names)"))
+}
+
+/// A kept kernel name is cut at this many characters (a `ShaderName` line can be megabytes long).
+pub const MAX_KERNEL_NAME_CHARS: usize = 4 << 10;
+/// At most this many refused dispatches are kept per log.
+pub const MAX_REFUSALS: usize = 50;
+
+/// A `ShaderName :` line's kernel name (at most [`MAX_KERNEL_NAME_CHARS`]; a longer one is cut
+/// and ends in `…`, and is not demangled).
 fn shader_name(line: &str) -> Option<String> {
     let (_, r) = line.split_once("ShaderName :")?;
     let k = r.trim();
-    (!k.is_empty()).then(|| k.to_owned())
+    if k.is_empty() {
+        return None;
+    }
+    Some(match k.char_indices().nth(MAX_KERNEL_NAME_CHARS) {
+        Some((i, _)) => format!("{}…", &k[..i]),
+        None => k.to_owned(),
+    })
 }
 
-/// `hipErrorIllegalState` returned by a kernel launch (`hipModuleLaunchKernel`, `hipLaunchKernel`,
-/// `hipExtLaunchKernel`, …).
-fn is_launch_illegal_state(line: &str) -> bool {
-    line.contains("hipErrorIllegalState") && line.contains("Launch")
-}
+use super::api::is_launch_illegal_state;
 
 /// A HIP call inside RCCL returned hipErrorIllegalState: RCCL's own warning (`enqueue.cc … NCCL WARN
 /// HIP failure '…present state'`) or its `Last error: Cuda failure '…present state'` that torch
@@ -333,6 +361,13 @@ fn is_rccl_line(line: &str) -> bool {
     .any(|k| line.contains(k))
 }
 
+/// Keep `r` if fewer than [`MAX_REFUSALS`] are kept.
+fn keep(refusals: &mut Vec<Refusal>, r: Refusal) {
+    if refusals.len() < MAX_REFUSALS {
+        refusals.push(r);
+    }
+}
+
 /// Triage log text. `path` is only used for display.
 pub fn triage(text: &str, path: &str) -> LogTriage {
     let mut findings = vec![];
@@ -347,6 +382,8 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
     // A PyTorch operator in a traceback (`z=torch.sum(y)`) or a libtorch_hip frame: who launched
     // a refused kernel the log does not name, when nothing ties the log to RCCL.
     let mut torch_line: Option<(usize, String)> = None;
+    // A GPU source file the log names (`ggml-cuda.cu`): whose code made the failing call.
+    let mut source_project: Option<String> = None;
     let mut enqueue = vec![];
     let mut o0_build = false;
     let mut lines = 0;
@@ -356,6 +393,9 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         let line_no = i + 1;
         if rccl_line.is_none() && is_rccl_line(line) {
             rccl_line = Some((line_no, line.chars().take(120).collect()));
+        }
+        if source_project.is_none() {
+            source_project = project_of_source(line);
         }
         if torch_line.is_none() && is_torch_op_line(line) {
             torch_line = Some((line_no, line.chars().take(120).collect()));
@@ -376,40 +416,76 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             last_shader = Some(k);
             event_open = false;
         } else if line.contains(REFUSAL_LINE) {
-            refusals.push(Refusal {
-                line_no,
-                kernel: last_shader.take(),
-                owner: KernelOwner::Unknown,
-                confirmed: true,
-            });
+            keep(
+                &mut refusals,
+                Refusal {
+                    line_no,
+                    kernel: last_shader.take(),
+                    owner: KernelOwner::Unknown,
+                    confirmed: true,
+                },
+            );
             event_open = true;
         } else if line.contains("Kernel expects a hostcall buffer, but none found") {
             last_shader = None;
             event_open = true;
         } else if !event_open && is_launch_illegal_state(line) {
-            refusals.push(Refusal {
-                line_no,
-                kernel: last_shader.take(),
-                owner: KernelOwner::Unknown,
-                confirmed: false,
-            });
+            keep(
+                &mut refusals,
+                Refusal {
+                    line_no,
+                    kernel: last_shader.take(),
+                    owner: KernelOwner::Unknown,
+                    confirmed: false,
+                },
+            );
             event_open = true;
         } else if !event_open && is_rccl_launch_illegal_state(line) {
-            refusals.push(Refusal {
-                line_no,
-                kernel: None,
-                owner: KernelOwner::Rccl {
-                    why: if line.contains("enqueue.cc") {
-                        "RCCL's kernel launch (enqueue.cc) returned hipErrorIllegalState".into()
-                    } else {
-                        "a HIP call inside RCCL returned hipErrorIllegalState, the code of a refused dispatch".into()
+            keep(
+                &mut refusals,
+                Refusal {
+                    line_no,
+                    kernel: None,
+                    owner: KernelOwner::Rccl {
+                        why: if line.contains("enqueue.cc") {
+                            "RCCL's kernel launch (enqueue.cc) returned hipErrorIllegalState".into()
+                        } else {
+                            "a HIP call inside RCCL returned hipErrorIllegalState, the code of a refused dispatch".into()
+                        },
                     },
+                    confirmed: false,
                 },
-                confirmed: false,
-            });
+            );
             event_open = true;
         }
-        for s in SIGNATURES {
+        // The failing call first (only a dispatch can be the refusal), then the look-alikes.
+        let look = super::lookalike::illegal_state_elsewhere(line)
+            .map(|(name, why, next)| {
+                (
+                    name,
+                    "HIP hip_runtime_api.h (the call that returned it)",
+                    why,
+                    next,
+                )
+            })
+            .or_else(|| {
+                super::lookalike::matching(line)
+                    .map(|l| (l.name, l.source, l.explanation, l.next_step))
+            });
+        if let Some((name, source, explanation, next)) = look {
+            if findings.len() < 200 {
+                findings.push(Finding {
+                    line_no,
+                    line: line.chars().take(400).collect(),
+                    signature: name,
+                    source,
+                    meaning: Meaning::DifferentCause,
+                    explanation,
+                    next_step: Some(next),
+                });
+            }
+        }
+        for s in SIGNATURES.iter().filter(|_| look.is_none()) {
             if line.contains(s.needle) {
                 if s.name == "rccl-configure-targets" {
                     v.configure_targets = line
@@ -424,6 +500,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                         source: s.source,
                         meaning: s.meaning,
                         explanation: s.explanation,
+                        next_step: None,
                     });
                 }
                 break;
@@ -525,6 +602,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
                 source: "ROCm/rccl#958",
                 meaning: Meaning::DifferentCause,
                 explanation: "the build ignored the requested gfx target list (ROCm/rccl#958): a build configuration problem, not this bug; pass both GPU_TARGETS and AMDGPU_TARGETS and check the configure log",
+                next_step: None,
             });
         }
     }
@@ -534,10 +612,18 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             continue;
         }
         r.owner = match &r.kernel {
-            Some(k) => kernel_owner(k),
+            Some(k) => match (kernel_owner(k), &source_project) {
+                (KernelOwner::Other { library: None }, Some(p)) => KernelOwner::Other {
+                    library: Some(p.clone()),
+                },
+                (o, _) => o,
+            },
             None => match (&rccl_line, &torch_line) {
                 (Some((n, l)), _) => KernelOwner::Rccl {
                     why: format!("no kernel name, but the log goes through RCCL (line {n}: {l})"),
+                },
+                (None, _) if source_project.is_some() => KernelOwner::Other {
+                    library: source_project.clone(),
                 },
                 (None, Some((n, l))) => KernelOwner::Other {
                     library: Some(format!(
@@ -553,7 +639,7 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
             }
         }
     }
-    refusals.truncate(50);
+    refusals.truncate(MAX_REFUSALS);
     let mut refused: Vec<String> = vec![];
     for k in refusals.iter().filter_map(|r| r.kernel.clone()) {
         if !refused.contains(&k) {
@@ -635,6 +721,15 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         rccl_enqueue_lines: enqueue,
         o0_build,
         notes,
+        kernel_gpus: super::kmsg::parse(
+            text,
+            super::kmsg::LogOrigin::Unavailable {
+                reason: String::new(),
+            },
+        )
+        .gpus
+        .into_values()
+        .collect(),
         cut: None,
     }
 }

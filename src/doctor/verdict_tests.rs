@@ -20,6 +20,7 @@ fn gpu(path_result: PathResult) -> GpuReport {
         kfd_atomics: None,
         kfd_link_flags: vec![],
         kfd_rejected: None,
+        kernel_problems: vec![],
         hip_host_native_atomic: None,
         hip_ordinal: None,
         guest: None,

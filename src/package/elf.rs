@@ -217,14 +217,56 @@ pub fn base_name(raw: &str) -> String {
     }
 }
 
-/// The demangled form of a C++-mangled name (`_Z…`), or `None` for C names and undemanglable input.
+/// A demangled name is cut at this many bytes (and ends in `…`): back-references make the output
+/// grow exponentially with the input (issue 40: a 3.5 KB `doctor --log` of nested names took
+/// 1.3 GB and wrote a 327 MB report), and no real kernel or API name comes near it.
+pub const MAX_DEMANGLED_BYTES: usize = 8 << 10;
+/// A mangled name longer than this is not demangled (the parser's own work grows with it).
+pub const MAX_MANGLED_BYTES: usize = 4 << 10;
+
+/// A `fmt::Write` that takes at most [`MAX_DEMANGLED_BYTES`] and then fails, which stops the
+/// demangler at once.
+struct Bounded {
+    out: String,
+    full: bool,
+}
+
+impl std::fmt::Write for Bounded {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.out.len() + s.len() > MAX_DEMANGLED_BYTES {
+            let mut end = MAX_DEMANGLED_BYTES
+                .saturating_sub(self.out.len())
+                .min(s.len());
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.out.push_str(&s[..end]);
+            self.full = true;
+            return Err(std::fmt::Error);
+        }
+        self.out.push_str(s);
+        Ok(())
+    }
+}
+
+/// The demangled form of a C++-mangled name (`_Z…`), or `None` for C names, undemanglable input
+/// and mangled names over [`MAX_MANGLED_BYTES`]; an output over [`MAX_DEMANGLED_BYTES`] is cut
+/// there and ends in `…`.
 pub fn demangle(raw: &str) -> Option<String> {
-    if !raw.starts_with("_Z") {
+    if !raw.starts_with("_Z") || raw.len() > MAX_MANGLED_BYTES {
         return None;
     }
     let sym = cpp_demangle::Symbol::new(raw).ok()?;
     let opts = cpp_demangle::DemangleOptions::new();
-    sym.demangle(&opts).ok()
+    let mut w = Bounded {
+        out: String::new(),
+        full: false,
+    };
+    match sym.structured_demangle(&mut w, &opts) {
+        Ok(()) => Some(w.out),
+        Err(_) if w.full => Some(format!("{}…", w.out)),
+        Err(_) => None,
+    }
 }
 
 /// `ns::ncclCommDump(ncclComm*, std::unordered_map<…>&)` → `ncclCommDump`: the identifier right

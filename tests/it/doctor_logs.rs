@@ -553,3 +553,77 @@ fn no_gpu_examined_is_never_an_all_clear() {
         "not affected: the one AMD GPU examined has a PCIe AtomicOps path (hostcall kernels run)"
     );
 }
+
+// ---- issue 38: the release in prose, and the owner a source file names ---------------------------
+
+/// Run doctor on `--log` holding `text` with an empty machine.
+fn log_text(text: &str) -> Out {
+    let t = Tree::new();
+    let p = t.path().join("report.txt");
+    std::fs::write(&p, text).unwrap();
+    doctor(&t, None, &["--log", p.to_str().unwrap()])
+}
+
+/// "ROCm 6.4.4" in prose is the point release (before: only `6.4`, from the `+rocm6.4` tag).
+#[test]
+fn rocm_point_release_in_prose_refines_the_family_tag() {
+    let o = log_text(
+        "Environment: Ubuntu 24.04, ROCm 6.4.4, two RX 7900 XTX\ntorch 2.7.1+rocm6.4\n:1:rocvirtual.cpp :4208: 2 us: Pcie atomics not enabled, hostcall not supported\nenqueue.cc:2061 NCCL WARN HIP failure 'the operation cannot be performed in the present state'\n",
+    );
+    assert_eq!(o.code, 1, "{}", o.text);
+    let r = &o.json["logs"][0]["rocm"];
+    assert_eq!(r["release"], "6.4.4", "{r}");
+    assert_eq!(r["exact"], true, "{r}");
+    assert_eq!(r["source"], "\"ROCm 6.4.4\" in the text", "{r}");
+}
+
+/// "ROCm 10.0" in a report's title line is read (before: not at all).
+#[test]
+fn rocm_release_in_a_title_line_is_read() {
+    let o = log_text(
+        "[Issue]: RCCL all_reduce fails on ROCm 10.0 with two gfx1201\nenqueue.cc:2119 NCCL WARN HIP failure 'the operation cannot be performed in the present state'\n",
+    );
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.json["logs"][0]["rocm"]["release"], "10.0");
+    assert_eq!(o.json["release"]["rocm"], "10.0");
+    // Not prose: a path, a tag, a container image.
+    for (line, none) in [
+        ("/opt/rocm-7.2.1/lib/librccl.so", "7.2.1"),
+        ("see ROCm/ROCm#6074 for details", ""),
+        ("rocm/pytorch:rocm7.2_ubuntu24.04", "7.2"),
+    ] {
+        let o = log_text(&format!("{line}\n"));
+        let src = o.json["logs"][0]["rocm"]["source"].as_str().unwrap_or("");
+        assert!(!src.contains("in the text"), "{line}: {src}");
+        assert_eq!(
+            o.json["logs"][0]["rocm"]["release"].as_str().unwrap_or(""),
+            none,
+            "{line}"
+        );
+    }
+}
+
+/// A refused kernel in a log that names `ggml-cuda.cu` is ggml's (before: "a library the log does
+/// not name").
+#[test]
+fn refusal_in_a_log_naming_ggml_cuda_is_ggmls() {
+    let o = log_text(
+        "ggml_cuda_init: found 2 ROCm devices:\n  Device 0: AMD Radeon RX 7900 XTX, gfx1100 (0x1100), VMM: no, Wave Size: 32\n:3:rocvirtual.cpp :4151: 1 us: ShaderName : void mul_mat_q<(ggml_type)12, 64, false>(char const*, int const*, float*, int, int, int, int, int)\n:1:rocvirtual.cpp :4208: 2 us: Pcie atomics not enabled, hostcall not supported\nCUDA error: the operation cannot be performed in the present state\n  current device: 0, in function ggml_cuda_op_mul_mat_q at /app/ggml/src/ggml-cuda/ggml-cuda.cu:1234\n/app/ggml/src/ggml-cuda/ggml-cuda.cu:75: CUDA error\n",
+    );
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.verdict(), "hostcall-outside-rccl");
+    let lib = o.json["logs"][0]["refusals"][0]["owner"]["library"]
+        .as_str()
+        .unwrap();
+    assert!(lib.starts_with("ggml"), "{lib}");
+    assert!(
+        !o.text.contains("a library the log does not name"),
+        "{}",
+        o.text
+    );
+    assert!(
+        o.json["headline"].as_str().unwrap().contains("(ggml"),
+        "{}",
+        o.json["headline"]
+    );
+}

@@ -36,6 +36,10 @@ struct Row {
     fragment: String,
     /// Must appear in neither stdout nor stderr.
     absent: Vec<String>,
+    /// The most bytes stdout may hold (issue 40: a report that grows with an attacker's input).
+    max_out: Option<usize>,
+    /// The deadline (60 s unless a row is about time).
+    deadline: Duration,
 }
 
 fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, fragment: &str) -> Row {
@@ -46,12 +50,42 @@ fn row(name: &'static str, args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, frag
         code,
         fragment: fragment.to_owned(),
         absent: vec![],
+        max_out: None,
+        deadline: Duration::from_secs(60),
     }
 }
 
-/// [`crate::support::run_row`] with no extra environment and a 60 s deadline.
-fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, String, String) {
-    crate::support::run_row(dir, args, &[], ulimit_kib, Duration::from_secs(60))
+/// [`crate::support::run_row`] with no extra environment.
+fn run_in(
+    dir: &Path,
+    args: &[OsString],
+    ulimit_kib: Option<u64>,
+    deadline: Duration,
+) -> (i32, String, String) {
+    crate::support::run_row(dir, args, &[], ulimit_kib, deadline)
+}
+
+/// Itanium-mangled name whose every parameter is a template of the one before, twice
+/// (`y<T, T>` by back-reference): `levels` parameters demangle to about 2^levels characters.
+fn nested_mangled_name(levels: usize) -> String {
+    let b36 = |mut n: usize| {
+        let digits = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let mut out = vec![];
+        loop {
+            out.push(digits[n % 36]);
+            n /= 36;
+            if n == 0 {
+                break;
+            }
+        }
+        out.reverse();
+        String::from_utf8(out).unwrap()
+    };
+    let mut s = "_Z1f1x1yIS_S_E".to_owned();
+    for k in 1..levels {
+        s.push_str(&format!("S0_IS{0}_S{0}_E", b36(k)));
+    }
+    s
 }
 
 /// A healthy machine (a Navi 31 behind a root port that completes 32/64-bit AtomicOps) as a
@@ -430,6 +464,81 @@ fn rows(d: &Path) -> Vec<Row> {
     r.absent = vec!["rcclfix-snapshot-".into()];
     rows.push(r);
 
+    // Issue 40 item 8: a 3.5 KB log of nested mangled names (before: 1.3 GB, a 327 MB report).
+    let mut log = String::new();
+    while log.len() < 3400 {
+        log.push_str(&format!(
+            ":3:rocvirtual.cpp :4151: 1 us: ShaderName : {}\n:1:rocvirtual.cpp :4208: 2 us: Pcie atomics not enabled, hostcall not supported\n",
+            nested_mangled_name(60)
+        ));
+    }
+    std::fs::write(i.join("nested.log"), &log).unwrap();
+    for json in [false, true] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            vec![&"doctor", &"--no-hip", &"--log", &"in/nested.log"];
+        if json {
+            args.push(&"--json");
+        }
+        let mut r = row(
+            if json {
+                "issue 40: doctor --log --json of nested mangled names"
+            } else {
+                "issue 40: doctor --log of nested mangled names"
+            },
+            &args,
+            1,
+            "needs hostcall",
+        );
+        if json {
+            r.fragment = "\"hostcall-outside-rccl\"".into();
+        }
+        r.ulimit_kib = Some(BUDGET_KIB);
+        r.max_out = Some(1 << 20);
+        r.deadline = Duration::from_secs(20);
+        rows.push(r);
+    }
+
+    // Issue 40 item 12: `--library` on what is not a library file says what it is.
+    let st = std::process::Command::new("mkfifo")
+        .arg(i.join("fifo.so"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::create_dir_all(i.join("libdir")).unwrap();
+    for (arg, fragment) in [
+        (
+            "in/fifo.so",
+            "error: --library in/fifo.so: not a regular file (a FIFO)",
+        ),
+        (
+            "in/libdir",
+            "error: --library in/libdir: a folder, not a library file",
+        ),
+        (
+            "/dev/null",
+            "error: --library /dev/null: not a regular file (a character device)",
+        ),
+        (
+            "in/absent.so",
+            "error: --library in/absent.so: cannot open: No such file",
+        ),
+    ] {
+        let name: &'static str =
+            Box::leak(format!("issue 40: doctor --library {arg}").into_boxed_str());
+        let arg: &'static str = Box::leak(arg.to_owned().into_boxed_str());
+        let mut r = row(
+            name,
+            &[&"doctor", &"--no-hip", &"--library", &arg],
+            2,
+            fragment,
+        );
+        r.deadline = Duration::from_secs(20);
+        if !arg.contains("absent") {
+            r.absent = vec!["no such file".into()];
+        }
+        rows.push(r);
+    }
+
     // `--library` with no KFD topology: judged for the target the PCI ID names.
     machine(d, "no-kfd");
     let mut r = row(
@@ -468,11 +577,21 @@ fn hostile_doctor_inputs_table() {
         }
         let r = rows(d).swap_remove(k);
         let before = crate::support::listing(d, &[]);
-        let (code, out, err) = run_in(d, &r.args, r.ulimit_kib);
+        let started = std::time::Instant::now();
+        let (code, out, err) = run_in(d, &r.args, r.ulimit_kib, r.deadline);
+        let took = started.elapsed();
         let after = crate::support::listing(d, &[]);
         let mut why = vec![];
         if code != r.code {
             why.push(format!("exit {code}, expected {}", r.code));
+        }
+        if let Some(m) = r.max_out {
+            if out.len() > m {
+                why.push(format!(
+                    "stdout is {} bytes (at most {m}), in {took:?}",
+                    out.len()
+                ));
+            }
         }
         if !out.contains(&r.fragment) && !err.contains(&r.fragment) {
             why.push(format!("neither stdout nor stderr has {:?}", r.fragment));

@@ -134,6 +134,14 @@ fn gpu_block(out: &mut String, g: &GpuReport) {
         };
         let _ = writeln!(out, "  library {}: {}", esc(p), esc(&t));
     }
+    for p in &g.kernel_problems {
+        let _ = writeln!(
+            out,
+            "  other problem ({}): \"{}\"",
+            p.kind.describe(),
+            esc(&p.line)
+        );
+    }
     let _ = writeln!(out, "  verdict: {}", g.verdict.text());
     for r in &g.reasons {
         let _ = writeln!(out, "    - {}", esc(r));
@@ -169,6 +177,38 @@ fn text_fields(r: &Report) -> String {
     }
     for g in &r.gpus {
         gpu_block(&mut out, g);
+    }
+    // Every GPU the evidence names is named here, examined or not.
+    for s in &r.gpus_seen {
+        let _ = writeln!(
+            out,
+            "GPU {}  {}  {}  (seen in the {}; config space not examined)",
+            s.bdf
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "(no address)".into()),
+            esc(s.id.as_deref().unwrap_or("(ID not shown)")),
+            esc(s
+                .gfx
+                .as_deref()
+                .or(s.name.as_deref())
+                .unwrap_or("gfx unknown")),
+            esc(&s.seen_in)
+        );
+        if let Some(l) = &s.no_atomics {
+            let _ = writeln!(out, "  kernel log: \"{}\" (no PCIe AtomicOps path)", esc(l));
+        }
+        if let Some(l) = &s.kfd_rejected {
+            let _ = writeln!(out, "  kernel log: \"{}\" (KFD skipped it)", esc(l));
+        }
+        for p in &s.problems {
+            let _ = writeln!(
+                out,
+                "  other problem ({}): \"{}\"",
+                p.kind.describe(),
+                esc(&p.line)
+            );
+        }
+        out.push('\n');
     }
     // The hypervisor of a machine without an AMD GPU says nothing about the GPUs in a log.
     if r.hypervisor.is_vm && !r.gpus.is_empty() {
@@ -229,6 +269,9 @@ fn text_fields(r: &Report) -> String {
                 esc(&f.line)
             );
             let _ = writeln!(out, "         {}", f.explanation);
+            if let Some(n) = f.next_step {
+                let _ = writeln!(out, "         next: {n}");
+            }
         }
         for rf in &l.refusals {
             let who = match &rf.owner {
