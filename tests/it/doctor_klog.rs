@@ -420,6 +420,13 @@ fn hostile_kernel_logs() {
             "no PCIe AtomicOps path for the AMD GPU 1002:744c (Navi 31, gfx1100) at 0000:0b:00.0 (kernel log)",
         ),
         (
+            "a KVM guest's kernel log",
+            "[    0.000000] Hypervisor detected: KVM\n[    4.1] amdgpu 0000:01:00.0: amdgpu: PCIE atomic ops is not supported\n",
+            1,
+            &["0000:01:00.0"],
+            "in a VM: check the VM configuration first",
+        ),
+        (
             "a ring timeout naming no GPU in a log that names two",
             "[ 4.0] amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n[ 4.1] amdgpu 0000:0c:00.0: amdgpu: SMU is initialized successfully!\n[ 300.0] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236\n",
             2,
