@@ -445,3 +445,29 @@ fn hostile_kernel_logs() {
         assert!(!o.text.contains("no AMD GPU found"), "{ctx}");
     }
 }
+
+/// An examined GPU whose path passes, and a `--log` that pastes amdgpu's AtomicOps line for its
+/// address: the pasted line counts (before: only `--dmesg` did, and the report said "not
+/// affected").
+#[test]
+fn kernel_line_pasted_into_a_log_counts_for_an_examined_gpu() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let log = t.path().join("report.txt");
+    std::fs::write(
+        &log,
+        "[    4.1] amdgpu 0000:03:00.0: amdgpu: PCIE atomic ops is not supported\n[   99.0] amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32771)\n",
+    )
+    .unwrap();
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    let g = o.gpu("0000:03:00.0");
+    assert!(
+        g["kernel_message"].as_str().unwrap().contains("(in --log "),
+        "{g}"
+    );
+    assert_eq!(g["kernel_problems"][0]["kind"], "page-fault", "{g}");
+}
