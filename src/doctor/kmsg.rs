@@ -77,7 +77,8 @@ const PROBLEMS: &[(&str, ProblemKind)] = &[
     ("from pf, error", ProblemKind::VfMailbox),
 ];
 
-/// The problem a kernel-log line reports, if it is one of [`PROBLEMS`] and an amdgpu line.
+/// The problem a kernel-log line reports, if it is an amdgpu line holding one of the known phrases
+/// (page faults, ring timeouts and resets, the VF mailbox).
 pub fn problem_of(line: &str) -> Option<ProblemKind> {
     if !line.contains("amdgpu") {
         return None;

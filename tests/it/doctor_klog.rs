@@ -471,3 +471,23 @@ fn kernel_line_pasted_into_a_log_counts_for_an_examined_gpu() {
     );
     assert_eq!(g["kernel_problems"][0]["kind"], "page-fault", "{g}");
 }
+
+/// A kernel log that names 70 GPUs without a path (a forged one): 64 are kept and named, the
+/// headline names four and counts the rest, and a note says the list is cut.
+#[test]
+fn a_log_naming_seventy_gpus_is_bounded_and_says_so() {
+    let log: String = (0..70)
+        .map(|i| {
+            format!(
+                "[ 4.{i}] amdgpu 0000:{:02x}:00.0: amdgpu: PCIE atomic ops is not supported\n",
+                i + 1
+            )
+        })
+        .collect();
+    let o = klog_only(&log, &[]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.json["gpus_seen"].as_array().unwrap().len(), 64);
+    let h = o.json["headline"].as_str().unwrap();
+    assert!(h.contains(", and 60 more (kernel log)"), "{h}");
+    assert!(o.notes().contains("names 64 GPUs or more"), "{}", o.notes());
+}
