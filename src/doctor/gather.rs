@@ -519,6 +519,15 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
         topo.as_ref()
             .is_some_and(|t| t.unknown_ids.contains(&d.bdf))
     };
+    // What the kernel lines pasted into each `--log` say about the GPU at an address.
+    let log_gpu = |b: Bdf| {
+        logs.iter().flat_map(move |l| {
+            l.kernel_gpus
+                .iter()
+                .filter(move |g| g.bdf == b)
+                .map(move |g| (l.path.as_str(), g))
+        })
+    };
     let mut gpus = vec![];
     for gpu in all.iter().filter(|d| d.is_amd_gpu()) {
         let upstream = match &topo {
@@ -631,6 +640,12 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                     (all.iter().filter(|d| d.is_amd_gpu()).count() == 1)
                         .then(|| klog.unnamed_no_atomics.clone())
                         .flatten()
+                })
+                // A `--log` that pastes the kernel's line for this address says the same.
+                .or_else(|| {
+                    log_gpu(gpu.bdf).find_map(|(p, l)| {
+                        l.no_atomics.as_ref().map(|m| format!("{m} (in --log {p})"))
+                    })
                 }),
             // The log speaks for this GPU only if amdgpu logged something for its address.
             kernel_log_usable: klog.usable() && klog.amdgpu_bdfs.contains(&gpu.bdf),
@@ -639,11 +654,21 @@ pub fn diagnose(src: &Sources) -> anyhow::Result<Report> {
                 .map(|n| n.links_to_cpu.iter().map(|l| l.flags).collect())
                 .unwrap_or_default(),
             kfd_rejected,
-            kernel_problems: klog
-                .gpus
-                .get(&gpu.bdf)
-                .map(|l| l.problems.clone())
-                .unwrap_or_default(),
+            kernel_problems: {
+                let mut p: Vec<kmsg::ProblemLine> = klog
+                    .gpus
+                    .get(&gpu.bdf)
+                    .map(|l| l.problems.clone())
+                    .unwrap_or_default();
+                for (_, l) in log_gpu(gpu.bdf) {
+                    for x in &l.problems {
+                        if !p.contains(x) && p.len() < kmsg::MAX_PROBLEM_LINES {
+                            p.push(x.clone());
+                        }
+                    }
+                }
+                p
+            },
             hip_host_native_atomic: hipdev.map(|h| h.host_native_atomic_supported),
             hip_ordinal: hipdev.map(|h| h.ordinal),
             guest,

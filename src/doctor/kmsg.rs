@@ -77,7 +77,8 @@ const PROBLEMS: &[(&str, ProblemKind)] = &[
     ("from pf, error", ProblemKind::VfMailbox),
 ];
 
-/// The problem a kernel-log line reports, if it is one of [`PROBLEMS`] and an amdgpu line.
+/// The problem a kernel-log line reports, if it is an amdgpu line holding one of the known phrases
+/// (page faults, ring timeouts and resets, the VF mailbox).
 pub fn problem_of(line: &str) -> Option<ProblemKind> {
     if !line.contains("amdgpu") {
         return None;
@@ -306,12 +307,15 @@ pub fn is_atomics_message(line: &str) -> bool {
     line.contains(ATOMICS_MSG_OLD) || line.contains(ATOMICS_MSG_NEW)
 }
 
-/// Whether a line is relevant to doctor (kept in `relevant` and in captures).
+/// Whether a line is relevant to doctor (kept in `relevant` and in captures): amdgpu's and KFD's
+/// lines, the PCI core's line for an AMD display device (its ID) and the hypervisor line.
 pub fn is_relevant(line: &str) -> bool {
     is_atomics_message(line)
         || line.contains(KFD_REJECTS)
         || line.contains("amdgpu")
         || line.contains("kfd")
+        || line.contains("Hypervisor detected: ")
+        || pci_display_device(line).is_some()
 }
 
 /// Parse kernel log text.

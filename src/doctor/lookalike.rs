@@ -33,7 +33,13 @@ pub struct LookAlike {
 pub const LOOKALIKES: &[LookAlike] = &[
     LookAlike {
         name: "hip-out-of-memory",
-        any_of: &[&["hipErrorOutOfMemory"], &["out of memory"], &["OutOfMemoryError"]],
+        any_of: &[
+            &["hipErrorOutOfMemory"],
+            &["HIP out of memory"],
+            &["CUDA out of memory"],
+            &["OutOfMemoryError"],
+            &["rror: out of memory"],
+        ],
         unless: &[],
         source: "HIP hip_runtime_api.h (hipErrorOutOfMemory), torch OutOfMemoryError",
         explanation: "the GPU ran out of memory: not the hostcall refusal (a refused dispatch returns hipErrorIllegalState, not an allocation failure)",
@@ -62,6 +68,19 @@ pub const LOOKALIKES: &[LookAlike] = &[
         source: "HIP hip_runtime_api.h (hipErrorPeerAccessUnsupported)",
         explanation: "the GPUs cannot reach each other's memory directly (P2P): a topology or IOMMU problem, not the hostcall refusal",
         next_step: "P2P: confirm with NCCL_P2P_DISABLE=1, then check the IOMMU (iommu=pt) and the PCIe topology (rocm-smi --showtopo)",
+    },
+    LookAlike {
+        name: "hip-stream-capture",
+        any_of: &[
+            &["operation not permitted when stream is capturing"],
+            &["hipErrorStreamCaptureUnsupported"],
+            &["hipErrorStreamCaptureInvalidated"],
+            &["operation would make the legacy stream depend on a capturing blocking stream"],
+        ],
+        unless: &[],
+        source: "HIP hip_runtime_api.h (hipErrorStreamCapture*)",
+        explanation: "a call that is not allowed while a stream is being captured into a graph: a capture problem, not the hostcall refusal",
+        next_step: "stream capture: run without graph capture (vLLM --enforce-eager, torch without cudagraphs) to see whether the capture is what fails",
     },
     LookAlike {
         name: "host-hung-task",

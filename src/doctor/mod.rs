@@ -10,8 +10,10 @@
 //! makes the path *inconclusive*, never "OK", and a report that examined no GPU says so.
 //!
 //! Layout: [`gather`] reads the evidence ([`gather::run`] takes [`Options`], returns an
-//! [`Outcome`]), [`report`] is the model `--json` serialises, [`verdict`] holds the decision rules
-//! (pure: facts in, verdicts out). This module never prints: `src/cmd/doctor.rs` renders.
+//! [`Outcome`]) and [`seen`] lists the GPUs it names without config space, [`report`] is the model
+//! `--json` serialises, [`verdict`] (per GPU) and [`overall`] (the report) hold the decision rules
+//! (pure: facts in, verdicts out); the log tables are [`lookalike`] (with [`api`], the failing
+//! call's kind) and [`rules`]. This module never prints: `src/cmd/doctor.rs` renders.
 //!
 //! Sources: Linux `drivers/pci/pci.c`, amdgpu/amdkfd, CLR, QEMU `hw/vfio/pci.c`; public reports
 //! ROCm/ROCm#6074, ROCm/ROCm#6148, ROCm/ROCm#6520, vllm-project/vllm#38587.

@@ -342,6 +342,13 @@ pub fn decide_overall(
             short(&p.line, 200)
         ));
     }
+    if src.kernel_log.gpus.len() >= kmsg::MAX_LOG_GPUS {
+        notes.push(format!(
+            "the kernel log names {} GPUs or more: only the first {} it names are listed",
+            kmsg::MAX_LOG_GPUS,
+            kmsg::MAX_LOG_GPUS
+        ));
+    }
     let seen_rejected = gpus_seen.iter().any(|s| s.kfd_rejected.is_some());
     let open = matches!(
         verdict,
@@ -431,10 +438,20 @@ pub fn decide_overall(
         .map(seen_desc)
         .collect::<Vec<_>>()
         .join(", ");
+    // A headline names at most four GPUs (a forged log may name 64).
+    let few = |v: Vec<String>, sep: &str| {
+        let n = v.len();
+        let mut s = v.into_iter().take(4).collect::<Vec<_>>().join(sep);
+        if n > 4 {
+            s.push_str(&format!("{sep}and {} more", n - 4));
+        }
+        s
+    };
+    let seen_few = few(gpus_seen.iter().map(seen_desc).collect(), ", ");
     let headline = match verdict {
         VerdictKind::Rebuild if atomics_rule => format!(
             "affected — amdgpu reports no PCIe AtomicOps path for the AMD GPU {} (kernel log): RCCL kernels that declare hostcall are refused on it; {}",
-            seen_no_atomics.iter().map(|s| seen_desc(s)).collect::<Vec<_>>().join(", "),
+            few(seen_no_atomics.iter().map(|s| seen_desc(s)).collect(), ", "),
             match &advice.command {
                 Some(c) => format!("rebuild RCCL: {c}"),
                 None => format!(
@@ -455,17 +472,17 @@ pub fn decide_overall(
                 .collect();
             format!(
                 "not affected by the hostcall refusal — the kernel log shows a different problem: {} (the refusal prints nothing in the kernel log; its config space was not examined)",
-                kinds.join("; ")
+                few(kinds, "; ")
             )
         }
         VerdictKind::NotAffected if seen_rule => format!(
-            "not affected by the hostcall refusal — KFD rejected the AMD GPU {seen_list} (PCI rejects atomics): that GPU needs PCIe atomics for compute at all, a hardware/firmware requirement, not this bug"
+            "not affected by the hostcall refusal — KFD rejected the AMD GPU {seen_few} (PCI rejects atomics): that GPU needs PCIe atomics for compute at all, a hardware/firmware requirement, not this bug"
         ),
         VerdictKind::FixVmConfig if seen_rule => format!(
-            "affected — KFD rejects the AMD GPU {seen_list} for want of PCIe AtomicOps, in a VM: give it an AtomicOps path in the VM configuration, or check the host (no rebuild needed)"
+            "affected — KFD rejects the AMD GPU {seen_few} for want of PCIe AtomicOps, in a VM: give it an AtomicOps path in the VM configuration, or check the host (no rebuild needed)"
         ),
         VerdictKind::Inconclusive if seen_rule => format!(
-            "inconclusive — the evidence shows the AMD GPU {seen_list}, but not its config space: paste the whole `sudo lspci -vvv`"
+            "inconclusive — the evidence shows the AMD GPU {seen_few}, but not its config space: paste the whole `sudo lspci -vvv`"
         ),
         VerdictKind::NotAffected if no_gpu && logs.is_empty() && vm_configs.is_empty() => format!(
             "not affected: no AMD GPU found ({pci_functions} PCI function{} in {})",

@@ -692,6 +692,15 @@ pub fn triage(text: &str, path: &str) -> LogTriage {
         LogClass::RefusalOutsideRccl
     } else if refusals.iter().any(|r| r.confirmed) {
         LogClass::RefusalUnattributed
+    } else if !refusals.is_empty() && !different.is_empty() {
+        // A launch that failed the refusal's way next to a look-alike: the evidence for the other
+        // problem is not clear, and neither is the refusal.
+        notes.push(format!(
+            "the log shows {} and also a kernel launch that returned hipErrorIllegalState (line {}): which came first decides; AMD_LOG_LEVEL=1 prints the runtime's own refusal line if it is the refusal",
+            different.join(", "),
+            refusals[0].line_no
+        ));
+        LogClass::Inconclusive
     } else if !different.is_empty() {
         LogClass::DifferentProblem
     } else if symptom || !refusals.is_empty() {

@@ -420,6 +420,13 @@ fn hostile_kernel_logs() {
             "no PCIe AtomicOps path for the AMD GPU 1002:744c (Navi 31, gfx1100) at 0000:0b:00.0 (kernel log)",
         ),
         (
+            "a KVM guest's kernel log",
+            "[    0.000000] Hypervisor detected: KVM\n[    4.1] amdgpu 0000:01:00.0: amdgpu: PCIE atomic ops is not supported\n",
+            1,
+            &["0000:01:00.0"],
+            "in a VM: check the VM configuration first",
+        ),
+        (
             "a ring timeout naming no GPU in a log that names two",
             "[ 4.0] amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n[ 4.1] amdgpu 0000:0c:00.0: amdgpu: SMU is initialized successfully!\n[ 300.0] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=1234, emitted seq=1236\n",
             2,
@@ -437,4 +444,50 @@ fn hostile_kernel_logs() {
         assert!(o.text.contains(fragment), "{fragment}: {ctx}");
         assert!(!o.text.contains("no AMD GPU found"), "{ctx}");
     }
+}
+
+/// An examined GPU whose path passes, and a `--log` that pastes amdgpu's AtomicOps line for its
+/// address: the pasted line counts (before: only `--dmesg` did, and the report said "not
+/// affected").
+#[test]
+fn kernel_line_pasted_into_a_log_counts_for_an_examined_gpu() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, HEALTHY_ROOT),
+        gpu("03:00.0", true),
+    ]);
+    let log = t.path().join("report.txt");
+    std::fs::write(
+        &log,
+        "[    4.1] amdgpu 0000:03:00.0: amdgpu: PCIE atomic ops is not supported\n[   99.0] amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32771)\n",
+    )
+    .unwrap();
+    let o = doctor(&t, None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    let g = o.gpu("0000:03:00.0");
+    assert!(
+        g["kernel_message"].as_str().unwrap().contains("(in --log "),
+        "{g}"
+    );
+    assert_eq!(g["kernel_problems"][0]["kind"], "page-fault", "{g}");
+}
+
+/// A kernel log that names 70 GPUs without a path (a forged one): 64 are kept and named, the
+/// headline names four and counts the rest, and a note says the list is cut.
+#[test]
+fn a_log_naming_seventy_gpus_is_bounded_and_says_so() {
+    let log: String = (0..70)
+        .map(|i| {
+            format!(
+                "[ 4.{i}] amdgpu 0000:{:02x}:00.0: amdgpu: PCIE atomic ops is not supported\n",
+                i + 1
+            )
+        })
+        .collect();
+    let o = klog_only(&log, &[]);
+    assert_eq!(o.code, 1, "{}", o.text);
+    assert_eq!(o.json["gpus_seen"].as_array().unwrap().len(), 64);
+    let h = o.json["headline"].as_str().unwrap();
+    assert!(h.contains(", and 60 more (kernel log)"), "{h}");
+    assert!(o.notes().contains("names 64 GPUs or more"), "{}", o.notes());
 }

@@ -93,6 +93,13 @@ const ROWS: &[(&str, &str, i32, &str, &str)] = &[
         "hip-illegal-state-capture",
     ),
     (
+        "a call not allowed while capturing",
+        "RuntimeError: HIP error: operation not permitted when stream is capturing\nCompile with `TORCH_USE_HIP_DSA` to enable device-side assertions.\n",
+        0,
+        "different-problem",
+        "hip-stream-capture",
+    ),
+    (
         "hipErrorIllegalState from a graph launch",
         ":3:hip_graph.cpp            :1500: 90 us: hipGraphLaunch: Returned hipErrorIllegalState : \n",
         0,
@@ -126,6 +133,20 @@ const ROWS: &[(&str, &str, i32, &str, &str)] = &[
         1,
         "confirmed-refusal",
         "clr-hostcall-refused",
+    ),
+    (
+        "out of memory next to RCCL's launch returning hipErrorIllegalState: neither is clear",
+        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 20.00 MiB.\nenqueue.cc:2061 NCCL WARN HIP failure 'the operation cannot be performed in the present state'\n",
+        2,
+        "inconclusive",
+        "hip-out-of-memory",
+    ),
+    (
+        "advice that mentions out of memory is not an out-of-memory error",
+        "WARNING 12-04 12:00:00 worker.py:200] lower --gpu-memory-utilization to avoid out of memory errors\n",
+        2,
+        "no-signature",
+        "",
     ),
     (
         "no recognisable failure",

@@ -172,7 +172,12 @@ fn text_fields(r: &Report) -> String {
     if r.gpus.is_empty() {
         let _ = writeln!(
             out,
-            "No AMD GPU (vendor 0x1002, display class) examined: none in the PCI devices read.\n"
+            "No AMD GPU (vendor 0x1002, display class) examined: none in the PCI devices read.{}\n",
+            match r.gpus_seen.len() {
+                0 => String::new(),
+                1 => " The evidence names one without its config space:".to_owned(),
+                n => format!(" The evidence names {n} without their config space:"),
+            }
         );
     }
     for g in &r.gpus {
