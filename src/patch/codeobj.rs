@@ -20,10 +20,13 @@
 //!    decides it (llvm `AMDGPUAttributor.cpp`): a call path to a hostcall user, or, when the
 //!    kernel declares every optional hidden argument (the attributor gave up), an indirect or
 //!    undefined call it reaches. A declaration nothing explains may come from the kernel reading
-//!    its hostcall slot (`__builtin_amdgcn_implicitarg_ptr()`), which this module does not follow
-//!    through the machine code: refused. Not yet seen: a kernel whose attributor gave up because
-//!    of an indirect call may read its slot as well; following the implicit-argument pointer
-//!    through the registers needs a decoder of every instruction, which this rcclfix lacks.
+//!    its hostcall slot (`__builtin_amdgcn_implicitarg_ptr()`): refused. A kernel whose
+//!    attributor gave up because of an indirect call may read its slot as well: a word-level net
+//!    refuses the loads the compiler writes for that (`Graph::slot_load`: an SMEM load at the
+//!    slot's kernarg offset in the kernel, or based on `s[8:9]` at the implicit-argument slot
+//!    in a function it reaches). Not yet seen: a pointer offset by a register before the load
+//!    (`imp[i]` with a runtime `i`); following it through the registers needs a decoder of every
+//!    instruction, which this rcclfix lacks.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` (ELF header, note records, relocation types, the v3–v6
 //! kernel argument metadata where `hidden_none` is "an argument that is not used by the kernel;
@@ -263,6 +266,8 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
     let mut all_kernels: Vec<(String, String)> = Vec::new();
     // Per kernel: whether it declares every optional hidden argument (the attributor gave up).
     let mut gave_up: Vec<(String, bool)> = Vec::new();
+    // Per declaring kernel: its `hidden_hostcall_buffer` `.offset` in the kernarg segment.
+    let mut slots: Vec<(String, u64)> = Vec::new();
     for (ni, n) in notes.iter().enumerate() {
         let root = msgpack::parse(n.desc).map_err(|err| {
             Refusal::unproven(none, format!("metadata note at byte {}: {err}", n.offset))
@@ -294,9 +299,13 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
                     &OPTIONAL_V4[..]
                 };
                 gave_up.push((field(".name"), optional.iter().all(|o| kinds.contains(o))));
-                if args.iter().any(|a| {
+                if let Some(a) = args.iter().find(|a| {
                     a.get(".value_kind").and_then(Item::as_str) == Some("hidden_hostcall_buffer")
                 }) {
+                    slots.push((
+                        field(".name"),
+                        a.get(".offset").and_then(Item::as_u64).unwrap_or(u64::MAX),
+                    ));
                     idx.push(ki);
                     declaring.push(
                         k.get(".name")
@@ -555,7 +564,14 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         }
     ));
     // 4. Each declaration is explained by what the code shows (the attributor's rules).
-    let explained = explain_declarations(data, hdr.e_flags(e), &all_kernels, &gave_up, ks)?;
+    let explained = explain_declarations(
+        data,
+        (hdr.e_flags(e), cov),
+        &all_kernels,
+        &gave_up,
+        &slots,
+        ks,
+    )?;
     proof.statements.push(explained);
     // 5. Machine code: no host interrupt outside the trap sequence (the scanner's detector).
     let isa = Isa::from_e_flags(hdr.e_flags(e));
@@ -741,9 +757,10 @@ const OPTIONAL_V5: [&str; 4] = [
 /// built (e.g. gfx1250's call forms), or an unexplained declaration.
 fn explain_declarations(
     data: &[u8],
-    e_flags: u32,
+    (e_flags, cov): (u32, u32),
     kernels: &[(String, String)],
     gave_up: &[(String, bool)],
+    slots: &[(String, u64)],
     declaring: &[String],
 ) -> Result<String, Refusal> {
     let g = crate::scan::callgraph::Graph::build(data, e_flags).map_err(|err| {
@@ -774,6 +791,27 @@ fn explain_declarations(
             ));
         };
         let gave = gave_up.iter().any(|(n, g)| n == k && *g);
+        // The net for a slot read the attributor's verdict could hide: the kernel's own loads at
+        // its slot's kernarg offset, other functions' loads at the implicit-argument slot.
+        if let Some(kn) = g.node(symbol).or_else(|| g.node(k)) {
+            let sinks: Vec<u32> = g
+                .node("__assert_fail")
+                .filter(|&h| g.handler_shape(h).is_ok())
+                .into_iter()
+                .collect();
+            let r = g.reach(&[kn], &sinks);
+            let kernarg_slot = slots
+                .iter()
+                .find(|(n, _)| n == k)
+                .map_or(u64::MAX, |(_, o)| *o);
+            let implicit_slot = if cov >= 5 { 80 } else { 24 };
+            if let Some((f, at)) = g.slot_load(&r, kn, kernarg_slot, implicit_slot) {
+                return Err(Refusal::unproven(
+                    std::slice::from_ref(k),
+                    format!("kernel {k} may read its hostcall slot: {f} loads at the slot's offset (s_load at 0x{at:x}), which this rcclfix cannot tell from another load"),
+                ));
+            }
+        }
         if !t.path.is_empty() {
             by_user += 1;
         } else if gave && (t.indirect.is_some() || !t.external.is_empty()) {

@@ -90,6 +90,8 @@ struct Node {
     inner: Vec<u32>,
     /// Whether it branches into code that no function holds.
     loose: bool,
+    /// Its SMEM instructions: (address, first word, second word).
+    smem: Vec<(u64, u32, u32)>,
 }
 
 /// A data object holding function pointers.
@@ -152,6 +154,8 @@ pub struct Graph {
     inner_refs: Vec<(u64, u64)>,
     /// `s_sendmsg MSG_INTERRUPT` sites outside the trap sequence that lie in no function.
     loose_interrupts: Vec<u64>,
+    /// Whether the code object is gfx12 (its SMEM opcode field sits elsewhere).
+    gfx12: bool,
     /// SOPP branches into code that no function holds: (branch address, target).
     loose_branches: Vec<(u64, u64)>,
 }
@@ -164,7 +168,10 @@ impl Graph {
     /// instruction set is [`Isa::Unknown`].
     pub fn build(data: &[u8], e_flags: u32) -> Result<Graph, String> {
         let img = image::read_image(data, e_flags)?;
-        Ok(build::build_graph(&img))
+        let mut g = build::build_graph(&img);
+        g.gfx12 =
+            crate::scan::amdgpu::mach_name(e_flags & 0xff).is_some_and(|n| n.starts_with("gfx12"));
+        Ok(g)
     }
 
     /// The trace of the kernel whose function symbol is `symbol` (a kernel descriptor name
@@ -454,6 +461,32 @@ mod tests {
         assert!(!is_interrupt_msg(0xBF90_0001, Isa::Gfx11)); // gfx11 s_trap 1
         assert!(!is_interrupt_msg(0xBFB6_0003, Isa::Gfx11)); // gfx11 MSG_DEALLOC_VGPRS
         assert!(!is_interrupt_msg(0xBF90_0002, Isa::Unknown)); // gfx11+ s_trap 2
+    }
+
+    #[test]
+    fn only_llvms_trap_sequence_is_exempt() {
+        // gfx11 words: s_trap 2, s_mov_b32 ttmp2 m0, s_mov_b32 m0 s0, s_sendmsg MSG_INTERRUPT,
+        // s_mov_b32 m0 ttmp2.
+        let (trap, save, set, send, restore) = (
+            0xBF90_0002u32,
+            0xBEEE_007D,
+            0xBEFD_0000,
+            0xBFB6_0001,
+            0xBEFD_006E,
+        );
+        let bytes = |w: &[u32]| w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let llvm = interrupt_sites(&bytes(&[trap, save, set, send, restore]), 0, Isa::Gfx11);
+        assert_eq!((llvm.trap, llvm.host.len()), (1, 0));
+        // The same save and restore without the trap: a hostcall client's doorbell.
+        let hand = interrupt_sites(&bytes(&[save, set, send, restore]), 0, Isa::Gfx11);
+        assert_eq!((hand.trap, hand.host), (0, vec![8]));
+        // A branch (s_branch with offset 1: over the trap) lands past it.
+        let skip = interrupt_sites(
+            &bytes(&[0xBFA0_0001, trap, save, set, send, restore]),
+            0,
+            Isa::Gfx11,
+        );
+        assert_eq!(skip.host, vec![16]);
     }
 
     #[test]

@@ -18,8 +18,9 @@ fn opts(asserts: bool) -> PatchOptions {
     }
 }
 
-/// Compile every finding once (one toolchain call per suite) into `dir`: `<name>-O3.co` and
-/// `<name>-O0.co` for gfx1100, `direct_gfx1250-O3.co` for gfx1250.
+/// Compile every finding once (one toolchain call per suite and folder) into `dir`:
+/// `<name>-O3.co` and `<name>-O0.co` for gfx1100 from `findings/`, `r2_<name>.co` (-O3) from
+/// `findings2/`, `direct_gfx1250-O3.co` for gfx1250.
 fn compile(dir: &Path) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/patch/findings");
     for e in std::fs::read_dir(&src).unwrap() {
@@ -37,6 +38,30 @@ fn compile(dir: &Path) {
             &format!(
                 "set -e; for f in *.hip; do b=${{f%.hip}}; [ $b = direct_gfx1250 ] && continue; \
                  for o in O3 O0; do {hip} --offload-arch=gfx1100 -$o -o $b-$o.co $f 2>/dev/null; done; done"
+            ),
+        ],
+    );
+    // The second review's sources (`findings2/`), -O3 only; the v4 one as code object v4.
+    let src2 = src.parent().unwrap().join("findings2");
+    for e in std::fs::read_dir(&src2).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "hip") {
+            std::fs::copy(
+                &p,
+                dir.join(format!("r2_{}", p.file_name().unwrap().to_string_lossy())),
+            )
+            .unwrap();
+        }
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        dir,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for f in r2_*.hip; do b=${{f%.hip}}; v=; case $b in *_v4) v=-mcode-object-version=4;; esac; \
+                 {hip} --offload-arch=gfx1100 -O3 $v -o $b.co $f 2>/dev/null; done"
             ),
         ],
     );
@@ -150,6 +175,37 @@ fn slow_findings_of_the_hostile_review() {
         let r = refused(d, co, asserts);
         assert_eq!(r.refusal.kind, RefusalKind::Unproven, "{co}: {r}");
         assert!(r.to_string().contains("hostcall slot"), "{co}: {r}");
+    }
+
+    // 4b. The same read in a function a table reaches, from a kernel whose attributor gave up:
+    // the indirect call explains the declaration, and the load at the implicit-argument slot
+    // is what refuses (before: patched).
+    for asserts in [false, true] {
+        let r = refused(d, "slot_behind_table-O3.co", asserts);
+        assert_eq!(r.refusal.kind, RefusalKind::Unproven, "{r}");
+        assert!(
+            r.to_string()
+                .contains("may read its hostcall slot: _Z4peeki loads"),
+            "{r}"
+        );
+    }
+
+    // 4c. The second review: a slot read beside an assert path (the path explained the
+    // declaration; before: `--asserts` patched), in the kernel, in a callee, as code object v4,
+    // next to an interrupt dressed as LLVM's trap sequence; and behind a function pointer.
+    for co in [
+        "r2_assert_slot.co",
+        "r2_assert_callee_slot.co",
+        "r2_assert_slot_v4.co",
+        "r2_assert_slot_signal.co",
+        "r2_fnptr_slot.co",
+        "r2_fnptr_target_slot.co",
+    ] {
+        let r = refused(d, co, true);
+        assert!(
+            r.to_string().contains("may read its hostcall slot"),
+            "{co}: {r}"
+        );
     }
 
     // 5. gfx1250's call form is not decoded: no proof on it (before: `--asserts` patched; plain

@@ -102,6 +102,7 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         returns: false,
         inner: Vec::new(),
         loose: false,
+        smem: Vec::new(),
     };
     let mut nodes: Vec<Node> = funcs
         .iter()
@@ -165,6 +166,7 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         nd.returns = refs.returns > 0;
         nd.wild_return = refs.returns > 0 && refs.writes_ra;
         nd.traps = refs.traps;
+        nd.smem = refs.smem_loads;
         nd.trap_entry = refs.trap_entry;
         for (at, target) in refs.branches_out {
             branches_out.push((at, target));
@@ -236,5 +238,6 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         inner_refs,
         loose_interrupts,
         loose_branches,
+        gfx12: false,
     }
 }

@@ -177,6 +177,8 @@ pub(super) struct Refs {
     pub(super) writes_ra: bool,
     /// Whether any word is `s_trap 2`.
     pub(super) traps: bool,
+    /// SMEM instructions: (address, first word, second word holding the offset).
+    pub(super) smem_loads: Vec<(u64, u32, u32)>,
 }
 
 impl Refs {
@@ -349,6 +351,7 @@ pub(super) fn read_function(
         } else if smem == Some(w >> 26) && i + 1 < last {
             let sdata = (w >> 6) & 0x7f;
             let sbase = (w & 0x3f) << 1;
+            out.smem_loads.push((at, w, word(code, i + 1)));
             let zero_offset = word(code, i + 1) & 0x1f_ffff == 0;
             let loaded = match st.pair(sbase) {
                 Some(Ref::Slot(x)) if zero_offset => Some(Ref::Func(x)),

@@ -196,18 +196,43 @@ pub struct InterruptSites {
 
 /// Every `s_sendmsg sendmsg(MSG_INTERRUPT)` word of `code` (an executable section loaded at
 /// `addr`), at every 4-byte boundary: conservative, since no instruction lengths are decoded, so
-/// a literal holding such a word counts too.
+/// a literal holding such a word counts too. A site counts as LLVM's trap sequence only when an
+/// `s_trap 2` comes before the `m0` save within 16 words, the restore follows at once, and no
+/// branch lands between the trap and the site (a hand-written hostcall client can save and
+/// restore `m0` through `ttmp2` as well).
 pub fn interrupt_sites(code: &[u8], addr: u64, isa: Isa) -> InterruptSites {
     let n = code.len() / 4;
     let mut out = InterruptSites::default();
+    let traps: &[u32] = match trap_entry(isa) {
+        Some(t) => &[t[0]][..],
+        None => &[0xBF90_0002, 0xBF92_0002][..],
+    };
+    // Word indices SOPP branches land on (word by word: a literal may count too, which only
+    // takes a sequence's exemption away).
+    let mut landings: Vec<usize> = (0..n)
+        .filter_map(|k| {
+            let off = branch_offset(word(code, k), isa)?;
+            usize::try_from(k as i64 + 1 + i64::from(off)).ok()
+        })
+        .collect();
+    landings.sort_unstable();
     for i in 0..n {
         if !is_interrupt_msg(word(code, i), isa) {
             continue;
         }
+        // LLVM's sequence: `s_trap 2`, then m0 saved in ttmp2, the doorbell, m0 restored right
+        // after; nothing branches into it past the trap (else code could skip the trap).
         let next_restores = i + 1 < n && M0_FROM_TTMP2.contains(&word(code, i + 1));
-        let saved_before =
-            (i.saturating_sub(16)..i).any(|j| TTMP2_FROM_M0.contains(&word(code, j)));
-        if next_restores && saved_before {
+        let from = i.saturating_sub(16);
+        let save = (from..i)
+            .rev()
+            .find(|&j| TTMP2_FROM_M0.contains(&word(code, j)));
+        let trap = save.and_then(|j| (from..j).rev().find(|&t| traps.contains(&word(code, t))));
+        let entered = trap.is_some_and(|t| {
+            let k = landings.partition_point(|&l| l <= t);
+            landings.get(k).is_some_and(|&l| l <= i)
+        });
+        if next_restores && trap.is_some() && !entered {
             out.trap += 1;
         } else {
             out.host.push(addr + (i * 4) as u64);

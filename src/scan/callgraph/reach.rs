@@ -167,6 +167,59 @@ impl Graph {
     }
 }
 
+impl Graph {
+    /// The first SMEM load in code `r` reached from `kernel` that may read that kernel's hostcall
+    /// slot (8 bytes): in the kernel's own code, any load whose bytes cover `kernarg_slot` (its
+    /// `hidden_hostcall_buffer` `.offset` in the kernarg segment); in any other function, a load
+    /// based on `s[8:9]` (the implicit-argument pointer of the AMDGPU calling convention, llvm
+    /// `AMDGPUUsage.rst`, "Call Convention") whose bytes cover `implicit_slot` (80 in code object
+    /// v5 and v6, 24 in v4). The offset is read as the gfx9–gfx11 (21 bits) and the gfx12 (24
+    /// bits) field alike, the width from the opcode's low three bits (1, 2, 4, 8 or 16 dwords,
+    /// the `s_load` and `s_buffer_load` numbering of every generation; anything else 16): a net
+    /// for the loads the compiler writes, not a proof (a pointer offset by a register before the
+    /// load is not followed). Hostcall users (named, or signalling the host) are left out: they
+    /// read the slot to use it, and are judged as users. `(function, address)`.
+    pub fn slot_load(
+        &self,
+        r: &Reach,
+        kernel: u32,
+        kernarg_slot: u64,
+        implicit_slot: u64,
+    ) -> Option<(String, u64)> {
+        let covers = |w0: u32, w1: u32, slot: u64| {
+            let op = if self.gfx12 {
+                (w0 >> 13) & 0xff
+            } else {
+                (w0 >> 18) & 0xff
+            };
+            let bytes = match op & 7 {
+                n @ 0..=4 => 4u64 << n,
+                _ => 64,
+            };
+            [u64::from(w1 & 0x1f_ffff), u64::from(w1 & 0xff_ffff)]
+                .iter()
+                .any(|&off| slot < off.saturating_add(bytes) && off < slot.saturating_add(8))
+        };
+        r.order.iter().find_map(|&f| {
+            let nd = &self.nodes[f as usize];
+            // A hostcall user reads the slot to use it: it is judged as a user, not here.
+            if nd.named_user || !nd.interrupts.is_empty() {
+                return None;
+            }
+            nd.smem
+                .iter()
+                .find(|&&(_, w0, w1)| {
+                    if f == kernel {
+                        covers(w0, w1, kernarg_slot)
+                    } else {
+                        (w0 & 0x3f) << 1 == 8 && covers(w0, w1, implicit_slot)
+                    }
+                })
+                .map(|&(at, _, _)| (nd.name.clone(), at))
+        })
+    }
+}
+
 impl Reach {
     /// Whether node `i` was reached.
     pub fn has(&self, i: u32) -> bool {

@@ -328,6 +328,11 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
         // Its body is still read: a computed address may land past the entry.
         img.funcs[fi].trapped_entry =
             lines.len() >= 2 && lines[0].mnem == "s_trap" && lines[1].mnem == "s_endpgm";
+        // Every word traps or ends the wave: entered anywhere, it uses nothing, whatever its name.
+        let all_trap = !lines.is_empty()
+            && lines
+                .iter()
+                .all(|l| l.mnem == "s_trap" || l.mnem == "s_endpgm");
         // Tracked pairs: low register → 64-bit value.
         let mut pairs: HashMap<u32, u64> = HashMap::new();
         let mut stop: Option<String> = None;
@@ -547,7 +552,9 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
         f.calls = calls;
         f.indirect = indirect;
         f.computes = computes;
-        if is_hostcall_name(&f.name) {
+        if all_trap {
+            f.stop = None;
+        } else if is_hostcall_name(&f.name) {
             f.stop = Some(format!("{} (hostcall user by name)", f.name));
         } else {
             f.stop = stop;
@@ -557,6 +564,12 @@ pub fn build(symbols_relocs: &str, disasm: &str, meta: &[MetaKernel], slot: u64)
 }
 
 impl Image {
+    /// Whether anything in the image is a hostcall user, a slot read or unknown: what a computed
+    /// address could reach.
+    pub fn holds_anything(&self) -> bool {
+        self.anything().is_some()
+    }
+
     /// What a computed address could reach: the first function of the image (a trapped entry's
     /// body included) that is a hostcall user or unknown, if there is one.
     fn anything(&self) -> Option<String> {
