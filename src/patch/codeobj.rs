@@ -808,7 +808,7 @@ fn explain_declarations(
             if let Some((f, at)) = g.slot_load(&r, kn, kernarg_slot, implicit_slot) {
                 return Err(Refusal::unproven(
                     std::slice::from_ref(k),
-                    format!("kernel {k} may read its hostcall slot: {f} loads at the slot's offset (s_load at 0x{at:x}), which this rcclfix cannot tell from another load"),
+                    format!("kernel {k} may read its hostcall slot: {f} loads at the slot's offset (the load at 0x{at:x}), which this rcclfix cannot tell from another load"),
                 ));
             }
         }

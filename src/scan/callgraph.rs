@@ -92,6 +92,8 @@ struct Node {
     loose: bool,
     /// Its SMEM instructions: (address, first word, second word).
     smem: Vec<(u64, u32, u32)>,
+    /// Its FLAT/GLOBAL/SCRATCH instructions: (address, first word, third word).
+    vmem: Vec<(u64, u32, u32)>,
 }
 
 /// A data object holding function pointers.

@@ -200,6 +200,7 @@ fn slow_findings_of_the_hostile_review() {
         "r2_assert_slot_signal.co",
         "r2_fnptr_slot.co",
         "r2_fnptr_target_slot.co",
+        "assert_volatile_slot-O3.co",
     ] {
         let r = refused(d, co, true);
         assert!(

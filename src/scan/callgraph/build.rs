@@ -103,6 +103,7 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         inner: Vec::new(),
         loose: false,
         smem: Vec::new(),
+        vmem: Vec::new(),
     };
     let mut nodes: Vec<Node> = funcs
         .iter()
@@ -167,6 +168,7 @@ pub(super) fn build_graph(img: &Image<'_>) -> Graph {
         nd.wild_return = refs.returns > 0 && refs.writes_ra;
         nd.traps = refs.traps;
         nd.smem = refs.smem_loads;
+        nd.vmem = refs.vmem_loads;
         nd.trap_entry = refs.trap_entry;
         for (at, target) in refs.branches_out {
             branches_out.push((at, target));

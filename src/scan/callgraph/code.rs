@@ -179,6 +179,9 @@ pub(super) struct Refs {
     pub(super) traps: bool,
     /// SMEM instructions: (address, first word, second word holding the offset).
     pub(super) smem_loads: Vec<(u64, u32, u32)>,
+    /// FLAT, GLOBAL and SCRATCH instructions (`110111` on gfx9–gfx11; a first byte of
+    /// `0xEC`–`0xEE` on gfx12): (address, first word, third word, which holds gfx12's offset).
+    pub(super) vmem_loads: Vec<(u64, u32, u32)>,
 }
 
 impl Refs {
@@ -244,6 +247,10 @@ pub(super) fn read_function(
         }
         let w = word(code, i);
         let mut step = 1;
+        if w >> 26 == 0x37 || (0xEC..=0xEE).contains(&(w >> 24)) {
+            let third = if i + 2 < last { word(code, i + 2) } else { 0 };
+            out.vmem_loads.push((at, w, third));
+        }
         if let Some((op, d, s)) = sop1(w) {
             if s == 255 {
                 step = 2;

@@ -175,7 +175,8 @@ impl Graph {
     /// `AMDGPUUsage.rst`, "Call Convention") whose bytes cover `implicit_slot` (80 in code object
     /// v5 and v6, 24 in v4). The offset is read as the gfx9–gfx11 (21 bits) and the gfx12 (24
     /// bits) field alike, the width from the opcode's low three bits (1, 2, 4, 8 or 16 dwords,
-    /// the `s_load` and `s_buffer_load` numbering of every generation; anything else 16): a net
+    /// the `s_load` and `s_buffer_load` numbering of every generation; anything else 16); and in
+    /// the kernel's own code a FLAT or GLOBAL load at the kernarg offset as well: a net
     /// for the loads the compiler writes, not a proof (a pointer offset by a register before the
     /// load is not followed). Hostcall users (named, or signalling the host) are left out: they
     /// read the slot to use it, and are judged as users. `(function, address)`.
@@ -200,6 +201,27 @@ impl Graph {
                 .iter()
                 .any(|&off| slot < off.saturating_add(bytes) && off < slot.saturating_add(8))
         };
+        // A FLAT/GLOBAL load in the kernel itself (a volatile read through a copy of the
+        // kernarg pointer): its immediate offset, 12 or 13 bits in the first word on gfx9–gfx11,
+        // 24 bits in the third word's top on gfx12; at most 16 bytes wide.
+        let vmem_covers = |w0: u32, w2: u32, slot: u64| {
+            let offs = if self.gfx12 {
+                vec![u64::from(w2 >> 8)]
+            } else {
+                vec![u64::from(w0 & 0xfff), u64::from(w0 & 0x1fff)]
+            };
+            offs.iter()
+                .any(|&off| slot < off.saturating_add(16) && off < slot.saturating_add(8))
+        };
+        let k = &self.nodes[kernel as usize];
+        let k_user = k.named_user || !k.interrupts.is_empty();
+        if let Some(&(at, _, _)) = k
+            .vmem
+            .iter()
+            .find(|&&(_, w0, w2)| !k_user && vmem_covers(w0, w2, kernarg_slot))
+        {
+            return Some((k.name.clone(), at));
+        }
         r.order.iter().find_map(|&f| {
             let nd = &self.nodes[f as usize];
             // A hostcall user reads the slot to use it: it is judged as a user, not here.
