@@ -27,6 +27,11 @@ pub struct Args {
     /// Print the patch record as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Also write the patch record (the `--json` document) to FILE, atomically, when the patch
+    /// is written: what `package` and a build folder's `manifest.json` (`patched`) hold as the
+    /// provenance of a patched library.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     /// Where hostcall code is reachable only through device asserts (RCCL built without NDEBUG),
     /// fill the device-assert handler (__assert_fail, when its code shows it never returns) and
     /// every hostcall user no kernel reaches with `s_trap 2; s_endpgm`, and patch when no kernel
@@ -83,6 +88,13 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             crate::out!("{}", explain(&rec))?;
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(r) = &a.record {
+        let mut doc = serde_json::to_vec_pretty(&rec)?;
+        doc.push(b'\n');
+        crate::fsutil::atomic_write(r, &doc).map_err(|e| {
+            anyhow::anyhow!("{}: cannot write the patch record: {e:#}", r.display())
+        })?;
     }
     crate::ui::status(
         "Patched",

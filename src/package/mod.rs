@@ -632,7 +632,7 @@ fn deb_spec(
         standalone,
     } = deps;
     let targets = m.targets.join(", ");
-    let patched = if m.asserts_rewritten() > 0 {
+    let patched = if asserts_patched(m, scan) {
         format!(" and patched ({})", ASSERTS_PROVENANCE)
     } else if m.patched.is_some() {
         " and patched".to_owned()
@@ -700,7 +700,7 @@ fn deb_spec(
             short(&m.commit),
             m.rcclfix_version,
             m.recipe,
-            if m.asserts_rewritten() > 0 {
+            if asserts_patched(m, scan) {
                 format!(", patched after the link ({ASSERTS_PROVENANCE})")
             } else if m.patched.is_some() {
                 ", patched after the link".to_owned()
@@ -713,6 +713,19 @@ fn deb_spec(
         mtime,
     };
     Ok(spec)
+}
+
+/// Whether the shipped library was patched with `--asserts`: its manifest's patch record lists
+/// rewritten functions, or the scan of what the package ships finds hostcall users whose entry
+/// traps (a library patched outside `build`, which records nothing): the package says so either
+/// way.
+fn asserts_patched(m: &Manifest, scan: &shipped::ShippedScan) -> bool {
+    m.asserts_rewritten() > 0
+        || scan
+            .report
+            .files
+            .iter()
+            .any(|f| f.images.iter().any(|i| !i.trapped_users.is_empty()))
 }
 
 /// What a package made from a library that `rcclfix patch --asserts` rewrote says about it, in
@@ -785,7 +798,7 @@ fn wheel_spec(
     fields::pep440_version(&version)
         .map_err(|e| anyhow::anyhow!("wheel version {version:?} {e}"))?;
     let targets = m.targets.join(", ");
-    let patched = if m.asserts_rewritten() > 0 {
+    let patched = if asserts_patched(m, scan) {
         format!(" (patched after the link; {ASSERTS_PROVENANCE})")
     } else if m.patched.is_some() {
         " (patched after the link)".to_owned()

@@ -69,6 +69,9 @@ pub struct CodeObject {
     pub metadata: Metadata,
     /// Names of hostcall-using functions found in the symbol tables, sorted, deduplicated.
     pub hostcall_users: Vec<String>,
+    /// Of `hostcall_users`, the functions defined here whose entry is `s_trap 2; s_endpgm`
+    /// (made to trap, e.g. by `rcclfix patch --asserts`), sorted.
+    pub trapped_users: Vec<String>,
     /// For each kernel that declares `hidden_hostcall_buffer` (by `.name`): what the call graph
     /// says about it ([`callgraph::trace_kernels`]). Empty when no kernel declares it or the
     /// graph cannot be built.
@@ -224,6 +227,7 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
     }
 
     let mut users = Vec::new();
+    let mut trapped = Vec::new();
     for ty in [SHT_SYMTAB, SHT_DYNSYM] {
         let syms = sections
             .symbols(endian, data, ty)
@@ -238,6 +242,9 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
                 if super::amdgpu::is_hostcall_user_bytes(name) {
                     if let Ok(name) = std::str::from_utf8(name) {
                         users.push(name.to_owned());
+                        if entry_traps(data, &sections, sym, e_flags) {
+                            trapped.push(name.to_owned());
+                        }
                     }
                 }
             }
@@ -245,6 +252,8 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
     }
     users.sort();
     users.dedup();
+    trapped.sort();
+    trapped.dedup();
     // The call graph only for kernels that declare: most images have none, and it reads the code.
     let declaring: Vec<(&str, &str)> = md
         .kernels
@@ -267,8 +276,45 @@ pub fn parse_with<'a>(data: &'a [u8], detail: Detail) -> Result<CodeObject, Prob
         target_id,
         metadata: md,
         hostcall_users: users,
+        trapped_users: trapped,
         traces,
     })
+}
+
+/// Whether the defined function `sym` begins with `s_trap 2; s_endpgm` for the instruction set
+/// of `e_flags` (`callgraph::trap_entry`): a hostcall user that `rcclfix patch --asserts` (or
+/// anything else) made trap.
+fn entry_traps(
+    data: &[u8],
+    sections: &object::read::elf::SectionTable<'_, FileHeader64<LittleEndian>>,
+    sym: &object::elf::Sym64<LittleEndian>,
+    e_flags: u32,
+) -> bool {
+    use object::read::elf::{SectionHeader, Sym};
+    let endian = LittleEndian;
+    let Some(trap) = callgraph::trap_entry(callgraph::Isa::from_e_flags(e_flags)) else {
+        return false;
+    };
+    let shndx = sym.st_shndx(endian);
+    if sym.st_type() != object::elf::STT_FUNC || shndx == object::elf::SHN_UNDEF {
+        return false;
+    }
+    let Ok(sec) = sections.section(object::SectionIndex(shndx as usize)) else {
+        return false;
+    };
+    let Some(off) = sym
+        .st_value(endian)
+        .checked_sub(sec.sh_addr(endian))
+        .and_then(|o| o.checked_add(sec.sh_offset(endian)))
+        .and_then(|o| usize::try_from(o).ok())
+    else {
+        return false;
+    };
+    let word = |i: usize| {
+        data.get(off + 4 * i..off + 4 * i + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+    };
+    word(0) == Some(trap[0]) && word(1) == Some(trap[1])
 }
 
 /// A metadata note: owner name, type, descriptor, and the descriptor's offset in the code

@@ -55,6 +55,10 @@ pub struct ImageReport {
     pub kernels: Vec<KernelReport>,
     /// Hostcall-using functions referenced or defined in this image (`__ockl_hostcall_internal`, …).
     pub hostcall_users: Vec<String>,
+    /// Of those, the ones whose entry is `s_trap 2; s_endpgm`: made to trap, e.g. by
+    /// `rcclfix patch --asserts` (left out of the JSON when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trapped_users: Vec<String>,
     /// `e_flags` of the code object (`EF_AMDGPU_MACH` in bits 0–7, xnack/sramecc above).
     #[serde(default)]
     pub e_flags: u32,

@@ -576,6 +576,7 @@ pub fn image(
         bundle_offset,
         kernels,
         hostcall_users: co.hostcall_users,
+        trapped_users: co.trapped_users,
         e_flags: co.e_flags,
         metadata_target: meta.target,
         metadata_version: meta.version,

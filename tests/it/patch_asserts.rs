@@ -147,6 +147,16 @@ fn check(rel: &str, images: usize, handlers: usize) -> PatchRecord {
             .map(|k| (k.name.clone(), k.declares_hostcall))
             .collect()
     };
+    // The scanner says which hostcall users now trap (what `package` repeats).
+    for f in &after.files {
+        for i in &f.images {
+            assert!(
+                i.trapped_users.iter().any(|u| u == "__assert_fail"),
+                "{rel}: {:?}",
+                i.trapped_users
+            );
+        }
+    }
     let (b, a) = (kernels(&before), kernels(&after));
     assert!(b.iter().any(|k| k.1), "{rel}: the input declares");
     assert_eq!(b.len(), a.len());
@@ -364,10 +374,15 @@ fn asserts_cli_explains_and_says_what_is_unverified() {
             "--out",
         ])
         .arg(dir.path().join("a.co"))
-        .args(["--asserts", "--json"])
+        .args(["--asserts", "--json", "--record"])
+        .arg(dir.path().join("a.json"))
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // --record writes the same document.
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("a.json")).unwrap()).unwrap();
+    assert_eq!(r, v);
     assert_eq!(v["schema_version"], 3);
     assert_eq!(v["asserts"], true);
     let i = &v["images"][0]["instructions"][0];
