@@ -293,11 +293,7 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
                     .iter()
                     .filter_map(|a| a.get(".value_kind").and_then(Item::as_str))
                     .collect();
-                let optional = if cov >= 5 {
-                    &OPTIONAL_V5[..]
-                } else {
-                    &OPTIONAL_V4[..]
-                };
+                let optional = super::explain::optional_hidden_args(cov);
                 gave_up.push((field(".name"), optional.iter().all(|o| kinds.contains(o))));
                 if let Some(a) = args.iter().find(|a| {
                     a.get(".value_kind").and_then(Item::as_str) == Some("hidden_hostcall_buffer")
@@ -564,14 +560,15 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         }
     ));
     // 4. Each declaration is explained by what the code shows (the attributor's rules).
-    let explained = explain_declarations(
+    let explained = super::explain::explain_declarations(
         data,
         (hdr.e_flags(e), cov),
         &all_kernels,
         &gave_up,
         &slots,
         ks,
-    )?;
+    )
+    .map_err(|u| Refusal::unproven(&u.kernels, u.reason))?;
     proof.statements.push(explained);
     // 5. Machine code: no host interrupt outside the trap sequence (the scanner's detector).
     let isa = Isa::from_e_flags(hdr.e_flags(e));
@@ -726,111 +723,6 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         instructions: trapped.instructions,
         cut_paths: trapped.cut_paths,
     })))
-}
-
-/// The optional hidden arguments a kernel declares only when the AMDGPU attributor gave up on
-/// it (llvm `AMDGPUAttributor.cpp`: an indirect or unknown callee, or no attributor at `-O0`,
-/// removes every `amdgpu-no-*` attribute at once): code object v4 and v5+ (llvm
-/// `AMDGPUUsage.rst`, "Code Object V4/V5 Metadata"; the scanner's `verdict` uses the same lists).
-const OPTIONAL_V4: [&str; 3] = [
-    "hidden_default_queue",
-    "hidden_completion_action",
-    "hidden_multigrid_sync_arg",
-];
-const OPTIONAL_V5: [&str; 4] = [
-    "hidden_default_queue",
-    "hidden_completion_action",
-    "hidden_multigrid_sync_arg",
-    "hidden_heap_v1",
-];
-
-/// Check that every declaring kernel's `hidden_hostcall_buffer` is explained by its code, as the
-/// AMDGPU attributor decides it (llvm `AMDGPUAttributor.cpp`): a call path to a hostcall user,
-/// or, when the kernel declares every optional hidden argument (the attributor gave up), an
-/// indirect or undefined call it reaches. Anything else means the kernel (or a function it
-/// calls) reads the hostcall slot itself, e.g. through `__builtin_amdgcn_implicitarg_ptr()`, which
-/// this rcclfix does not follow through the machine code: refused. An image in which every
-/// kernel gave up (more than one) is an `-O0` build, whose declarations say nothing: refused.
-///
-/// `kernels` is every kernel `(name, symbol)`, `gave_up` the same kernels' flags, `declaring`
-/// the declaring kernels' names. Returns the proof's sentence. Errors: the call graph cannot be
-/// built (e.g. gfx1250's call forms), or an unexplained declaration.
-fn explain_declarations(
-    data: &[u8],
-    (e_flags, cov): (u32, u32),
-    kernels: &[(String, String)],
-    gave_up: &[(String, bool)],
-    slots: &[(String, u64)],
-    declaring: &[String],
-) -> Result<String, Refusal> {
-    let g = crate::scan::callgraph::Graph::build(data, e_flags).map_err(|err| {
-        Refusal::unproven(
-            declaring,
-            format!("the call graph that explains the declarations cannot be built: {err}"),
-        )
-    })?;
-    if gave_up.len() > 1 && gave_up.iter().all(|(_, g)| *g) {
-        return Err(Refusal::unproven(
-            declaring,
-            format!(
-                "all {} kernels declare every optional hidden argument, even trivial ones: an -O0 build (the AMDGPU attributor did not run), whose declarations say nothing about what the code reads",
-                gave_up.len()
-            ),
-        ));
-    }
-    let (mut by_user, mut by_indirect) = (0, 0);
-    for k in declaring {
-        let symbol = kernels
-            .iter()
-            .find(|(n, _)| n == k)
-            .map_or(k.as_str(), |(_, s)| s.as_str());
-        let Some(t) = g.trace(symbol).or_else(|| g.trace(k)) else {
-            return Err(Refusal::unproven(
-                std::slice::from_ref(k),
-                format!("kernel {k} has no function in the symbol table"),
-            ));
-        };
-        let gave = gave_up.iter().any(|(n, g)| n == k && *g);
-        // The net for a slot read the attributor's verdict could hide: the kernel's own loads at
-        // its slot's kernarg offset, other functions' loads at the implicit-argument slot.
-        if let Some(kn) = g.node(symbol).or_else(|| g.node(k)) {
-            let sinks: Vec<u32> = g
-                .node("__assert_fail")
-                .filter(|&h| g.handler_shape(h).is_ok())
-                .into_iter()
-                .collect();
-            let r = g.reach(&[kn], &sinks);
-            let kernarg_slot = slots
-                .iter()
-                .find(|(n, _)| n == k)
-                .map_or(u64::MAX, |(_, o)| *o);
-            let implicit_slot = if cov >= 5 { 80 } else { 24 };
-            if let Some((f, at)) = g.slot_load(&r, kn, kernarg_slot, implicit_slot) {
-                return Err(Refusal::unproven(
-                    std::slice::from_ref(k),
-                    format!("kernel {k} may read its hostcall slot: {f} loads at the slot's offset (the load at 0x{at:x}), which this rcclfix cannot tell from another load"),
-                ));
-            }
-        }
-        if !t.path.is_empty() {
-            by_user += 1;
-        } else if gave && (t.indirect.is_some() || !t.external.is_empty()) {
-            by_indirect += 1;
-        } else {
-            let why = if gave {
-                "it declares every optional hidden argument, but reaches no indirect call, undefined function or hostcall user"
-            } else {
-                "the attributor kept its other optional hidden arguments out, and no call path from it reaches a hostcall user"
-            };
-            return Err(Refusal::unproven(
-                std::slice::from_ref(k),
-                format!("kernel {k} declares hidden_hostcall_buffer and nothing in its call graph explains it ({why}): it may read the hostcall slot itself (e.g. through __builtin_amdgcn_implicitarg_ptr()), which this rcclfix cannot rule out"),
-            ));
-        }
-    }
-    Ok(format!(
-        "every declaration is explained by the code: {by_user} kernel(s) reach a hostcall user, {by_indirect} declare every optional hidden argument and reach an indirect or undefined call (the attributor gave up); none is left that could only come from reading the hostcall slot"
-    ))
 }
 
 /// Decode a boolean item of `desc` (false for anything else).

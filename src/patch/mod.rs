@@ -20,6 +20,7 @@
 
 pub mod asserts;
 pub mod codeobj;
+mod explain;
 pub mod msgpack;
 pub mod walk;
 

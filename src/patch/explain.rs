@@ -1,0 +1,135 @@
+//! Why each declaring kernel declares `hidden_hostcall_buffer`, as the AMDGPU attributor decides
+//! it (llvm `AMDGPUAttributor.cpp`), read from the code: the fifth step of [`super::codeobj`]'s
+//! proof, and the net for hostcall-slot loads an explanation could hide. It imports nothing of
+//! `codeobj` (no circle): its refusals are [`Unexplained`], which `codeobj` words as its own.
+
+/// Why the explanation fails: the kernels concerned and a one-line reason (always an unproven
+/// refusal).
+#[derive(Debug)]
+pub(super) struct Unexplained {
+    pub(super) kernels: Vec<String>,
+    pub(super) reason: String,
+}
+
+impl Unexplained {
+    fn new(kernels: &[String], reason: impl Into<String>) -> Unexplained {
+        Unexplained {
+            kernels: kernels.to_vec(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The optional hidden arguments a kernel declares only when the AMDGPU attributor gave up on
+/// it (llvm `AMDGPUAttributor.cpp`: an indirect or unknown callee, or no attributor at `-O0`,
+/// removes every `amdgpu-no-*` attribute at once): code object v4 and v5+ (llvm
+/// `AMDGPUUsage.rst`, "Code Object V4/V5 Metadata"; the scanner's `verdict` uses the same lists).
+const OPTIONAL_V4: [&str; 3] = [
+    "hidden_default_queue",
+    "hidden_completion_action",
+    "hidden_multigrid_sync_arg",
+];
+const OPTIONAL_V5: [&str; 4] = [
+    "hidden_default_queue",
+    "hidden_completion_action",
+    "hidden_multigrid_sync_arg",
+    "hidden_heap_v1",
+];
+
+/// Check that every declaring kernel's `hidden_hostcall_buffer` is explained by its code, as the
+/// AMDGPU attributor decides it (llvm `AMDGPUAttributor.cpp`): a call path to a hostcall user,
+/// or, when the kernel declares every optional hidden argument (the attributor gave up), an
+/// indirect or undefined call it reaches. Anything else means the kernel (or a function it
+/// calls) reads the hostcall slot itself, e.g. through `__builtin_amdgcn_implicitarg_ptr()`, which
+/// this rcclfix does not follow through the machine code: refused. An image in which every
+/// kernel gave up (more than one) is an `-O0` build, whose declarations say nothing: refused.
+///
+/// `kernels` is every kernel `(name, symbol)`, `gave_up` the same kernels' flags, `declaring`
+/// the declaring kernels' names. Returns the proof's sentence. Errors: the call graph cannot be
+/// built (e.g. gfx1250's call forms), or an unexplained declaration.
+pub(super) fn explain_declarations(
+    data: &[u8],
+    (e_flags, cov): (u32, u32),
+    kernels: &[(String, String)],
+    gave_up: &[(String, bool)],
+    slots: &[(String, u64)],
+    declaring: &[String],
+) -> Result<String, Unexplained> {
+    let g = crate::scan::callgraph::Graph::build(data, e_flags).map_err(|err| {
+        Unexplained::new(
+            declaring,
+            format!("the call graph that explains the declarations cannot be built: {err}"),
+        )
+    })?;
+    if gave_up.len() > 1 && gave_up.iter().all(|(_, g)| *g) {
+        return Err(Unexplained::new(
+            declaring,
+            format!(
+                "all {} kernels declare every optional hidden argument, even trivial ones: an -O0 build (the AMDGPU attributor did not run), whose declarations say nothing about what the code reads",
+                gave_up.len()
+            ),
+        ));
+    }
+    let (mut by_user, mut by_indirect) = (0, 0);
+    for k in declaring {
+        let symbol = kernels
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or(k.as_str(), |(_, s)| s.as_str());
+        let Some(t) = g.trace(symbol).or_else(|| g.trace(k)) else {
+            return Err(Unexplained::new(
+                std::slice::from_ref(k),
+                format!("kernel {k} has no function in the symbol table"),
+            ));
+        };
+        let gave = gave_up.iter().any(|(n, g)| n == k && *g);
+        // The net for a slot read the attributor's verdict could hide: the kernel's own loads at
+        // its slot's kernarg offset, other functions' loads at the implicit-argument slot.
+        if let Some(kn) = g.node(symbol).or_else(|| g.node(k)) {
+            let sinks: Vec<u32> = g
+                .node("__assert_fail")
+                .filter(|&h| g.handler_shape(h).is_ok())
+                .into_iter()
+                .collect();
+            let r = g.reach(&[kn], &sinks);
+            let kernarg_slot = slots
+                .iter()
+                .find(|(n, _)| n == k)
+                .map_or(u64::MAX, |(_, o)| *o);
+            let implicit_slot = if cov >= 5 { 80 } else { 24 };
+            if let Some((f, at)) = g.slot_load(&r, kn, kernarg_slot, implicit_slot) {
+                return Err(Unexplained::new(
+                    std::slice::from_ref(k),
+                    format!("kernel {k} may read its hostcall slot: {f} loads at the slot's offset (the load at 0x{at:x}), which this rcclfix cannot tell from another load"),
+                ));
+            }
+        }
+        if !t.path.is_empty() {
+            by_user += 1;
+        } else if gave && (t.indirect.is_some() || !t.external.is_empty()) {
+            by_indirect += 1;
+        } else {
+            let why = if gave {
+                "it declares every optional hidden argument, but reaches no indirect call, undefined function or hostcall user"
+            } else {
+                "the attributor kept its other optional hidden arguments out, and no call path from it reaches a hostcall user"
+            };
+            return Err(Unexplained::new(
+                std::slice::from_ref(k),
+                format!("kernel {k} declares hidden_hostcall_buffer and nothing in its call graph explains it ({why}): it may read the hostcall slot itself (e.g. through __builtin_amdgcn_implicitarg_ptr()), which this rcclfix cannot rule out"),
+            ));
+        }
+    }
+    Ok(format!(
+        "every declaration is explained by the code: {by_user} kernel(s) reach a hostcall user, {by_indirect} declare every optional hidden argument and reach an indirect or undefined call (the attributor gave up); none is left that could only come from reading the hostcall slot"
+    ))
+}
+
+/// The optional hidden arguments of code object version `cov` ([`OPTIONAL_V5`] from v5 on).
+pub(super) fn optional_hidden_args(cov: u32) -> &'static [&'static str] {
+    if cov >= 5 {
+        &OPTIONAL_V5
+    } else {
+        &OPTIONAL_V4
+    }
+}
