@@ -2007,10 +2007,11 @@ fn stock_librccl1_of_the_real_toolchains() {
         ("debian-rocm7.2", "7.2.4-1~exp3"),
     ] {
         let root = stock::toolchain_rootfs(tc).unwrap();
-        if !root.exists() {
-            eprintln!("{tc}: no rootfs at {}; skipped", root.display());
-            continue;
-        }
+        assert!(
+            root.exists(),
+            "{tc}: no rootfs at {} (RCCLFIX_SLOW_TESTS=1)\nhelp: cargo xtask test builds it",
+            root.display()
+        );
         let p = stock::read(&root, "librccl1", "amd64").unwrap();
         assert_eq!(p.version, want, "{tc}: {p:?}");
     }
