@@ -382,7 +382,8 @@ pub fn build(
 /// (patches are looked up there); `force` (`--force`) lets it replace an output folder that
 /// another recipe built ([`check_output_owner`], checked before the fetch).
 ///
-/// The plan comes first ([`plan::plan`]: targets, work paths, every step), then what only a run
+/// The engine asked for (`--engine`, `RCCLFIX_ENGINE`) is parsed first, then the plan
+/// ([`plan::plan`]: targets, work paths, every step), then what only a run
 /// can do: fetch the pinned source (before any toolchain work), the artifact cache, a fresh work
 /// folder with the patched checkout, the toolchain and engine; then [`exec::execute`] runs the
 /// plan's steps.
@@ -397,6 +398,8 @@ pub fn build_with(
     ui: &Ui,
 ) -> anyhow::Result<Outcome> {
     let started = Instant::now();
+    // A bogus RCCLFIX_ENGINE is refused here, before the fetch or any toolchain build.
+    let requested_engine = container::requested_engine(args.engine)?;
     let host = plan::HostFacts::detect();
     let plan = plan::plan(recipe, args, &host)?;
     let targets = plan.targets.clone();
@@ -464,11 +467,7 @@ pub fn build_with(
         Some(tc) => tc,
         None => container::Toolchain::for_recipe(tc_desc)?,
     };
-    let engine = container::Engine::select(
-        container::requested_engine(args.engine)?,
-        &tc.root(),
-        tc.name(),
-    )?;
+    let engine = container::Engine::select(requested_engine, &tc.root(), tc.name())?;
     let content_id = tc.id().to_owned();
     container::toolchain::pin_base_image(
         &engine,

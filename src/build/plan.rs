@@ -360,6 +360,60 @@ fn check_utf8(what: &str, p: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuse an output folder (`what`: `--out-dir`, `--package-dir`) inside the work folder `work`:
+/// every build empties its work folder first ([`super::fresh_work_folder`]), so the next build,
+/// even one that fails, would delete the good output. Both paths are compared absolute, with
+/// `.`/`..` taken out and the longest existing ancestor's links resolved, so a relative path or a
+/// link into the work folder is caught too.
+fn check_outside_work(what: &str, out: &Path, work: &Path) -> anyhow::Result<()> {
+    let (o, w) = (resolved(out), resolved(work));
+    if o.starts_with(&w) {
+        bail!(
+            "{what} {} is inside the work folder {}, which every build empties first\nhelp: choose an output folder outside {}",
+            crate::ui::escape_path(out),
+            crate::ui::escape_path(work),
+            crate::ui::escape_path(work)
+        );
+    }
+    Ok(())
+}
+
+/// `p` made absolute (against the current folder), its longest existing ancestor replaced by that
+/// ancestor's canonical path (links and `..` resolved as the kernel does), and `.` and `..` in the
+/// rest (which does not exist yet, so holds no link) taken out lexically.
+fn resolved(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = if p.is_absolute() {
+        p.to_owned()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
+    let mut rest = Vec::new();
+    let mut base = abs.as_path();
+    let mut out = loop {
+        if let Ok(canon) = base.canonicalize() {
+            break canon;
+        }
+        match (base.parent(), base.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last.as_os_str().to_owned());
+                base = parent;
+            }
+            _ => break PathBuf::from("/"),
+        }
+    };
+    for c in rest.iter().rev() {
+        match Path::new(c).components().next() {
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::Normal(n)) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Plan the build of `recipe` (`recipe_root`: the checkout a `--recipe FILE` lives in, for its
 /// patches; not read here).
 ///
@@ -369,7 +423,8 @@ fn check_utf8(what: &str, p: &Path) -> anyhow::Result<()> {
 ///
 /// Errors: no or an unknown gfx target; an experimental or unfixable recipe without
 /// `--experimental`; an unknown toolchain ([`resolve_toolchain`]); a path that is not UTF-8
-/// (`--out-dir`, `--package-dir`, `--git-mirror`, `RCCLFIX_HOME`, `RCCLFIX_CCACHE_DIR`).
+/// (`--out-dir`, `--package-dir`, `--git-mirror`, `RCCLFIX_HOME`, `RCCLFIX_CCACHE_DIR`); an
+/// output folder inside the work folder ([`check_outside_work`]).
 pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::Result<BuildPlan> {
     let targets: Vec<String> = if opts.targets.is_empty() {
         recipe.build.targets.clone()
@@ -400,6 +455,10 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
         _ => {}
     }
     let work_dir = host.home.join("work");
+    check_outside_work("--out-dir", &opts.out_dir, &work_dir)?;
+    if let Some(p) = &opts.package_dir {
+        check_outside_work("--package-dir", p, &work_dir)?;
+    }
     let root = if opts.control {
         work_dir.join("control")
     } else {

@@ -204,6 +204,10 @@ pub fn prove(
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default()
     };
+    // What the engine choice and the plan refuse (a bogus RCCLFIX_ENGINE, the targets, an
+    // output folder inside the work folder) is refused before the control build starts.
+    crate::container::requested_engine(opts.engine)?;
+    super::plan::plan(recipe, &args(false), &super::plan::HostFacts::detect())?;
     let mut control_recipe = recipe.clone();
     control_recipe.build.ndebug = NdebugStrategy::None;
 

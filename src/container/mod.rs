@@ -13,8 +13,6 @@ pub mod engine;
 pub mod rootfs;
 pub mod toolchain;
 
-use anyhow::Context;
-
 pub use engine::{Engine, EngineKind, Mount, Root, RunSpec};
 pub use toolchain::{prepare, Toolchain, ToolchainDesc};
 
@@ -24,9 +22,9 @@ pub fn requested_engine(flag: Option<EngineKind>) -> anyhow::Result<Option<Engin
         return Ok(flag);
     }
     match std::env::var("RCCLFIX_ENGINE") {
-        Ok(s) if !s.is_empty() && s != "auto" => {
-            Ok(Some(EngineKind::parse(&s).context("RCCLFIX_ENGINE")?))
-        }
+        Ok(s) if !s.is_empty() && s != "auto" => Ok(Some(
+            EngineKind::parse(&s).map_err(|e| anyhow::anyhow!("RCCLFIX_ENGINE: {e}"))?,
+        )),
         _ => Ok(None),
     }
 }

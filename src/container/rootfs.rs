@@ -348,6 +348,41 @@ fn index_versions(lists: &Path, suite: &str) -> anyhow::Result<BTreeSet<String>>
     Ok(set)
 }
 
+/// The largest `var/lib/dpkg/status` read (64 MiB; a ROCm toolchain's is a few MiB).
+pub const MAX_DPKG_STATUS_BYTES: u64 = 64 << 20;
+
+/// The packages installed in `rootfs` as `name=version`, sorted, read from its dpkg database
+/// (`var/lib/dpkg/status`, a regular file of at most [`MAX_DPKG_STATUS_BYTES`]): what decides the
+/// library's bytes, whatever the toolchain's stamp says.
+///
+/// Errors: the status file is missing, not a regular file, or too large (naming it).
+pub fn dpkg_installed(rootfs: &Path) -> anyhow::Result<Vec<String>> {
+    let path = rootfs.join("var/lib/dpkg/status");
+    let bytes = crate::fsutil::read_capped(&path, MAX_DPKG_STATUS_BYTES, "a dpkg status file")?;
+    Ok(installed_versions(&String::from_utf8_lossy(&bytes)))
+}
+
+/// `name=version` of every paragraph of a dpkg `status` file whose `Status:` ends in `installed`
+/// (its files are unpacked and configured: dpkg(1), "package states"), sorted and without
+/// duplicates (a package installed for two architectures is listed once per version).
+pub fn installed_versions(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .split("\n\n")
+        .filter_map(|para| {
+            let field = |f: &str| {
+                para.lines()
+                    .find_map(|l| l.strip_prefix(f).map(|v| v.trim().to_owned()))
+            };
+            let installed = field("Status:")?.split_whitespace().last() == Some("installed");
+            installed.then_some(())?;
+            Some(format!("{}={}", field("Package:")?, field("Version:")?))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// `name=version` of every paragraph of a `Packages` index (deb-control(5) fields `Package`,
 /// `Version`).
 pub fn package_versions(text: &str) -> Vec<String> {

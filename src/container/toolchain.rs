@@ -284,9 +284,17 @@ pub struct Toolchain {
 impl Toolchain {
     /// Open a local toolchain by name (`debian-trixie`, or `host`).
     ///
-    /// Errors: the toolchain is not built yet (with the command that builds it), or its stamp is
-    /// unreadable. A rootfs built from an older description only warns.
+    /// Errors: the toolchain is not built yet (with the command that builds it), or its stamp or
+    /// its rootfs's dpkg database is unreadable. A rootfs built from an older description only
+    /// warns.
     pub fn local(name: &str) -> anyhow::Result<Toolchain> {
+        Toolchain::local_at(&toolchains_dir(), name)
+    }
+
+    /// [`Toolchain::local`] with the toolchains folder given (`$RCCLFIX_HOME/toolchains` there).
+    ///
+    /// Errors: as [`Toolchain::local`].
+    pub fn local_at(toolchains: &Path, name: &str) -> anyhow::Result<Toolchain> {
         if name == "host" {
             return Ok(Toolchain {
                 name: "host".into(),
@@ -299,7 +307,7 @@ impl Toolchain {
             });
         }
         let desc = ToolchainDesc::embedded(name)?;
-        let dir = toolchains_dir().join(name);
+        let dir = toolchains.join(name);
         let stamp_path = dir.join("stamp.json");
         if !stamp_path.exists() {
             bail!(
@@ -326,7 +334,9 @@ impl Toolchain {
             path_prepend: desc.path_prepend,
             image_ref: None,
             base_digest: None,
-            packages: stamp.packages,
+            // The dpkg database decides the library's bytes; the stamp's list is what was there
+            // when the rootfs was built.
+            packages: super::rootfs::dpkg_installed(&dir.join("rootfs"))?,
         })
     }
 
@@ -356,8 +366,9 @@ impl Toolchain {
         }
     }
 
-    /// A rootfs toolchain's installed packages as `name=version`, sorted (its stamp's list); empty
-    /// for image and host toolchains.
+    /// A rootfs toolchain's installed packages as `name=version`, sorted, read from its rootfs's
+    /// dpkg database when it was opened ([`super::rootfs::dpkg_installed`]); empty for image and
+    /// host toolchains.
     pub fn packages(&self) -> &[String] {
         &self.packages
     }
@@ -646,7 +657,7 @@ pub fn record_manifest(
     }
 }
 
-/// A Debian suite moves; the stamp's package versions are what decide the bytes. Compare the
+/// A Debian suite moves; the rootfs's package versions are what decide the bytes. Compare the
 /// versions `recipe`'s record was made with ([`record_manifest`], `manifest.toolchain_packages`)
 /// with those of the toolchain `tc` about to build it. Nothing to compare (no record, a record
 /// from another toolchain or without package versions, an image or host toolchain): `Ok`. When
@@ -863,6 +874,56 @@ mod tests {
         );
         // The embedded record predates toolchain_packages: nothing to compare.
         check_record_versions(&recipe, &moved, None, true).unwrap();
+    }
+
+    /// The package versions a built toolchain reports are its rootfs's dpkg database, not its
+    /// stamp (issue 40, item 10): a stamp that still lists the recorded versions while the
+    /// database says another `hipcc` is refused by `--locked`, and a package whose files are gone
+    /// (`deinstall ok config-files`) is not listed.
+    #[test]
+    fn package_versions_come_from_the_rootfs_dpkg_database() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("toolchains/debian-sid");
+        let recorded = ["hipcc=7.0.2+dfsg-3", "libc6=2.43-7"]
+            .map(String::from)
+            .to_vec();
+        let stamp = Stamp {
+            name: "debian-sid".into(),
+            description_sha256: ToolchainDesc::embedded("debian-sid").unwrap().hash(),
+            suite: "sid".into(),
+            mirror: "http://deb.debian.org/debian".into(),
+            built_at: 0,
+            rootfs_bytes: 0,
+            packages: recorded.clone(),
+            from_suites: Default::default(),
+        };
+        fs_err::create_dir_all(dir.join("rootfs/var/lib/dpkg")).unwrap();
+        fs_err::write(dir.join("stamp.json"), serde_json::to_vec(&stamp).unwrap()).unwrap();
+        fs_err::write(
+            dir.join("rootfs/var/lib/dpkg/status"),
+            "Package: libc6\nStatus: install ok installed\nArchitecture: amd64\nVersion: 2.43-7\nDescription: GNU C Library\n Shared libraries.\n\n\
+             Package: hipcc\nStatus: install ok installed\nVersion: 7.0.3+dfsg-1\n\n\
+             Package: oldlib\nStatus: deinstall ok config-files\nVersion: 1.0-1\n",
+        )
+        .unwrap();
+        let tc = Toolchain::local_at(&t.path().join("toolchains"), "debian-sid").unwrap();
+        assert_eq!(tc.packages(), ["hipcc=7.0.3+dfsg-1", "libc6=2.43-7"]);
+
+        let recipe = crate::recipe::embedded().unwrap()["2.21.5-debian-sid"].clone();
+        let folder = recipe.verified_by.clone().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(&folder)
+            .join("manifest.json");
+        let mut m = crate::manifest::Manifest::load(&src).unwrap();
+        m.toolchain_packages = recorded;
+        let root = t.path().join("checkout");
+        fs_err::create_dir_all(root.join(&folder)).unwrap();
+        m.save(&root.join(&folder).join("manifest.json")).unwrap();
+        let e = check_record_versions(&recipe, &tc, Some(&root), true).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("hipcc 7.0.2+dfsg-3 -> 7.0.3+dfsg-1"),
+            "{e:#}"
+        );
     }
 
     #[test]

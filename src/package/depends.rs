@@ -25,16 +25,32 @@ pub struct DebDepends {
     pub stock_pkg: String,
     /// `Some(reason)` when the package does not depend on the stock package (stand-alone).
     pub standalone: Option<String>,
+    /// Whether `depends` came from `--depends` without naming `stock_pkg` (the description then
+    /// says so; the export gate is not relaxed for it, as it is for `standalone`).
+    pub given_without_stock: bool,
 }
 
 impl DebDepends {
-    /// A `--depends` value, taken as it is; the stock package is the first one it names.
-    pub fn given(d: &str) -> DebDepends {
+    /// A `--depends` value, taken as it is. The stock package stays the flavor's (`stock_pkg`,
+    /// whose library the `.deb` diverts), whatever `--depends` names first.
+    pub fn given(d: &str, stock_pkg: &str) -> DebDepends {
+        let names_stock = d
+            .split([',', '|'])
+            .any(|alt| first_package(alt) == stock_pkg);
         DebDepends {
             depends: d.to_owned(),
-            stock_pkg: first_package(d),
+            stock_pkg: stock_pkg.to_owned(),
             standalone: None,
+            given_without_stock: !names_stock,
         }
+    }
+}
+
+/// The stock package whose library a `.deb` of `flavor` diverts: `librccl1` or `rccl`.
+pub fn stock_package(flavor: super::Flavor) -> &'static str {
+    match flavor {
+        super::Flavor::Debian => "librccl1",
+        super::Flavor::Rocm => "rccl",
     }
 }
 
@@ -59,6 +75,7 @@ pub fn rocm(stock_depends: String, info: &ElfInfo) -> DebDepends {
         depends,
         stock_pkg,
         standalone: None,
+        given_without_stock: false,
     }
 }
 
@@ -108,6 +125,7 @@ pub fn debian(m: &Manifest, info: &ElfInfo) -> anyhow::Result<DebDepends> {
         depends: all.join(", "),
         stock_pkg: stock.package,
         standalone,
+        given_without_stock: false,
     })
 }
 
@@ -116,12 +134,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_stock_package_is_the_first_one_named() {
+    fn the_stock_package_is_the_flavors_whatever_depends_names_first() {
+        let d = DebDepends::given("libc6, librccl1 (>= 5)", "librccl1");
         assert_eq!(
-            DebDepends::given("librccl1 (>= 5), libc6").stock_pkg,
-            "librccl1"
+            (d.stock_pkg.as_str(), d.given_without_stock),
+            ("librccl1", false)
         );
-        assert_eq!(DebDepends::given(" rccl|librccl1").stock_pkg, "rccl");
+        let d = DebDepends::given(" rccl|librccl1", "librccl1");
+        assert_eq!(
+            (d.stock_pkg.as_str(), d.given_without_stock),
+            ("librccl1", false)
+        );
+        let d = DebDepends::given("libfoo (>= 1)", "rccl");
+        assert_eq!(
+            (d.stock_pkg.as_str(), d.given_without_stock),
+            ("rccl", true)
+        );
     }
 
     #[test]

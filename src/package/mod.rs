@@ -380,7 +380,7 @@ fn deb_depends(
     Ok(match (&opts.depends, fl) {
         (Some(d), _) => {
             fields::depends(d).map_err(|e| anyhow::anyhow!("--depends {d:?} {e} (Policy §7.1)"))?;
-            depends::DebDepends::given(d)
+            depends::DebDepends::given(d, depends::stock_package(fl))
         }
         (None, Flavor::Debian) => depends::debian(m, info)?,
         (None, Flavor::Rocm) => depends::rocm(default_depends(m, fl)?, info),
@@ -630,7 +630,13 @@ fn deb_spec(
         depends,
         stock_pkg,
         standalone,
+        given_without_stock,
     } = deps;
+    let given_note = if given_without_stock {
+        format!(" Its Depends: was given with --depends and does not name {stock_pkg}.")
+    } else {
+        String::new()
+    };
     let targets = m.targets.join(", ");
     let patched = if asserts_patched(m, scan) {
         format!(" and patched ({})", ASSERTS_PROVENANCE)
@@ -651,7 +657,7 @@ fn deb_spec(
                 None => format!(
                     "Overlay for the stock {stock_pkg} package: RCCL {} (ROCm {}) rebuilt{patched} by rcclfix so \
                      that no GPU kernel for {targets} declares hidden_hostcall_buffer, the cause of \
-                     hipErrorIllegalState on multi-GPU systems without PCIe AtomicOps.",
+                     hipErrorIllegalState on multi-GPU systems without PCIe AtomicOps.{given_note}",
                     m.rccl_version, m.rocm_release
                 ),
                 Some(why) => format!(

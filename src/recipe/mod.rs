@@ -353,8 +353,8 @@ impl Recipe {
             if !o.starts_with("-D") || o.chars().any(char::is_control) || o.len() > 4096 {
                 bail!("build.cmake_options entry {o:?} is not a -D<var>=<value> option without control characters");
             }
-            let var = o[2..].split(['=', ':']).next().unwrap_or("").trim();
-            if let Some(why) = controlled_cmake_var(var) {
+            let var = cmake_option_var(o);
+            if let Some(why) = controlled_cmake_var(&var) {
                 bail!("build.cmake_options entry {o:?} sets {var}: {why}; it would override rcclfix's own setting while the plan describes another build");
             }
         }
@@ -643,6 +643,20 @@ pub fn embedded() -> anyhow::Result<BTreeMap<String, Recipe>> {
     Ok(out)
 }
 
+/// The variable a `-D…` option sets, as CMake reads it: the text before the first `=` or `:`,
+/// whitespace trimmed and every `"` taken out (CMake's `cmake::SetCacheArgs` hands the entry to
+/// `cmState::ParseCacheEntry`, which accepts a quoted name, so `-D"CMAKE_CXX_FLAGS"=…` sets
+/// `CMAKE_CXX_FLAGS`; a quote left inside would only make the name differ from the one refused).
+pub fn cmake_option_var(option: &str) -> String {
+    let entry = option.strip_prefix("-D").unwrap_or(option).replace('"', "");
+    entry
+        .split(['=', ':'])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_owned()
+}
+
 /// Why a recipe's `cmake_options` may not set the CMake variable `var`, or `None` when it may:
 /// the variables `build::configure_args` passes itself (`CMAKE_BUILD_TYPE` from
 /// `build.build_type`, `GPU_TARGETS`/`AMDGPU_TARGETS` from the targets, the toolchain's
@@ -651,7 +665,10 @@ pub fn embedded() -> anyhow::Result<BTreeMap<String, Recipe>> {
 /// `CMAKE_CXX_FLAGS_RELEASE` or `-UNDEBUG` undoes NDEBUG), compilers and their launchers
 /// (`CMAKE_<LANG>_COMPILER*`: the toolchain and the cache own them), and files that run CMake
 /// code around the project (`CMAKE_TOOLCHAIN_FILE`, `CMAKE_PROJECT_INCLUDE*`,
-/// `CMAKE_PROJECT_<NAME>_INCLUDE*`, `CMAKE_USER_MAKE_RULES_OVERRIDE*`). Linker flags
+/// `CMAKE_PROJECT_<NAME>_INCLUDE*`, `CMAKE_USER_MAKE_RULES_OVERRIDE*`), and the rule variables
+/// that are the compile and link command lines themselves (`CMAKE_<LANG>_COMPILE_OBJECT`,
+/// `CMAKE_<LANG>_CREATE_*`, `CMAKE_<LANG>_LINK_EXECUTABLE`, `CMAKE_<LANG>_ARCHIVE_*`: a rule
+/// can add or drop any flag, NDEBUG's included). Linker flags
 /// (`CMAKE_{EXE,SHARED,MODULE,STATIC}_LINKER_FLAGS*`) are the recipe's own (the debian-sid
 /// recipes pass `-amdgpu-s-branch-bits=12` there). Also refused: where HIP and CMake packages
 /// are looked for (`HIP_CLANG_PATH`, `HIP_PATH`, `hip_DIR`, `CMAKE_PREFIX_PATH`,
@@ -695,6 +712,19 @@ pub fn controlled_cmake_var(var: &str) -> Option<&'static str> {
         rest.find(word)
             .filter(|&i| i > 0 && !rest[..i].ends_with("LINKER") && !rest[..i].contains("LINKER_"))
     };
+    if [
+        "_COMPILE_OBJECT",
+        "_CREATE_",
+        "_LINK_EXECUTABLE",
+        "_ARCHIVE_",
+    ]
+    .iter()
+    .any(|w| lang_then(w).is_some())
+    {
+        return Some(
+            "it is a rule variable, the compile or link command line itself, which the toolchain and the NDEBUG strategy control",
+        );
+    }
     if lang_then("_FLAGS").is_some() {
         return Some("it holds compile flags, which the NDEBUG strategy controls");
     }

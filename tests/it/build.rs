@@ -151,6 +151,36 @@ fn build_list_shows_the_recipes() {
     }
 }
 
+/// A bogus `RCCLFIX_ENGINE` is refused before the fetch (issue 40, item 12): with a source that
+/// cannot be fetched, `build` and `prove` name the engine variable, not the fetch.
+#[test]
+fn a_bogus_engine_is_refused_before_the_fetch() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let zeros = "0".repeat(40);
+    let f = write_recipe(
+        t.path(),
+        "r.toml",
+        &recipe(Path::new("/nonexistent/x.git"), Some(&zeros), "none", ""),
+    );
+    let out = t.path().join("out");
+    for verb in ["build", "prove"] {
+        let o = crate::support::rcclfix()
+            .args([verb, "--recipe"])
+            .arg(&f)
+            .arg("--out-dir")
+            .arg(&out)
+            .env("RCCLFIX_HOME", &home)
+            .env("RCCLFIX_ENGINE", "bogus")
+            .env_remove("RCCLFIX_GIT_MIRROR")
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert_one_line_error(&o, &["RCCLFIX_ENGINE", "unknown engine \"bogus\""]);
+        assert!(!stderr(&o).contains("fetch"), "{verb}: {}", stderr(&o));
+    }
+}
+
 #[test]
 fn unknown_gfx_target_fails_before_any_fetch() {
     let t = tempfile::tempdir().unwrap();

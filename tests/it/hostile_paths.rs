@@ -5,7 +5,10 @@
 //!    the node is still what it was (renamed over, it became a regular file);
 //! 2. state under `RCCLFIX_HOME` (a toolchain's `stamp.json`) that is a FIFO, a link to
 //!    `/dev/zero` or a 3 GiB sparse file: ignored with a warning naming it, never a hang or a
-//!    read without bound (a 20 s deadline per row).
+//!    read without bound (a 20 s deadline per row);
+//! 3. an output folder (`--out-dir`, `--package-dir`) inside the work folder, named directly or
+//!    through a link (item 9): `build` and `prove` refuse it before anything runs, naming both
+//!    folders, and the output already there is kept (every build empties its work folder first).
 
 use std::ffi::OsString;
 use std::os::unix::fs::FileTypeExt;
@@ -203,6 +206,45 @@ fn rows() -> Vec<Row> {
         0,
         "debian-sid/stamp.json: 3221225472 bytes, more than the 1048576-byte limit for a toolchain stamp; ignored",
         &[],
+    ));
+
+    // Class 3: an output folder inside the work folder, which every build empties first.
+    let keep = |d: &Path| {
+        std::fs::create_dir_all(d.join("home/work/out")).unwrap();
+        std::fs::write(d.join("home/work/out/keep"), b"good output").unwrap();
+    };
+    rows.push(row(
+        "class 3: build --out-dir inside the work folder",
+        keep,
+        &["build", "--out-dir", "home/work/out"],
+        2,
+        "--out-dir home/work/out is inside the work folder",
+        &[("home/work/out/keep", "file")],
+    ));
+    rows.push(row(
+        "class 3: prove --out-dir through a link into the work folder",
+        move |d| {
+            keep(d);
+            std::os::unix::fs::symlink("../home/work", d.join("in/w")).unwrap();
+        },
+        &["prove", "2.21.5", "--out-dir", "in/w/out/../out"],
+        2,
+        "--out-dir in/w/out/../out is inside the work folder",
+        &[("home/work/out/keep", "file")],
+    ));
+    rows.push(row(
+        "class 3: build --package-dir inside the work folder",
+        keep,
+        &[
+            "build",
+            "--package",
+            "deb",
+            "--package-dir",
+            "home/work/out",
+        ],
+        2,
+        "--package-dir home/work/out is inside the work folder",
+        &[("home/work/out/keep", "file")],
     ));
     rows
 }

@@ -93,6 +93,15 @@ pub(crate) fn rows(d: &Path) -> Vec<Row> {
         "-DCMAKE_PREFIX_PATH=/opt/other",
         "-DCMAKE_MODULE_PATH=/tmp/modules",
         "-DCMAKE_FIND_ROOT_PATH:PATH=/opt/other",
+        // CMake takes the quotes off a quoted name (issue 40, item 12).
+        "-D\"CMAKE_CXX_FLAGS\"=-UNDEBUG",
+        "-D\"CMAKE_CXX_FLAGS_RELEASE\":STRING=-O0",
+        // Rule variables: the command lines themselves (issue 40, item 12).
+        "-DCMAKE_CXX_COMPILE_OBJECT=<CMAKE_CXX_COMPILER> -UNDEBUG -o <OBJECT> -c <SOURCE>",
+        "-DCMAKE_HIP_COMPILE_OBJECT=<CMAKE_HIP_COMPILER> -o <OBJECT> -c <SOURCE>",
+        "-DCMAKE_CXX_CREATE_SHARED_LIBRARY=/tmp/evil <TARGET>",
+        "-DCMAKE_CXX_LINK_EXECUTABLE=/tmp/evil",
+        "-DCMAKE_CXX_ARCHIVE_CREATE=/tmp/evil",
     ]
     .into_iter()
     .enumerate()
@@ -105,7 +114,13 @@ pub(crate) fn rows(d: &Path) -> Vec<Row> {
         );
         let file = format!("opt-{k}.toml");
         let r = input(d, &file, &text);
-        let var = opt[2..].split(['=', ':']).next().unwrap().trim().to_owned();
+        let var = opt[2..]
+            .replace('"', "")
+            .split(['=', ':'])
+            .next()
+            .unwrap()
+            .trim()
+            .to_owned();
         let name: &'static str =
             Box::leak(format!("class 5: cmake_options {opt} is refused").into_boxed_str());
         rows.push(row(

@@ -643,8 +643,9 @@ fn verified_status_must_be_earned() {
 // Mirror-backed checks: real tags of ROCm/rccl, read with git.
 
 #[test]
+#[ignore = "needs RCCLFIX_GIT_MIRROR: run with RCCLFIX_GIT_MIRROR=<a git mirror of ROCm/rccl> (cargo xtask test runs ignored tests whose input is there)"]
 fn mirror_confirms_pins_versions_and_build_options() {
-    let Some(m) = mirror() else { return };
+    let m = crate::support::required_input("RCCLFIX_GIT_MIRROR");
     // The pinned 6.x recipes: the tag resolves to the pin and version.mk states the version.
     for id in ["2.18.3", "2.18.6", "2.20.5"] {
         let r = recipe(id);

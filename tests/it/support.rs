@@ -29,6 +29,16 @@ pub(crate) fn slow_or_note() -> bool {
     slow()
 }
 
+/// The path in the environment variable `var`, which an `#[ignore = "needs …"]` test cannot run
+/// without: it panics naming `var` when it is unset or empty, so a test asked for with
+/// `--ignored` never passes without its input (`cargo xtask test` asks only when it is set).
+pub(crate) fn required_input(var: &str) -> PathBuf {
+    match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => panic!("{var} is not set: this ignored test needs it"),
+    }
+}
+
 /// A command running the binary under test, with nothing set.
 pub(crate) fn rcclfix() -> Command {
     Command::new(BIN)

@@ -547,3 +547,80 @@ fn scan_modules_import_one_another_without_a_circle() {
         }
     }
 }
+
+/// A test whose input is missing never passes silently: outside `support.rs`'s slow gate, no
+/// `tests/it` file returns (or skips a case) right after printing "skipped", or right after
+/// finding an environment variable unset; such a test is `#[ignore = "needs VAR: …"]` instead, and
+/// every one of those is listed in `xtask/src/test.rs`'s `IGNORED_TESTS`, which runs it when
+/// `VAR` is set.
+#[test]
+fn no_test_passes_without_its_input() {
+    let xtask = read(Path::new("xtask/src/test.rs"));
+    let mut bad = Vec::new();
+    for p in files(&[".rs"]) {
+        let Ok(rest) = p.strip_prefix("tests/it") else {
+            continue;
+        };
+        if rest == Path::new("support.rs") || rest == Path::new("tidy.rs") {
+            continue;
+        }
+        let module = rest.with_extension("").to_string_lossy().replace('/', "::");
+        let text = read(&p);
+        let raw: Vec<&str> = text.lines().collect();
+        let lines: Vec<&str> = raw.iter().map(|l| code_part(l)).collect();
+        for (i, l) in lines.iter().enumerate() {
+            // Allowed: the slow gate's own form, which asserts `!slow` just before the skip
+            // (under RCCLFIX_SLOW_TESTS=1 the missing prerequisite fails), or a skip that says
+            // why in a `tidy: skip allowed` comment.
+            let before = &raw[i.saturating_sub(8)..i];
+            if before.iter().any(|b| {
+                b.trim_start().starts_with("!slow")
+                    || b.contains("assert!(!slow")
+                    || b.contains("tidy: skip allowed")
+            }) {
+                continue;
+            }
+            let skip_note = l.contains("eprintln!(")
+                && lines[i..lines.len().min(i + 3)]
+                    .iter()
+                    .any(|n| n.contains("skipped"));
+            let unset_var = l.contains("var_os(") && l.contains("else");
+            if !(skip_note || unset_var) {
+                continue;
+            }
+            let early = lines[i + 1..lines.len().min(i + 5)].iter().any(|n| {
+                let t = n.trim();
+                t.starts_with("return") || t.starts_with("continue")
+            });
+            if early {
+                bad.push(format!(
+                    "{}:{}: returns early when its input is missing",
+                    p.display(),
+                    i + 1
+                ));
+            }
+        }
+        let mut pending_ignore = false;
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim();
+            if t.starts_with("#[ignore") {
+                pending_ignore = true;
+                if !t.contains("needs ") {
+                    bad.push(format!(
+                        "{}:{}: an #[ignore] that names no input (`needs VAR: …`)",
+                        p.display(),
+                        i + 1
+                    ));
+                }
+            } else if pending_ignore && t.starts_with("fn ") {
+                let name = t["fn ".len()..].split('(').next().unwrap_or("");
+                let full = format!("\"{module}::{name}\"");
+                if !xtask.contains(&full) {
+                    bad.push(format!("{}:{}: ignored test {module}::{name} is not in xtask/src/test.rs's IGNORED_TESTS", p.display(), i + 1));
+                }
+                pending_ignore = false;
+            }
+        }
+    }
+    report("tests that pass without their input", &bad);
+}

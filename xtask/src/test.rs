@@ -1,4 +1,7 @@
-//! `cargo xtask test`: prerequisites, then `cargo test --workspace` with the slow tests on.
+//! `cargo xtask test`: prerequisites, then `cargo test --workspace` with the slow tests on, then
+//! the ignored tests whose input is set (`IGNORED_TESTS`: a test that needs a git mirror of
+//! ROCm/rccl or the RCCL control builds is `#[ignore]`d, so a run without them reports it ignored,
+//! never passed).
 //!
 //! Prerequisites, each idempotent:
 //! 1. Debian packages listed in `.ci/apt.d/*.txt` (installed with apt-get when running as root and
@@ -24,7 +27,53 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     crate::comgr_reader::run(sh, &[])?;
     let _env = sh.push_env("RCCLFIX_SLOW_TESTS", "1");
     cmd!(sh, "cargo test --workspace --locked {rest...}").run()?;
+    let asked = ignored_with_input(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
+    if asked.is_empty() {
+        println!(
+            "note: no input of an ignored test is set ({}): they stay ignored",
+            INPUT_VARS.join(", ")
+        );
+        return Ok(());
+    }
+    cmd!(
+        sh,
+        "cargo test --locked --test it -- --ignored --exact {asked...}"
+    )
+    .run()?;
     Ok(())
+}
+
+/// The ignored tests of `tests/it` (each `#[ignore = "needs VAR: …"]`) and the environment
+/// variable naming the input each needs; a test here never passes without its input.
+const IGNORED_TESTS: &[(&str, &str)] = &[
+    (
+        "patch_asserts::slow_rccl_control_builds_patch_with_asserts",
+        "RCCLFIX_CONTROL_LIBS",
+    ),
+    (
+        "prove::every_recipe_patch_applies_to_its_pinned_commit",
+        "RCCLFIX_GIT_MIRROR",
+    ),
+    (
+        "rocm72::slow_warp_size_patch_is_identity_on_hip6",
+        "RCCLFIX_GIT_MIRROR",
+    ),
+    (
+        "recipes::mirror_confirms_pins_versions_and_build_options",
+        "RCCLFIX_GIT_MIRROR",
+    ),
+];
+
+/// The variables of [`IGNORED_TESTS`], once each.
+const INPUT_VARS: &[&str] = &["RCCLFIX_CONTROL_LIBS", "RCCLFIX_GIT_MIRROR"];
+
+/// The ignored tests whose input `is_set` says is there, as exact test names.
+fn ignored_with_input(is_set: impl Fn(&str) -> bool) -> Vec<String> {
+    IGNORED_TESTS
+        .iter()
+        .filter(|(_, var)| is_set(var))
+        .map(|(name, _)| (*name).to_owned())
+        .collect()
 }
 
 /// Install the packages from `.ci/apt.d/*.txt` that are not installed yet.
