@@ -489,6 +489,13 @@ mod tests {
             Isa::Gfx11,
         );
         assert_eq!(skip.host, vec![16]);
+        // `s_mov_b32 s0, 0xbf900002`: the trap word is only a literal.
+        let lit = interrupt_sites(
+            &bytes(&[0xBE80_00FF, trap, save, set, send, restore]),
+            0,
+            Isa::Gfx11,
+        );
+        assert_eq!(lit.host, vec![16]);
     }
 
     #[test]

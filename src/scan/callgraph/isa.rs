@@ -199,7 +199,9 @@ pub struct InterruptSites {
 /// a literal holding such a word counts too. A site counts as LLVM's trap sequence only when an
 /// `s_trap 2` comes before the `m0` save within 16 words, the restore follows at once, and no
 /// branch lands between the trap and the site (a hand-written hostcall client can save and
-/// restore `m0` through `ttmp2` as well).
+/// restore `m0` through `ttmp2` as well); and only when the word before that `s_trap 2` has no
+/// source field of 255, so that the trap is no literal of the instruction before it (a false
+/// refusal at worst: an `s_trap 2` after such an instruction loses the exemption).
 pub fn interrupt_sites(code: &[u8], addr: u64, isa: Isa) -> InterruptSites {
     let n = code.len() / 4;
     let mut out = InterruptSites::default();
@@ -227,7 +229,27 @@ pub fn interrupt_sites(code: &[u8], addr: u64, isa: Isa) -> InterruptSites {
         let save = (from..i)
             .rev()
             .find(|&j| TTMP2_FROM_M0.contains(&word(code, j)));
-        let trap = save.and_then(|j| (from..j).rev().find(|&t| traps.contains(&word(code, t))));
+        // The trap word must be an instruction, not the literal that ends the one before it:
+        // a word before it with a source field of 255 (a literal follows: SOP1, SOP2, SOPC, VOP1,
+        // VOP2, VOPC, or the second word of VOP3 or VOPD) takes the exemption away.
+        let literal_before = |t: usize| {
+            t > 0 && {
+                let w = word(code, t - 1);
+                [
+                    w & 0xff,
+                    (w >> 8) & 0xff,
+                    w & 0x1ff,
+                    (w >> 9) & 0x1ff,
+                    (w >> 18) & 0x1ff,
+                ]
+                .contains(&255)
+            }
+        };
+        let trap = save.and_then(|j| {
+            (from..j)
+                .rev()
+                .find(|&t| traps.contains(&word(code, t)) && !literal_before(t))
+        });
         let entered = trap.is_some_and(|t| {
             let k = landings.partition_point(|&l| l <= t);
             landings.get(k).is_some_and(|&l| l <= i)
