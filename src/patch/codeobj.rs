@@ -24,9 +24,10 @@
 //!    attributor gave up because of an indirect call may read its slot as well: a word-level net
 //!    refuses the loads the compiler writes for that (`Graph::slot_load`: an SMEM load at the
 //!    slot's kernarg offset in the kernel, or based on `s[8:9]` at the implicit-argument slot
-//!    in a function it reaches). Not yet seen: a pointer offset by a register before the load
-//!    (`imp[i]` with a runtime `i`); following it through the registers needs a decoder of every
-//!    instruction, which this rcclfix lacks.
+//!    in a function it reaches). Not yet seen: a pointer offset by a register, copied to other
+//!    registers, selected, sent through LDS or a buffer resource, or found through the dispatch
+//!    packet before the load (`tests/fixtures/patch/findings2/`, `findings3/`); following it
+//!    needs a decoder of every instruction, which this rcclfix lacks.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` (ELF header, note records, relocation types, the v3–v6
 //! kernel argument metadata where `hidden_none` is "an argument that is not used by the kernel;

@@ -53,6 +53,12 @@ fn compile(dir: &Path) {
             .unwrap();
         }
     }
+    // The third review's host doorbell behind a literal trap word.
+    std::fs::copy(
+        src.parent().unwrap().join("findings3/trap_literal.hip"),
+        dir.join("r2_trap_literal.hip"),
+    )
+    .unwrap();
     crate::support::in_toolchain_ok(
         "sid",
         dir,
@@ -208,6 +214,13 @@ fn slow_findings_of_the_hostile_review() {
             "{co}: {r}"
         );
     }
+
+    // 4d. The third review: a hand-written doorbell (`s_sendmsg MSG_INTERRUPT` between a
+    // ttmp2 save and restore) after an `s_trap 2` word that is only a literal: it signals the
+    // host (before: exempt as LLVM's trap sequence, and patched).
+    let r = refused(d, "r2_trap_literal.co", true);
+    assert_eq!(r.refusal.kind, RefusalKind::UsesHostcall, "{r}");
+    assert!(r.to_string().contains("MSG_INTERRUPT"), "{r}");
 
     // 5. gfx1250's call form is not decoded: no proof on it (before: `--asserts` patched; plain
     // `patch` refuses the image's printf code before any call graph is needed).
