@@ -377,10 +377,7 @@ pub fn rewrite_and_prove(
         ));
     }
     for k in declaring {
-        let symbol = kernels
-            .iter()
-            .find(|(n, _)| n == k)
-            .map_or(k.as_str(), |(_, s)| s.as_str());
+        let symbol = super::explain::kernel_symbol(kernels, k);
         let Some(t) = g.trace(symbol).or_else(|| g.trace(k)) else {
             continue;
         };

@@ -72,10 +72,7 @@ pub(super) fn explain_declarations(
     }
     let (mut by_user, mut by_indirect) = (0, 0);
     for k in declaring {
-        let symbol = kernels
-            .iter()
-            .find(|(n, _)| n == k)
-            .map_or(k.as_str(), |(_, s)| s.as_str());
+        let symbol = kernel_symbol(kernels, k);
         let Some(t) = g.trace(symbol).or_else(|| g.trace(k)) else {
             return Err(Unexplained::new(
                 std::slice::from_ref(k),
@@ -132,4 +129,13 @@ pub(super) fn optional_hidden_args(cov: u32) -> &'static [&'static str] {
     } else {
         &OPTIONAL_V4
     }
+}
+
+/// The `.symbol` of the kernel named `name` among `kernels` (`(name, symbol)` pairs), or the name
+/// itself when none is listed.
+pub(super) fn kernel_symbol<'a>(kernels: &'a [(String, String)], name: &'a str) -> &'a str {
+    kernels
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or(name, |(_, s)| s.as_str())
 }
