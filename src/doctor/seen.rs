@@ -28,14 +28,12 @@ pub fn seen_gpus(
             .find(|(d, _, _)| *d == dev)
             .map(|(_, c, _)| (*c).to_owned())
     };
-    for (id, line) in &klog.kfd_rejects {
-        if gpus.iter().any(|g| &g.id == id) {
-            continue;
-        }
+    // A GPU known only from KFD's rejection line: its `vendor:device` ID and the line.
+    let kfd_seen = |id: &String, line: &String| {
         let dev = id
             .split_once(':')
             .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
-        out.push(SeenGpu {
+        SeenGpu {
             id: (id != "unknown").then(|| id.clone()),
             bdf: None,
             name: dev.and_then(chip),
@@ -44,7 +42,13 @@ pub fn seen_gpus(
             kfd_rejected: Some(line.clone()),
             no_atomics: None,
             problems: vec![],
-        });
+        }
+    };
+    for (id, line) in &klog.kfd_rejects {
+        if gpus.iter().any(|g| &g.id == id) {
+            continue;
+        }
+        out.push(kfd_seen(id, line));
     }
     // GPUs named by address: the kernel log's, then the kernel lines of each `--log`.
     let named = klog
@@ -138,21 +142,11 @@ pub fn seen_gpus(
     // the log's only KFD ID.
     let kfd_only = match by_id.as_slice() {
         [k] => Some(out[*k].clone()),
-        [] if klog.kfd_rejects.len() == 1 => klog.kfd_rejects.iter().next().map(|(id, line)| {
-            let dev = id
-                .split_once(':')
-                .and_then(|(_, d)| u16::from_str_radix(d, 16).ok());
-            SeenGpu {
-                id: (id != "unknown").then(|| id.clone()),
-                bdf: None,
-                name: dev.and_then(chip),
-                gfx: dev.and_then(ids::gfx_for_device).map(str::to_owned),
-                seen_in: "kernel log".into(),
-                kfd_rejected: Some(line.clone()),
-                no_atomics: None,
-                problems: vec![],
-            }
-        }),
+        [] if klog.kfd_rejects.len() == 1 => klog
+            .kfd_rejects
+            .iter()
+            .next()
+            .map(|(id, line)| kfd_seen(id, line)),
         _ => None,
     };
     if let (Some(kfd_only), false) = (kfd_only, targets.is_empty()) {
