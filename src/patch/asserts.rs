@@ -206,7 +206,7 @@ fn still_reaches(g: &Graph, r: &crate::scan::callgraph::Reach, u: u32, user: &Us
 }
 
 /// Rewrite the handler and the hostcall users no kernel reaches in `bytes` (a copy of `data`,
-/// the same code object) and prove that no kernel of `kernels` (`(name, symbol)`, every kernel of
+/// the same code object, whose call graph is `g`) and prove that no kernel of `kernels` (`(name, symbol)`, every kernel of
 /// the image) reaches a hostcall user afterwards. `declaring` names the kernels that declare the
 /// buffer (their paths before the rewrite go into [`AssertPatch::cut_paths`]).
 ///
@@ -215,6 +215,7 @@ fn still_reaches(g: &Graph, r: &crate::scan::callgraph::Reach, u: u32, user: &Us
 /// call graph cannot be read, a kernel has no function, an undefined function or code outside
 /// every function is reached, or the handler's code does not show that it never returns.
 pub fn rewrite_and_prove(
+    g: &Graph,
     data: &[u8],
     bytes: &mut [u8],
     e_flags: u32,
@@ -246,7 +247,6 @@ pub fn rewrite_and_prove(
             e_flags & 0xff
         )));
     };
-    let g = Graph::build(data, e_flags).map_err(unproven)?;
     let handler = g
         .node(ASSERT_HANDLERS[0].0)
         .filter(|&h| g.reached(h).addr == Some(h_addr))
@@ -276,7 +276,7 @@ pub fn rewrite_and_prove(
             return Err(unproven(format!(
                 "a kernel reaches {}, which the image does not define: {}",
                 f.name,
-                path_text(&r.path(&g, i))
+                path_text(&r.path(g, i))
             )));
         }
         if f.loose {
@@ -293,12 +293,12 @@ pub fn rewrite_and_prove(
                 return Err(unproven(format!(
                     "{} at 0x{h_addr:x} is reached ({}) but is not rewritten: {why}; only a handler that never returns may be made to trap",
                     f.name,
-                    path_text(&r.path(&g, i))
+                    path_text(&r.path(g, i))
                 )));
             }
         }
         if let Some(u) = &f.user {
-            return Err(Failed::Refused(still_reaches(&g, &r, i, u)));
+            return Err(Failed::Refused(still_reaches(g, &r, i, u)));
         }
     }
     if let Some(&at) = g.loose_interrupts().first() {
@@ -320,7 +320,7 @@ pub fn rewrite_and_prove(
             continue;
         };
         let Some(start) = f.addr else { continue };
-        if start % 4 != 0 || f.end % 4 != 0 || f.end < start.saturating_add(8) {
+        if !start.is_multiple_of(4) || !f.end.is_multiple_of(4) || f.end < start.saturating_add(8) {
             return Err(unproven(format!(
                 "{} at 0x{start:x}..0x{:x} is not whole instruction words of at least 8 bytes",
                 f.name, f.end

@@ -385,6 +385,9 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         "the image is a linked code object v{cov} with a symbol table of {} entries naming {} functions",
         proof.symtab_entries, proof.functions
     ));
+    // The call graph, read once: the refusal's example path (2), the explanations (4) and
+    // `--asserts` (after 5) all use it; a graph that cannot be built refuses only at (4).
+    let graph = crate::scan::callgraph::Graph::build(data, hdr.e_flags(e));
     // 2. Hostcall users by name. With `asserts`, the refusal waits: the handlers may be all
     // that reaches them.
     let mut deferred: Option<Refusal> = None;
@@ -407,7 +410,8 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
                 ""
             };
             // One declaring kernel's path, as `scan`'s `why` reads it, says where the use is.
-            let example = crate::scan::callgraph::Graph::build(data, hdr.e_flags(e))
+            let example = graph
+                .as_ref()
                 .ok()
                 .and_then(|g| {
                     all_kernels.iter().find_map(|(n, sym)| {
@@ -561,15 +565,15 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         }
     ));
     // 4. Each declaration is explained by what the code shows (the attributor's rules).
-    let explained = super::explain::explain_declarations(
-        data,
-        (hdr.e_flags(e), cov),
-        &all_kernels,
-        &gave_up,
-        &slots,
-        ks,
-    )
-    .map_err(|u| Refusal::unproven(&u.kernels, u.reason))?;
+    let g = graph.map_err(|err| {
+        Refusal::unproven(
+            ks,
+            format!("the call graph that explains the declarations cannot be built: {err}"),
+        )
+    })?;
+    let explained =
+        super::explain::explain_declarations(&g, cov, &all_kernels, &gave_up, &slots, ks)
+            .map_err(|u| Refusal::unproven(&u.kernels, u.reason))?;
     proof.statements.push(explained);
     // 5. Machine code: no host interrupt outside the trap sequence (the scanner's detector).
     let isa = Isa::from_e_flags(hdr.e_flags(e));
@@ -616,6 +620,7 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         ),
         Some(r) => {
             match asserts::rewrite_and_prove(
+                &g,
                 data,
                 &mut bytes,
                 hdr.e_flags(e),

@@ -44,23 +44,18 @@ const OPTIONAL_V5: [&str; 4] = [
 /// this rcclfix does not follow through the machine code: refused. An image in which every
 /// kernel gave up (more than one) is an `-O0` build, whose declarations say nothing: refused.
 ///
-/// `kernels` is every kernel `(name, symbol)`, `gave_up` the same kernels' flags, `declaring`
-/// the declaring kernels' names. Returns the proof's sentence. Errors: the call graph cannot be
-/// built (e.g. gfx1250's call forms), or an unexplained declaration.
+/// `g` is the code object's call graph, `cov` its code object version, `kernels` every kernel
+/// `(name, symbol)`, `gave_up` the same kernels' flags, `slots` the declaring kernels'
+/// `hidden_hostcall_buffer` kernarg offsets, `declaring` their names. Returns the proof's
+/// sentence. Errors: an unexplained declaration.
 pub(super) fn explain_declarations(
-    data: &[u8],
-    (e_flags, cov): (u32, u32),
+    g: &crate::scan::callgraph::Graph,
+    cov: u32,
     kernels: &[(String, String)],
     gave_up: &[(String, bool)],
     slots: &[(String, u64)],
     declaring: &[String],
 ) -> Result<String, Unexplained> {
-    let g = crate::scan::callgraph::Graph::build(data, e_flags).map_err(|err| {
-        Unexplained::new(
-            declaring,
-            format!("the call graph that explains the declarations cannot be built: {err}"),
-        )
-    })?;
     if gave_up.len() > 1 && gave_up.iter().all(|(_, g)| *g) {
         return Err(Unexplained::new(
             declaring,
@@ -70,6 +65,12 @@ pub(super) fn explain_declarations(
             ),
         ));
     }
+    // The handler `--asserts` would make trap is a sink: its own reads are a user's.
+    let sinks: Vec<u32> = g
+        .node("__assert_fail")
+        .filter(|&h| g.handler_shape(h).is_ok())
+        .into_iter()
+        .collect();
     let (mut by_user, mut by_indirect) = (0, 0);
     for k in declaring {
         let symbol = kernel_symbol(kernels, k);
@@ -83,11 +84,6 @@ pub(super) fn explain_declarations(
         // The net for a slot read the attributor's verdict could hide: the kernel's own loads at
         // its slot's kernarg offset, other functions' loads at the implicit-argument slot.
         if let Some(kn) = g.node(symbol).or_else(|| g.node(k)) {
-            let sinks: Vec<u32> = g
-                .node("__assert_fail")
-                .filter(|&h| g.handler_shape(h).is_ok())
-                .into_iter()
-                .collect();
             let r = g.reach(&[kn], &sinks);
             let kernarg_slot = slots
                 .iter()
