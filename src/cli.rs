@@ -55,6 +55,10 @@ pub enum Command {
     /// Internal: the child process that loads the NCCL-API library for `verify`.
     #[command(hide = true)]
     VerifyChild(crate::cmd::verify::ChildArgs),
+    /// Internal: every instruction of a code object as `patch`'s decoder reads it (compared with
+    /// llvm-objdump by the patch sweep).
+    #[command(hide = true)]
+    Decode(crate::cmd::decode::Args),
 }
 
 /// Parse the process's command line with clap's own messages coloured as `--color`/`NO_COLOR`

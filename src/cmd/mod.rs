@@ -8,6 +8,7 @@ use crate::cli::{Cli, Command};
 use crate::ui::Ui;
 
 pub mod build;
+pub mod decode;
 pub mod doctor;
 pub mod matrix;
 pub mod package;
@@ -35,5 +36,6 @@ pub fn run(cli: Cli, ui: &Ui) -> anyhow::Result<ExitCode> {
         Command::Toolchain(a) => toolchain::run(a, ui),
         Command::Patch(a) => patch::run(a, ui),
         Command::VerifyChild(a) => verify::run_child(a, ui),
+        Command::Decode(a) => decode::run(a, ui),
     }
 }

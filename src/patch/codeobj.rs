@@ -269,6 +269,8 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
     let mut gave_up: Vec<(String, bool)> = Vec::new();
     // Per declaring kernel: its `hidden_hostcall_buffer` `.offset` in the kernarg segment.
     let mut slots: Vec<(String, u64)> = Vec::new();
+    // Per declaring kernel: its `.kernarg_segment_size`.
+    let mut sizes: Vec<(String, u64)> = Vec::new();
     for (ni, n) in notes.iter().enumerate() {
         let root = msgpack::parse(n.desc).map_err(|err| {
             Refusal::unproven(none, format!("metadata note at byte {}: {err}", n.offset))
@@ -302,6 +304,12 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
                     slots.push((
                         field(".name"),
                         a.get(".offset").and_then(Item::as_u64).unwrap_or(u64::MAX),
+                    ));
+                    sizes.push((
+                        field(".name"),
+                        k.get(".kernarg_segment_size")
+                            .and_then(Item::as_u64)
+                            .unwrap_or(0),
                     ));
                     idx.push(ki);
                     declaring.push(
@@ -648,6 +656,21 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
             proof.statements.append(&mut trapped.statements);
         }
     }
+
+    // 6. Last, no declaring kernel reads its slot: its kernarg pointer followed through every
+    //    instruction it may run.
+    let flow = super::explain::kernarg_flow(
+        &g,
+        data,
+        hdr.e_flags(e),
+        cov,
+        &all_kernels,
+        &slots,
+        &sizes,
+        ks,
+    )
+    .map_err(|u| Refusal::unproven(&u.kernels, u.reason))?;
+    proof.statements.push(flow);
 
     // Rewrite: hidden_hostcall_buffer → hidden_none, same offset, size and note length.
     let mut records = Vec::new();

@@ -118,6 +118,84 @@ pub(super) fn explain_declarations(
     ))
 }
 
+/// Check that no declaring kernel can read its hostcall slot, by following its kernarg segment
+/// pointer (and the dispatch packet and queue pointers) through every instruction of the code
+/// it may run ([`crate::scan::callgraph::Graph::slot_flow`]; the handler `--asserts` makes trap is
+/// not entered). `data` is the code object, `e_flags` its ELF flags, `cov` its version, `kernels`
+/// every kernel `(name, symbol)`, `slots` and `sizes` the declaring kernels' slot offsets and
+/// kernarg segment sizes (bytes), `declaring` their names. Returns the proof's sentence.
+/// Errors: the flow refuses, or a kernel's descriptor or function cannot be found.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn kernarg_flow(
+    g: &crate::scan::callgraph::Graph,
+    data: &[u8],
+    e_flags: u32,
+    cov: u32,
+    kernels: &[(String, String)],
+    slots: &[(String, u64)],
+    sizes: &[(String, u64)],
+    declaring: &[String],
+) -> Result<String, Unexplained> {
+    use crate::scan::callgraph::{kernel_descriptor, FlowRoot};
+    let sinks: Vec<u32> = g
+        .node("__assert_fail")
+        .filter(|&h| g.handler_shape(h).is_ok())
+        .into_iter()
+        .collect();
+    let mut roots = Vec::new();
+    for k in declaring {
+        let one = std::slice::from_ref(k);
+        let symbol = kernel_symbol(kernels, k);
+        let Some(node) = g.node(symbol).or_else(|| g.node(k)) else {
+            return Err(Unexplained::new(
+                one,
+                format!("kernel {k} has no function in the symbol table"),
+            ));
+        };
+        let kd_name = if symbol.ends_with(".kd") {
+            symbol.to_string()
+        } else {
+            format!("{symbol}.kd")
+        };
+        let Some((kd_addr, kd)) = kernel_descriptor(data, &kd_name) else {
+            return Err(Unexplained::new(
+                one,
+                format!("kernel {k} has no readable kernel descriptor ({kd_name})"),
+            ));
+        };
+        let find = |v: &[(String, u64)]| v.iter().find(|(n, _)| n == k).map(|(_, o)| *o);
+        let (Some(slot), Some(size)) = (find(slots), find(sizes)) else {
+            return Err(Unexplained::new(
+                one,
+                format!(
+                    "kernel {k}: no hostcall slot offset or kernarg segment size in its metadata"
+                ),
+            ));
+        };
+        roots.push(FlowRoot {
+            name: k.clone(),
+            node,
+            kd,
+            kd_addr,
+            slot,
+            kernarg_size: size,
+        });
+    }
+    match g.slot_flow(data, e_flags, cov, &roots, &sinks) {
+        Ok(s) => Ok(format!(
+            "no declaring kernel reads its hostcall slot: its kernarg segment pointer (and the dispatch packet and queue pointers) followed through {} function(s) and {} instruction(s) on every path; {} load(s) through it, none at the slot",
+            s.functions, s.instructions, s.kernarg_loads
+        )),
+        Err(r) => Err(Unexplained::new(
+            declaring,
+            format!(
+                "the kernarg segment pointer cannot be followed to a proof: in {} at 0x{:x}, {}",
+                r.function, r.at, r.reason
+            ),
+        )),
+    }
+}
+
 /// The optional hidden arguments of code object version `cov` ([`OPTIONAL_V5`] from v5 on).
 pub(super) fn optional_hidden_args(cov: u32) -> &'static [&'static str] {
     if cov >= 5 {

@@ -40,12 +40,20 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 mod build;
 mod code;
+mod decode;
+mod decode_mem;
+mod flow;
+mod flow_entry;
 mod image;
 mod isa;
 mod layout;
 mod reach;
 mod trace;
+mod vop3_table;
 
+pub use decode::{decode, Gen, Inst, Op};
+pub use flow::{FlowRefusal, FlowRoot, FlowStats};
+pub use flow_entry::kernel_descriptor;
 pub use isa::{branch_offset, interrupt_sites, is_interrupt_msg, trap_entry, InterruptSites, Isa};
 pub use reach::{Reach, Reached};
 #[cfg(test)]

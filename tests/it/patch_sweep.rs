@@ -6,6 +6,9 @@
 //! sweep (`docs/patch-sweep.md`).
 
 #[allow(dead_code)]
+#[path = "../../xtask/src/patch_sweep/decode_check.rs"]
+mod decode_check;
+#[allow(dead_code)]
 #[path = "../../xtask/src/patch_sweep/gen.rs"]
 mod gen;
 #[allow(dead_code)]

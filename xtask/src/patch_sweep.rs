@@ -15,6 +15,8 @@
 //! objects there. `docs/patch-sweep.md` says how to run the full sweep. This file is the command
 //! line and the toolchain runner; [`sweep`] is the driver the slow test shares.
 
+#[path = "patch_sweep/decode_check.rs"]
+pub mod decode_check;
 #[path = "patch_sweep/gen.rs"]
 pub mod gen;
 #[path = "patch_sweep/oracle.rs"]

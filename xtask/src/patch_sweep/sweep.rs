@@ -10,7 +10,7 @@ use std::process::Output;
 
 use anyhow::{bail, Context};
 
-use super::{gen, oracle};
+use super::{decode_check, gen, oracle};
 
 /// Runs one toolchain tool for a target: `(target, folder, argv) → output`, inside the rootfs
 /// that compiles that target ([`llvm_version`]), with `folder` as the working directory and
@@ -64,6 +64,10 @@ struct Row {
     confirmed: usize,
     disagree: usize,
     user_rewrites: usize,
+    /// Instructions `rcclfix decode` and `llvm-objdump -d` were compared on.
+    decoded: usize,
+    /// Instructions where they disagree (each one is a finding).
+    decode_disagree: usize,
 }
 
 /// One false proof (or a rewrite of a user function), for the list after the table.
@@ -133,6 +137,24 @@ pub fn sweep(o: &Settings, run: &Runner) -> anyhow::Result<(String, Vec<Finding>
                     );
                 }
                 let x = llvm_view(run, t, &dir, &co)?;
+                // The decoder the kernarg-pointer flow rests on, instruction by instruction
+                // against llvm-objdump (gfx125x is not decoded whole: its proofs refuse).
+                if !t.starts_with("gfx125") {
+                    let listing = rcclfix_decode(bin, &dir.join(&co))?;
+                    let what = format!("{} {t} -{opt}", src.display());
+                    let c = decode_check::compare(&x.1, &listing, &what);
+                    row.decoded += c.compared;
+                    row.decode_disagree += c.disagreements.len();
+                    for d in c.disagreements.into_iter().take(MAX_LISTED) {
+                        findings.push(Finding {
+                            what: "decoder disagrees with llvm-objdump".into(),
+                            file: src.clone(),
+                            kernel: d,
+                            oracle: None,
+                            truth: None,
+                        });
+                    }
+                }
                 let meta = oracle::meta_kernels(&x.0);
                 let declaring: Vec<&oracle::MetaKernel> = meta
                     .iter()
@@ -302,6 +324,24 @@ struct Patched {
     rewrote_symbols: Vec<String>,
 }
 
+/// `bin decode input`: the listing of every instruction as rcclfix's decoder reads it.
+fn rcclfix_decode(bin: &Path, input: &Path) -> anyhow::Result<String> {
+    let o = std::process::Command::new(bin)
+        .arg("decode")
+        .arg(input)
+        .output()
+        .with_context(|| format!("run {}", bin.display()))?;
+    if !o.status.success() {
+        bail!(
+            "{} decode {}: {}",
+            bin.display(),
+            input.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    String::from_utf8(o.stdout).with_context(|| format!("decode output for {}", input.display()))
+}
+
 /// Run `bin patch [--asserts] input --out out --json`. `None`: refused (exit 1, 2 or 3); an error
 /// when it ran but said neither.
 fn rcclfix_patch(
@@ -356,7 +396,7 @@ fn table(rows: &BTreeMap<(String, String), Row>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<8} {:<3} {:>7} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>6} {:>6} {:>8} {:>9}",
+        "{:<8} {:<3} {:>7} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>6} {:>6} {:>8} {:>9} {:>9} {:>8}",
         "target",
         "opt",
         "batches",
@@ -370,16 +410,19 @@ fn table(rows: &BTreeMap<(String, String), Row>) -> String {
         "false",
         "truth",
         "disagree",
-        "user-rewr"
+        "user-rewr",
+        "decoded",
+        "dec-diff"
     );
     let mut tot = Row::default();
     for ((t, o), r) in rows {
         let _ =
             writeln!(
             s,
-            "{t:<8} {o:<3} {:>7} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>6} {:>6} {:>8} {:>9}",
+            "{t:<8} {o:<3} {:>7} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>6} {:>6} {:>8} {:>9} {:>9} {:>8}",
             r.batches, r.programs, r.kernels, r.declaring, r.patched, r.refused, r.patched_a,
-            r.refused_a, r.false_proofs, r.confirmed, r.disagree, r.user_rewrites,
+            r.refused_a, r.false_proofs, r.confirmed, r.disagree, r.user_rewrites, r.decoded,
+            r.decode_disagree,
         );
         tot.batches += r.batches;
         tot.programs += r.programs;
@@ -393,11 +436,13 @@ fn table(rows: &BTreeMap<(String, String), Row>) -> String {
         tot.confirmed += r.confirmed;
         tot.disagree += r.disagree;
         tot.user_rewrites += r.user_rewrites;
+        tot.decoded += r.decoded;
+        tot.decode_disagree += r.decode_disagree;
     }
     let r = tot;
     let _ = writeln!(
         s,
-        "{:<12} {:>7} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>6} {:>6} {:>8} {:>9}",
+        "{:<12} {:>7} {:>8} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>6} {:>6} {:>8} {:>9} {:>9} {:>8}",
         "total",
         r.batches,
         r.programs,
@@ -410,7 +455,9 @@ fn table(rows: &BTreeMap<(String, String), Row>) -> String {
         r.false_proofs,
         r.confirmed,
         r.disagree,
-        r.user_rewrites
+        r.user_rewrites,
+        r.decoded,
+        r.decode_disagree
     );
     s
 }

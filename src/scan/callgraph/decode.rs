@@ -1,0 +1,768 @@
+//! Whole instructions, for the kernarg-pointer flow of a proof ([`super::flow`]): the length of
+//! each instruction and, over-approximated, the registers it reads and may write, classified by
+//! encoding (format) rather than by opcode, so that an opcode this rcclfix never saw is still
+//! read right. Gfx8–gfx9 (incl. gfx90a, gfx94x, gfx950), gfx10, gfx11 and gfx12 up to gfx1201;
+//! anything else, or a word no format matches, is [`Op::Unknown`] and a proof fails there.
+//!
+//! Sources: the RDNA1–RDNA4 and CDNA1–CDNA3 ISA reference guides ("Microcode Formats"), llvm
+//! `SIInstrFormats.td`, `SOPInstructions.td`, `VOP*Instructions.td`, `SMInstructions.td`,
+//! `FLATInstructions.td`, `BUFInstructions.td`, `DSInstructions.td`, `MIMGInstructions.td`;
+//! every opcode named below was assembled with llvm-mc 21 for gfx90a, gfx942, gfx1010, gfx1030,
+//! gfx1100 and gfx1200, and the lengths are checked against `llvm-objdump -d` by
+//! `tests/it/patch_decode.rs`.
+//!
+//! Registers are numbered in one space: the scalar operand space 0–127 (`s0`–`s105`, `vcc`,
+//! `ttmp*`, `m0`, `exec`: llvm `SIRegisterInfo.td`), then VGPRs from [`V`] (`v0` is 256). AGPRs
+//! share the VGPRs' numbers (an over-approximation: a write to either may be a write to both).
+
+use super::decode_mem::{ds, flat, flat12, mimg, mubuf, smem, vbuffer};
+use super::isa::{branch_offset, Isa};
+
+/// A register: 0–127 the scalar operand space, [`V`]`+n` the VGPR (or AGPR) `n`.
+pub type Reg = u16;
+/// The first VGPR.
+pub const V: Reg = 256;
+/// `vcc` (its low half; `vcc_hi` is the next).
+const VCC: Reg = 106;
+/// `exec` (its low half).
+const EXEC: Reg = 126;
+
+/// The generation, as far as encodings go (gfx12 differs from gfx11 in SMEM and VMEM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gen {
+    /// gfx8, gfx9 (incl. gfx90a, gfx94x, gfx950).
+    G9,
+    /// gfx10.x.
+    G10,
+    /// gfx11.x.
+    G11,
+    /// gfx12.x up to gfx1201.
+    G12,
+}
+
+impl Gen {
+    /// The generation of a code object's instruction set ([`Isa`]); `gfx12` tells gfx12 from
+    /// gfx11, which [`Isa::Gfx11`] covers both of. `None` for gfx6/7, gfx125x and unknown sets.
+    pub fn of(isa: Isa, gfx12: bool) -> Option<Gen> {
+        match isa {
+            Isa::Gfx9 => Some(Gen::G9),
+            Isa::Gfx10 => Some(Gen::G10),
+            Isa::Gfx11 if gfx12 => Some(Gen::G12),
+            Isa::Gfx11 => Some(Gen::G11),
+            Isa::Gfx6 | Isa::Gfx1250 | Isa::Unknown => None,
+        }
+    }
+
+    fn isa(self) -> Isa {
+        match self {
+            Gen::G9 => Isa::Gfx9,
+            Gen::G10 => Isa::Gfx10,
+            Gen::G11 | Gen::G12 => Isa::Gfx11,
+        }
+    }
+
+    /// `m0` in the scalar operand space (124 up to gfx10, 125 from gfx11 on, where 124 is
+    /// `null`).
+    pub fn m0(self) -> Reg {
+        match self {
+            Gen::G9 | Gen::G10 => 124,
+            Gen::G11 | Gen::G12 => 125,
+        }
+    }
+}
+
+/// What an instruction does, as far as the flow of a pointer goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Arithmetic or anything else that only moves values between registers: each register it
+    /// may write gets what its reads hold, combined.
+    Alu,
+    /// An exact copy of `n` registers from `src` to `dst` (`s_mov_b32`, `s_mov_b64`,
+    /// `v_mov_b32`, `v_readfirstlane_b32`, `v_readlane_b32`).
+    Copy { dst: Reg, src: Reg, n: u16 },
+    /// `dst` gets `src` in one lane (`lane`, when a constant) and keeps the rest
+    /// (`v_writelane_b32`).
+    Merge {
+        dst: Reg,
+        src: Reg,
+        lane: Option<u8>,
+    },
+    /// `dst` gets lane `lane` (when a constant) of VGPR `src` (`v_readlane_b32`).
+    ReadLane {
+        dst: Reg,
+        src: Reg,
+        lane: Option<u8>,
+    },
+    /// `dst` gets `a` or `b` (`n` registers; `None` is a constant): `s_cselect_b32/b64`,
+    /// `v_cndmask_b32`.
+    Select {
+        dst: Reg,
+        a: Option<Reg>,
+        b: Option<Reg>,
+        n: u16,
+    },
+    /// `dst = src + c` on 32 bits (`s_add_u32`/`s_sub_u32` with a constant operand: the low half
+    /// of a 64-bit pointer sum).
+    AddConst { dst: Reg, src: Reg, c: i64 },
+    /// A scalar load whose address is `base` (the low half of the pair, or the base word of a
+    /// buffer resource) plus `offset` bytes plus the register `soffset`, `bytes` wide, into
+    /// `dst`…: `s_load_*`, `s_buffer_load_*`.
+    SLoad {
+        base: Reg,
+        offset: i64,
+        soffset: Option<Reg>,
+        bytes: u32,
+        dst: Reg,
+    },
+    /// Any other memory access, export or message: what it reads may leave the registers.
+    Mem,
+    /// An image instruction (MIMG, VIMAGE, VSAMPLE): its address registers are not read here.
+    Opaque,
+    /// `s_branch`: to the word offset (from the next instruction).
+    Branch(i64),
+    /// A conditional branch (`s_cbranch_*`, SOPK branches): to the word offset, or on.
+    CBranch(i64),
+    /// `s_endpgm`.
+    End,
+    /// `s_setpc_b64 s[30:31]`: a return.
+    Return,
+    /// `s_swappc_b64`, `s_call_b64`: a call, then on.
+    Call,
+    /// `s_setpc_b64` other than a return: a jump to a computed address (a tail call).
+    Jump,
+    /// Relative indexing (`s_movrels*`, `v_movrels*`, `v_swaprel`, gfx9's
+    /// `s_set_gpr_idx_on`): which registers it reads or writes depends on `m0`.
+    Relative,
+    /// A computed jump that is neither a call nor a return (`s_rfe_b64`, gfx8/9 fork and join).
+    Fork,
+    /// No format matches, or the instruction runs past the code.
+    Unknown,
+}
+
+/// One decoded instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inst {
+    /// Its length in 32-bit words (1–4).
+    pub words: usize,
+    /// What it does.
+    pub op: Op,
+    /// Registers it may read, as (first, count).
+    pub reads: Vec<(Reg, u16)>,
+    /// Registers it may write, as (first, count).
+    pub writes: Vec<(Reg, u16)>,
+    /// Registers it certainly writes, as (first, count) (a subset of `writes`).
+    pub kills: Vec<(Reg, u16)>,
+    /// Of `reads`, those a memory instruction forms its address from (the rest is data).
+    pub addr: Vec<(Reg, u16)>,
+}
+
+impl Inst {
+    pub(super) fn new(words: usize, op: Op) -> Inst {
+        Inst {
+            words,
+            op,
+            reads: Vec::new(),
+            writes: Vec::new(),
+            kills: Vec::new(),
+            addr: Vec::new(),
+        }
+    }
+
+    /// Mark the reads from index `from` on as address operands.
+    pub(super) fn addr_from(&mut self, from: usize) {
+        self.addr.extend_from_slice(&self.reads[from..]);
+    }
+
+    /// Read a scalar source operand (8 or 9 bits): a register when below 128, else a constant,
+    /// the literal or a special value; `n` registers.
+    pub(super) fn src(&mut self, s: u32, n: u16) {
+        if s < 128 {
+            // A 64-bit scalar operand is an aligned pair: an odd register is read alone.
+            let n = if s % 2 == 1 { 1 } else { n.min(2) };
+            self.reads.push((s as Reg, n));
+        } else if (256..512).contains(&s) {
+            self.reads.push((V + (s - 256) as Reg, n));
+        }
+    }
+
+    pub(super) fn vsrc(&mut self, v: u32, n: u16) {
+        self.reads.push((V + (v & 0xff) as Reg, n));
+    }
+
+    pub(super) fn sdst(&mut self, d: u32, may: u16, must: u16) {
+        if d < 128 {
+            // A pair starts at an even register: an odd one is written alone.
+            let may = if may == 2 && d % 2 == 1 { 1 } else { may };
+            self.writes.push((d as Reg, may));
+            if must > 0 {
+                self.kills.push((d as Reg, must));
+            }
+        }
+    }
+
+    pub(super) fn vdst(&mut self, d: u32, may: u16, must: u16) {
+        self.writes.push((V + (d & 0xff) as Reg, may));
+        if must > 0 {
+            self.kills.push((V + (d & 0xff) as Reg, must));
+        }
+    }
+}
+
+/// The register of a scalar operand field, when it is one (below 106: `s0`–`s105`).
+fn sgpr(s: u32) -> Option<Reg> {
+    (s < 106).then_some(s as Reg)
+}
+
+/// An inline constant (128–208) as a signed value, or the literal (255).
+fn constant(s: u32, literal: Option<u32>) -> Option<i64> {
+    match s {
+        128..=192 => Some(i64::from(s) - 128),
+        193..=208 => Some(192 - i64::from(s)),
+        255 => literal.map(|l| i64::from(l as i32)),
+        _ => None,
+    }
+}
+
+/// The instruction at word `i` of `code`, for generation `g`. Over-approximations: every
+/// scalar source is read as two registers and every destination may be two (a 64-bit operand
+/// hides its width in the opcode), vector operands of memory instructions as up to 16.
+pub fn decode(g: Gen, code: &[u32], i: usize) -> Inst {
+    let n = code.len();
+    let w = code[i];
+    let word = |k: usize| code.get(i + k).copied();
+    let mut inst = decode_word(g, w, word);
+    if i + inst.words > n {
+        inst = Inst::new(1, Op::Unknown);
+    }
+    inst
+}
+
+fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
+    let top9 = w >> 23;
+    if w >> 31 == 0 {
+        return vop_short(g, w, &word);
+    }
+    if top9 == 0x17D {
+        return sop1(g, w, &word);
+    }
+    if top9 == 0x17E {
+        return sopc(g, w);
+    }
+    if top9 == 0x17F {
+        return sopp(g, w);
+    }
+    if w >> 28 == 0xB {
+        return sopk(g, w);
+    }
+    if w >> 30 == 2 {
+        return sop2(g, w, word(1));
+    }
+    let top6 = w >> 26;
+    let top8 = w >> 24;
+    match (g, top6) {
+        (Gen::G9, 0x30) | (Gen::G10 | Gen::G11 | Gen::G12, 0x3D) => smem(g, w, word(1)),
+        (Gen::G9, 0x34) => vop3(g, w, word(1), top9 == 0x1A7),
+        (Gen::G10 | Gen::G11 | Gen::G12, 0x35) => vop3(g, w, word(1), false),
+        (Gen::G10 | Gen::G11 | Gen::G12, 0x33) if top8 == 0xCC => vop3(g, w, word(1), true),
+        (Gen::G11 | Gen::G12, 0x33) if top8 == 0xCD => vinterp(word(1), w),
+        (Gen::G11 | Gen::G12, 0x33) if top8 == 0xCE => {
+            // LDSDIR / VDSDIR: vdst, reads m0.
+            let mut x = Inst::new(1, Op::Mem);
+            x.reads.push((g.m0(), 1));
+            x.vdst(w, 1, 0);
+            x
+        }
+        (Gen::G9, 0x35) | (Gen::G10, 0x32) => {
+            // VINTRP: vdst [25:18], vsrc [7:0], reads m0.
+            let mut x = Inst::new(1, Op::Alu);
+            x.vsrc(w, 1);
+            x.reads.push((g.m0(), 1));
+            x.vdst(w >> 18, 1, 0);
+            x
+        }
+        (Gen::G11 | Gen::G12, 0x32) => vopd(w, word(1)),
+        (_, 0x36) => ds(word(1)),
+        (Gen::G9 | Gen::G10 | Gen::G11, 0x37) => flat(g, w, word(1)),
+        (Gen::G12, 0x3B) => flat12(w, word(1), word(2)),
+        (Gen::G9 | Gen::G10 | Gen::G11, 0x38 | 0x3A) => mubuf(g, w, word(1)),
+        (Gen::G12, 0x31) => vbuffer(w, word(1), word(2)),
+        (Gen::G9, 0x3C) => mimg(1),
+        (Gen::G10 | Gen::G11, 0x3C) => match g {
+            // NSA: extra address words, counted in the first word (gfx10) or by the opcode
+            // (gfx11); not read here.
+            Gen::G10 if (w >> 1) & 3 != 0 => Inst::new(1, Op::Unknown),
+            Gen::G11 if w & 1 != 0 => Inst::new(1, Op::Unknown),
+            _ => mimg(1),
+        },
+        (Gen::G12, 0x34 | 0x39) => mimg(2),
+        (Gen::G9, 0x31) | (Gen::G10 | Gen::G11 | Gen::G12, 0x3E) => {
+            // EXP: four VGPRs in the second word.
+            let mut x = Inst::new(2, Op::Mem);
+            if let Some(w1) = word(1) {
+                for k in 0..4 {
+                    x.vsrc(w1 >> (8 * k), 1);
+                }
+            }
+            x
+        }
+        _ => Inst::new(1, Op::Unknown),
+    }
+}
+
+/// VOP1, VOP2, VOPC (32 bits, plus a literal, DPP or SDWA word).
+fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
+    let src0 = w & 0x1ff;
+    let vsrc1 = (w >> 9) & 0xff;
+    let vdst = (w >> 17) & 0xff;
+    let mut extra = 0;
+    let mut x = Inst::new(1, Op::Alu);
+    // DPP16 (0xFA), DPP8 (0xE9/0xEA, gfx10+) and SDWA (0xF9, gfx9/10): a second word whose low
+    // byte is the real source VGPR (an SGPR too under gfx9's SDWA `s0` bit).
+    let dpp = src0 == 0xFA || (g != Gen::G9 && matches!(src0, 0xE9 | 0xEA));
+    let sdwa = src0 == 0xF9 && matches!(g, Gen::G9 | Gen::G10);
+    if dpp || sdwa {
+        extra = 1;
+        if let Some(w1) = word(1) {
+            x.vsrc(w1, 2);
+            if sdwa {
+                x.src(w1 & 0xff, 2);
+                // SDWA VOPC may write an SGPR pair named in the extra word.
+                x.sdst((w1 >> 8) & 0x7f, 2, 0);
+            }
+        }
+    } else {
+        x.src(src0, 2);
+        if src0 == 255 {
+            extra = 1;
+        }
+    }
+    let literal = if src0 == 255 { word(1) } else { None };
+    // True16 (gfx11+): in the 32-bit encodings a VGPR field's bit 7 may select the high half
+    // of VGPR `field & 0x7f` (llvm `VOPInstructions.td`, `VOP_*_t16`): both are counted.
+    if matches!(g, Gen::G11 | Gen::G12) {
+        let mut half = Vec::new();
+        for &(r, n) in &x.reads {
+            if r >= V + 128 && n <= 2 {
+                half.push((r - 128, n));
+            }
+        }
+        for v in [vsrc1, vdst] {
+            if v >= 128 {
+                half.push((V + (v - 128) as Reg, 1));
+            }
+        }
+        x.reads.extend(half.iter().copied());
+        x.writes.extend(half.iter().copied());
+        if vdst >= 128 {
+            // Which register a 16-bit operation writes is not certain here.
+            x.kills.retain(|&(r, _)| r != V + vdst as Reg);
+        }
+    }
+    if w >> 25 == 0x3F {
+        // VOP1: op [16:9].
+        let op = vsrc1;
+        x.words = 1 + extra;
+        let (readfirstlane, mov) = (2, 1);
+        let relative = match g {
+            Gen::G9 => (0x36..=0x38).contains(&op),
+            _ => matches!(op, 0x42..=0x44 | 0x48 | 0x68),
+        };
+        if relative {
+            x.op = Op::Relative;
+        }
+        // v_swap_b32 writes its source too.
+        if matches!(
+            (g, op),
+            (Gen::G9, 0x51) | (Gen::G10 | Gen::G11 | Gen::G12, 0x65)
+        ) && src0 >= 256
+        {
+            x.vdst(src0 - 256, 1, 0);
+        }
+        if op == readfirstlane {
+            x.sdst(vdst, 1, 1);
+            if src0 >= 256 && extra == 0 {
+                x.op = Op::Copy {
+                    dst: vdst as Reg,
+                    src: V + (src0 - 256) as Reg,
+                    n: 1,
+                };
+            }
+        } else {
+            x.vdst(vdst, 2, if relative { 0 } else { 1 });
+            if op == mov && extra == 0 && !(106..256).contains(&src0) {
+                x.op = Op::Copy {
+                    dst: V + vdst as Reg,
+                    src: if src0 >= 256 {
+                        V + (src0 - 256) as Reg
+                    } else {
+                        src0 as Reg
+                    },
+                    n: 1,
+                };
+            }
+        }
+        let _ = literal;
+        return x;
+    }
+    if w >> 25 == 0x3E {
+        // VOPC: writes vcc (and exec for v_cmpx).
+        x.words = 1 + extra;
+        x.vsrc(vsrc1, 2);
+        x.sdst(u32::from(VCC), 2, 0);
+        x.sdst(u32::from(EXEC), 2, 0);
+        return x;
+    }
+    // VOP2: op [30:25].
+    let op = w >> 25;
+    let always_literal = match g {
+        Gen::G9 => matches!(op, 0x17 | 0x18 | 0x24 | 0x25),
+        Gen::G10 => matches!(op, 0x20 | 0x21 | 0x2C | 0x2D | 0x37 | 0x38),
+        Gen::G11 | Gen::G12 => matches!(op, 0x2C | 0x2D | 0x37 | 0x38),
+    };
+    if always_literal && src0 != 255 {
+        extra += 1;
+    }
+    x.words = 1 + extra;
+    x.vsrc(vsrc1, 2);
+    // Carry-in/out and v_cndmask read and write vcc; v_fmac/v_mac read their destination.
+    x.reads.push((VCC, 2));
+    x.reads.push((V + vdst as Reg, 2));
+    x.sdst(u32::from(VCC), 2, 0);
+    x.vdst(vdst, 2, 1);
+    x
+}
+
+/// SOP1: `sdst`, `ssrc0` (plus a literal).
+fn sop1(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
+    let (op, d, s) = ((w >> 8) & 0xff, (w >> 16) & 0x7f, w & 0xff);
+    let mut x = Inst::new(if s == 255 { 2 } else { 1 }, Op::Alu);
+    let [mov32, mov64, getpc, setpc, swappc] = g.isa().sop1().expect("known generation");
+    let relative = match g {
+        Gen::G9 => (0x2A..=0x2D).contains(&op),
+        Gen::G10 => (0x2E..=0x31).contains(&op) || op == 0x49,
+        Gen::G11 | Gen::G12 => (0x40..=0x44).contains(&op),
+    };
+    x.src(s, 2);
+    // Any SOP1 may write exec (the `*_saveexec` family).
+    x.sdst(u32::from(EXEC), 2, 0);
+    if op == swappc {
+        x.op = Op::Call;
+        x.sdst(d, 2, 2);
+    } else if op == setpc {
+        x.op = if s == 30 && d == 0 {
+            Op::Return
+        } else {
+            Op::Jump
+        };
+    } else if g.isa().computed_jump_sop1(op) {
+        x.op = Op::Fork;
+    } else if relative {
+        x.op = Op::Relative;
+        x.sdst(d, 2, 0);
+    } else if op == getpc {
+        x.sdst(d, 2, 2);
+    } else if op == mov32 {
+        x.sdst(d, 1, 1);
+        if let Some(src) = sgpr(s) {
+            x.op = Op::Copy {
+                dst: d as Reg,
+                src,
+                n: 1,
+            };
+        }
+    } else if op == mov64 {
+        x.sdst(d, 2, 2);
+        if let Some(src) = sgpr(s) {
+            x.op = Op::Copy {
+                dst: d as Reg,
+                src,
+                n: 2,
+            };
+        }
+    } else {
+        x.sdst(d, 2, 1);
+    }
+    let _ = word;
+    x
+}
+
+/// SOP2: `sdst`, `ssrc0`, `ssrc1` (plus a literal).
+fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
+    let (op, d, s0, s1) = (
+        (w >> 23) & 0x7f,
+        (w >> 16) & 0x7f,
+        w & 0xff,
+        (w >> 8) & 0xff,
+    );
+    let mut x = Inst::new(if s0 == 255 || s1 == 255 { 2 } else { 1 }, Op::Alu);
+    x.src(s0, 2);
+    x.src(s1, 2);
+    x.sdst(d, 2, 1);
+    if g.isa().computed_jump_sop2(op) {
+        x.op = Op::Fork;
+        return x;
+    }
+    // s_add_u32 (0) and s_sub_u32 (1) in every generation; s_cselect_b32/b64 (0xA/0xB up to
+    // gfx10, 0x30/0x31 from gfx11 on).
+    let (csel32, csel64) = match g {
+        Gen::G9 | Gen::G10 => (0xA, 0xB),
+        Gen::G11 | Gen::G12 => (0x30, 0x31),
+    };
+    if op == 0 || op == 1 {
+        let sign = if op == 0 { 1 } else { -1 };
+        if let (Some(a), Some(c)) = (sgpr(s0), constant(s1, literal)) {
+            x.op = Op::AddConst {
+                dst: d as Reg,
+                src: a,
+                c: sign * c,
+            };
+        } else if let (Some(c), Some(b), 0) = (constant(s0, literal), sgpr(s1), op) {
+            x.op = Op::AddConst {
+                dst: d as Reg,
+                src: b,
+                c,
+            };
+        }
+    } else if op == csel32 || op == csel64 {
+        let n = if op == csel64 { 2 } else { 1 };
+        x.writes.retain(|&(r, _)| r != d as Reg);
+        x.kills.clear();
+        x.sdst(d, n, n);
+        x.op = Op::Select {
+            dst: d as Reg,
+            a: sgpr(s0),
+            b: sgpr(s1),
+            n,
+        };
+    }
+    x
+}
+
+/// SOPC: two sources, writes `scc` (not tracked); gfx9's `s_set_gpr_idx_on` is relative.
+fn sopc(g: Gen, w: u32) -> Inst {
+    let (s0, s1, op) = (w & 0xff, (w >> 8) & 0xff, (w >> 16) & 0x7f);
+    let mut x = Inst::new(if s0 == 255 || s1 == 255 { 2 } else { 1 }, Op::Alu);
+    x.src(s0, 2);
+    x.src(s1, 2);
+    if g == Gen::G9 && op == 0x11 {
+        // s_set_gpr_idx_on: the VALU operands that follow are relative until
+        // s_set_gpr_idx_off; refused while anything is followed.
+        x.op = Op::Opaque;
+    }
+    x
+}
+
+/// SOPK: `sdst` (read and written) and a 16-bit constant; `s_setreg_imm32_b32` has a literal.
+fn sopk(g: Gen, w: u32) -> Inst {
+    let (op, d) = ((w >> 23) & 0x1f, (w >> 16) & 0x7f);
+    let setreg_imm32 = match g {
+        Gen::G9 => 0x14,
+        Gen::G10 => 0x15,
+        Gen::G11 | Gen::G12 => 0x13,
+    };
+    let mut x = Inst::new(if op == setreg_imm32 { 2 } else { 1 }, Op::Alu);
+    x.src(d, 2);
+    x.sdst(d, 2, 0);
+    let simm = i64::from(w as u16 as i16);
+    match g.isa().sopk_control(op) {
+        Some(super::isa::SopkControl::Call) => {
+            // The target is a constant (checked by the call graph); only the return address
+            // is written.
+            x.op = Op::Call;
+            x.reads.clear();
+            x.kills.push((d as Reg, 2));
+        }
+        Some(super::isa::SopkControl::Branch) => {
+            x.op = if g == Gen::G9 && op == 0x10 {
+                Op::Fork
+            } else {
+                Op::CBranch(simm)
+            }
+        }
+        None => {}
+    }
+    x
+}
+
+/// SOPP: branches, `s_endpgm`, messages (which may read `m0`).
+fn sopp(g: Gen, w: u32) -> Inst {
+    let op = (w >> 16) & 0x7f;
+    let (endpgm, branch) = match g {
+        Gen::G9 | Gen::G10 => (1, 2),
+        Gen::G11 | Gen::G12 => (48, 32),
+    };
+    let mut x = Inst::new(1, Op::Mem);
+    x.reads.push((g.m0(), 1));
+    if op == endpgm {
+        x.op = Op::End;
+        x.reads.clear();
+    } else if let Some(off) = branch_offset(w, g.isa()) {
+        x.op = if op == branch {
+            Op::Branch(i64::from(off))
+        } else {
+            Op::CBranch(i64::from(off))
+        };
+        x.reads.clear();
+    }
+    x
+}
+
+/// VOP3 and VOP3P (64 bits, plus a literal or a DPP word from gfx10/gfx11 on): which sources
+/// it reads and what it writes come from the opcode's row in [`super::vop3_table`]; an opcode llvm
+/// does not decode is [`Op::Unknown`].
+fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
+    use super::vop3_table as t;
+    let Some(w1) = w1 else {
+        return Inst::new(2, Op::Unknown);
+    };
+    let op = if packed {
+        (w >> 16) & 0x7f
+    } else {
+        (w >> 16) & 0x3ff
+    } as usize;
+    let e = match (g, packed) {
+        (Gen::G9, false) => t::VOP3_G9[op],
+        (Gen::G9, true) => t::VOP3P_G9[op],
+        (Gen::G10, false) => t::VOP3_G10[op],
+        (Gen::G10, true) => t::VOP3P_G10[op],
+        (Gen::G11, false) => t::VOP3_G11[op],
+        (Gen::G11, true) => t::VOP3P_G11[op],
+        (Gen::G12, false) => t::VOP3_G12[op],
+        (Gen::G12, true) => t::VOP3P_G12[op],
+    };
+    if e & (1 << 10) == 0 {
+        return Inst::new(2, Op::Unknown);
+    }
+    let width = |c: u16| -> u16 {
+        match c & 3 {
+            0 => 0,
+            1 => 1,
+            2 => 2,
+            _ => 16,
+        }
+    };
+    let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
+    let used: Vec<(u32, u16)> = srcs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &s)| {
+            let n = width(e >> (2 * k));
+            (n > 0).then_some((s, n))
+        })
+        .collect();
+    let mut words = 2;
+    if g != Gen::G9 && used.iter().any(|&(s, _)| s == 255) {
+        words += 1;
+    }
+    let dpp = matches!(g, Gen::G11 | Gen::G12) && matches!(srcs[0], 0xFA | 0xE9 | 0xEA);
+    if dpp {
+        words += 1;
+    }
+    let mut x = Inst::new(words, Op::Alu);
+    for &(s, n) in &used {
+        x.src(s, n);
+    }
+    if dpp {
+        // The DPP word's low byte is the real first source.
+        x.reads.push((V, 256));
+    }
+    let vdst = w & 0xff;
+    let dn = width(e >> 7).max(1);
+    if e & (1 << 6) != 0 {
+        x.sdst(vdst, dn, 0);
+        // v_cmpx writes exec as well.
+        x.sdst(u32::from(EXEC), 2, 0);
+    } else {
+        x.vdst(vdst, dn, 0);
+    }
+    if e & (1 << 9) != 0 {
+        x.sdst((w >> 8) & 0x7f, 2, 0);
+    }
+    if packed {
+        return x;
+    }
+    let (vop1_base, readlane, writelane) = match g {
+        Gen::G9 => (0x140, 0x289, 0x28a),
+        _ => (0x180, 0x360, 0x361),
+    };
+    let op = op as u32;
+    if (vop1_base..vop1_base + 0x80).contains(&op) {
+        // A VOP1 opcode (v_swap, v_movrel*) in VOP3 form.
+        let op1 = op - vop1_base;
+        let relative = match g {
+            Gen::G9 => (0x36..=0x38).contains(&op1),
+            _ => matches!(op1, 0x42..=0x44 | 0x48 | 0x68),
+        };
+        if relative {
+            x.op = Op::Relative;
+        }
+        if srcs[0] >= 256 {
+            x.vdst(srcs[0] - 256, 1, 0);
+        }
+    }
+    if words != 2 {
+        return x;
+    }
+    let lane = (128..192).contains(&srcs[1]).then(|| (srcs[1] - 128) as u8);
+    if op == readlane && srcs[0] >= 256 {
+        x.op = Op::ReadLane {
+            dst: vdst as Reg,
+            src: V + (srcs[0] - 256) as Reg,
+            lane,
+        };
+    } else if op == writelane && !(106..256).contains(&srcs[0]) {
+        let src = if srcs[0] >= 256 {
+            V + (srcs[0] - 256) as Reg
+        } else {
+            srcs[0] as Reg
+        };
+        x.op = Op::Merge {
+            dst: V + vdst as Reg,
+            src,
+            lane,
+        };
+    }
+    x
+}
+
+/// VINTERP (gfx11+, 64 bits): three sources, a VGPR destination.
+fn vinterp(w1: Option<u32>, w: u32) -> Inst {
+    let Some(w1) = w1 else {
+        return Inst::new(2, Op::Unknown);
+    };
+    let mut x = Inst::new(2, Op::Alu);
+    for s in [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff] {
+        x.src(s, 1);
+    }
+    x.vdst(w, 1, 0);
+    x
+}
+
+/// VOPD (gfx11+, 64 bits, plus a literal): two VALU operations at once.
+fn vopd(w: u32, w1: Option<u32>) -> Inst {
+    let Some(w1) = w1 else {
+        return Inst::new(2, Op::Unknown);
+    };
+    let (opx, opy) = ((w >> 22) & 0xf, (w >> 17) & 0x1f);
+    let (srcx0, srcy0) = (w & 0x1ff, w1 & 0x1ff);
+    let literal = srcx0 == 255 || srcy0 == 255 || matches!(opx, 1 | 2) || matches!(opy, 1 | 2);
+    let mut x = Inst::new(if literal { 3 } else { 2 }, Op::Alu);
+    x.src(srcx0, 1);
+    x.src(srcy0, 1);
+    x.vsrc(w >> 9, 1);
+    x.vsrc(w1 >> 9, 1);
+    // vdstY's field (bits [23:17]) holds its register number without the low bit, which is
+    // the opposite of vdstX's (llvm `VOPDInstructions.td`): both candidates are counted.
+    let (vdstx, vdsty) = (w1 >> 24, ((w1 >> 17) & 0x7f) << 1);
+    // v_dual_fmac / cndmask read their destination and vcc.
+    x.reads.push((V + vdstx as Reg, 1));
+    x.reads.push((V + vdsty as Reg, 2));
+    x.reads.push((VCC, 1));
+    x.vdst(vdstx, 1, 0);
+    x.vdst(vdsty, 2, 0);
+    x
+}
+
+#[cfg(test)]
+#[path = "decode_tests.rs"]
+mod tests;

@@ -1,0 +1,209 @@
+//! The memory formats of [`super::decode`]: SMEM, DS, FLAT/GLOBAL/SCRATCH (and gfx12's VFLAT),
+//! MUBUF/MTBUF (and gfx12's VBUFFER), image instructions. Sources as there (llvm
+//! `SMInstructions.td`, `DSInstructions.td`, `FLATInstructions.td`, `BUFInstructions.td`).
+
+use super::decode::{Gen, Inst, Op, Reg};
+
+/// SMEM (64 bits): loads understood, everything else [`Op::Mem`].
+pub(super) fn smem(g: Gen, w: u32, w1: Option<u32>) -> Inst {
+    let Some(w1) = w1 else {
+        return Inst::new(2, Op::Unknown);
+    };
+    let sbase = ((w & 0x3f) << 1) as Reg;
+    let sdata = (w >> 6) & 0x7f;
+    let (op, offset, soffset) = match g {
+        Gen::G9 => {
+            let (soe, imm) = ((w >> 14) & 1 != 0, (w >> 17) & 1 != 0);
+            let op = (w >> 18) & 0xff;
+            let off = i64::from(((w1 & 0x1f_ffff) << 11) as i32 >> 11);
+            match (imm, soe) {
+                (true, false) => (op, off, None),
+                (true, true) => (op, off, Some((w1 >> 25) & 0x7f)),
+                (false, true) => (op, 0, Some((w1 >> 25) & 0x7f)),
+                (false, false) => (op, 0, Some(w1 & 0x7f)),
+            }
+        }
+        Gen::G10 | Gen::G11 => {
+            let null = if g == Gen::G10 { 0x7D } else { 0x7C };
+            let so = (w1 >> 25) & 0x7f;
+            let off = i64::from(((w1 & 0x1f_ffff) << 11) as i32 >> 11);
+            ((w >> 18) & 0xff, off, (so != null).then_some(so))
+        }
+        Gen::G12 => {
+            let so = (w1 >> 25) & 0x7f;
+            let off = i64::from(((w1 & 0xff_ffff) << 8) as i32 >> 8);
+            ((w >> 13) & 0x3f, off, (so != 0x7C).then_some(so))
+        }
+    };
+    // Loads: (bytes, whether the base is a 4-register buffer resource).
+    let load: Option<(u32, bool)> = match g {
+        Gen::G9 | Gen::G10 | Gen::G11 => match op {
+            0..=4 => Some((4 << op, false)),
+            8..=12 => Some((4 << (op - 8), true)),
+            _ => None,
+        },
+        Gen::G12 => match op {
+            0..=4 => Some((4 << op, false)),
+            5 => Some((12, false)),
+            8..=11 => Some((4, false)),
+            16..=20 => Some((4 << (op - 16), true)),
+            21 => Some((12, true)),
+            24..=27 => Some((4, true)),
+            _ => None,
+        },
+    };
+    let mut x = Inst::new(2, Op::Mem);
+    if let Some(so) = soffset {
+        x.src(so, 1);
+    }
+    match load {
+        Some((bytes, buffer)) => {
+            x.reads.push((sbase, if buffer { 4 } else { 2 }));
+            let regs = bytes.div_ceil(4) as u16;
+            x.sdst(sdata, regs, regs);
+            x.op = Op::SLoad {
+                base: sbase,
+                offset,
+                soffset: soffset.map(|s| s as Reg),
+                bytes,
+                dst: sdata as Reg,
+            };
+        }
+        None => {
+            x.reads.push((sbase, 4));
+            if sdata < 128 {
+                x.reads.push((sdata as Reg, 16));
+            }
+            x.sdst(sdata, 16, 0);
+        }
+    }
+    x
+}
+
+/// DS (64 bits): address, two data operands, a destination.
+pub(super) fn ds(w1: Option<u32>) -> Inst {
+    let Some(w1) = w1 else {
+        return Inst::new(2, Op::Unknown);
+    };
+    let mut x = Inst::new(2, Op::Mem);
+    x.vsrc(w1, 1);
+    x.addr_from(0);
+    x.vsrc(w1 >> 8, 4);
+    x.vsrc(w1 >> 16, 4);
+    x.vdst(w1 >> 24, 4, 0);
+    x
+}
+
+/// FLAT, GLOBAL, SCRATCH up to gfx11 (64 bits).
+pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
+    let Some(w1) = w1 else {
+        return Inst::new(2, Op::Unknown);
+    };
+    let seg = if matches!(g, Gen::G11) {
+        (w >> 16) & 3
+    } else {
+        (w >> 14) & 3
+    };
+    let mut x = Inst::new(2, Op::Mem);
+    x.vsrc(w1, 2);
+    // GLOBAL's saddr is a 64-bit base, SCRATCH's a 32-bit offset.
+    let saddr = (w1 >> 16) & 0x7f;
+    if seg != 0 && saddr < 106 {
+        x.reads.push((saddr as Reg, if seg == 1 { 1 } else { 2 }));
+    }
+    x.addr_from(0);
+    // Plain loads read no data and write exactly their width (a gfx90a AGPR destination, bit
+    // 23 of the second word, aliases a VGPR here and is not counted as a certain write).
+    let load = flat_load_width(g, (w >> 18) & 0x7f);
+    if load == 0 {
+        x.vsrc(w1 >> 8, 4);
+    }
+    let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
+    x.vdst(w1 >> 24, 4, if acc { 0 } else { load });
+    x
+}
+
+/// The registers a FLAT/GLOBAL/SCRATCH load opcode writes, 0 for any other opcode (llvm
+/// `FLATInstructions.td`: `*_load_ubyte` … `*_load_dwordx4`, `*_load_u8` … `*_load_b128`).
+pub(super) fn flat_load_width(g: Gen, op: u32) -> u16 {
+    match (g, op) {
+        (Gen::G10, 0x08..=0x0C) | (Gen::G9 | Gen::G11 | Gen::G12, 0x10..=0x14) => 1,
+        (Gen::G10, 0x0D) | (Gen::G9 | Gen::G11 | Gen::G12, 0x15) => 2,
+        (Gen::G10, 0x0F) | (Gen::G9 | Gen::G11 | Gen::G12, 0x16) => 3,
+        (Gen::G10, 0x0E) | (Gen::G9 | Gen::G11 | Gen::G12, 0x17) => 4,
+        _ => 0,
+    }
+}
+
+/// VFLAT, VGLOBAL, VSCRATCH on gfx12 (96 bits).
+pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
+    let (Some(w1), Some(w2)) = (w1, w2) else {
+        return Inst::new(3, Op::Unknown);
+    };
+    let mut x = Inst::new(3, Op::Mem);
+    let saddr = w & 0x7f;
+    if saddr < 106 {
+        let scratch = (w >> 24) & 3 == 1;
+        x.reads.push((saddr as Reg, if scratch { 1 } else { 2 }));
+    }
+    x.vsrc(w2, 2);
+    x.addr_from(0);
+    let load = flat_load_width(Gen::G12, (w >> 14) & 0xff);
+    if load == 0 {
+        x.vsrc(w1 >> 23, 4);
+    }
+    x.vdst(w1, 4, load);
+    x
+}
+
+/// MUBUF and MTBUF up to gfx11 (64 bits).
+pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
+    let Some(w1) = w1 else {
+        return Inst::new(2, Op::Unknown);
+    };
+    let mut x = Inst::new(2, Op::Mem);
+    x.vsrc(w1, 2);
+    x.reads.push(((((w1 >> 16) & 0x1f) * 4) as Reg, 4));
+    x.src(w1 >> 24, 1);
+    x.addr_from(0);
+    // MUBUF's plain loads (`buffer_load_ubyte` … `_dwordx4`, `_u8` … `_b128`) share FLAT's
+    // opcode numbers (llvm `BUFInstructions.td`); MTBUF (`111010`) is never one.
+    let op = if g == Gen::G11 {
+        (w >> 18) & 0xff
+    } else {
+        (w >> 18) & 0x7f
+    };
+    let load = if w >> 26 == 0x38 {
+        flat_load_width(g, op)
+    } else {
+        0
+    };
+    if load == 0 {
+        x.vsrc(w1 >> 8, 4);
+    }
+    let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
+    x.vdst(w1 >> 8, 4, if acc { 0 } else { load });
+    x
+}
+
+/// VBUFFER on gfx12 (96 bits).
+pub(super) fn vbuffer(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
+    let (Some(w1), Some(_)) = (w1, w2) else {
+        return Inst::new(3, Op::Unknown);
+    };
+    let mut x = Inst::new(3, Op::Mem);
+    x.src(w & 0xff, 1);
+    x.reads.push((((w1 >> 9) & 0x7f) as Reg, 4));
+    if let Some(w2) = w2 {
+        x.vsrc(w2, 2);
+    }
+    x.addr_from(0);
+    x.vsrc(w1, 4);
+    x.vdst(w1, 4, 0);
+    x
+}
+
+/// An image instruction of `words + 1` words: its registers are not read ([`Op::Opaque`]).
+pub(super) fn mimg(extra: usize) -> Inst {
+    Inst::new(1 + extra, Op::Opaque)
+}

@@ -1,0 +1,180 @@
+//! Rows for [`super`]: encodings assembled with llvm-mc 21.
+
+use super::*;
+
+fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Encodings assembled with llvm-mc 21 (`-show-encoding`).
+#[test]
+fn lengths_and_classes_of_assembled_instructions() {
+    let cases: &[(Gen, &[u8], usize)] = &[
+        // gfx1200 global_load_b32 v1, v2, s[4:5] offset:16
+        (
+            Gen::G12,
+            &[
+                0x04, 0x00, 0x05, 0xee, 0x01, 0x00, 0x00, 0x00, 0x02, 0x10, 0x00, 0x00,
+            ],
+            3,
+        ),
+        // gfx1200 buffer_load_b32 v1, v2, s[8:11], s3 offen offset:4
+        (
+            Gen::G12,
+            &[
+                0x03, 0x00, 0x05, 0xc4, 0x01, 0x10, 0x80, 0x40, 0x02, 0x04, 0x00, 0x00,
+            ],
+            3,
+        ),
+        // gfx1200 image_load v1, v2, s[8:15] dmask:0x1 dim:SQ_RSRC_IMG_1D
+        (
+            Gen::G12,
+            &[
+                0x00, 0x00, 0x40, 0xd0, 0x01, 0x10, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+            ],
+            3,
+        ),
+        // gfx1200 v_dual_fmaak_f32 v1, v2, v3, 0x1234 :: v_dual_mov_b32 v4, v5
+        (
+            Gen::G12,
+            &[
+                0x02, 0x07, 0x50, 0xc8, 0x05, 0x01, 0x04, 0x01, 0x34, 0x12, 0x00, 0x00,
+            ],
+            3,
+        ),
+        // gfx1200 export mrt0 v1, v2, v3, v4
+        (
+            Gen::G12,
+            &[0x0f, 0x00, 0x00, 0xf8, 0x01, 0x02, 0x03, 0x04],
+            2,
+        ),
+        // gfx1100 v_fmamk_f16 v1, v2, 0x1234, v3
+        (
+            Gen::G11,
+            &[0x02, 0x07, 0x02, 0x6e, 0x34, 0x12, 0x00, 0x00],
+            2,
+        ),
+        // gfx1100 s_setreg_imm32_b32 hwreg(HW_REG_MODE), 0x1234
+        (
+            Gen::G11,
+            &[0x01, 0xf8, 0x80, 0xb9, 0x34, 0x12, 0x00, 0x00],
+            2,
+        ),
+        // gfx90a v_madak_f16 v1, v2, v3, 0x1234
+        (
+            Gen::G9,
+            &[0x02, 0x07, 0x02, 0x4a, 0x34, 0x12, 0x00, 0x00],
+            2,
+        ),
+        // gfx942 v_mfma_f32_32x32x8_f16 a[0:15], v[0:1], v[2:3], a[0:15]
+        (
+            Gen::G9,
+            &[0x00, 0x80, 0xcc, 0xd3, 0x00, 0x05, 0x02, 0x04],
+            2,
+        ),
+        // gfx1010 v_madmk_f32 v1, v2, 0x1234, v3
+        (
+            Gen::G10,
+            &[0x02, 0x07, 0x02, 0x40, 0x34, 0x12, 0x00, 0x00],
+            2,
+        ),
+    ];
+    for (g, bytes, n) in cases {
+        let w = words(bytes);
+        let inst = decode(*g, &w, 0);
+        assert_eq!(inst.words, *n, "{g:?} {bytes:02x?}: {inst:?}");
+        assert_ne!(inst.op, Op::Unknown, "{g:?} {bytes:02x?}");
+    }
+}
+
+#[test]
+fn scalar_loads_and_pointer_moves() {
+    // gfx1200 s_load_b32 s1, s[4:5], 0x10 / with s6
+    let i = decode(Gen::G12, &words(&[0x42, 0, 0, 0xf4, 0x10, 0, 0, 0xf8]), 0);
+    assert_eq!(
+        i.op,
+        Op::SLoad {
+            base: 4,
+            offset: 16,
+            soffset: None,
+            bytes: 4,
+            dst: 1
+        }
+    );
+    let i = decode(Gen::G12, &words(&[0x42, 0, 0, 0xf4, 0x10, 0, 0, 0x0c]), 0);
+    assert!(matches!(
+        i.op,
+        Op::SLoad {
+            soffset: Some(6),
+            ..
+        }
+    ));
+    // gfx90a s_load_dword s1, s[4:5], s6 (register offset)
+    let i = decode(Gen::G9, &words(&[0x42, 0, 0, 0xc0, 0x06, 0, 0, 0]), 0);
+    assert!(matches!(
+        i.op,
+        Op::SLoad {
+            soffset: Some(6),
+            ..
+        }
+    ));
+    // s_add_u32 s8, s4, 0x70 / s_mov_b64 s[2:3], s[4:5]
+    let i = decode(
+        Gen::G11,
+        &words(&[0x04, 0xff, 0x08, 0x80, 0x70, 0, 0, 0]),
+        0,
+    );
+    assert_eq!(
+        (i.words, &i.op),
+        (
+            2,
+            &Op::AddConst {
+                dst: 8,
+                src: 4,
+                c: 0x70
+            }
+        )
+    );
+    let i = decode(Gen::G11, &words(&[0x04, 0x01, 0x82, 0xbe]), 0);
+    assert_eq!(
+        i.op,
+        Op::Copy {
+            dst: 2,
+            src: 4,
+            n: 2
+        }
+    );
+    // gfx1100 v_readlane_b32 s1, v2, 3 / v_writelane_b32 v1, s2, 3 (gfx1200 encodings)
+    let i = decode(
+        Gen::G12,
+        &words(&[0x01, 0, 0x60, 0xd7, 0x02, 0x07, 0x01, 0]),
+        0,
+    );
+    assert_eq!(
+        i.op,
+        Op::ReadLane {
+            dst: 1,
+            src: V + 2,
+            lane: Some(3)
+        }
+    );
+    let i = decode(
+        Gen::G12,
+        &words(&[0x01, 0, 0x61, 0xd7, 0x02, 0x06, 0x01, 0]),
+        0,
+    );
+    assert_eq!(
+        i.op,
+        Op::Merge {
+            dst: V + 1,
+            src: 2,
+            lane: Some(3)
+        }
+    );
+    // v_movrels_b32_e32 v1, v2
+    let i = decode(Gen::G11, &words(&[0x02, 0x87, 0x02, 0x7e]), 0);
+    assert_eq!(i.op, Op::Relative);
+}
