@@ -31,17 +31,17 @@ fn u64_at(d: &[u8], at: usize) -> u64 {
 }
 
 /// A section header of a 64-bit ELF: its position in the file, name, type, address, offset, size.
-struct Shdr {
-    at: usize,
-    name: String,
-    ty: u32,
-    addr: u64,
-    offset: u64,
-    size: u64,
+pub(crate) struct Shdr {
+    pub(crate) at: usize,
+    pub(crate) name: String,
+    pub(crate) ty: u32,
+    pub(crate) addr: u64,
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
 }
 
 /// The section headers of the 64-bit little-endian ELF `d`.
-fn shdrs(d: &[u8]) -> Vec<Shdr> {
+pub(crate) fn shdrs(d: &[u8]) -> Vec<Shdr> {
     let (shoff, num, strndx) = (
         u64_at(d, 0x28) as usize,
         u16_at(d, 0x3c) as usize,
@@ -76,7 +76,7 @@ fn shdrs(d: &[u8]) -> Vec<Shdr> {
         .collect()
 }
 
-fn section<'a>(s: &'a [Shdr], name: &str) -> &'a Shdr {
+pub(crate) fn section<'a>(s: &'a [Shdr], name: &str) -> &'a Shdr {
     s.iter().find(|h| h.name == name).unwrap()
 }
 
@@ -102,7 +102,7 @@ pub(crate) fn headerless(lib: &[u8]) -> Vec<u8> {
 
 /// `lib` with the dynamic relocation that fills its wrapper's pointer changed by `edit`
 /// (the `Elf64_Rela` bytes: offset, info, addend).
-fn wrapper_reloc(lib: &[u8], edit: impl Fn(&mut [u8])) -> Vec<u8> {
+pub(crate) fn wrapper_reloc(lib: &[u8], edit: impl Fn(&mut [u8])) -> Vec<u8> {
     let mut d = lib.to_vec();
     let s = shdrs(&d);
     let ptr = section(&s, ".hipFatBinSegment").addr + 8;
