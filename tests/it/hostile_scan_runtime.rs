@@ -11,7 +11,9 @@
 //! The rows of the first table edit committed fixtures byte by byte (what the tools below do,
 //! reduced to the bytes a reader looks at); the slow table makes the same cases with the real
 //! toolchain (`llvm-objcopy-21`, `clang++-21`, `llvm-ar-21`, `clang-offload-packager-21` in
-//! `debian-sid`) at test time, from `tests/fixtures/src`.
+//! `debian-sid`) at test time, from `tests/fixtures/src`; its `class 3 streamed` rows store the
+//! objects as `.tar.gz` members larger than the memory budget, read from a stream (before, that
+//! path did not read `.llvm.offloading` and said "no device code found", exit 0).
 
 use std::path::Path;
 
@@ -435,6 +437,54 @@ fn slow_rows() -> Vec<Row> {
         1,
         "HOSTCALL k_assert",
     ));
+    // The same objects as members too large to hold, read from a stream (no spill folder).
+    for (name, make, code, fragment) in [
+        (
+            "class 3 streamed: a new offload driver object in a .tar.gz",
+            "nd.o",
+            3,
+            "not yet linked (bitcode, new offload driver object)",
+        ),
+        (
+            "class 3 streamed: an offload binary holding a complete code object, in a .tar.gz",
+            "co.o",
+            1,
+            "HOSTCALL k_assert",
+        ),
+    ] {
+        let mut r = row(
+            name,
+            move |d| {
+                new_driver_object(d);
+                if make == "co.o" {
+                    copy_in(d, "sid/kernels.co", "kernels.co");
+                    sid(d, &["clang-offload-packager-21", "-o", "in/pkg.bin", "--image=file=in/kernels.co,triple=amdgcn-amd-amdhsa,arch=gfx1100,kind=hip"]);
+                    sid(
+                        d,
+                        &[
+                            "llvm-objcopy-21",
+                            "--remove-section",
+                            ".llvm.offloading",
+                            "--add-section",
+                            ".llvm.offloading=in/pkg.bin",
+                            "in/nd.o",
+                            "in/co.o",
+                        ],
+                    );
+                }
+                let obj = std::fs::read(d.join("in").join(make)).unwrap();
+                let tar = crate::hostile_scan::tar_archive(&[("lib/x.o", &obj)], true);
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                std::io::Write::write_all(&mut gz, &tar).unwrap();
+                put(d, "obj.tar.gz", gz.finish().unwrap());
+            },
+            &[&"scan", &"--memory-budget", &"4K", &"in/obj.tar.gz"],
+            code,
+            fragment,
+        );
+        r.env = vec![("RCCLFIX_SCAN_SPILL_DIR", std::ffi::OsString::new())];
+        rows.push(r);
+    }
     rows
 }
 
