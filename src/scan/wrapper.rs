@@ -37,6 +37,10 @@ const SYM_SIZE: usize = 24;
 const UNDEFINED: &str = "is undefined in this object: the fat binary is made at the link";
 /// Size of a wrapper, in bytes.
 pub const WRAPPER_SIZE: usize = 24;
+/// Most wrapper candidates followed in one host ELF (a real library has one per translation unit
+/// with device code); past this the file is unknown. Without a bound, 8 million magics in a
+/// 64 MB library kept a scan busy for more than ten minutes.
+pub const MAX_WRAPPERS: usize = 1 << 16;
 
 /// The bytes of a host ELF as this module reads them: the whole file in memory (`&[u8]`), or what
 /// the passes over a streamed archive member captured (`scan/input/stream_elf.rs`), whose reads
@@ -241,6 +245,7 @@ pub fn find<'a, R: Source<'a>>(d: R) -> Result<Vec<Wrapper>, Problem> {
     if found.is_empty() {
         return Ok(Vec::new());
     }
+    too_many(&found)?;
     let dynamic = phdrs
         .iter()
         .find(|p| p.p_type(endian) == PT_DYNAMIC)
@@ -262,6 +267,18 @@ pub fn find<'a, R: Source<'a>>(d: R) -> Result<Vec<Wrapper>, Problem> {
             }
         })
         .collect())
+}
+
+/// Errors: more than [`MAX_WRAPPERS`] candidates.
+fn too_many(found: &[(u64, u32)]) -> Result<(), Problem> {
+    match found.get(MAX_WRAPPERS) {
+        Some(&(at, _)) => Err(Problem::new(
+            at,
+            "unsupported",
+            format!("more than {MAX_WRAPPERS} __hip_fatbin_wrapper magics; not followed"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The address of a wrapper's pointer in a loaded ELF, from its relocation (or, in an executable
@@ -350,6 +367,7 @@ fn find_in_object<'a, R: Source<'a>>(
         let (off, size) = (s.sh_offset(endian), s.sh_size(endian));
         let mut found = Vec::new();
         d.candidates(off, off.saturating_add(size), &mut found);
+        too_many(&found)?;
         for (offset, magic) in found {
             let target = follow_in_object(d, &sections, i, offset - off);
             let unlinked = matches!(&target, Err(why) if why.contains(UNDEFINED));

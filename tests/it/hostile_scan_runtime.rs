@@ -152,6 +152,32 @@ pub(crate) fn note_views_disagree(co: &[u8], section_clean: bool) -> Vec<u8> {
     d
 }
 
+/// `lib` with `n` wrapper magics (HIPF, version 1) appended on a page boundary and its last
+/// `PT_LOAD` moved to map them: each one a wrapper the reader must consider. Before the bound,
+/// following them compared each with every other (8 million in 64 MB ran past ten minutes).
+fn loaded_magics(lib: &[u8], n: usize) -> Vec<u8> {
+    let mut d = lib.to_vec();
+    d.resize(d.len().next_multiple_of(4096), 0);
+    let start = d.len() as u64;
+    for _ in 0..n {
+        d.extend_from_slice(&0x4849_5046u32.to_le_bytes());
+        d.extend_from_slice(&1u32.to_le_bytes());
+    }
+    let len = d.len() as u64 - start;
+    let (phoff, phnum) = (u64_at(&d, 0x20) as usize, u16_at(&d, 0x38) as usize);
+    let last = (0..phnum)
+        .map(|i| phoff + 56 * i)
+        .rfind(|&p| u32_at(&d, p) == 1)
+        .expect("a PT_LOAD");
+    for (k, v) in [start, 0x1000_0000, 0x1000_0000, len, len]
+        .iter()
+        .enumerate()
+    {
+        d[last + 8 + 8 * k..last + 16 + 8 * k].copy_from_slice(&v.to_le_bytes());
+    }
+    d
+}
+
 fn put(d: &Path, name: &str, bytes: Vec<u8>) {
     write(&d.join("in").join(name), &bytes);
 }
@@ -241,6 +267,19 @@ fn rows() -> Vec<Row> {
         &[&"scan", &"in/lib.so"],
         0,
         "gfx1100          clean",
+    ));
+    rows.push(row(
+        "class 1: more wrapper magics in the loaded bytes than are followed (a clean library)",
+        |d| {
+            put(
+                d,
+                "lib.so",
+                loaded_magics(&read_fixture("sid/implicit.so"), 65540),
+            )
+        },
+        &[&"scan", &"in/lib.so"],
+        3,
+        "more than 65536 __hip_fatbin_wrapper magics",
     ));
     // Class 2: comgr reads the PT_NOTE segment; a note section that disagrees is unknown.
     rows.push(row(

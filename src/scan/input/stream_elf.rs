@@ -34,15 +34,12 @@ use crate::scan::host::{pointed, unreferenced};
 use crate::scan::model::{FileReport, Unreadable};
 use crate::scan::stream::Stream;
 use crate::scan::walk::{self, Part};
-use crate::scan::wrapper::{self, candidate_magic, Source, Wrapper, WRAPPER_SIZE};
+use crate::scan::wrapper::{self, candidate_magic, Source, Wrapper, MAX_WRAPPERS, WRAPPER_SIZE};
 use crate::scan::{offload, Problem, Settings};
 
 /// Largest table (program or section headers, section names, `PT_DYNAMIC`, a relocation or
 /// symbol table) held from a streamed ELF: 64 MiB. A larger one is not read (unknown).
 pub const MAX_STREAM_TABLE: u64 = 64 << 20;
-/// Most wrapper candidates kept from a streamed ELF (a real library has one per translation
-/// unit with device code); past this the member is unknown.
-pub const MAX_WRAPPERS: usize = 1 << 16;
 /// Most passes that read tables after the first.
 pub const MAX_TABLE_PASSES: usize = 4;
 /// Most passes that read device code.
