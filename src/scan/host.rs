@@ -8,7 +8,8 @@
 
 use super::model::{FileReport, Unreadable};
 use super::walk::{kpack_record, locate_fatbin_at, locate_pointed, Job, Part};
-use super::{elf, offload, wrapper, Settings};
+use super::wrapper::{self, Wrapper};
+use super::{elf, offload, Settings};
 
 /// The [`Job`]s of a host ELF, in file order: kpack markers, the bundles its
 /// `__hip_fatbin_wrapper`s point at ([`wrapper::find`]) and the rest of `.hip_fatbin`, the
@@ -60,30 +61,8 @@ pub fn locate_host_elf<'a>(
     if let Some(u) = kpack_record(&h) {
         jobs.push(Job::Done(Part::unreadable(u)));
     }
-    // The bundles the runtime reads: each HIPF wrapper's target, once.
-    let mut pointed: Vec<(u64, u64, u64)> = Vec::new();
-    for w in wrappers.iter().filter(|w| w.magic == elf::HIPF) {
-        match &w.target {
-            Ok((t, end)) => {
-                if !pointed.iter().any(|p| p.0 == *t) {
-                    pointed.push((*t, *end, w.offset));
-                }
-            }
-            // An `-fgpu-rdc` object's wrapper names the fat binary its device link makes; its
-            // rdc sections are the device code, reported as not yet linked.
-            Err(_) if w.unlinked && !h.rdc.is_empty() => {}
-            Err(why) => jobs.push(Job::Done(Part::unreadable(Unreadable {
-                offset: w.offset,
-                processor: None,
-                entry_id: None,
-                class: "wrapper".into(),
-                reason: format!(
-                    "the __hip_fatbin_wrapper at file offset {} cannot be followed: {why}",
-                    w.offset
-                ),
-            }))),
-        }
-    }
+    let (pointed, records) = pointed(&wrappers, !h.rdc.is_empty());
+    jobs.extend(records.into_iter().map(|u| Job::Done(Part::unreadable(u))));
     // The bundles in `.hip_fatbin` (where it is there): read, and each that no wrapper points
     // at is reported.
     let mut starts = Vec::new();
@@ -95,13 +74,7 @@ pub fn locate_host_elf<'a>(
                 .iter()
                 .filter(|s| !pointed.iter().any(|p| p.0 == **s))
             {
-                jobs.push(Job::Done(Part::unreadable(Unreadable {
-                    offset: at,
-                    processor: None,
-                    entry_id: None,
-                    class: "unreferenced".into(),
-                    reason: format!("the bundle at file offset {at} in .hip_fatbin is not one a __hip_fatbin_wrapper points at: the runtime does not load it, and what it loads may differ"),
-                })));
+                jobs.push(Job::Done(Part::unreadable(unreferenced(at))));
             }
         }
     }
@@ -125,6 +98,49 @@ pub fn locate_host_elf<'a>(
         }
     }
     true
+}
+
+/// What the runtime reads through `wrappers`: each HIPF wrapper's target, once (the fat binary's
+/// file offset, the end of the loaded bytes that hold it, the wrapper's file offset), in wrapper
+/// order, and a `wrapper` record (unknown) for each wrapper that cannot be followed. An
+/// `-fgpu-rdc` object's wrapper (`has_rdc`) names the fat binary its device link makes; its rdc
+/// sections are the device code, reported as not yet linked, so it is no record.
+pub fn pointed(wrappers: &[Wrapper], has_rdc: bool) -> (Vec<(u64, u64, u64)>, Vec<Unreadable>) {
+    let mut pointed: Vec<(u64, u64, u64)> = Vec::new();
+    let mut records = Vec::new();
+    for w in wrappers.iter().filter(|w| w.magic == elf::HIPF) {
+        match &w.target {
+            Ok((t, end)) => {
+                if !pointed.iter().any(|p| p.0 == *t) {
+                    pointed.push((*t, *end, w.offset));
+                }
+            }
+            Err(_) if w.unlinked && has_rdc => {}
+            Err(why) => records.push(Unreadable {
+                offset: w.offset,
+                processor: None,
+                entry_id: None,
+                class: "wrapper".into(),
+                reason: format!(
+                    "the __hip_fatbin_wrapper at file offset {} cannot be followed: {why}",
+                    w.offset
+                ),
+            }),
+        }
+    }
+    (pointed, records)
+}
+
+/// The record (unknown) of a bundle at file offset `at` in `.hip_fatbin` that no wrapper points
+/// at, in a file with wrappers.
+pub fn unreferenced(at: u64) -> Unreadable {
+    Unreadable {
+        offset: at,
+        processor: None,
+        entry_id: None,
+        class: "unreferenced".into(),
+        reason: format!("the bundle at file offset {at} in .hip_fatbin is not one a __hip_fatbin_wrapper points at: the runtime does not load it, and what it loads may differ"),
+    }
 }
 
 /// Scan a host ELF's device code into `file` on this thread. Returns `false` when the ELF carries

@@ -29,6 +29,7 @@ use super::Settings;
 mod archive;
 mod member;
 mod sparse;
+mod stream_elf;
 mod tree;
 
 use archive::{scan_ar, scan_compressed_tar, scan_tar, scan_zip};

@@ -16,7 +16,7 @@
 
 use object::elf::{FileHeader64, ET_EXEC, ET_REL, PT_DYNAMIC, PT_LOAD, SHT_PROGBITS, SHT_RELA};
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
-use object::LittleEndian;
+use object::{LittleEndian, ReadRef};
 
 use super::{elf, Problem};
 
@@ -36,7 +36,34 @@ const SYM_SIZE: usize = 24;
 /// How [`follow_in_object`] says the pointer names a symbol defined elsewhere.
 const UNDEFINED: &str = "is undefined in this object: the fat binary is made at the link";
 /// Size of a wrapper, in bytes.
-const WRAPPER_SIZE: usize = 24;
+pub const WRAPPER_SIZE: usize = 24;
+/// Most wrapper candidates followed in one host ELF (a real library has one per translation unit
+/// with device code); past this the file is unknown. Without a bound, 8 million magics in a
+/// 64 MB library kept a scan busy for more than ten minutes.
+pub const MAX_WRAPPERS: usize = 1 << 16;
+
+/// The bytes of a host ELF as this module reads them: the whole file in memory (`&[u8]`), or what
+/// the passes over a streamed archive member captured (`scan/input/stream_elf.rs`), whose reads
+/// of bytes it does not hold fail and are remembered, to be read in the next pass.
+pub trait Source<'a>: ReadRef<'a> {
+    /// Push the file offset and magic of every wrapper candidate in `[start, end)`: a HIPF or
+    /// HIPK magic followed by version 1 at an 8-byte boundary, with all 24 bytes of the wrapper
+    /// before `end`.
+    fn candidates(self, start: u64, end: u64, out: &mut Vec<(u64, u32)>);
+}
+
+impl<'a> Source<'a> for &'a [u8] {
+    fn candidates(self, start: u64, end: u64, out: &mut Vec<(u64, u32)>) {
+        candidates(self, start, end, out)
+    }
+}
+
+/// Whether the 8 bytes `w` (little-endian) are a wrapper's magic and version 1: its magic.
+pub fn candidate_magic(w: u64) -> Option<u32> {
+    let hipf = (elf::HIPF as u64) | (1 << 32);
+    let hipk = (elf::HIPK as u64) | (1 << 32);
+    (w == hipf || w == hipk).then_some(w as u32)
+}
 
 /// One `__hip_fatbin_wrapper` found in a host ELF.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,10 +98,14 @@ fn file_offset(maps: &[Mapped], v: u64) -> Option<(u64, u64)> {
     })
 }
 
-fn u64_at(d: &[u8], at: usize) -> Option<u64> {
+fn u64_at<'a, R: ReadRef<'a>>(d: R, at: u64) -> Option<u64> {
     Some(u64::from_le_bytes(
-        d.get(at..at.checked_add(8)?)?.try_into().ok()?,
+        d.read_bytes_at(at, 8).ok()?.try_into().ok()?,
     ))
+}
+
+fn file_len<'a, R: ReadRef<'a>>(d: R) -> u64 {
+    d.len().unwrap_or(0)
 }
 
 /// The wrappers in `d[start..end]` (file offsets), looked for at every 8-byte boundary: a HIPF or
@@ -82,12 +113,10 @@ fn u64_at(d: &[u8], at: usize) -> Option<u64> {
 fn candidates(d: &[u8], start: u64, end: u64, out: &mut Vec<(u64, u32)>) {
     let end = end.min(d.len() as u64);
     let mut at = start.next_multiple_of(8);
-    let hipf = (elf::HIPF as u64) | (1 << 32);
-    let hipk = (elf::HIPK as u64) | (1 << 32);
     while at + WRAPPER_SIZE as u64 <= end {
         let w = u64::from_le_bytes(d[at as usize..at as usize + 8].try_into().unwrap());
-        if w == hipf || w == hipk {
-            out.push((at, w as u32));
+        if let Some(m) = candidate_magic(w) {
+            out.push((at, m));
         }
         at += 8;
     }
@@ -104,22 +133,27 @@ struct Relocs {
 }
 
 /// Read the `PT_DYNAMIC` tables of `d`. Errors: a table that lies outside the loaded bytes.
-fn dynamic_relocs(d: &[u8], maps: &[Mapped], dynamic: (u64, u64)) -> Result<Relocs, Problem> {
+fn dynamic_relocs<'a, R: ReadRef<'a>>(
+    d: R,
+    maps: &[Mapped],
+    dynamic: (u64, u64),
+) -> Result<Relocs, Problem> {
     let (doff, dsize) = dynamic;
     let bad = |what: String| Problem::new(doff, "bad-elf", what);
-    let dyn_end = doff.saturating_add(dsize).min(d.len() as u64);
+    let dyn_end = doff.saturating_add(dsize).min(file_len(d));
     let mut tags: Vec<(u64, u64)> = Vec::new();
-    let mut at = doff;
-    while at + 16 <= dyn_end {
-        let tag = u64_at(d, at as usize).unwrap_or(0);
+    let dyn_bytes = d
+        .read_bytes_at(doff, dyn_end.saturating_sub(doff))
+        .unwrap_or(&[]);
+    for e in dyn_bytes.chunks_exact(16) {
+        let tag = u64::from_le_bytes(e[..8].try_into().unwrap());
         if tag == 0 {
             break;
         }
-        tags.push((tag, u64_at(d, at as usize + 8).unwrap_or(0)));
-        at += 16;
+        tags.push((tag, u64::from_le_bytes(e[8..].try_into().unwrap())));
     }
     let get = |t: u64| tags.iter().find(|(k, _)| *k == t).map(|(_, v)| *v);
-    let table = |addr: u64, size: u64, name: &str| -> Result<&[u8], Problem> {
+    let table = |addr: u64, size: u64, name: &str| -> Result<&'a [u8], Problem> {
         let (off, end) = file_offset(maps, addr).ok_or_else(|| {
             bad(format!(
                 "{name} at address {addr:#x} is outside the loaded file bytes"
@@ -130,7 +164,11 @@ fn dynamic_relocs(d: &[u8], maps: &[Mapped], dynamic: (u64, u64)) -> Result<Relo
                 "{name} ({size} bytes at address {addr:#x}) runs past the loaded file bytes"
             )));
         }
-        Ok(&d[off as usize..(off + size) as usize])
+        d.read_bytes_at(off, size).map_err(|()| {
+            bad(format!(
+                "{name} ({size} bytes at address {addr:#x}) does not read"
+            ))
+        })
     };
     let mut r = Relocs {
         symtab: get(DT_SYMTAB),
@@ -175,7 +213,7 @@ fn dynamic_relocs(d: &[u8], maps: &[Mapped], dynamic: (u64, u64)) -> Result<Relo
 ///
 /// Errors: the ELF or program header table is malformed, or a dynamic relocation table lies
 /// outside the loaded bytes.
-pub fn find(d: &[u8]) -> Result<Vec<Wrapper>, Problem> {
+pub fn find<'a, R: Source<'a>>(d: R) -> Result<Vec<Wrapper>, Problem> {
     let endian = LittleEndian;
     let hdr = FileHeader64::<LittleEndian>::parse(d)
         .map_err(|e| Problem::new(0, "bad-elf", format!("host ELF header: {e}")))?;
@@ -193,20 +231,21 @@ pub fn find(d: &[u8]) -> Result<Vec<Wrapper>, Problem> {
             offset: p.p_offset(endian),
             size: p
                 .p_filesz(endian)
-                .min((d.len() as u64).saturating_sub(p.p_offset(endian))),
+                .min(file_len(d).saturating_sub(p.p_offset(endian))),
         })
         .collect();
     let mut found = Vec::new();
     for m in &maps {
         // The wrapper's address is 8-aligned; PT_LOAD keeps address and offset congruent
         // modulo the page size, so its file offset is too.
-        candidates(d, m.offset, m.offset + m.size, &mut found);
+        d.candidates(m.offset, m.offset + m.size, &mut found);
     }
     found.sort_unstable();
     found.dedup();
     if found.is_empty() {
         return Ok(Vec::new());
     }
+    too_many(&found)?;
     let dynamic = phdrs
         .iter()
         .find(|p| p.p_type(endian) == PT_DYNAMIC)
@@ -230,10 +269,22 @@ pub fn find(d: &[u8]) -> Result<Vec<Wrapper>, Problem> {
         .collect())
 }
 
+/// Errors: more than [`MAX_WRAPPERS`] candidates.
+fn too_many(found: &[(u64, u32)]) -> Result<(), Problem> {
+    match found.get(MAX_WRAPPERS) {
+        Some(&(at, _)) => Err(Problem::new(
+            at,
+            "unsupported",
+            format!("more than {MAX_WRAPPERS} __hip_fatbin_wrapper magics; not followed"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The address of a wrapper's pointer in a loaded ELF, from its relocation (or, in an executable
 /// without one, from the bytes in place), mapped to a file offset.
-fn follow_loaded(
-    d: &[u8],
+fn follow_loaded<'a, R: ReadRef<'a>>(
+    d: R,
     maps: &[Mapped],
     relocs: Option<&Relocs>,
     exec: bool,
@@ -245,7 +296,7 @@ fn follow_loaded(
         .find(|m| at >= m.offset && at - m.offset < m.size)
         .map(|m| m.vaddr + (at - m.offset))
         .ok_or("its pointer is not in the loaded bytes")?;
-    let in_place = u64_at(d, at as usize).ok_or("its pointer runs past the end of the file")?;
+    let in_place = u64_at(d, at).ok_or("its pointer runs past the end of the file")?;
     let (rela, count) = relocs.map_or((None, 0), |r| {
         let i = r.rela.partition_point(|e| e.0 < vaddr);
         let n = r.rela[i..].iter().take_while(|e| e.0 == vaddr).count()
@@ -268,12 +319,15 @@ fn follow_loaded(
                 .and_then(|a| file_offset(maps, a))
                 .filter(|(o, e)| o + SYM_SIZE as u64 <= *e)
                 .ok_or_else(|| format!("its relocation's symbol {sym} is outside the loaded bytes"))?
-                .0 as usize;
-            let shndx = u16::from_le_bytes([d[entry + 6], d[entry + 7]]);
+                .0;
+            let entry = d
+                .read_bytes_at(entry, SYM_SIZE as u64)
+                .map_err(|()| format!("its relocation's symbol {sym} does not read"))?;
+            let shndx = u16::from_le_bytes([entry[6], entry[7]]);
             if shndx == 0 {
                 return Err(format!("its relocation's symbol {sym} is undefined here: the fat binary is resolved from another library at load time"));
             }
-            u64_at(d, entry + 8).unwrap_or(0).wrapping_add(addend)
+            u64::from_le_bytes(entry[8..16].try_into().unwrap()).wrapping_add(addend)
         }
         Some(&(_, ty, _, _)) => {
             return Err(format!(
@@ -297,7 +351,10 @@ fn follow_loaded(
 /// followed through the `SHT_RELA` section that applies to it (`R_X86_64_64` against a symbol
 /// defined in a section of this file: that section's file offset plus the symbol's value plus
 /// the addend).
-fn find_in_object(d: &[u8], hdr: &FileHeader64<LittleEndian>) -> Result<Vec<Wrapper>, Problem> {
+fn find_in_object<'a, R: Source<'a>>(
+    d: R,
+    hdr: &FileHeader64<LittleEndian>,
+) -> Result<Vec<Wrapper>, Problem> {
     let endian = LittleEndian;
     let sections = hdr
         .sections(endian, d)
@@ -309,7 +366,8 @@ fn find_in_object(d: &[u8], hdr: &FileHeader64<LittleEndian>) -> Result<Vec<Wrap
         }
         let (off, size) = (s.sh_offset(endian), s.sh_size(endian));
         let mut found = Vec::new();
-        candidates(d, off, off.saturating_add(size), &mut found);
+        d.candidates(off, off.saturating_add(size), &mut found);
+        too_many(&found)?;
         for (offset, magic) in found {
             let target = follow_in_object(d, &sections, i, offset - off);
             let unlinked = matches!(&target, Err(why) if why.contains(UNDEFINED));
@@ -325,9 +383,9 @@ fn find_in_object(d: &[u8], hdr: &FileHeader64<LittleEndian>) -> Result<Vec<Wrap
 }
 
 /// The target of the wrapper at `at` bytes into section `index` of an object file.
-fn follow_in_object(
-    d: &[u8],
-    sections: &object::read::elf::SectionTable<'_, FileHeader64<LittleEndian>>,
+fn follow_in_object<'a, R: ReadRef<'a>>(
+    d: R,
+    sections: &object::read::elf::SectionTable<'a, FileHeader64<LittleEndian>, R>,
     index: usize,
     at: u64,
 ) -> Result<(u64, u64), String> {
@@ -377,7 +435,7 @@ fn follow_in_object(
             }
             let (toff, tsize) = (target.sh_offset(endian), target.sh_size(endian));
             let rel = value.wrapping_add(addend);
-            if rel >= tsize || toff.saturating_add(tsize) > d.len() as u64 {
+            if rel >= tsize || toff.saturating_add(tsize) > file_len(d) {
                 return Err(format!(
                     "its pointer leads {rel} bytes into a section of {tsize} bytes"
                 ));

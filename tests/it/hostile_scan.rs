@@ -51,6 +51,8 @@ pub(crate) struct Row {
     pub(crate) fragment: String,
     /// Text that must not appear on stdout or stderr.
     pub(crate) absent: Vec<&'static str>,
+    /// Set in the environment of the run (not with `ulimit_f`).
+    pub(crate) env: Vec<(&'static str, OsString)>,
 }
 
 pub(crate) fn row(
@@ -69,12 +71,18 @@ pub(crate) fn row(
         code,
         fragment: fragment.to_owned(),
         absent: vec![],
+        env: vec![],
     }
 }
 
-/// [`crate::support::run_row`] with no extra environment and a 120 s deadline.
-fn run_in(dir: &Path, args: &[OsString], ulimit_kib: Option<u64>) -> (i32, String, String) {
-    crate::support::run_row(dir, args, &[], ulimit_kib, Duration::from_secs(120))
+/// [`crate::support::run_row`] with a 120 s deadline.
+fn run_in(
+    dir: &Path,
+    args: &[OsString],
+    env: &[(&str, OsString)],
+    ulimit_kib: Option<u64>,
+) -> (i32, String, String) {
+    crate::support::run_row(dir, args, env, ulimit_kib, Duration::from_secs(120))
 }
 
 /// A committed fixture library with the MessagePack array header after `key` (a fixstr key in
@@ -634,7 +642,7 @@ pub(crate) fn check_rows(rows: Vec<Row>) {
             Some(blocks) => {
                 crate::support::run_row_fsize(d, &r.args, blocks, Duration::from_secs(120))
             }
-            None => run_in(d, &r.args, r.ulimit_kib),
+            None => run_in(d, &r.args, &r.env, r.ulimit_kib),
         };
         let after = crate::support::listing(d, &["out"]);
         let mut why = vec![];
@@ -705,7 +713,7 @@ fn doctor_library_with_a_claiming_count_does_not_abort() {
     .iter()
     .map(OsString::from)
     .collect();
-    let (code, out, err) = run_in(d, &args, Some(CLAIM_BUDGET_KIB));
+    let (code, out, err) = run_in(d, &args, &[], Some(CLAIM_BUDGET_KIB));
     assert!(
         (0..=3).contains(&code) && !err.contains("memory allocation of"),
         "exit {code}\n{out}\n{err}"

@@ -11,7 +11,9 @@
 //! The rows of the first table edit committed fixtures byte by byte (what the tools below do,
 //! reduced to the bytes a reader looks at); the slow table makes the same cases with the real
 //! toolchain (`llvm-objcopy-21`, `clang++-21`, `llvm-ar-21`, `clang-offload-packager-21` in
-//! `debian-sid`) at test time, from `tests/fixtures/src`.
+//! `debian-sid`) at test time, from `tests/fixtures/src`; its `class 3 streamed` rows store the
+//! objects as `.tar.gz` members larger than the memory budget, read from a stream (before, that
+//! path did not read `.llvm.offloading` and said "no device code found", exit 0).
 
 use std::path::Path;
 
@@ -31,17 +33,17 @@ fn u64_at(d: &[u8], at: usize) -> u64 {
 }
 
 /// A section header of a 64-bit ELF: its position in the file, name, type, address, offset, size.
-struct Shdr {
-    at: usize,
-    name: String,
-    ty: u32,
-    addr: u64,
-    offset: u64,
-    size: u64,
+pub(crate) struct Shdr {
+    pub(crate) at: usize,
+    pub(crate) name: String,
+    pub(crate) ty: u32,
+    pub(crate) addr: u64,
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
 }
 
 /// The section headers of the 64-bit little-endian ELF `d`.
-fn shdrs(d: &[u8]) -> Vec<Shdr> {
+pub(crate) fn shdrs(d: &[u8]) -> Vec<Shdr> {
     let (shoff, num, strndx) = (
         u64_at(d, 0x28) as usize,
         u16_at(d, 0x3c) as usize,
@@ -76,7 +78,7 @@ fn shdrs(d: &[u8]) -> Vec<Shdr> {
         .collect()
 }
 
-fn section<'a>(s: &'a [Shdr], name: &str) -> &'a Shdr {
+pub(crate) fn section<'a>(s: &'a [Shdr], name: &str) -> &'a Shdr {
     s.iter().find(|h| h.name == name).unwrap()
 }
 
@@ -102,7 +104,7 @@ pub(crate) fn headerless(lib: &[u8]) -> Vec<u8> {
 
 /// `lib` with the dynamic relocation that fills its wrapper's pointer changed by `edit`
 /// (the `Elf64_Rela` bytes: offset, info, addend).
-fn wrapper_reloc(lib: &[u8], edit: impl Fn(&mut [u8])) -> Vec<u8> {
+pub(crate) fn wrapper_reloc(lib: &[u8], edit: impl Fn(&mut [u8])) -> Vec<u8> {
     let mut d = lib.to_vec();
     let s = shdrs(&d);
     let ptr = section(&s, ".hipFatBinSegment").addr + 8;
@@ -146,6 +148,32 @@ pub(crate) fn note_views_disagree(co: &[u8], section_clean: bool) -> Vec<u8> {
             .find(|&p| u32_at(&d, p) == 4 && u64_at(&d, p + 8) == off as u64)
             .expect("the PT_NOTE that holds the note section");
         d[ph + 8..ph + 16].copy_from_slice(&new_off.to_le_bytes());
+    }
+    d
+}
+
+/// `lib` with `n` wrapper magics (HIPF, version 1) appended on a page boundary and its last
+/// `PT_LOAD` moved to map them: each one a wrapper the reader must consider. Before the bound,
+/// following them compared each with every other (8 million in 64 MB ran past ten minutes).
+fn loaded_magics(lib: &[u8], n: usize) -> Vec<u8> {
+    let mut d = lib.to_vec();
+    d.resize(d.len().next_multiple_of(4096), 0);
+    let start = d.len() as u64;
+    for _ in 0..n {
+        d.extend_from_slice(&0x4849_5046u32.to_le_bytes());
+        d.extend_from_slice(&1u32.to_le_bytes());
+    }
+    let len = d.len() as u64 - start;
+    let (phoff, phnum) = (u64_at(&d, 0x20) as usize, u16_at(&d, 0x38) as usize);
+    let last = (0..phnum)
+        .map(|i| phoff + 56 * i)
+        .rfind(|&p| u32_at(&d, p) == 1)
+        .expect("a PT_LOAD");
+    for (k, v) in [start, 0x1000_0000, 0x1000_0000, len, len]
+        .iter()
+        .enumerate()
+    {
+        d[last + 8 + 8 * k..last + 16 + 8 * k].copy_from_slice(&v.to_le_bytes());
     }
     d
 }
@@ -239,6 +267,19 @@ fn rows() -> Vec<Row> {
         &[&"scan", &"in/lib.so"],
         0,
         "gfx1100          clean",
+    ));
+    rows.push(row(
+        "class 1: more wrapper magics in the loaded bytes than are followed (a clean library)",
+        |d| {
+            put(
+                d,
+                "lib.so",
+                loaded_magics(&read_fixture("sid/implicit.so"), 65540),
+            )
+        },
+        &[&"scan", &"in/lib.so"],
+        3,
+        "more than 65536 __hip_fatbin_wrapper magics",
     ));
     // Class 2: comgr reads the PT_NOTE segment; a note section that disagrees is unknown.
     rows.push(row(
@@ -435,6 +476,54 @@ fn slow_rows() -> Vec<Row> {
         1,
         "HOSTCALL k_assert",
     ));
+    // The same objects as members too large to hold, read from a stream (no spill folder).
+    for (name, make, code, fragment) in [
+        (
+            "class 3 streamed: a new offload driver object in a .tar.gz",
+            "nd.o",
+            3,
+            "not yet linked (bitcode, new offload driver object)",
+        ),
+        (
+            "class 3 streamed: an offload binary holding a complete code object, in a .tar.gz",
+            "co.o",
+            1,
+            "HOSTCALL k_assert",
+        ),
+    ] {
+        let mut r = row(
+            name,
+            move |d| {
+                new_driver_object(d);
+                if make == "co.o" {
+                    copy_in(d, "sid/kernels.co", "kernels.co");
+                    sid(d, &["clang-offload-packager-21", "-o", "in/pkg.bin", "--image=file=in/kernels.co,triple=amdgcn-amd-amdhsa,arch=gfx1100,kind=hip"]);
+                    sid(
+                        d,
+                        &[
+                            "llvm-objcopy-21",
+                            "--remove-section",
+                            ".llvm.offloading",
+                            "--add-section",
+                            ".llvm.offloading=in/pkg.bin",
+                            "in/nd.o",
+                            "in/co.o",
+                        ],
+                    );
+                }
+                let obj = std::fs::read(d.join("in").join(make)).unwrap();
+                let tar = crate::hostile_scan::tar_archive(&[("lib/x.o", &obj)], true);
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                std::io::Write::write_all(&mut gz, &tar).unwrap();
+                put(d, "obj.tar.gz", gz.finish().unwrap());
+            },
+            &[&"scan", &"--memory-budget", &"4K", &"in/obj.tar.gz"],
+            code,
+            fragment,
+        );
+        r.env = vec![("RCCLFIX_SCAN_SPILL_DIR", std::ffi::OsString::new())];
+        rows.push(r);
+    }
     rows
 }
 

@@ -21,6 +21,7 @@ mod hostile_paths;
 mod hostile_recipe;
 mod hostile_scan;
 mod hostile_scan_runtime;
+mod hostile_scan_streamed;
 mod hostile_source;
 mod matrix;
 mod package;

@@ -8,13 +8,20 @@
 //! Inputs: every bare code object fixture, and the code objects `clang-offload-bundler-21`
 //! unbundles from every bundle of each sid library fixture (plain bundles) (the oracle's own tools), each as
 //! it is and mutated (section headers gone, the note section or the `PT_NOTE` segment pointed at
-//! a copy that declares nothing); and the sid libraries themselves with `.hip_fatbin` renamed or
-//! the section headers gone, compared with comgr on the code objects their wrapper points at.
+//! a copy that declares nothing); and the sid libraries themselves (plain and compressed offload
+//! bundles, CCOB) as they are, with `.hip_fatbin` renamed, the section headers gone, the
+//! `.hip_fatbin` header on a clean copy, or a clean `.hip_fatbin` added by `llvm-objcopy-21`,
+//! compared with comgr on the code objects their wrapper points at. Every case again as the one
+//! member of each archive scan reads (`.tar`, stored `.zip`, `ar` `.a`, `.tar.gz`, `.tar.xz`,
+//! deflated `.whl`, `.deb`), the compressed ones also as members larger than the memory budget
+//! read from a stream.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::hostile_scan::{ar_archive, deb_with_data, tar_archive, xz};
 use crate::hostile_scan_runtime::{headerless, note_views_disagree, renamed};
+use crate::hostile_scan_streamed::decoy;
 use crate::support::{in_toolchain_ok, rcclfix, repo, slow_or_note};
 
 /// What comgr says per file: `None` when it does not read the metadata, else the declaring
@@ -48,13 +55,52 @@ fn comgr(work: &Path, files: &[String]) -> BTreeMap<String, Option<BTreeSet<Stri
     m
 }
 
-/// `rcclfix scan --json=full FILE`: its exit code and the declaring kernels.
-fn scan(file: &Path) -> (i32, BTreeSet<String>) {
-    let o = rcclfix()
-        .args(["scan", "--json=full"])
-        .arg(file)
-        .output()
+/// `bytes` as the one member (`usr/lib/libk.so`) of every archive scan reads: file extension and
+/// bytes. The compressed ones come twice: `EXT` read as usual, `EXT, streamed` read with a
+/// 4 KiB memory budget and no spill folder.
+fn archives(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+    use std::io::Write as _;
+    let tar = tar_archive(&[("usr/lib/libk.so", bytes)], true);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar).unwrap();
+    let zip = |m: zip::CompressionMethod| {
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        z.start_file(
+            "pkg/libk.so",
+            zip::write::SimpleFileOptions::default().compression_method(m),
+        )
         .unwrap();
+        z.write_all(bytes).unwrap();
+        z.finish().unwrap().into_inner()
+    };
+    let compressed = [
+        ("tar.gz", gz.finish().unwrap()),
+        ("tar.xz", xz(&tar)),
+        ("whl", zip(zip::CompressionMethod::Deflated)),
+        ("deb", deb_with_data(&xz(&tar))),
+    ];
+    let mut out = vec![
+        ("tar".to_owned(), tar.clone()),
+        ("zip".to_owned(), zip(zip::CompressionMethod::Stored)),
+        ("a".to_owned(), ar_archive(&[("libk.so", bytes)])),
+    ];
+    for (e, b) in compressed {
+        out.push((e.to_owned(), b.clone()));
+        out.push((format!("{e}, streamed"), b));
+    }
+    out
+}
+
+/// `rcclfix scan --json=full FILE` (`streamed`: with a 4 KiB memory budget and no spill folder):
+/// its exit code and the declaring kernels.
+fn scan(file: &Path, streamed: bool) -> (i32, BTreeSet<String>) {
+    let mut c = rcclfix();
+    c.args(["scan", "--json=full"]).arg(file);
+    if streamed {
+        c.env("RCCLFIX_SCAN_MEMORY_BUDGET", "4K")
+            .env("RCCLFIX_SCAN_SPILL_DIR", "");
+    }
+    let o = c.output().unwrap();
     let code = o.status.code().unwrap_or(-1);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
     let mut declaring = BTreeSet::new();
@@ -101,7 +147,7 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
     for e in std::fs::read_dir(fixtures.join("sid")).unwrap() {
         let p = e.unwrap().path();
         let n = p.file_name().unwrap().to_string_lossy().into_owned();
-        if n.ends_with(".so") && !n.contains("ccob") {
+        if n.ends_with(".so") {
             std::fs::copy(&p, w.join(format!("lib-{n}"))).unwrap();
             libs.push(format!("lib-{n}"));
         }
@@ -116,16 +162,39 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
             "for f in lib-*.so; do llvm-objcopy-21 --dump-section .hip_fatbin=$f.fb $f /tmp/copy; done",
         ],
     );
+    in_toolchain_ok(
+        "sid",
+        w,
+        &[
+            "sh",
+            "-c",
+            "for f in lib-*.so; do llvm-objcopy-21 --add-section .hip_fatbin=lib-implicit.so.fb $f $f.dup; done",
+        ],
+    );
+    let clean = std::fs::read(w.join("lib-implicit.so")).unwrap();
     // Split each fat binary at its 4096-aligned bundle magics (the oracle's own walk), then
     // unbundle every AMDGPU entry of every bundle.
     for lib in &libs {
         let fb = std::fs::read(w.join(format!("{lib}.fb"))).unwrap();
         let starts: Vec<usize> = (0..fb.len())
             .step_by(4096)
-            .filter(|&o| fb[o..].starts_with(b"__CLANG_OFFLOAD_BUNDLE__"))
+            .filter(|&o| {
+                fb[o..].starts_with(b"__CLANG_OFFLOAD_BUNDLE__") || fb[o..].starts_with(b"CCOB")
+            })
             .collect();
         for (i, &s) in starts.iter().enumerate() {
-            let e = starts.get(i + 1).copied().unwrap_or(fb.len());
+            let mut e = starts.get(i + 1).copied().unwrap_or(fb.len());
+            // A CCOB v2 or v3 ends at its total size (clang `OffloadBundler.cpp`, the
+            // compressed bundle header); the bundler does not read one with padding after it.
+            let version = u16::from_le_bytes([fb[s + 4], fb[s + 5]]);
+            if fb[s..].starts_with(b"CCOB") && (2..=3).contains(&version) {
+                let total = if version == 2 {
+                    u32::from_le_bytes(fb[s + 8..s + 12].try_into().unwrap()) as usize
+                } else {
+                    u64::from_le_bytes(fb[s + 8..s + 16].try_into().unwrap()) as usize
+                };
+                e = e.min(s + total);
+            }
             std::fs::write(w.join(format!("{lib}.b{i}")), &fb[s..e]).unwrap();
         }
     }
@@ -140,14 +209,14 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
     }
     cos.sort();
     // The mutants, by kind: (kind, file, the code objects comgr reads for it).
-    let mut cases: Vec<(&str, String, Vec<String>)> = Vec::new();
+    let mut cases: Vec<(String, String, Vec<String>)> = Vec::new();
     for (co, _) in &cos {
         let bytes = std::fs::read(w.join(co)).unwrap();
-        cases.push(("code object as it is", co.clone(), vec![co.clone()]));
+        cases.push(("code object as it is".into(), co.clone(), vec![co.clone()]));
         let mut put = |kind: &'static str, b: Vec<u8>| {
             let n = format!("{co}.{}", cases.len());
             std::fs::write(w.join(&n), b).unwrap();
-            cases.push((kind, n.clone(), vec![n]));
+            cases.push((kind.into(), n.clone(), vec![n]));
         };
         put("code object, section headers gone", headerless(&bytes));
         let segments = u16::from_le_bytes([bytes[0x38], bytes[0x39]]) > 0;
@@ -172,19 +241,41 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
         if mine.is_empty() {
             continue;
         }
+        let dup = std::fs::read(w.join(format!("{lib}.dup"))).unwrap();
         for (kind, b) in [
+            ("library as it is", bytes.clone()),
             ("library, .hip_fatbin renamed", renamed(&bytes)),
             ("library, section headers gone", headerless(&bytes)),
+            (
+                "library, .hip_fatbin header on a clean copy",
+                decoy(&bytes, &clean),
+            ),
+            ("library, a clean .hip_fatbin added (llvm-objcopy)", dup),
         ] {
             let n = format!("{lib}.{}", cases.len());
             std::fs::write(w.join(&n), b).unwrap();
-            cases.push((kind, n, mine.clone()));
+            cases.push((kind.into(), n, mine.clone()));
+        }
+    }
+    // Every case again as the one member of each archive scan reads, and, compressed, as a
+    // member larger than the memory budget read from a stream (kind `…, streamed`).
+    let direct = cases.len();
+    for i in 0..direct {
+        let (kind, file, read) = cases[i].clone();
+        let bytes = std::fs::read(w.join(&file)).unwrap();
+        for (ext, b) in archives(&bytes) {
+            let n = match ext.strip_suffix(", streamed") {
+                Some(e) => format!("{file}.s.{e}"),
+                None => format!("{file}.{ext}"),
+            };
+            std::fs::write(w.join(&n), b).unwrap();
+            cases.push((format!("{kind}, in .{ext}"), n, read.clone()));
         }
     }
     let all: BTreeSet<String> = cases.iter().flat_map(|c| c.2.clone()).collect();
     let truth = comgr(w, &all.into_iter().collect::<Vec<_>>());
     // Per kind: cases, comgr declares, scan declares, scan unknown, false cleans, disagreements.
-    let mut counts: BTreeMap<&str, [usize; 6]> = BTreeMap::new();
+    let mut counts: BTreeMap<String, [usize; 6]> = BTreeMap::new();
     let mut bad = Vec::new();
     for (kind, file, read) in &cases {
         let mut declares = BTreeSet::new();
@@ -195,8 +286,9 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
                 None => unread = true,
             }
         }
-        let (code, ours) = scan(&w.join(file));
-        let c = counts.entry(kind).or_default();
+        let streamed = kind.ends_with(", streamed");
+        let (code, ours) = scan(&w.join(file), streamed);
+        let c = counts.entry(kind.clone()).or_default();
         c[0] += 1;
         c[1] += usize::from(!declares.is_empty());
         c[2] += usize::from(code == 1);
@@ -217,8 +309,13 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
     eprintln!(
         "kind: [cases, comgr declares, scan declares, scan unknown, false cleans, disagreements]"
     );
+    let mut total = [0usize; 6];
     for (k, c) in &counts {
         eprintln!("{k}: {c:?}");
+        for (t, v) in total.iter_mut().zip(c) {
+            *t += v;
+        }
     }
+    eprintln!("all {} kinds: {total:?}", counts.len());
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
