@@ -25,6 +25,7 @@
 pub mod cache;
 pub mod eta;
 pub mod exec;
+pub mod frame;
 pub mod load;
 pub mod ndebug;
 pub mod ninja_cpu;
