@@ -698,10 +698,10 @@ pub fn check_record_versions(
         list.join(", ")
     );
     if locked {
-        bail!("{msg}\nhelp: --locked refuses a toolchain whose package versions differ from the record's; build without --locked to build anyway (the scan gate still judges), or see README, \"Refreshing a toolchain\"");
+        bail!("{msg}\nhelp: --locked refuses a toolchain whose package versions differ from the record's; build without --locked to build anyway (the scan gate still judges), or see docs/build.md, \"Toolchains from Debian's archive, and refreshing one\"");
     }
     crate::ui::warn(format_args!(
-        "{msg}\nhelp: the library may differ from the recorded sha256 {}; the scan gate still judges it (README, \"Refreshing a toolchain\")",
+        "{msg}\nhelp: the library may differ from the recorded sha256 {}; the scan gate still judges it (docs/build.md, \"Toolchains from Debian's archive, and refreshing one\")",
         m.library.sha256
     ));
     Ok(())

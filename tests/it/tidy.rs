@@ -624,3 +624,38 @@ fn no_test_passes_without_its_input() {
     }
     report("tests that pass without their input", &bad);
 }
+
+/// README is for a newcomer: no line over 300 characters (depth goes to `docs/`), the Rust
+/// version it asks for is `Cargo.toml`'s `rust-version`, and every `docs/` page it links exists.
+#[test]
+fn the_readme_fits_a_newcomer() {
+    let readme = read(Path::new("README.md"));
+    let mut bad = vec![];
+    for (i, l) in readme.lines().enumerate() {
+        if l.chars().count() > 300 {
+            bad.push(format!(
+                "README.md:{}: {} characters (move the depth to docs/)",
+                i + 1,
+                l.chars().count()
+            ));
+        }
+    }
+    let cargo = read(Path::new("Cargo.toml"));
+    let rust = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .expect("Cargo.toml has a rust-version")
+        .trim_matches('"');
+    if !readme.contains(&format!("Rust {rust} or newer")) {
+        bad.push(format!(
+            "README.md does not say \"Rust {rust} or newer\" (Cargo.toml's rust-version)"
+        ));
+    }
+    for link in readme.split("](docs/").skip(1) {
+        let page = link.split([')', '#']).next().unwrap_or("");
+        if !root().join("docs").join(page).is_file() {
+            bad.push(format!("README.md links docs/{page}, which does not exist"));
+        }
+    }
+    report("README", &bad);
+}
