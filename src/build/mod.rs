@@ -477,7 +477,7 @@ pub fn build_with(
         &crate::source::user_lockfile(),
     )?;
     container::prepare(&engine, &mut tc)?;
-    container::toolchain::check_record_versions(recipe, &tc, recipe_root, args.locked)?;
+    container::drift::check_record_versions(recipe, &tc, recipe_root, args.locked)?;
     ui.status(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),
