@@ -659,3 +659,52 @@ fn the_readme_fits_a_newcomer() {
     }
     report("README", &bad);
 }
+
+/// The files still over their limit, each with its length when this check came (issue 41): it
+/// may shrink, never grow, and leaves this list once split.
+const OVER_THE_LIMIT: &[(&str, usize)] = &[
+    ("src/recipe/mod.rs", 802),
+    ("src/scan/ccob.rs", 803),
+    ("src/fsutil.rs", 814),
+    ("src/container/engine.rs", 833),
+    ("src/verify/abi.rs", 961),
+    ("tests/it/verify.rs", 1072),
+    ("tests/it/build.rs", 1206),
+    ("tests/it/package.rs", 2089),
+];
+
+/// No source file over 800 lines (`src/`, `xtask/`) and no test file over 1,000 (`tests/`):
+/// a longer file is split along the data's stages. [`OVER_THE_LIMIT`] lists the ones not split
+/// yet, each held to its length.
+#[test]
+fn no_rust_file_over_its_line_limit() {
+    let mut bad = vec![];
+    for p in files(&[".rs"]) {
+        let name = p.to_string_lossy().into_owned();
+        let limit = if name.starts_with("src/") || name.starts_with("xtask/") {
+            800
+        } else if name.starts_with("tests/") {
+            1000
+        } else {
+            continue;
+        };
+        let n = read(&p).lines().count();
+        let allowed = OVER_THE_LIMIT
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map_or(limit, |&(_, n)| n.max(limit));
+        if n > allowed {
+            bad.push(format!(
+                "{name}: {n} lines (limit {allowed}): split it along the data's stages"
+            ));
+        }
+    }
+    for (f, _) in OVER_THE_LIMIT {
+        if !root().join(f).is_file() {
+            bad.push(format!(
+                "{f} is listed in OVER_THE_LIMIT but does not exist"
+            ));
+        }
+    }
+    report("files over their line limit", &bad);
+}
