@@ -46,7 +46,7 @@ pub struct Manifest {
     pub toolchain_digest: Option<String>,
     /// A rootfs toolchain's installed packages as `name=version` (its stamp's list, sorted): the
     /// versions this library was built with. `build` compares a verified recipe's record with the
-    /// toolchain it runs in (`container::toolchain::check_record_versions`). Empty for image and
+    /// toolchain it runs in (`container::drift::check_record_versions`). Empty for image and
     /// host toolchains, and in manifests from before rcclfix recorded it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolchain_packages: Vec<String>,

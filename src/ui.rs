@@ -151,6 +151,16 @@ pub fn color() -> bool {
     get().color
 }
 
+/// The width of the terminal on stderr in columns (its window size, `TIOCGWINSZ`), 80 when
+/// stderr is no terminal or the size is unknown (0).
+pub fn stderr_width() -> usize {
+    console::Term::stderr()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
+        .filter(|&c| c > 0)
+        .unwrap_or(80)
+}
+
 /// Whether stderr is a terminal (progress bars only then).
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()

@@ -25,6 +25,7 @@
 pub mod cache;
 pub mod eta;
 pub mod exec;
+pub mod frame;
 pub mod load;
 pub mod ndebug;
 pub mod ninja_cpu;
@@ -476,7 +477,7 @@ pub fn build_with(
         &crate::source::user_lockfile(),
     )?;
     container::prepare(&engine, &mut tc)?;
-    container::toolchain::check_record_versions(recipe, &tc, recipe_root, args.locked)?;
+    container::drift::check_record_versions(recipe, &tc, recipe_root, args.locked)?;
     ui.status(
         "Toolchain",
         format_args!("{} ({}) via {}", tc.name(), tc.id(), engine.name()),

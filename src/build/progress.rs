@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::eta::{self, Estimator};
+use super::frame;
 use super::load::{self, Sample, Trace};
 use super::ninja_cpu::NinjaCpu;
 use super::running::{Graph, Running};
@@ -50,6 +51,18 @@ struct State {
     load: Trace,
     /// The CPU time of ninja's finished steps, read with each load sample.
     cpu: Option<NinjaCpu>,
+    /// The running step last named on the terminal and when it was first named.
+    since: Option<(String, Instant)>,
+}
+
+/// What the terminal frame shows besides the bar's own position and clock: set by the ticker
+/// every 2 s, read by the bar at every redraw ([`frame::render`]). Its own lock, never held
+/// while calling the bar, so a redraw never waits on [`State`].
+#[derive(Debug, Default)]
+struct Shown {
+    eta: String,
+    running: Option<(String, Instant, Duration)>,
+    last: String,
 }
 
 impl State {
@@ -137,18 +150,47 @@ impl State {
 
     /// The ETA text: remaining time and the step running, or why there is none.
     fn eta_text(&mut self) -> String {
+        let mut t = self.estimate_text();
+        if let Some(r) = self.running_step() {
+            t.push_str("; running: ");
+            t.push_str(&r);
+        }
+        t
+    }
+
+    /// The step running: the record's long step while it runs, else what the build graph tells
+    /// ([`Self::running_text`]).
+    fn running_step(&mut self) -> Option<String> {
         self.poll_log();
-        let running = self.running_text();
-        let Some(est) = &self.est else {
-            let mut t = String::from("no timing record for this recipe yet: elapsed time only");
-            if let Some(r) = running {
-                t.push_str("; running: ");
-                t.push_str(&r);
+        if let Some(est) = &self.est {
+            let e = est.estimate(self.started.elapsed().as_secs_f64());
+            if let Some((out, secs)) = e.long_running.first() {
+                return Some(eta::describe_step(out, *secs, &self.targets));
             }
-            return t;
+        }
+        self.running_text()
+    }
+
+    /// The running step and how long it has been the running step (since the first poll that
+    /// named it), for the terminal frame.
+    fn running_since(&mut self) -> Option<(String, Duration)> {
+        let now = self.running_step();
+        match (&now, &self.since) {
+            (Some(n), Some((was, _))) if n == was => {}
+            (Some(n), _) => self.since = Some((n.clone(), Instant::now())),
+            (None, _) => self.since = None,
+        }
+        self.since.as_ref().map(|(n, t)| (n.clone(), t.elapsed()))
+    }
+
+    /// The estimate alone (remaining time, or why there is none), without the running step.
+    fn estimate_text(&mut self) -> String {
+        self.poll_log();
+        let Some(est) = &self.est else {
+            return String::from("no timing record for this recipe yet: elapsed time only");
         };
         let e = est.estimate(self.started.elapsed().as_secs_f64());
-        let mut t = if e.overrun > 0.0 {
+        if e.overrun > 0.0 {
             format!(
                 "running {} longer than the record predicts (steps ran at {:.2}x the recorded time; the long step is at {:.2}x so far)",
                 fmt_mins(e.overrun),
@@ -161,15 +203,7 @@ impl State {
                 fmt_mins(e.remaining),
                 e.speed
             )
-        };
-        if let Some((out, secs)) = e.long_running.first() {
-            t.push_str("; running: ");
-            t.push_str(&eta::describe_step(out, *secs, &self.targets));
-        } else if let Some(r) = running {
-            t.push_str("; running: ");
-            t.push_str(&r);
         }
-        t
     }
 
     /// The tail of a progress line: what is known to run, else what finished last.
@@ -260,24 +294,43 @@ impl Progress {
             started,
             running_now: 0,
             load: Trace::here(),
+            since: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         if tty {
             let bar = ProgressBar::new(0);
+            let shown = Arc::new(Mutex::new(Shown {
+                eta: label.to_owned(),
+                ..Shown::default()
+            }));
+            let color = crate::ui::color();
+            let sh = shown.clone();
             bar.set_style(
-                ProgressStyle::with_template(if crate::ui::color() {
-                    "{prefix:>12.green.bold} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}"
-                } else {
-                    "{prefix:>12} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}"
-                })
-                .expect("valid template")
-                .progress_chars("=> "),
+                ProgressStyle::with_template("{frame}")
+                    .expect("valid template")
+                    .with_key(
+                        "frame",
+                        move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                            let s = sh.lock().unwrap();
+                            let f = frame::Frame {
+                                elapsed: st.elapsed(),
+                                pos: st.pos(),
+                                len: st.len().unwrap_or(0),
+                                eta: &s.eta,
+                                running: s
+                                    .running
+                                    .as_ref()
+                                    .map(|(r, at, d)| (r.as_str(), *d + at.elapsed())),
+                                last: &s.last,
+                            };
+                            let _ =
+                                w.write_str(&frame::render(&f, crate::ui::stderr_width(), color));
+                        },
+                    ),
             );
-            bar.set_prefix("Building");
-            bar.set_message(label.to_owned());
             bar.enable_steady_tick(Duration::from_secs(1));
-            let (st, sp, b) = (state.clone(), stop.clone(), bar.clone());
-            // Refresh the ETA every 2 s (the bar's own tick only redraws).
+            let (st, sp) = (state.clone(), stop.clone());
+            // Refresh the ETA every 2 s (the bar's own tick redraws every second).
             let ticker = std::thread::spawn(move || {
                 let mut n = 0u32;
                 while !sp.load(Ordering::Relaxed) {
@@ -291,14 +344,15 @@ impl Progress {
                         st.lock().unwrap().eta_debug();
                     }
                     if n.is_multiple_of(8) {
-                        let mut s = st.lock().unwrap();
-                        let eta = s.eta_text();
-                        let msg = if s.running_text().is_some() {
-                            eta
-                        } else {
-                            format!("{eta} | {}", s.last)
+                        let (eta, running, last) = {
+                            let mut s = st.lock().unwrap();
+                            (s.estimate_text(), s.running_since(), s.last.clone())
                         };
-                        b.set_message(msg);
+                        *shown.lock().unwrap() = Shown {
+                            eta,
+                            running: running.map(|(r, d)| (r, Instant::now(), d)),
+                            last,
+                        };
                     }
                 }
             });

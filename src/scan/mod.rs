@@ -17,6 +17,7 @@ pub mod bundle;
 pub mod callgraph;
 pub mod ccob;
 pub mod codeobj;
+pub mod compact;
 pub mod elf;
 pub mod host;
 pub mod input;

@@ -1,6 +1,7 @@
 //! The one integration-test binary: one module per feature.
 mod build;
 mod build_plan;
+mod build_progress;
 mod cli;
 mod doctor;
 mod doctor_cases;
