@@ -129,11 +129,10 @@ pub fn find(src: &Sources) -> Vec<Seen> {
     }
     if src.machine {
         for c in crate::doctor::library::discover() {
-            if let Some(d) = c.path.parent() {
-                if c.found_via.contains("torch/lib") || c.found_via.contains("_rocm_sdk") {
-                    if !lib_dirs.iter().any(|x| x == d) {
-                        lib_dirs.push(d.to_path_buf());
-                    }
+            let wheel = c.found_via.contains("torch/lib") || c.found_via.contains("_rocm_sdk");
+            if let Some(d) = c.path.parent().filter(|_| wheel) {
+                if !lib_dirs.iter().any(|x| x == d) {
+                    lib_dirs.push(d.to_path_buf());
                 }
             }
             out.push(Seen {
