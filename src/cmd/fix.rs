@@ -202,7 +202,7 @@ fn undo(id: Option<&str>) -> anyhow::Result<ExitCode> {
     for i in &ids {
         match fix::apply::undo(i) {
             Ok(r) => crate::ui::status(
-                "Restored",
+                "Undone",
                 format!(
                     "{} (sha256 {}, fix {})",
                     escape_path(&r.path),
@@ -299,8 +299,8 @@ pub fn render(plan: &Plan) -> String {
         }
         let _ = writeln!(s, "  apply     {}", c.apply);
     }
-    for (p, why) in &plan.unread {
-        let _ = writeln!(s, "not read: {}: {}", escape_path(p), escape(why));
+    for u in &plan.unread {
+        let _ = writeln!(s, "not read: {}: {}", escape_path(&u.path), escape(&u.why));
     }
     let _ = writeln!(s, "note: {}", plan.unverified);
     s

@@ -66,6 +66,27 @@ pub fn fixes_dir() -> PathBuf {
     crate::paths::home().join(FIXES_DIR)
 }
 
+/// [`fixes_dir`], refused when it exists and is anything but a real folder (a link to a folder
+/// elsewhere included): the kept originals never go through a link.
+///
+/// Errors: one line naming it and what it is.
+pub fn checked_fixes_dir() -> anyhow::Result<PathBuf> {
+    let dir = fixes_dir();
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(m) if m.file_type().is_symlink() => {
+            anyhow::bail!("{}: a link, not a folder; refusing", dir.display())
+        }
+        Ok(m) => anyhow::bail!(
+            "{}: not a folder ({}); refusing",
+            dir.display(),
+            crate::fsutil::file_kind(&m)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(dir),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", dir.display()),
+    }
+}
+
 fn fix_id(path: &Path, original_sha256: &str) -> String {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
@@ -123,7 +144,7 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
         .filter(|d| !d.as_os_str().is_empty())
         .ok_or_else(|| anyhow::anyhow!("{}: no parent folder", path.display()))?;
     let id = fix_id(path, &copy.sha256);
-    let keep = fixes_dir().join(&id);
+    let keep = checked_fixes_dir()?.join(&id);
     if std::fs::symlink_metadata(&keep).is_ok() {
         anyhow::bail!(
             "{}: a fix of this file is already kept as {id} ({}); undo it first (rcclfix fix --undo {id})",
@@ -287,18 +308,9 @@ pub struct Listed {
 ///
 /// Errors: `fixes/` exists and cannot be read, or is not a folder.
 pub fn list() -> anyhow::Result<Vec<Listed>> {
-    let dir = fixes_dir();
-    let m = match std::fs::symlink_metadata(&dir) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => anyhow::bail!("cannot read {}: {e}", dir.display()),
-    };
-    if !m.is_dir() {
-        anyhow::bail!(
-            "{}: not a folder ({})",
-            dir.display(),
-            crate::fsutil::file_kind(&m)
-        );
+    let dir = checked_fixes_dir()?;
+    if !dir.exists() {
+        return Ok(vec![]);
     }
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?
@@ -344,7 +356,7 @@ pub fn read_record(id: &str) -> anyhow::Result<FixRecord> {
             "{id:?}: not a fix ID (16 lowercase hex digits; rcclfix fix --list shows them)"
         );
     }
-    let dir = fixes_dir().join(id);
+    let dir = checked_fixes_dir()?.join(id);
     let m = std::fs::symlink_metadata(&dir).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow::anyhow!("no fix {id} (rcclfix fix --list)"),
         _ => anyhow::anyhow!("cannot read {}: {e}", dir.display()),
@@ -409,6 +421,11 @@ pub fn undo(id: &str) -> anyhow::Result<FixRecord> {
     let path = &r.path;
     regular_nolink(path)?;
     let now = crate::fsutil::sha256_file(path)?;
+    if now == r.original_sha256 {
+        // An apply stopped between keeping the original and the rename: nothing to restore.
+        fs_err::remove_dir_all(checked_fixes_dir()?.join(id))?;
+        return Ok(r);
+    }
     if now != r.patched_sha256 {
         anyhow::bail!(
             "{}: changed since fix {id} (sha256 {now}, the fix wrote {}); not restored",

@@ -104,7 +104,9 @@ pub fn find(src: &Sources) -> Vec<Seen> {
             });
         }
     }
-    let cache = LdCache::load();
+    // Read only when something needs it (the machine's copies, or a consumer's search).
+    let cache = std::cell::OnceCell::new();
+    let cache = || cache.get_or_init(LdCache::load);
     let mut lib_dirs: Vec<PathBuf> = Vec::new();
     for root in &src.python_roots {
         for (sub, via) in PYTHON_LIB_DIRS {
@@ -141,7 +143,7 @@ pub fn find(src: &Sources) -> Vec<Seen> {
                 binding: None,
             });
         }
-        for (name, paths) in &cache.entries {
+        for (name, paths) in &cache().entries {
             if name.starts_with("librccl") {
                 for p in paths {
                     out.push(Seen {
@@ -155,7 +157,7 @@ pub fn find(src: &Sources) -> Vec<Seen> {
     }
     for dir in &lib_dirs {
         for consumer in consumers_in(dir) {
-            out.extend(bindings_of(&consumer, &cache));
+            out.extend(bindings_of(&consumer, cache()));
         }
     }
     out

@@ -58,6 +58,15 @@ pub struct Copy {
     pub apply: String,
 }
 
+/// A path seen that could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unread {
+    /// The path as found.
+    pub path: PathBuf,
+    /// Why it was not read.
+    pub why: String,
+}
+
 /// The plan: every copy found, in the order found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -70,7 +79,7 @@ pub struct Plan {
     /// The copies.
     pub copies: Vec<Copy>,
     /// Paths seen that could not be read (a dangling link, a special file), with why.
-    pub unread: Vec<(PathBuf, String)>,
+    pub unread: Vec<Unread>,
     /// [`UNVERIFIED`].
     pub unverified: String,
 }
@@ -113,7 +122,7 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
         }
     }
     let mut copies: Vec<Copy> = Vec::new();
-    let mut unread: Vec<(PathBuf, String)> = Vec::new();
+    let mut unread: Vec<Unread> = Vec::new();
     for seen in find::find(src) {
         let file = match std::fs::canonicalize(&seen.path) {
             Ok(f) if f.is_file() => f,
@@ -194,9 +203,9 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
     })
 }
 
-fn push_unread(unread: &mut Vec<(PathBuf, String)>, p: PathBuf, why: String) {
-    if !unread.iter().any(|(q, _)| *q == p) {
-        unread.push((p, why));
+fn push_unread(unread: &mut Vec<Unread>, path: PathBuf, why: String) {
+    if !unread.iter().any(|u| u.path == path) {
+        unread.push(Unread { path, why });
     }
 }
 

@@ -392,6 +392,30 @@ fn undo_refuses_a_changed_file_and_a_tampered_record() {
     ok(fix(&home).args(["--undo", "--all"]));
     assert_eq!(std::fs::read(&file).unwrap(), original);
     assert_eq!(ok(fix(&home).arg("--list")), "");
+
+    // An apply stopped after the original was kept and before the rename: the file is still
+    // the original, and undo only drops the kept folder.
+    let id = ok(fix(&home).arg("--yes").arg("--library").arg(&file));
+    std::fs::write(&file, &original).unwrap();
+    let list = ok(fix(&home).arg("--list"));
+    assert!(
+        list.contains(id.trim()) && list.contains("original"),
+        "{list}"
+    );
+    ok(fix(&home).arg("--undo").arg(id.trim()));
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+    assert_eq!(ok(fix(&home).arg("--list")), "");
+
+    // A fixes folder that is a link: nothing is kept through it, nothing changes.
+    std::fs::remove_dir(home.join("fixes")).unwrap();
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, home.join("fixes")).unwrap();
+    let o = run(fix(&home).arg("--yes").arg("--library").arg(&file));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a link, not a folder"));
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
 
 /// A copy whose patch is refused (a kernel really prints) is left untouched, and `fix` exits 1.
@@ -432,4 +456,24 @@ fn library_must_be_a_regular_file() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("not a regular file"), "{err}");
     }
+}
+
+/// The dpkg owner comes from dpkg's own database: `/usr/bin/dpkg` is the `dpkg` package's, at
+/// the version `dpkg-query -W` gives; a file no package lists and no RECORD lists is nobody's.
+#[test]
+fn dpkg_owner_is_read_from_dpkg_itself() {
+    use rcclfix::fix::owner::{owner_of, Owner};
+    let dpkg = PathBuf::from("/usr/bin/dpkg");
+    let version = ok(Command::new("dpkg-query").args(["-W", "-f=${Version}", "dpkg"]));
+    assert_eq!(
+        owner_of(std::slice::from_ref(&dpkg), &dpkg, ""),
+        Owner::Dpkg {
+            package: "dpkg".into(),
+            version: version.trim().into(),
+        }
+    );
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("librccl.so.1");
+    std::fs::write(&f, b"x").unwrap();
+    assert_eq!(owner_of(std::slice::from_ref(&f), &f, ""), Owner::None);
 }
