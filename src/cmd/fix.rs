@@ -155,6 +155,7 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
         crate::outln!("{}", r.id)?;
     }
     crate::ui::warn(fix::UNVERIFIED);
+    crate::ui::note(fix::PROOF_CAVEAT);
     Ok(ExitCode::from(plan.exit_code()))
 }
 
@@ -303,5 +304,6 @@ pub fn render(plan: &Plan) -> String {
         let _ = writeln!(s, "not read: {}: {}", escape_path(&u.path), escape(&u.why));
     }
     let _ = writeln!(s, "note: {}", plan.unverified);
+    let _ = writeln!(s, "note: {}", plan.proof_caveat);
     s
 }

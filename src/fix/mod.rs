@@ -34,6 +34,11 @@ pub const PLAN_SCHEMA_VERSION: u32 = 1;
 /// What every plan and every applied fix says about the rewritten kernels.
 pub const UNVERIFIED: &str = "the rewritten kernels have not run on AMD hardware here: run `rcclfix verify --lib <the fixed library>` on two GPUs before you use it";
 
+/// What every plan says about the proof it rests on: `fix` applies only what `patch` proves, and
+/// `patch` still proves the known false-proof shapes its README section and
+/// `tests/fixtures/patch/findings2/README.md`, `findings3/README.md` list.
+pub const PROOF_CAVEAT: &str = "fix applies only what `rcclfix patch` proves, and patch still proves the known false-proof shapes listed in the README (a kernel that also reads its hostcall slot through a copied, selected or offset pointer)";
+
 /// One copy of `librccl` and what `fix` would do with it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Copy {
@@ -82,6 +87,8 @@ pub struct Plan {
     pub unread: Vec<Unread>,
     /// [`UNVERIFIED`].
     pub unverified: String,
+    /// [`PROOF_CAVEAT`].
+    pub proof_caveat: String,
 }
 
 impl Plan {
@@ -200,6 +207,7 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
         copies,
         unread,
         unverified: UNVERIFIED.to_string(),
+        proof_caveat: PROOF_CAVEAT.to_string(),
     })
 }
 
