@@ -153,6 +153,24 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
             ),
         );
         crate::outln!("{}", r.id)?;
+        let mut wrong = 0;
+        for line in fix::apply::check_bindings(c, &r) {
+            match line {
+                Ok(l) => crate::ui::status("Checked", escape(&l)),
+                Err(l) => {
+                    wrong += 1;
+                    crate::ui::warn(escape(&l));
+                }
+            }
+        }
+        if wrong > 0 {
+            anyhow::bail!(
+                "{}: fixed as {}, but {wrong} consumer(s) do not bind the fixed file (above); rcclfix fix --undo {} takes it back",
+                escape_path(&r.path),
+                r.id,
+                r.id
+            );
+        }
     }
     crate::ui::warn(fix::UNVERIFIED);
     crate::ui::note(fix::PROOF_CAVEAT);

@@ -292,6 +292,36 @@ fn copy_hashed(from: &Path, to: &Path, mode: u32) -> anyhow::Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
+/// After applying: for each consumer found to bind to the copy, where the loader's search (read
+/// again from the files) now leads, and whether that file is the patched one. One line each,
+/// `Ok` when it is.
+pub fn check_bindings(copy: &Copy, record: &FixRecord) -> Vec<Result<String, String>> {
+    copy.consumers
+        .iter()
+        .map(|b| {
+            let c = b.consumer.display();
+            match super::find::rebind(b) {
+                Ok(Some(p)) if p == record.path => match crate::fsutil::sha256_file(&p) {
+                    Ok(s) if s == record.patched_sha256 => {
+                        Ok(format!("{c} binds {} (the patched file)", p.display()))
+                    }
+                    Ok(s) => Err(format!(
+                        "{c} binds {}, whose sha256 {s} is not the patched one",
+                        p.display()
+                    )),
+                    Err(e) => Err(format!(
+                        "{c} binds {}, which cannot be read: {e:#}",
+                        p.display()
+                    )),
+                },
+                Ok(Some(p)) => Err(format!("{c} now binds {}, not the fixed file", p.display())),
+                Ok(None) => Err(format!("{c}: the loader finds no {} now", b.needed)),
+                Err(e) => Err(format!("{c}: {e:#}")),
+            }
+        })
+        .collect()
+}
+
 /// One kept fix as `--list` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Listed {

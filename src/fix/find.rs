@@ -283,6 +283,17 @@ fn bindings_of(consumer: &Path, cache: &LdCache) -> Vec<Seen> {
         .collect()
 }
 
+/// Where the loader now finds `b.needed` for `b.consumer` (the consumer read again, the ld.so
+/// cache asked again), canonical; `None` when it finds nothing.
+///
+/// Errors: the consumer cannot be read.
+pub fn rebind(b: &Binding) -> anyhow::Result<Option<PathBuf>> {
+    let info = dynamic_info(&b.consumer)?;
+    let cache = LdCache::load();
+    Ok(resolve(&b.consumer, &info, &b.needed, &cache)
+        .and_then(|(p, _)| std::fs::canonicalize(p).ok()))
+}
+
 /// Where the loader finds `needed` for `consumer` (ld.so(8) order, see the module docs), and
 /// how. `None` when no folder has it.
 pub fn resolve(

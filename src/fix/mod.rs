@@ -198,6 +198,8 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
         };
         c.owner = owner::owner_of(&c.seen_as, &c.path, &c.sha256);
         c.decision = decide::decide(&c.path, targets);
+    }
+    for c in &mut copies {
         c.apply = apply_line(&c.owner, &c.decision);
     }
     Ok(Plan {

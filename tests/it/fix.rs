@@ -477,3 +477,57 @@ fn dpkg_owner_is_read_from_dpkg_itself() {
     std::fs::write(&f, b"x").unwrap();
     assert_eq!(owner_of(std::slice::from_ref(&f), &f, ""), Owner::None);
 }
+
+/// A torch folder put into a venv by hand (no `RECORD` lists it) is nobody's: applying replaces
+/// its `librccl.so`, the consumer still binds that file (by `fix`'s own check, and by the real
+/// loader) and it is the patched one; undo gives the original back at the same place.
+#[test]
+fn unowned_torch_folder_apply_keeps_the_binding_and_undo_restores_it() {
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path();
+    let home = work.join("home");
+    let venv = work.join("venv");
+    ok(Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv));
+    let py = venv.join("bin/python");
+    let site = ok(Command::new(&py).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+    ]));
+    let lib = PathBuf::from(site.trim()).join("torch/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    // A site-packages folder with a dist-info that does not list the copy.
+    let other = PathBuf::from(site.trim()).join("other-1.0.dist-info");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("RECORD"), "other/__init__.py,,\n").unwrap();
+    std::fs::write(other.join("METADATA"), "Name: other\nVersion: 1.0\n").unwrap();
+    let copy = lib.join("librccl.so");
+    std::fs::copy(fixture("patch/libdispatch-plain.so"), &copy).unwrap();
+    let hip = lib.join("libtorch_hip.so");
+    consumer(&hip, &lib, "librccl.so", "$ORIGIN");
+    let original = std::fs::read(&copy).unwrap();
+
+    let o = run(fix(&home).arg("--yes").arg("--python").arg(&py));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("owner     none"), "{err}");
+    assert!(err.contains("(the patched file)"), "{err}");
+    let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let rec: Value = serde_json::from_slice(
+        &std::fs::read(home.join("fixes").join(&id).join("record.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        bound_by_loader(&py, &hip),
+        std::fs::canonicalize(&copy).unwrap()
+    );
+    assert_eq!(rec["patched_sha256"], sha256(&copy));
+
+    ok(fix(&home).arg("--undo").arg(&id));
+    assert_eq!(std::fs::read(&copy).unwrap(), original);
+    assert_eq!(
+        bound_by_loader(&py, &hip),
+        std::fs::canonicalize(&copy).unwrap()
+    );
+}
