@@ -74,6 +74,8 @@ pub mod source;
 
 /// `rcclfix doctor`: platform, VM, library and log diagnosis.
 pub mod doctor;
+/// `rcclfix fix`: find every librccl programs load, decide per copy, apply and undo (first slice).
+pub mod fix;
 /// `rcclfix matrix`: the CI matrix of recipes.
 pub mod matrix;
 /// `rcclfix package`: .deb and .whl overlays with export checks.

@@ -10,6 +10,7 @@ use crate::ui::Ui;
 pub mod build;
 pub mod decode;
 pub mod doctor;
+pub mod fix;
 pub mod matrix;
 pub mod package;
 pub mod patch;
@@ -35,6 +36,7 @@ pub fn run(cli: Cli, ui: &Ui) -> anyhow::Result<ExitCode> {
         Command::Recipe(a) => recipe::run(a, ui),
         Command::Toolchain(a) => toolchain::run(a, ui),
         Command::Patch(a) => patch::run(a, ui),
+        Command::Fix(a) => fix::run(a, ui),
         Command::VerifyChild(a) => verify::run_child(a, ui),
         Command::Decode(a) => decode::run(a, ui),
     }

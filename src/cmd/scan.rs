@@ -118,7 +118,7 @@ pub const PYTHON_DEADLINE: std::time::Duration = std::time::Duration::from_secs(
 ///
 /// Errors: the interpreter cannot be started, exits non-zero (its last stderr line is shown),
 /// runs past [`PYTHON_DEADLINE`], or its answer is not the probe's ([`crate::scan::output::python_env_from_probe`]).
-fn python_env(python: &std::path::Path) -> anyhow::Result<crate::scan::output::Env> {
+pub fn python_env(python: &std::path::Path) -> anyhow::Result<crate::scan::output::Env> {
     use crate::process::{Cmd, CommandError, DeadlineError};
     let shown = python.display().to_string();
     let cmd = Cmd::new(format!("--python {shown}"), python).args([

@@ -11,6 +11,7 @@ mod doctor_klog;
 mod doctor_logs;
 mod doctor_lookalikes;
 mod doctor_lspci;
+mod fix;
 mod fsutil;
 mod hostile;
 mod hostile_doctor;

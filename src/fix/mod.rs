@@ -1,0 +1,235 @@
+//! `rcclfix fix` (first slice of issue 37): find every `librccl` programs on this machine load,
+//! name each copy's owner, decide per copy whether `patch` or `patch --asserts` proves it, and,
+//! for a copy nobody owns, replace it atomically and take it back.
+//!
+//! Stages, one file each, nothing pointing back: [`find`] (doctor's discovery plus the loader's
+//! search: `DT_NEEDED`, `DT_RPATH`/`DT_RUNPATH` with `$ORIGIN`, `VLLM_NCCL_SO_PATH`, the ld.so
+//! cache) → [`plan`] here groups what was seen by file → [`owner`] (dpkg, pip's `RECORD`, or
+//! none) → [`decide`] (the scanner, then the existing patch code in a scratch folder) →
+//! [`apply`] (an unowned copy: temp file + rename beside it, the original kept under
+//! `$RCCLFIX_HOME/fixes/<id>/`; `--list`, `--undo`).
+//!
+//! Not in this slice (issue 37 says how): applying to a pip- or dpkg-owned copy (an overlay
+//! wheel, a `.deb` with `dpkg-divert`), the self-test of what each consumer binds to after
+//! applying, and doctor prescribing `fix`. The rewritten kernels have not run on AMD hardware
+//! here; every plan says so and names `rcclfix verify --lib`.
+
+pub mod apply;
+pub mod decide;
+pub mod find;
+pub mod owner;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use apply::{FixRecord, FIXES_DIR};
+pub use decide::Decision;
+pub use find::{Binding, Sources};
+pub use owner::Owner;
+
+/// Version of the plan's JSON shape (`rcclfix fix --dry-run --json`).
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+
+/// What every plan and every applied fix says about the rewritten kernels.
+pub const UNVERIFIED: &str = "the rewritten kernels have not run on AMD hardware here: run `rcclfix verify --lib <the fixed library>` on two GPUs before you use it";
+
+/// What every plan says about the proof it rests on: `fix` applies only what `patch` proves, and
+/// `patch` still proves the known false-proof shapes its README section and
+/// `tests/fixtures/patch/findings2/README.md`, `findings3/README.md` list.
+pub const PROOF_CAVEAT: &str = "fix applies only what `rcclfix patch` proves, and patch still proves the known false-proof shapes listed in the README (a kernel that also reads its hostcall slot through a copied, selected or offset pointer)";
+
+/// One copy of `librccl` and what `fix` would do with it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Copy {
+    /// The file (canonical: the copy every path below leads to).
+    pub path: PathBuf,
+    /// The paths it was found at (links included), each once.
+    pub seen_as: Vec<PathBuf>,
+    /// Why it is a candidate, each reason once.
+    pub found_via: Vec<String>,
+    /// The consumers found to bind to it, and how.
+    pub consumers: Vec<Binding>,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its sha256, lowercase hex.
+    pub sha256: String,
+    /// Who owns it.
+    pub owner: Owner,
+    /// What `fix` would do.
+    pub decision: Decision,
+    /// What applying would do in this slice: `replace in place` (unowned and proven), `nothing`
+    /// (not affected), or why not.
+    pub apply: String,
+}
+
+/// A path seen that could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unread {
+    /// The path as found.
+    pub path: PathBuf,
+    /// Why it was not read.
+    pub why: String,
+}
+
+/// The plan: every copy found, in the order found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// [`PLAN_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// rcclfix version.
+    pub rcclfix_version: String,
+    /// Targets asked for (empty: every target each copy carries).
+    pub targets: Vec<String>,
+    /// The copies.
+    pub copies: Vec<Copy>,
+    /// Paths seen that could not be read (a dangling link, a special file), with why.
+    pub unread: Vec<Unread>,
+    /// [`UNVERIFIED`].
+    pub unverified: String,
+    /// [`PROOF_CAVEAT`].
+    pub proof_caveat: String,
+}
+
+impl Plan {
+    /// Exit code of a dry run: 0 when every copy is not affected or proven, 1 when a copy's
+    /// patch is refused because hostcall code is present, 2 when a copy could not be decided
+    /// (or a path could not be read).
+    pub fn exit_code(&self) -> u8 {
+        let mut code = crate::EXIT_OK;
+        for c in &self.copies {
+            if let Decision::Refused { uses_hostcall, .. } = &c.decision {
+                code = code.max(if *uses_hostcall {
+                    crate::EXIT_CHECK_FAILED
+                } else {
+                    crate::EXIT_ERROR
+                });
+            }
+        }
+        if !self.unread.is_empty() {
+            code = code.max(crate::EXIT_ERROR);
+        }
+        code
+    }
+}
+
+/// Find, own and decide every copy the sources name; nothing on disk changes.
+///
+/// Errors: a `--library` that is missing, a folder or a special file (one line naming it).
+pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
+    for p in &src.libraries {
+        let meta = std::fs::metadata(p)
+            .map_err(|e| anyhow::anyhow!("--library {}: cannot open: {e}", p.display()))?;
+        if !meta.is_file() {
+            anyhow::bail!(
+                "--library {}: not a regular file ({}); give a librccl.so file",
+                p.display(),
+                crate::fsutil::file_kind(&meta)
+            );
+        }
+    }
+    let mut copies: Vec<Copy> = Vec::new();
+    let mut unread: Vec<Unread> = Vec::new();
+    for seen in find::find(src) {
+        let file = match std::fs::canonicalize(&seen.path) {
+            Ok(f) if f.is_file() => f,
+            Ok(f) => {
+                push_unread(
+                    &mut unread,
+                    seen.path,
+                    format!("{} is not a regular file", f.display()),
+                );
+                continue;
+            }
+            Err(e) => {
+                push_unread(&mut unread, seen.path, format!("cannot resolve it: {e}"));
+                continue;
+            }
+        };
+        if let Some(c) = copies.iter_mut().find(|c| c.path == file) {
+            if !c.seen_as.contains(&seen.path) {
+                c.seen_as.push(seen.path);
+            }
+            if !c.found_via.contains(&seen.via) {
+                c.found_via.push(seen.via);
+            }
+            if let Some(b) = seen.binding {
+                if !c.consumers.contains(&b) {
+                    c.consumers.push(b);
+                }
+            }
+            continue;
+        }
+        copies.push(Copy {
+            path: file,
+            seen_as: vec![seen.path],
+            found_via: vec![seen.via],
+            consumers: seen.binding.into_iter().collect(),
+            size: 0,
+            sha256: String::new(),
+            owner: Owner::None,
+            decision: Decision::NotAffected { targets: vec![] },
+            apply: String::new(),
+        });
+    }
+    for c in &mut copies {
+        let meta = match crate::fsutil::open_regular(&c.path) {
+            Ok((_, m)) => m,
+            Err(e) => {
+                c.decision = Decision::Refused {
+                    targets: targets.to_vec(),
+                    why: format!("{e:#}"),
+                    uses_hostcall: false,
+                };
+                continue;
+            }
+        };
+        c.size = meta.len();
+        c.sha256 = match crate::fsutil::sha256_file(&c.path) {
+            Ok(s) => s,
+            Err(e) => {
+                c.decision = Decision::Refused {
+                    targets: targets.to_vec(),
+                    why: format!("{e:#}"),
+                    uses_hostcall: false,
+                };
+                continue;
+            }
+        };
+        c.owner = owner::owner_of(&c.seen_as, &c.path, &c.sha256);
+        c.decision = decide::decide(&c.path, targets);
+    }
+    for c in &mut copies {
+        c.apply = apply_line(&c.owner, &c.decision);
+    }
+    Ok(Plan {
+        schema_version: PLAN_SCHEMA_VERSION,
+        rcclfix_version: env!("CARGO_PKG_VERSION").to_string(),
+        targets: targets.to_vec(),
+        copies,
+        unread,
+        unverified: UNVERIFIED.to_string(),
+        proof_caveat: PROOF_CAVEAT.to_string(),
+    })
+}
+
+fn push_unread(unread: &mut Vec<Unread>, path: PathBuf, why: String) {
+    if !unread.iter().any(|u| u.path == path) {
+        unread.push(Unread { path, why });
+    }
+}
+
+/// What applying would do with a copy in this slice.
+pub fn apply_line(owner: &Owner, decision: &Decision) -> String {
+    match decision {
+        Decision::NotAffected { .. } => return "nothing (not affected)".into(),
+        Decision::Refused { .. } => return "nothing (refused; the copy is left as it is)".into(),
+        _ => {}
+    }
+    match owner {
+        Owner::None => "replace in place (temp file + rename; original kept under $RCCLFIX_HOME/fixes/)".into(),
+        Owner::Pip { .. } => "not implemented yet for a pip-owned copy (an overlay wheel installed with that Python's pip, issue 37)".into(),
+        Owner::Dpkg { .. } => "not implemented yet for a dpkg-owned copy (a .deb overlay with dpkg-divert, issue 37)".into(),
+        Owner::Unknown { .. } => "nothing (its owner could not be told)".into(),
+    }
+}

@@ -1,0 +1,533 @@
+//! `rcclfix fix` (first slice of issue 37) on real parts: the committed fixture libraries
+//! (compiled with the real hipcc from our own HIP sources, `tests/fixtures/`), a stand-in
+//! `libtorch_hip.so` compiled here with gcc in each torch wheel layout's `DT_NEEDED`/`DT_RPATH`
+//! shape, a wheel written here and installed with real pip into a real venv, and the real
+//! loader (`ctypes.CDLL` in that venv's Python, then `/proc/self/maps`) as the oracle for which
+//! copy the consumer binds to.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn fixture(rel: &str) -> PathBuf {
+    crate::support::repo().join("tests/fixtures").join(rel)
+}
+
+/// The binary with `RCCLFIX_HOME` in `home` and no log filter from the environment.
+fn fix(home: &Path) -> Command {
+    let mut c = crate::support::rcclfix();
+    c.env_remove("RUST_LOG")
+        .env("RCCLFIX_HOME", home)
+        .arg("fix");
+    c
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().expect("run")
+}
+
+fn ok(c: &mut Command) -> String {
+    let o = run(c);
+    assert!(
+        o.status.success(),
+        "{c:?}: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn sha256(p: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+fn record_hash(bytes: &[u8]) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    format!(
+        "sha256={}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(bytes))
+    )
+}
+
+/// A consumer compiled here: `DT_NEEDED needed` and `DT_RPATH rpath` (not RUNPATH, as torch's
+/// wheels have it), linked against `lib` (which must be named `needed` in `dir`).
+fn consumer(out: &Path, dir: &Path, needed: &str, rpath: &str) {
+    let c = out.with_extension("c");
+    std::fs::write(&c, "int torch_hip_stand_in(void) { return 0; }\n").unwrap();
+    ok(Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(out)
+        .arg(&c)
+        .arg(format!("-L{}", dir.display()))
+        .arg("-Wl,--no-as-needed")
+        .arg(format!("-l:{needed}"))
+        .arg(format!("-Wl,-rpath,{rpath}"))
+        .arg("-Wl,--disable-new-dtags"));
+    std::fs::remove_file(&c).unwrap();
+}
+
+/// The two torch wheel layouts (pytorch/pytorch#191366): `(rccl path, needed, rpath)` inside
+/// site-packages.
+const LEGACY: (&str, &str, &str) = ("torch/lib/librccl.so", "librccl.so", "$ORIGIN");
+const THEROCK: (&str, &str, &str) = (
+    "_rocm_sdk_libraries/lib/librccl.so.1",
+    "librccl.so.1",
+    "$ORIGIN/../../_rocm_sdk_libraries/lib",
+);
+
+/// A wheel `torch-2.9.1+rcclfix.test` holding `lib` at `layout`'s place and a stand-in
+/// `torch/lib/libtorch_hip.so` that needs it; returns the wheel's path.
+fn torch_wheel(work: &Path, lib: &Path, layout: (&str, &str, &str)) -> PathBuf {
+    let (rccl, needed, rpath) = layout;
+    let stage = work.join("stage");
+    let rccl_at = stage.join(rccl);
+    std::fs::create_dir_all(rccl_at.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(stage.join("torch/lib")).unwrap();
+    std::fs::copy(lib, &rccl_at).unwrap();
+    consumer(
+        &stage.join("torch/lib/libtorch_hip.so"),
+        rccl_at.parent().unwrap(),
+        needed,
+        rpath,
+    );
+    let dist = "torch-2.9.1+rcclfix.test.dist-info";
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        ("torch/__init__.py".into(), b"".to_vec()),
+        (rccl.into(), std::fs::read(&rccl_at).unwrap()),
+        (
+            "torch/lib/libtorch_hip.so".into(),
+            std::fs::read(stage.join("torch/lib/libtorch_hip.so")).unwrap(),
+        ),
+        (
+            format!("{dist}/METADATA"),
+            b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.1+rcclfix.test\n".to_vec(),
+        ),
+        (
+            format!("{dist}/WHEEL"),
+            b"Wheel-Version: 1.0\nGenerator: rcclfix-tests\nRoot-Is-Purelib: false\nTag: py3-none-any\n"
+                .to_vec(),
+        ),
+    ];
+    let mut record = String::new();
+    for (n, b) in &files {
+        record += &format!("{n},{},{}\n", record_hash(b), b.len());
+    }
+    record += &format!("{dist}/RECORD,,\n");
+    files.push((format!("{dist}/RECORD"), record.into_bytes()));
+    let whl = work.join("torch-2.9.1+rcclfix.test-py3-none-any.whl");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&whl).unwrap());
+    for (n, b) in &files {
+        let o = zip::write::SimpleFileOptions::default().unix_permissions(0o644);
+        z.start_file(n.as_str(), o).unwrap();
+        z.write_all(b).unwrap();
+    }
+    z.finish().unwrap();
+    whl
+}
+
+/// A venv with the wheel installed by its own pip; returns (python, site-packages).
+fn venv_with(work: &Path, whl: &Path) -> (PathBuf, PathBuf) {
+    let venv = work.join("venv");
+    ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+    let py = venv.join("bin/python");
+    ok(Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+        ])
+        .arg(whl));
+    let site = ok(Command::new(&py).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+    ]));
+    (py, PathBuf::from(site.trim()))
+}
+
+/// The `librccl` file the real loader maps when `python` loads `consumer` (`ctypes.CDLL`, then
+/// its own `/proc/self/maps`), canonical.
+fn bound_by_loader(python: &Path, consumer: &Path) -> PathBuf {
+    let out = ok(Command::new(python).arg("-c").arg(format!(
+        "import ctypes\nctypes.CDLL({:?})\nprint(sorted({{l.split()[-1] for l in open('/proc/self/maps') if 'librccl' in l}}))",
+        consumer.display().to_string()
+    )));
+    let v: Vec<String> = serde_json::from_str(&out.trim().replace('\'', "\"")).unwrap();
+    assert_eq!(v.len(), 1, "one librccl mapped: {v:?}");
+    std::fs::canonicalize(&v[0]).unwrap()
+}
+
+fn copy_at<'a>(plan: &'a Value, path: &Path) -> &'a Value {
+    let want = std::fs::canonicalize(path).unwrap();
+    plan["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| Path::new(c["path"].as_str().unwrap()) == want)
+        .unwrap_or_else(|| panic!("no copy {} in {plan:#}", want.display()))
+}
+
+/// Both wheel layouts: the plan names the pip owner (and its RECORD hash matches), the consumer
+/// the real loader binds to this copy and how, and `patch` proves it; applying to it is refused
+/// as not implemented yet, and nothing changes.
+fn check_layout(layout: (&str, &str, &str)) {
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path();
+    let home = work.join("home");
+    let whl = torch_wheel(work, &fixture("patch/libdispatch-plain.so"), layout);
+    let (py, site) = venv_with(work, &whl);
+    let copy = site.join(layout.0);
+    let hip = site.join("torch/lib/libtorch_hip.so");
+    assert_eq!(
+        bound_by_loader(&py, &hip),
+        std::fs::canonicalize(&copy).unwrap()
+    );
+    let unowned = work.join("elsewhere/librccl.so.1");
+    std::fs::create_dir_all(unowned.parent().unwrap()).unwrap();
+    std::fs::copy(fixture("sid/indirect.so"), &unowned).unwrap();
+    let before = (sha256(&copy), sha256(&unowned));
+
+    let out = ok(fix(&home)
+        .args(["--dry-run", "--json", "--python"])
+        .arg(&py)
+        .arg("--library")
+        .arg(&unowned));
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    let c = copy_at(&plan, &copy);
+    assert_eq!(c["owner"]["kind"], "pip", "{c:#}");
+    assert_eq!(c["owner"]["distribution"], "torch");
+    assert_eq!(c["owner"]["version"], "2.9.1+rcclfix.test");
+    assert_eq!(c["owner"]["record_hash_matches"], true);
+    assert_eq!(c["decision"]["decision"], "patch", "{c:#}");
+    assert_eq!(c["decision"]["kernels"], 4);
+    let consumers = c["consumers"].as_array().unwrap();
+    assert_eq!(consumers.len(), 1, "{c:#}");
+    assert_eq!(Path::new(consumers[0]["consumer"].as_str().unwrap()), hip);
+    assert_eq!(consumers[0]["needed"], layout.1);
+    assert_eq!(consumers[0]["via"], format!("DT_RPATH {}", layout.2));
+    let u = copy_at(&plan, &unowned);
+    assert_eq!(u["owner"]["kind"], "none", "{u:#}");
+    assert_eq!(u["decision"]["decision"], "patch_asserts", "{u:#}");
+    assert_eq!(u["decision"]["functions_filled"], 2);
+    assert!(plan["unverified"]
+        .as_str()
+        .unwrap()
+        .contains("rcclfix verify --lib"));
+
+    // The text plan says the same.
+    let text = ok(fix(&home).arg("--dry-run").arg("--python").arg(&py));
+    assert!(
+        text.contains("owner     pip torch 2.9.1+rcclfix.test"),
+        "{text}"
+    );
+    assert!(text.contains("decision  `patch` proves it"), "{text}");
+    assert!(text.contains(&format!("DT_RPATH {}", layout.2)), "{text}");
+
+    // Applying to a pip-owned copy is refused, and nothing changes.
+    let o = run(fix(&home).arg("--yes").arg("--python").arg(&py));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not implemented yet"), "{err}");
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert_eq!((sha256(&copy), sha256(&unowned)), before);
+    assert!(!home.join("fixes").exists());
+    // The wheel's own check still passes.
+    ok(Command::new(&py).args(["-m", "pip", "check", "--disable-pip-version-check"]));
+}
+
+#[test]
+fn legacy_torch_wheel_plan_names_pip_owner_binding_and_patch() {
+    check_layout(LEGACY);
+}
+
+#[test]
+fn therock_torch_wheel_plan_names_pip_owner_binding_and_patch() {
+    check_layout(THEROCK);
+}
+
+/// Apply then undo on an unowned copy reached through a link: the link stays a link, the file
+/// is replaced, `--list` shows it, and undo gives back the original bytes, sha256 and mode.
+#[test]
+fn apply_and_undo_round_trip_an_unowned_copy() {
+    for (lib, asserts) in [
+        ("patch/libdispatch-plain.so", false),
+        ("sid/indirect.so", true),
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let dir = t.path().join("lib");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("librccl.so.1.0");
+        std::fs::copy(fixture(lib), &file).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let link = dir.join("librccl.so.1");
+        std::os::unix::fs::symlink("librccl.so.1.0", &link).unwrap();
+        let original = std::fs::read(&file).unwrap();
+
+        let id = ok(fix(&home).arg("--yes").arg("--library").arg(&link));
+        let id = id.trim();
+        assert_eq!(id.len(), 16, "{id}");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let patched = std::fs::read(&file).unwrap();
+        assert_ne!(patched, original);
+        assert_eq!(patched.len(), original.len());
+        let rec: Value = serde_json::from_slice(
+            &std::fs::read(home.join("fixes").join(id).join("record.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(rec["original_sha256"], sha256_of(&original));
+        assert_eq!(rec["patched_sha256"], sha256(&file));
+        assert_eq!(rec["mode"], 0o750);
+        assert_eq!(rec["asserts"], asserts);
+        assert_eq!(
+            std::fs::read(home.join("fixes").join(id).join("original")).unwrap(),
+            original
+        );
+        // The fixed file scans clean, and a second plan calls it not affected.
+        ok(crate::support::rcclfix().arg("scan").arg(&file));
+        let plan: Value = serde_json::from_str(&ok(fix(&home)
+            .args(["--dry-run", "--json", "--library"])
+            .arg(&file)))
+        .unwrap();
+        assert_eq!(plan["copies"][0]["decision"]["decision"], "not_affected");
+
+        let list = ok(fix(&home).arg("--list"));
+        assert!(list.contains(id) && list.contains("patched"), "{list}");
+
+        ok(fix(&home).arg("--undo").arg(id));
+        assert_eq!(std::fs::read(&file).unwrap(), original);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777,
+            0o750
+        );
+        assert!(!home.join("fixes").join(id).exists());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            2,
+            "no scratch file left beside the library"
+        );
+    }
+}
+
+fn sha256_of(b: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+/// Undo refuses, changing nothing, when the file changed since the fix or when anything kept
+/// under `$RCCLFIX_HOME/fixes/` was tampered with; `--undo --all` then restores it.
+#[test]
+fn undo_refuses_a_changed_file_and_a_tampered_record() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let file = t.path().join("librccl.so.1");
+    std::fs::copy(fixture("patch/libdispatch-plain.so"), &file).unwrap();
+    let original = std::fs::read(&file).unwrap();
+    let id = ok(fix(&home).arg("--yes").arg("--library").arg(&file));
+    let id = id.trim().to_string();
+    let kept = home.join("fixes").join(&id);
+    let patched = std::fs::read(&file).unwrap();
+    let refused = |what: &str, needle: &str| {
+        let o = run(fix(&home).arg("--undo").arg(&id));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert!(err.contains(needle), "{what}: {err}");
+    };
+
+    // The file changed since the fix.
+    let mut changed = patched.clone();
+    changed[0x20] ^= 1;
+    std::fs::write(&file, &changed).unwrap();
+    refused("changed file", "changed since fix");
+    assert_eq!(std::fs::read(&file).unwrap(), changed);
+    std::fs::write(&file, &patched).unwrap();
+
+    // A record that names another path.
+    let rec_path = kept.join("record.json");
+    let rec = std::fs::read_to_string(&rec_path).unwrap();
+    let other = t.path().join("other/librccl.so.1");
+    std::fs::write(
+        &rec_path,
+        rec.replace(file.to_str().unwrap(), other.to_str().unwrap()),
+    )
+    .unwrap();
+    refused("other path", "does not belong to its path");
+    // A record with an unknown field, and a FIFO in its place.
+    std::fs::write(&rec_path, rec.replacen('{', "{\"extra\": 1,", 1)).unwrap();
+    refused("unknown field", "not a fix record");
+    std::fs::remove_file(&rec_path).unwrap();
+    ok(Command::new("mkfifo").arg(&rec_path));
+    refused("FIFO record", "not a regular file");
+    std::fs::remove_file(&rec_path).unwrap();
+    std::fs::write(&rec_path, &rec).unwrap();
+
+    // An original of the right size whose bytes are not the recorded ones.
+    let kept_original = kept.join("original");
+    let mut other_bytes = original.clone();
+    other_bytes[0x30] ^= 1;
+    std::fs::write(&kept_original, &other_bytes).unwrap();
+    refused("tampered original", "the record says");
+    std::fs::write(&kept_original, &original).unwrap();
+    // Not an ID.
+    let o = run(fix(&home).args(["--undo", "../../etc"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a fix ID"));
+
+    assert_eq!(std::fs::read(&file).unwrap(), patched);
+    ok(fix(&home).args(["--undo", "--all"]));
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+    assert_eq!(ok(fix(&home).arg("--list")), "");
+
+    // An apply stopped after the original was kept and before the rename: the file is still
+    // the original, and undo only drops the kept folder.
+    let id = ok(fix(&home).arg("--yes").arg("--library").arg(&file));
+    std::fs::write(&file, &original).unwrap();
+    let list = ok(fix(&home).arg("--list"));
+    assert!(
+        list.contains(id.trim()) && list.contains("original"),
+        "{list}"
+    );
+    ok(fix(&home).arg("--undo").arg(id.trim()));
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+    assert_eq!(ok(fix(&home).arg("--list")), "");
+
+    // A fixes folder that is a link: nothing is kept through it, nothing changes.
+    std::fs::remove_dir(home.join("fixes")).unwrap();
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, home.join("fixes")).unwrap();
+    let o = run(fix(&home).arg("--yes").arg("--library").arg(&file));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a link, not a folder"));
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+/// A copy whose patch is refused (a kernel really prints) is left untouched, and `fix` exits 1.
+#[test]
+fn refused_copy_is_left_untouched() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let file = t.path().join("librccl.so.1");
+    std::fs::copy(fixture("sid/kernels.so"), &file).unwrap();
+    let before = sha256(&file);
+    let o = run(fix(&home).arg("--yes").arg("--library").arg(&file));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.stdout.is_empty());
+    let out = String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("decision  refused"), "{out}");
+    assert!(out.contains("k_printf"), "{out}");
+    assert_eq!(sha256(&file), before);
+    assert!(!home.join("fixes").exists());
+}
+
+/// A `--library` that is a FIFO or a folder is refused with one line naming it.
+#[test]
+fn library_must_be_a_regular_file() {
+    let t = tempfile::tempdir().unwrap();
+    let fifo = t.path().join("librccl.so.1");
+    ok(Command::new("mkfifo").arg(&fifo));
+    for p in [fifo.as_path(), t.path()] {
+        let o = run(fix(&t.path().join("home"))
+            .arg("--dry-run")
+            .arg("--library")
+            .arg(p));
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}
+
+/// The dpkg owner comes from dpkg's own database: `/usr/bin/dpkg` is the `dpkg` package's, at
+/// the version `dpkg-query -W` gives; a file no package lists and no RECORD lists is nobody's.
+#[test]
+fn dpkg_owner_is_read_from_dpkg_itself() {
+    use rcclfix::fix::owner::{owner_of, Owner};
+    let dpkg = PathBuf::from("/usr/bin/dpkg");
+    let version = ok(Command::new("dpkg-query").args(["-W", "-f=${Version}", "dpkg"]));
+    assert_eq!(
+        owner_of(std::slice::from_ref(&dpkg), &dpkg, ""),
+        Owner::Dpkg {
+            package: "dpkg".into(),
+            version: version.trim().into(),
+        }
+    );
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("librccl.so.1");
+    std::fs::write(&f, b"x").unwrap();
+    assert_eq!(owner_of(std::slice::from_ref(&f), &f, ""), Owner::None);
+}
+
+/// A torch folder put into a venv by hand (no `RECORD` lists it) is nobody's: applying replaces
+/// its `librccl.so`, the consumer still binds that file (by `fix`'s own check, and by the real
+/// loader) and it is the patched one; undo gives the original back at the same place.
+#[test]
+fn unowned_torch_folder_apply_keeps_the_binding_and_undo_restores_it() {
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path();
+    let home = work.join("home");
+    let venv = work.join("venv");
+    ok(Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv));
+    let py = venv.join("bin/python");
+    let site = ok(Command::new(&py).args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+    ]));
+    let lib = PathBuf::from(site.trim()).join("torch/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    // A site-packages folder with a dist-info that does not list the copy.
+    let other = PathBuf::from(site.trim()).join("other-1.0.dist-info");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("RECORD"), "other/__init__.py,,\n").unwrap();
+    std::fs::write(other.join("METADATA"), "Name: other\nVersion: 1.0\n").unwrap();
+    let copy = lib.join("librccl.so");
+    std::fs::copy(fixture("patch/libdispatch-plain.so"), &copy).unwrap();
+    let hip = lib.join("libtorch_hip.so");
+    consumer(&hip, &lib, "librccl.so", "$ORIGIN");
+    let original = std::fs::read(&copy).unwrap();
+
+    let o = run(fix(&home).arg("--yes").arg("--python").arg(&py));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("owner     none"), "{err}");
+    assert!(err.contains("(the patched file)"), "{err}");
+    let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let rec: Value = serde_json::from_slice(
+        &std::fs::read(home.join("fixes").join(&id).join("record.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        bound_by_loader(&py, &hip),
+        std::fs::canonicalize(&copy).unwrap()
+    );
+    assert_eq!(rec["patched_sha256"], sha256(&copy));
+
+    ok(fix(&home).arg("--undo").arg(&id));
+    assert_eq!(std::fs::read(&copy).unwrap(), original);
+    assert_eq!(
+        bound_by_loader(&py, &hip),
+        std::fs::canonicalize(&copy).unwrap()
+    );
+}
