@@ -22,12 +22,13 @@
 //!    undefined call it reaches. A declaration nothing explains may come from the kernel reading
 //!    its hostcall slot (`__builtin_amdgcn_implicitarg_ptr()`): refused. A kernel whose
 //!    attributor gave up because of an indirect call may read its slot as well: a word-level net
-//!    refuses the loads the compiler writes for that (`Graph::slot_load`: an SMEM load at the
-//!    slot's kernarg offset in the kernel, or based on `s[8:9]` at the implicit-argument slot
-//!    in a function it reaches). Not yet seen: a pointer offset by a register, copied to other
-//!    registers, selected, sent through LDS or a buffer resource, or found through the dispatch
-//!    packet before the load (`tests/fixtures/patch/findings2/`, `findings3/`); following it
-//!    needs a decoder of every instruction, which this rcclfix lacks.
+//!    refuses the loads the compiler writes for that (`Graph::slot_load`).
+//! 6. last, once everything else holds: no declaring kernel reads its slot, by following its
+//!    kernarg segment pointer (and the dispatch packet and queue pointers) through every
+//!    instruction it may run (`Graph::slot_flow`, on the exact decoder `scan::callgraph::decode`):
+//!    a pointer copied, selected, offset, sent through memory, LDS or a buffer resource, or found
+//!    again through the dispatch packet is refused unless every load through it is known to miss
+//!    the slot (`tests/fixtures/patch/findings2/`, `findings3/`).
 //!
 //! Sources: llvm `AMDGPUUsage.rst` (ELF header, note records, relocation types, the v3–v6
 //! kernel argument metadata where `hidden_none` is "an argument that is not used by the kernel;

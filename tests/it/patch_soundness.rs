@@ -53,10 +53,21 @@ fn compile(dir: &Path) {
             .unwrap();
         }
     }
-    // The third review's host doorbell behind a literal trap word.
+    // The third review's sources (`findings3/`; `trap_literal` is the host doorbell behind a
+    // literal trap word), and the single-kernel -O0 slot reader at -O0 (`r0_`).
+    for e in std::fs::read_dir(src.parent().unwrap().join("findings3")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "hip") {
+            std::fs::copy(
+                &p,
+                dir.join(format!("r2_{}", p.file_name().unwrap().to_string_lossy())),
+            )
+            .unwrap();
+        }
+    }
     std::fs::copy(
-        src.parent().unwrap().join("findings3/trap_literal.hip"),
-        dir.join("r2_trap_literal.hip"),
+        src2.join("fnptr_slot_o0.hip"),
+        dir.join("r0_fnptr_slot_o0.hip"),
     )
     .unwrap();
     crate::support::in_toolchain_ok(
@@ -67,7 +78,8 @@ fn compile(dir: &Path) {
             "-c",
             &format!(
                 "set -e; for f in r2_*.hip; do b=${{f%.hip}}; v=; case $b in *_v4) v=-mcode-object-version=4;; esac; \
-                 {hip} --offload-arch=gfx1100 -O3 $v -o $b.co $f 2>/dev/null; done"
+                 {hip} --offload-arch=gfx1100 -O3 $v -o $b.co $f 2>/dev/null; done; \
+                 {hip} --offload-arch=gfx1100 -O0 -o r0_fnptr_slot_o0.co r0_fnptr_slot_o0.hip 2>/dev/null"
             ),
         ],
     );
@@ -148,7 +160,8 @@ fn slow_findings_of_the_hostile_review() {
     // the handler's whole extent made it trap; both hold now, the refusal comes first).
     let r = refused(d, "computed_handler-O3.co", true);
     assert!(
-        r.to_string().contains("an address computed from a code address"),
+        r.to_string()
+            .contains("an address computed from a code address"),
         "{r}"
     );
 
@@ -202,6 +215,39 @@ fn slow_findings_of_the_hostile_review() {
     let r = refused(d, "r2_trap_literal.co", true);
     assert_eq!(r.refusal.kind, RefusalKind::UsesHostcall, "{r}");
     assert!(r.to_string().contains("MSG_INTERRUPT"), "{r}");
+
+    // 4e. The third review's slot reads (before: proven) and the second's that needed a
+    // decoder: the kernarg segment pointer copied to other SGPRs across a call, selected,
+    // folded into the base, sent through LDS, into a buffer resource, found again through the
+    // dispatch packet, read by a volatile FLAT load in a callee or a table target; a loop over
+    // the implicit arguments; a single-kernel -O0 image. Refused in both modes, by the flow.
+    for co in [
+        "r2_callee_after_call.co",
+        "r2_select_ptr.co",
+        "r2_lds_trip.co",
+        "r2_fnptr_lds.co",
+        "r2_buffer_slot.co",
+        "r2_dispatch_ptr.co",
+        "r2_callee_volatile.co",
+        "r2_fnptr_volatile.co",
+        "r2_assert_dump_implicit.co",
+        "r0_fnptr_slot_o0.co",
+    ] {
+        for asserts in [false, true] {
+            let r = refused(d, co, asserts);
+            assert!(
+                r.to_string().contains("hostcall")
+                    || r.to_string().contains("kernarg segment pointer"),
+                "{co} (asserts: {asserts}): {r}"
+            );
+        }
+    }
+    let r = refused(d, "r2_callee_after_call.co", true);
+    assert!(
+        r.to_string()
+            .contains("at the hostcall slot +0 reads the slot"),
+        "{r}"
+    );
 
     // 5. gfx1250's call form is not decoded: no proof on it (before: `--asserts` patched; plain
     // `patch` refuses the image's printf code before any call graph is needed).
