@@ -2,7 +2,7 @@
 //! read in address order as the decoder that `patch`'s kernarg-pointer flow uses reads it
 //! ([`crate::scan::callgraph::decode`]), one line each:
 //! `ADDRESS WORDS OP REGISTER…` (the registers it may read or write, in llvm's names). The
-//! patch sweep (`cargo xtask patch-sweep`, `tests/it/patch_decode.rs`) compares it with
+//! patch sweep (`cargo xtask patch-sweep`, `tests/it/patch_sweep.rs`) compares it with
 //! `llvm-objdump -d` of the same file.
 
 use std::path::PathBuf;

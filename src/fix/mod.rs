@@ -35,9 +35,8 @@ pub const PLAN_SCHEMA_VERSION: u32 = 1;
 pub const UNVERIFIED: &str = "the rewritten kernels have not run on AMD hardware here: run `rcclfix verify --lib <the fixed library>` on two GPUs before you use it";
 
 /// What every plan says about the proof it rests on: `fix` applies only what `patch` proves, and
-/// `patch` still proves the known false-proof shapes its README section and
-/// `tests/fixtures/patch/findings2/README.md`, `findings3/README.md` list.
-pub const PROOF_CAVEAT: &str = "fix applies only what `rcclfix patch` proves, and patch still proves the known false-proof shapes listed in the README (a kernel that also reads its hostcall slot through a copied, selected or offset pointer)";
+/// What `fix` inherits from `patch`'s proof (`docs/patch.md`).
+pub const PROOF_CAVEAT: &str = "fix applies only what `rcclfix patch` proves; patch follows each declaring kernel's kernarg segment pointer through every instruction (docs/patch.md), and the patched library is not verified on AMD hardware here";
 
 /// One copy of `librccl` and what `fix` would do with it.
 #[derive(Debug, Clone, Serialize)]

@@ -9,7 +9,7 @@
 //! `FLATInstructions.td`, `BUFInstructions.td`, `DSInstructions.td`, `MIMGInstructions.td`;
 //! every opcode named below was assembled with llvm-mc 21 for gfx90a, gfx942, gfx1010, gfx1030,
 //! gfx1100 and gfx1200, and the lengths are checked against `llvm-objdump -d` by
-//! `tests/it/patch_decode.rs`.
+//! `tests/it/patch_sweep.rs`.
 //!
 //! Registers are numbered in one space: the scalar operand space 0–127 (`s0`–`s105`, `vcc`,
 //! `ttmp*`, `m0`, `exec`: llvm `SIRegisterInfo.td`), then VGPRs from [`V`] (`v0` is 256). AGPRs

@@ -3,7 +3,7 @@
 //! by instruction: the same start addresses and lengths, a control-flow class that matches the
 //! mnemonic, and every register llvm names among those rcclfix says the instruction may read or
 //! write (rcclfix may name more: it over-approximates). Shared by the xtask and
-//! `tests/it/patch_decode.rs` (compiled by path); `std` only.
+//! `tests/it/patch_sweep.rs` (compiled by path); `std` only.
 
 use std::collections::{BTreeMap, BTreeSet};
 
