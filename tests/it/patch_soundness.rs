@@ -70,6 +70,17 @@ fn compile(dir: &Path) {
         dir.join("r0_fnptr_slot_o0.hip"),
     )
     .unwrap();
+    // The fourth review's sources (`findings4/`, inline asm, `common.h`): `r4_<name>.co` with a
+    // device assert, `r4p_<name>.co` with a table call (`-DPLAIN`).
+    for e in std::fs::read_dir(src.parent().unwrap().join("findings4")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name == "common.h" {
+            std::fs::copy(&p, dir.join(&name)).unwrap();
+        } else if name.ends_with(".hip") {
+            std::fs::copy(&p, dir.join(format!("r4_{name}"))).unwrap();
+        }
+    }
     crate::support::in_toolchain_ok(
         "sid",
         dir,
@@ -79,7 +90,10 @@ fn compile(dir: &Path) {
             &format!(
                 "set -e; for f in r2_*.hip; do b=${{f%.hip}}; v=; case $b in *_v4) v=-mcode-object-version=4;; esac; \
                  {hip} --offload-arch=gfx1100 -O3 $v -o $b.co $f 2>/dev/null; done; \
-                 {hip} --offload-arch=gfx1100 -O0 -o r0_fnptr_slot_o0.co r0_fnptr_slot_o0.hip 2>/dev/null"
+                 {hip} --offload-arch=gfx1100 -O0 -o r0_fnptr_slot_o0.co r0_fnptr_slot_o0.hip 2>/dev/null; \
+                 for f in r4_*.hip; do b=${{f%.hip}}; n=${{b#r4_}}; a=gfx1100; [ $n = agpr ] && a=gfx90a; \
+                 {hip} --offload-arch=$a -O3 -o $b.co $f 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r4p_$n.co $f 2>/dev/null; done"
             ),
         ],
     );
@@ -238,6 +252,34 @@ fn slow_findings_of_the_hostile_review() {
             assert!(
                 r.to_string().contains("hostcall")
                     || r.to_string().contains("kernarg segment pointer"),
+                "{co} (asserts: {asserts}): {r}"
+            );
+        }
+    }
+    // 4f. The fourth review (inline asm against the flow): a no-op or conditional SALU write
+    // (`s_bitset0`, `s_cmov`, `s_or_saveexec`), a VALU write with no lane enabled (exec off,
+    // DPP masks), `v_swap`'s second write, AGPRs aliasing VGPRs, and a call the call graph did
+    // not see; each with an assert (`r4_`) and with a table call for plain `patch` (`r4p_`);
+    // gfx1100 -O3, `agpr` gfx90a -O3.
+    for n in [
+        "agpr",
+        "bitset",
+        "bitset2",
+        "dpp",
+        "execmask",
+        "hidden_plain",
+        "saveexec",
+        "scmov",
+        "vswap",
+    ] {
+        for (co, asserts) in [
+            (format!("r4_{n}.co"), true),
+            (format!("r4p_{n}.co"), false),
+            (format!("r4p_{n}.co"), true),
+        ] {
+            let r = refused(d, &co, asserts);
+            assert!(
+                r.to_string().contains("kernarg segment pointer"),
                 "{co} (asserts: {asserts}): {r}"
             );
         }

@@ -325,7 +325,9 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         if let Some(w1) = word(1) {
             x.vsrc(w1, 2);
             if sdwa {
+                // gfx9's SDWA word has `s0` and `s1` bits: either source field may name an SGPR.
                 x.src(w1 & 0xff, 2);
+                x.src(vsrc1, 2);
                 // SDWA VOPC may write an SGPR pair named in the extra word.
                 x.sdst((w1 >> 8) & 0x7f, 2, 0);
             }
@@ -359,8 +361,9 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         }
     }
     if w >> 25 == 0x3F {
-        // VOP1: op [16:9].
+        // VOP1: op [16:9]. `v_swap_b32` reads its destination too.
         let op = vsrc1;
+        x.reads.push((V + vdst as Reg, 1));
         x.words = 1 + extra;
         let (readfirstlane, mov) = (2, 1);
         let relative = match g {
@@ -480,7 +483,11 @@ fn sop1(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
             };
         }
     } else {
-        x.sdst(d, 2, 1);
+        // Others may read their destination (`s_bitset*`, `s_cmov*`) or `exec` (the
+        // `*_saveexec` family writes the old `exec` there), and may leave it unchanged.
+        x.src(d, 2);
+        x.reads.push((EXEC, 2));
+        x.sdst(d, 2, 0);
     }
     let _ = word;
     x
@@ -699,6 +706,7 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
         if srcs[0] >= 256 {
             x.vdst(srcs[0] - 256, 1, 0);
         }
+        x.reads.push((V + vdst as Reg, 1));
     }
     if words != 2 {
         return x;

@@ -126,6 +126,10 @@ impl State {
     /// A write of the whole register `r`: exact (its lanes are gone) or possible (they may
     /// hold `v` as well).
     fn write(&mut self, r: Reg, v: Val, exact: bool) {
+        // A vector register is written only in the lanes `exec` enables (and DPP's row and bank
+        // masks): never certainly overwritten. AGPRs share the VGPRs' numbers, so a write to
+        // one never clears the other either.
+        let exact = exact && r < V;
         let lanes = self.lanes_of(r);
         if exact {
             for (k, _) in lanes {
@@ -250,6 +254,9 @@ struct Ctx<'a> {
     bounds: (i64, i64),
     cov: u32,
     start_lows: std::collections::HashSet<u64>,
+    /// The low halves of the analysed functions' and the sinks' starts: where a call to a
+    /// computed code address may go.
+    reached_lows: std::collections::HashSet<u64>,
     /// The low halves of the sinks' starts: a call there does not come back (they trap).
     sink_lows: std::collections::HashSet<u64>,
     kernarg_loads: usize,
@@ -314,6 +321,7 @@ impl Graph {
             bounds: (lo, hi),
             cov,
             start_lows: starts.iter().map(|s| s & 0xffff_ffff).collect(),
+            reached_lows: Default::default(),
             sink_lows: sinks
                 .iter()
                 .filter_map(|&k| self.nodes[k as usize].addr)
@@ -352,6 +360,12 @@ impl Graph {
                 ));
             }
         }
+        cx.reached_lows = funcs
+            .iter()
+            .chain(sinks)
+            .filter_map(|&f| self.nodes[f as usize].addr)
+            .map(|a| a & 0xffff_ffff)
+            .collect();
         let mut entries = Vec::new();
         for r in roots {
             entries.push((r.node, kernel_entry(r, self, gen)?));
@@ -651,8 +665,10 @@ impl Ctx<'_> {
                 // s_call_b64: a constant target, which must be a function's start.
                 let w = self.words_at(pc).map_or(0, |(w, i)| w[i]);
                 let t = next.wrapping_add_signed(4 * i64::from(w as u16 as i16));
-                if !self.is_start_lo(t & 0xffff_ffff) {
-                    return Err(format!("s_call_b64 to 0x{t:x}, which is no function's start"));
+                if !self.reached_lows.contains(&(t & 0xffff_ffff)) {
+                    return Err(format!(
+                        "s_call_b64 to 0x{t:x}, which is no function's start the call graph reached"
+                    ));
                 }
                 for &(r, n) in &inst.kills {
                     for k in r..r + n {
@@ -668,7 +684,7 @@ impl Ctx<'_> {
                         Val::Pc(a) if self.sink_lows.contains(&a) && inst.op == Op::Call => {
                             return Ok(Flow::Stops);
                         }
-                        Val::Pc(a) if self.is_start_lo(a) => {}
+                        Val::Pc(a) if self.reached_lows.contains(&a) => {}
                         v => {
                             return Err(format!(
                                 "control goes to {} (s{r})",
