@@ -43,6 +43,9 @@ pub enum Val {
     Gate(Gate, i64),
     /// The low half of a code address the code computed (`s_getpc_b64` plus constants).
     Pc(u64),
+    /// The return address a call wrote (`s_swappc_b64`, `s_call_b64`), as the callee sees it:
+    /// a return through it is a return; anything computed from it is [`Val::PcAny`].
+    Ret,
     /// Derived from code addresses only, in a way not followed (e.g. a table entry's address):
     /// loads through it read the image, but it may not be jumped to or leave the registers.
     PcAny,
@@ -63,7 +66,7 @@ fn join(a: Val, b: Val) -> Val {
     match (a, b) {
         (Val::Clean, x) | (x, Val::Clean) => x,
         (x, y) if x == y => x,
-        (Val::Pc(_) | Val::PcAny, Val::Pc(_) | Val::PcAny) => Val::PcAny,
+        (Val::Pc(_) | Val::PcAny | Val::Ret, Val::Pc(_) | Val::PcAny | Val::Ret) => Val::PcAny,
         _ => Val::Any,
     }
 }
@@ -73,7 +76,7 @@ fn join(a: Val, b: Val) -> Val {
 fn degrade(v: Val) -> Val {
     match v {
         Val::Clean => Val::Clean,
-        Val::Pc(_) | Val::PcAny => Val::PcAny,
+        Val::Pc(_) | Val::PcAny | Val::Ret => Val::PcAny,
         _ => Val::Any,
     }
 }
@@ -542,6 +545,7 @@ impl Ctx<'_> {
             Val::Gate(Gate::Queue, _) => "the queue pointer".into(),
             Val::Pc(a) => format!("a computed code address (0x{a:x})"),
             Val::PcAny => "an address computed from a code address".into(),
+            Val::Ret => "a return address".into(),
             Val::Any | Val::Clean => "a value derived from the kernarg segment pointer".into(),
         };
         match inst.op {
@@ -575,7 +579,7 @@ impl Ctx<'_> {
                     .addr
                     .iter()
                     .fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
-                if !matches!(addr, Val::Clean | Val::Pc(_) | Val::PcAny) {
+                if !matches!(addr, Val::Clean | Val::Pc(_) | Val::PcAny | Val::Ret) {
                     return Err(format!(
                         "{} addresses memory this rcclfix does not follow (a buffer, FLAT, GLOBAL, SCRATCH or LDS access)",
                         describe(addr)
@@ -675,12 +679,16 @@ impl Ctx<'_> {
                         st.set(k, Val::Clean);
                     }
                 }
+                if let Some(&(r, _)) = inst.kills.first() {
+                    st.set(r, Val::Ret);
+                }
             }
             Op::Call | Op::Jump | Op::Return => {
                 let target = inst.reads.first().map_or(Val::Clean, |&(r, _)| st.get(r));
                 if let Some(&(r, _)) = inst.reads.first() {
                     match target {
                         Val::Clean => {}
+                        Val::Ret if inst.op != Op::Call => {}
                         Val::Pc(a) if self.sink_lows.contains(&a) && inst.op == Op::Call => {
                             return Ok(Flow::Stops);
                         }
@@ -699,10 +707,10 @@ impl Ctx<'_> {
                         st.set(k, Val::Clean);
                     }
                 }
-                if let Some(&(r, _)) = inst.kills.first() {
-                    // The return address: the next instruction, a code address the callee may
-                    // jump to (a return).
-                    st.set(r, Val::Clean);
+                if let (Op::Call, Some(&(r, _))) = (&inst.op, inst.kills.first()) {
+                    // The return address, as the callee sees it: a return through it is one,
+                    // anything computed from it a computed code address.
+                    st.set(r, Val::Ret);
                 }
                 let _ = next;
             }
@@ -744,6 +752,8 @@ impl Ctx<'_> {
         match v {
             Val::Clean => false,
             Val::Pc(a) => !self.is_start_lo(a) && self.in_code_lo(a),
+            // A return address spilled with the callee-saved registers.
+            Val::Ret => false,
             _ => true,
         }
     }
@@ -786,14 +796,17 @@ impl Ctx<'_> {
             }
             Val::Gate(Gate::Dispatch, d) => {
                 let a = d + offset;
-                if soffset || a < 0 || a + b > 64 || (a < 48 && a + b > 40) || a + b > 56 {
+                if soffset || a < 0 || (a < 48 && a + b > 40) || a + b > 56 {
                     Ok(Val::Any)
+                } else if a < 40 && a + b > 32 {
+                    // `kernel_object`: the kernel descriptor's address, a code address.
+                    Ok(Val::PcAny)
                 } else {
                     Ok(Val::Clean)
                 }
             }
             Val::Gate(Gate::Queue, _) => Ok(Val::Any),
-            Val::Pc(_) | Val::PcAny => Ok(Val::Clean),
+            Val::Pc(_) | Val::PcAny | Val::Ret => Ok(Val::Clean),
             Val::Any => Err("a load through a pointer derived from the kernarg segment pointer, at an offset not known".into()),
         }
     }
