@@ -271,6 +271,8 @@ fn slow_findings_of_the_hostile_review() {
         "saveexec",
         "scmov",
         "vswap",
+        "kernel_object",
+        "ret_offset",
     ] {
         for (co, asserts) in [
             (format!("r4_{n}.co"), true),

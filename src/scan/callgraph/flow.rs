@@ -643,6 +643,8 @@ impl Ctx<'_> {
                     Val::Kernarg(d) => Val::Kernarg(wrap(d + c)),
                     Val::Gate(k, d) => Val::Gate(k, wrap(d + c)),
                     Val::Pc(a) => Val::Pc(u64::from((a as u32).wrapping_add(c as u32))),
+                    // A return address plus anything is no return address.
+                    Val::Ret => Val::PcAny,
                     v => v,
                 };
                 st.set(dst, v);
