@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 
 use super::decode::{decode, Gen, Inst, Op, Reg, V};
-use super::flow_entry::kernel_entry;
+use super::flow_entry::{kernel_entry, load_value};
 use super::{Graph, Isa};
 
 /// An abstract value: what a register may hold.
@@ -236,17 +236,6 @@ pub struct FlowRefusal {
     pub function: String,
     pub at: u64,
     pub reason: String,
-}
-
-/// Bytes after the slot that hold pointers to runtime structures, code object v5/v6
-/// (`hidden_multigrid_sync_arg` +8, `hidden_default_queue` +24, `hidden_completion_action` +32,
-/// `hidden_queue_ptr` +120; the slot is at implicit-argument byte 80) and v4 (+8 to +32).
-fn hazards(cov: u32) -> &'static [(i64, i64)] {
-    if cov >= 5 {
-        &[(8, 16), (24, 40), (120, 128)]
-    } else {
-        &[(8, 32)]
-    }
 }
 
 struct Ctx<'a> {
@@ -767,49 +756,11 @@ impl Ctx<'_> {
     }
 
     /// The value a load through `base` at `offset` (plus a register offset when `soffset`) of
-    /// `bytes` gives. Errors: the load may read the slot or something this rcclfix cannot bound.
+    /// `bytes` gives ([`load_value`]), counting loads through a kernarg pointer.
     fn load(&mut self, base: Val, offset: i64, soffset: bool, bytes: u32) -> Result<Val, String> {
-        let b = i64::from(bytes);
-        match base {
-            Val::Clean => Ok(Val::Clean),
-            Val::Kernarg(d) => {
-                if soffset {
-                    return Err("a load through the kernarg segment pointer with a register offset".into());
-                }
-                self.kernarg_loads += 1;
-                let a = d + offset;
-                if a < 8 && a + b > 0 {
-                    return Err(format!(
-                        "a load of {bytes} bytes at the hostcall slot {a:+} reads the slot"
-                    ));
-                }
-                if a < self.bounds.0 || a + b > self.bounds.1 {
-                    return Err(format!(
-                        "a load of {bytes} bytes at slot {a:+} lies outside the kernarg segment"
-                    ));
-                }
-                if hazards(self.cov)
-                    .iter()
-                    .any(|&(lo, hi)| a < hi && a + b > lo)
-                {
-                    return Ok(Val::Any);
-                }
-                Ok(Val::Clean)
-            }
-            Val::Gate(Gate::Dispatch, d) => {
-                let a = d + offset;
-                if soffset || a < 0 || (a < 48 && a + b > 40) || a + b > 56 {
-                    Ok(Val::Any)
-                } else if a < 40 && a + b > 32 {
-                    // `kernel_object`: the kernel descriptor's address, a code address.
-                    Ok(Val::PcAny)
-                } else {
-                    Ok(Val::Clean)
-                }
-            }
-            Val::Gate(Gate::Queue, _) => Ok(Val::Any),
-            Val::Pc(_) | Val::PcAny | Val::Ret => Ok(Val::Clean),
-            Val::Any => Err("a load through a pointer derived from the kernarg segment pointer, at an offset not known".into()),
+        if matches!(base, Val::Kernarg(_)) && !soffset {
+            self.kernarg_loads += 1;
         }
+        load_value(base, offset, soffset, bytes, self.bounds, self.cov)
     }
 }

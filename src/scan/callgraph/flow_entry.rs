@@ -1,6 +1,6 @@
 //! The kernel's side of [`super::flow`]: its kernel descriptor, and what the registers hold at
 //! its first instruction (llvm `AMDGPUUsage.rst`, "Kernel Descriptor", "Initial Kernel
-//! Execution State").
+//! Execution State"), and what a load through a followed pointer gives ([`load_value`]).
 
 use super::decode::{Gen, Reg};
 use super::flow::{FlowRefusal, FlowRoot, Gate, State, Val};
@@ -92,4 +92,68 @@ pub fn kernel_descriptor(data: &[u8], name: &str) -> Option<(u64, [u8; 64])> {
         }
     }
     None
+}
+
+/// Bytes after the slot that hold pointers to runtime structures, code object v5/v6
+/// (`hidden_multigrid_sync_arg` +8, `hidden_default_queue` +24, `hidden_completion_action` +32,
+/// `hidden_queue_ptr` +120; the slot is at implicit-argument byte 80) and v4 (+8 to +32).
+fn hazards(cov: u32) -> &'static [(i64, i64)] {
+    if cov >= 5 {
+        &[(8, 16), (24, 40), (120, 128)]
+    } else {
+        &[(8, 32)]
+    }
+}
+
+/// The value a load through `base` at `offset` (plus a register offset when `soffset`) of
+/// `bytes` gives. Errors: the load may read the slot or something this rcclfix cannot bound.
+pub(super) fn load_value(
+    base: Val,
+    offset: i64,
+    soffset: bool,
+    bytes: u32,
+    bounds: (i64, i64),
+    cov: u32,
+) -> Result<Val, String> {
+    let b = i64::from(bytes);
+    match base {
+        Val::Clean => Ok(Val::Clean),
+        Val::Kernarg(d) => {
+            if soffset {
+                return Err("a load through the kernarg segment pointer with a register offset".into());
+            }
+            let a = d + offset;
+            if a < 8 && a + b > 0 {
+                return Err(format!(
+                    "a load of {bytes} bytes at the hostcall slot {a:+} reads the slot"
+                ));
+            }
+            if a < bounds.0 || a + b > bounds.1 {
+                return Err(format!(
+                    "a load of {bytes} bytes at slot {a:+} lies outside the kernarg segment"
+                ));
+            }
+            if hazards(cov)
+                .iter()
+                .any(|&(lo, hi)| a < hi && a + b > lo)
+            {
+                return Ok(Val::Any);
+            }
+            Ok(Val::Clean)
+        }
+        Val::Gate(Gate::Dispatch, d) => {
+            let a = d + offset;
+            if soffset || a < 0 || (a < 48 && a + b > 40) || a + b > 56 {
+                Ok(Val::Any)
+            } else if a < 40 && a + b > 32 {
+                // `kernel_object`: the kernel descriptor's address, a code address.
+                Ok(Val::PcAny)
+            } else {
+                Ok(Val::Clean)
+            }
+        }
+        Val::Gate(Gate::Queue, _) => Ok(Val::Any),
+        Val::Pc(_) | Val::PcAny | Val::Ret => Ok(Val::Clean),
+        Val::Any => Err("a load through a pointer derived from the kernarg segment pointer, at an offset not known".into()),
+    }
 }
