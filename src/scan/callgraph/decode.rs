@@ -77,6 +77,8 @@ pub enum Op {
     /// Arithmetic or anything else that only moves values between registers: each register it
     /// may write gets what its reads hold, combined.
     Alu,
+    /// `s_getpc_b64`: `dst` and the next register get the address of the next instruction.
+    GetPc { dst: Reg },
     /// An exact copy of `n` registers from `src` to `dst` (`s_mov_b32`, `s_mov_b64`,
     /// `v_mov_b32`, `v_readfirstlane_b32`, `v_readlane_b32`).
     Copy { dst: Reg, src: Reg, n: u16 },
@@ -243,7 +245,7 @@ fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
         return vop_short(g, w, &word);
     }
     if top9 == 0x17D {
-        return sop1(g, w, &word);
+        return sop1(g, w);
     }
     if top9 == 0x17E {
         return sopc(g, w);
@@ -338,7 +340,6 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
             extra = 1;
         }
     }
-    let literal = if src0 == 255 { word(1) } else { None };
     // True16 (gfx11+): in the 32-bit encodings a VGPR field's bit 7 may select the high half
     // of VGPR `field & 0x7f` (llvm `VOPInstructions.td`, `VOP_*_t16`): both are counted.
     if matches!(g, Gen::G11 | Gen::G12) {
@@ -404,7 +405,6 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
                 };
             }
         }
-        let _ = literal;
         return x;
     }
     if w >> 25 == 0x3E {
@@ -436,7 +436,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
 }
 
 /// SOP1: `sdst`, `ssrc0` (plus a literal).
-fn sop1(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
+fn sop1(g: Gen, w: u32) -> Inst {
     let (op, d, s) = ((w >> 8) & 0xff, (w >> 16) & 0x7f, w & 0xff);
     let mut x = Inst::new(if s == 255 { 2 } else { 1 }, Op::Alu);
     let [mov32, mov64, getpc, setpc, swappc] = g.isa().sop1().expect("known generation");
@@ -464,22 +464,15 @@ fn sop1(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         x.sdst(d, 2, 0);
     } else if op == getpc {
         x.sdst(d, 2, 2);
-    } else if op == mov32 {
-        x.sdst(d, 1, 1);
+        x.op = Op::GetPc { dst: d as Reg };
+    } else if op == mov32 || op == mov64 {
+        let n = if op == mov64 { 2 } else { 1 };
+        x.sdst(d, n, n);
         if let Some(src) = sgpr(s) {
             x.op = Op::Copy {
                 dst: d as Reg,
                 src,
-                n: 1,
-            };
-        }
-    } else if op == mov64 {
-        x.sdst(d, 2, 2);
-        if let Some(src) = sgpr(s) {
-            x.op = Op::Copy {
-                dst: d as Reg,
-                src,
-                n: 2,
+                n,
             };
         }
     } else {
@@ -489,7 +482,6 @@ fn sop1(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         x.reads.push((EXEC, 2));
         x.sdst(d, 2, 0);
     }
-    let _ = word;
     x
 }
 

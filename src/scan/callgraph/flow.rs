@@ -360,7 +360,7 @@ impl Graph {
             .collect();
         let mut entries = Vec::new();
         for r in roots {
-            entries.push((r.node, kernel_entry(r, self, gen)?));
+            entries.push((r.node, kernel_entry(r, self)?));
         }
         let taken = |f: u32| {
             self.address_taken.binary_search(&f).is_ok()
@@ -703,34 +703,15 @@ impl Ctx<'_> {
                     // anything computed from it a computed code address.
                     st.set(r, Val::Ret);
                 }
-                let _ = next;
             }
-            _ => {
-                // getpc: a code address the code computed.
-                if let (Op::Alu, Some(&(d, 2))) = (&inst.op, inst.kills.first()) {
-                    if inst.reads.len() == 1 && inst.writes.len() == 2 && self.is_getpc(pc) {
-                        st.set(d, Val::Pc(next & 0xffff_ffff));
-                        st.set(d + 1, Val::Clean);
-                        return Ok(Flow::On);
-                    }
-                }
-                generic(st, read);
+            Op::GetPc { dst } => {
+                // A code address the code computed: the next instruction's.
+                st.set(dst, Val::Pc(next & 0xffff_ffff));
+                st.set(dst + 1, Val::Clean);
             }
+            _ => generic(st, read),
         }
-        let _ = V;
         Ok(Flow::On)
-    }
-
-    fn is_getpc(&self, pc: u64) -> bool {
-        let Some((w, i)) = self.words_at(pc) else {
-            return false;
-        };
-        let getpc = match self.gen {
-            Gen::G9 => 0x1c,
-            Gen::G10 => 0x1f,
-            Gen::G11 | Gen::G12 => 0x47,
-        };
-        super::code::sop1(w[i]).is_some_and(|(op, _, _)| op == getpc)
     }
 
     fn is_start_lo(&self, lo: u64) -> bool {

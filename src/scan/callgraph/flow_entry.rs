@@ -2,7 +2,7 @@
 //! its first instruction (llvm `AMDGPUUsage.rst`, "Kernel Descriptor", "Initial Kernel
 //! Execution State"), and what a load through a followed pointer gives ([`load_value`]).
 
-use super::decode::{Gen, Reg};
+use super::decode::Reg;
 use super::flow::{FlowRefusal, FlowRoot, Gate, State, Val};
 use super::Graph;
 
@@ -10,7 +10,7 @@ use super::Graph;
 /// their fixed order (private segment buffer 4, dispatch pointer 2, queue pointer 2, kernarg
 /// segment pointer 2, dispatch ID 2, flat scratch init 2, private segment size 1; then the
 /// preloaded kernarg dwords).
-pub(super) fn kernel_entry(r: &FlowRoot, g: &Graph, _gen: Gen) -> Result<State, FlowRefusal> {
+pub(super) fn kernel_entry(r: &FlowRoot, g: &Graph) -> Result<State, FlowRefusal> {
     let refuse = |reason: String| FlowRefusal {
         function: r.name.clone(),
         at: r.kd_addr,
@@ -42,12 +42,6 @@ pub(super) fn kernel_entry(r: &FlowRoot, g: &Graph, _gen: Gen) -> Result<State, 
     }
     if bit(3) {
         st.set(at, Val::Kernarg(-(r.slot as i64)));
-        at += 2;
-    }
-    for (b, n) in [(4, 2), (5, 2), (6, 1)] {
-        if bit(b) {
-            at += n;
-        }
     }
     let (len, off) = (u64::from(preload & 0x7f), u64::from(preload >> 7));
     if len > 0 {
@@ -58,7 +52,6 @@ pub(super) fn kernel_entry(r: &FlowRoot, g: &Graph, _gen: Gen) -> Result<State, 
             )));
         }
     }
-    let _ = at;
     Ok(st)
 }
 
