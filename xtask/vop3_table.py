@@ -63,16 +63,17 @@ def table(gen,packed):
             e=(e&~(3<<7))|(dc<<7)
             parts=[p.strip() for p in ops.split(',')]
             if len(parts)>1 and (re.fullmatch(r's\d+|s\[\d+:\d+\]|null|vcc|vcc_lo',parts[1])): e|=1<<9
+            if 'cmpx' in mn: e|=1<<11
             ent[op]=e
     return ent
-out=['//! Operand use of every VOP3 and VOP3P opcode, per generation, as llvm-mc 21 disassembles probe\n//! encodings (`python3 xtask/vop3_table.py src/scan/callgraph/vop3_table.rs` in a machine with\n//! the debian-sid toolchain; do not edit). Per opcode: bits 0-1, 2-3, 4-5 the width code of\n//! src0, src1, src2 (0 unused, 1 one register, 2 two, 3 up to 16); bit 6 the destination is\n//! scalar; bits 7-8 its width code; bit 9 a scalar carry-out (VOP3b); bit 10 llvm decodes it.']
+out=['//! Operand use of every VOP3 and VOP3P opcode, per generation, as llvm-mc 21 disassembles probe\n//! encodings (`python3 xtask/vop3_table.py src/scan/callgraph/vop3_table.rs` in a machine with\n//! the debian-sid toolchain; do not edit). Per opcode: bits 0-1, 2-3, 4-5 the width code of\n//! src0, src1, src2 (0 unused, 1 one register, 2 two, 3 up to 16); bit 6 the destination is\n//! scalar; bits 7-8 its width code; bit 9 a scalar carry-out (VOP3b); bit 10 llvm decodes it;\n//! bit 11 it writes exec (`v_cmpx_*`).']
 for gen in GENS:
     for packed in (False,True):
         t=table(gen,packed)
         name=('VOP3P_' if packed else 'VOP3_')+gen
         out.append('pub(super) static %s: [u16; %d] = ['%(name,len(t)))
         for i in range(0,len(t),16):
-            out.append('    '+', '.join('0x%03x'%x for x in t[i:i+16])+',')
+            out.append('    '+', '.join('0x%04x'%x for x in t[i:i+16])+',')
         out.append('];')
         print(name, sum(1 for x in t if x&(1<<10)), file=sys.stderr)
 open(sys.argv[1],'w').write('\n'.join(out)+'\n')

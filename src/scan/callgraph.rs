@@ -45,12 +45,15 @@ mod build;
 mod code;
 mod decode;
 mod decode_mem;
+mod decode_salu;
 mod flow;
 mod flow_entry;
+mod flow_state;
 mod image;
 mod isa;
 mod layout;
 mod reach;
+mod salu_table;
 mod trace;
 mod vop3_table;
 

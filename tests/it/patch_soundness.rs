@@ -97,6 +97,31 @@ fn compile(dir: &Path) {
             ),
         ],
     );
+    // The fifth review's sources and ours beside them (`findings5/`: implicit flows through SCC,
+    // vcc, exec, a lane selector, the carry, a hardware register): `r5_<name>-<arch>.co` with
+    // a device assert, `r5p_<name>-<arch>.co` with a table call, for gfx1100 and gfx90a.
+    let d5 = dir.join("f5");
+    std::fs::create_dir_all(&d5).unwrap();
+    for e in std::fs::read_dir(src.parent().unwrap().join("findings5")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name == "common.h" || name.ends_with(".hip") {
+            std::fs::copy(&p, d5.join(&name)).unwrap();
+        }
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d5,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for f in *.hip; do n=${{f%.hip}}; for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r5_$n-$a.co $f 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r5p_$n-$a.co $f 2>/dev/null; done; done"
+            ),
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -286,6 +311,43 @@ fn slow_findings_of_the_hostile_review() {
             );
         }
     }
+    // 4g. The fifth review and what it expected untried: the implicit-argument pointer rebuilt
+    // from constants, steered by the pointer itself, through what it decides (SCC read by
+    // `s_cselect`, `s_cmov`, `s_addc` or as the `src_scc` operand; a branch on SCC or vcc; exec
+    // from `v_cmpx`; a lane number `v_readlane` chooses; MODE through `s_setreg`; a float
+    // exception flag read back with `s_getreg`). Each was patched before (a false proof).
+    let d5 = d.join("f5");
+    let mut rows = 0;
+    for n in [
+        "scc_bits",
+        "scc_bits2",
+        "scc_branch",
+        "hwreg",
+        "vccz_branch",
+        "execz_mask",
+        "readlane_sel",
+        "carry_bits",
+        "scc_operand",
+        "scc_cmov",
+        "excp_bits",
+    ] {
+        for a in ["gfx1100", "gfx90a"] {
+            for (co, asserts) in [
+                (format!("r5_{n}-{a}.co"), true),
+                (format!("r5p_{n}-{a}.co"), false),
+                (format!("r5p_{n}-{a}.co"), true),
+            ] {
+                let r = refused(&d5, &co, asserts);
+                assert!(
+                    r.to_string()
+                        .contains("kernarg segment pointer cannot be followed"),
+                    "{co} (asserts: {asserts}): {r}"
+                );
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, 66);
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

@@ -12,20 +12,30 @@
 //! `tests/it/patch_sweep.rs`.
 //!
 //! Registers are numbered in one space: the scalar operand space 0–127 (`s0`–`s105`, `vcc`,
-//! `ttmp*`, `m0`, `exec`: llvm `SIRegisterInfo.td`), then VGPRs from [`V`] (`v0` is 256). AGPRs
-//! share the VGPRs' numbers (an over-approximation: a write to either may be a write to both).
+//! `ttmp*`, `m0`, `exec`: llvm `SIRegisterInfo.td`), [`SCC`] and [`HWREG`] for state no register
+//! field names, then VGPRs from [`V`] (`v0` is 256). AGPRs share the VGPRs' numbers (an
+//! over-approximation: a write to either may be a write to both). Implicit operands count as
+//! reads and writes: SCC ([`super::decode_salu`]), `vcc` (VOP2, VOPC), `exec` (VOPC, the
+//! `*_saveexec` family, and every vector instruction, which [`Inst::vector`] marks), the
+//! hardware registers (float operations, `s_getreg_b32`), and a conditional branch's condition.
 
 use super::decode_mem::{ds, flat, flat12, mimg, mubuf, smem, vbuffer};
-use super::isa::{branch_offset, Isa};
+use super::decode_salu::{sop1, sop2, sopc, sopk, sopp};
+use super::isa::Isa;
 
 /// A register: 0–127 the scalar operand space, [`V`]`+n` the VGPR (or AGPR) `n`.
 pub type Reg = u16;
 /// The first VGPR.
 pub const V: Reg = 256;
 /// `vcc` (its low half; `vcc_hi` is the next).
-const VCC: Reg = 106;
+pub(super) const VCC: Reg = 106;
 /// `exec` (its low half).
-const EXEC: Reg = 126;
+pub(super) const EXEC: Reg = 126;
+/// SCC, the scalar condition code, as a register (253 is its operand code, `src_scc`).
+pub const SCC: Reg = 253;
+/// The hardware registers (`s_getreg_b32`/`s_setreg_b32`: MODE, its exception bits, …) as one
+/// register; no operand names it.
+pub const HWREG: Reg = 254;
 
 /// The generation, as far as encodings go (gfx12 differs from gfx11 in SMEM and VMEM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +63,7 @@ impl Gen {
         }
     }
 
-    fn isa(self) -> Isa {
+    pub(super) fn isa(self) -> Isa {
         match self {
             Gen::G9 => Isa::Gfx9,
             Gen::G10 => Isa::Gfx10,
@@ -82,21 +92,24 @@ pub enum Op {
     /// An exact copy of `n` registers from `src` to `dst` (`s_mov_b32`, `s_mov_b64`,
     /// `v_mov_b32`, `v_readfirstlane_b32`, `v_readlane_b32`).
     Copy { dst: Reg, src: Reg, n: u16 },
-    /// `dst` gets `src` in one lane (`lane`, when a constant) and keeps the rest
-    /// (`v_writelane_b32`).
+    /// `dst` gets `src` in one lane (`lane`, when a constant; else the lane the SGPR `sel`
+    /// names) and keeps the rest (`v_writelane_b32`).
     Merge {
         dst: Reg,
         src: Reg,
         lane: Option<u8>,
+        sel: Option<Reg>,
     },
-    /// `dst` gets lane `lane` (when a constant) of VGPR `src` (`v_readlane_b32`).
+    /// `dst` gets lane `lane` (when a constant; else the lane the SGPR `sel` names) of VGPR
+    /// `src` (`v_readlane_b32`).
     ReadLane {
         dst: Reg,
         src: Reg,
         lane: Option<u8>,
+        sel: Option<Reg>,
     },
-    /// `dst` gets `a` or `b` (`n` registers; `None` is a constant): `s_cselect_b32/b64`,
-    /// `v_cndmask_b32`.
+    /// `dst` gets `a` or `b` (`n` registers; `None` is a constant), as SCC says:
+    /// `s_cselect_b32/b64`.
     Select {
         dst: Reg,
         a: Option<Reg>,
@@ -104,8 +117,26 @@ pub enum Op {
         n: u16,
     },
     /// `dst = src + c` on 32 bits (`s_add_u32`/`s_sub_u32` with a constant operand: the low half
-    /// of a 64-bit pointer sum).
-    AddConst { dst: Reg, src: Reg, c: i64 },
+    /// of a 64-bit pointer sum), setting SCC to the carry (borrow when `sub`); `raw` is the
+    /// constant's bits.
+    AddConst {
+        dst: Reg,
+        src: Reg,
+        c: i64,
+        raw: u32,
+        sub: bool,
+    },
+    /// `dst = src + k + SCC` (`s_addc_u32`), or `src - k - SCC` when `sub` (`s_subb_u32`), with
+    /// a constant `k`: the high half of a 64-bit pointer sum.
+    AddCarry {
+        dst: Reg,
+        src: Reg,
+        k: u32,
+        sub: bool,
+    },
+    /// `dst`, `dst+1` = the pair at `src` plus `c` on 64 bits (gfx12's `s_add_nc_u64`,
+    /// `s_sub_nc_u64` with a constant).
+    Add64 { dst: Reg, src: Reg, c: i64 },
     /// A scalar load whose address is `base` (the low half of the pair, or the base word of a
     /// buffer resource) plus `offset` bytes plus the register `soffset`, `bytes` wide, into
     /// `dst`…: `s_load_*`, `s_buffer_load_*`.
@@ -122,7 +153,8 @@ pub enum Op {
     Opaque,
     /// `s_branch`: to the word offset (from the next instruction).
     Branch(i64),
-    /// A conditional branch (`s_cbranch_*`, SOPK branches): to the word offset, or on.
+    /// A conditional branch (`s_cbranch_*`, SOPK branches): to the word offset, or on; its
+    /// reads are its condition.
     CBranch(i64),
     /// `s_endpgm`.
     End,
@@ -156,6 +188,12 @@ pub struct Inst {
     pub kills: Vec<(Reg, u16)>,
     /// Of `reads`, those a memory instruction forms its address from (the rest is data).
     pub addr: Vec<(Reg, u16)>,
+    /// A vector instruction: which lanes it runs in is `exec`'s (and what `v_readfirstlane_b32`
+    /// reads).
+    pub vector: bool,
+    /// It does more than write its registers (`s_setreg_b32`, `s_sleep_var`, `s_setvskip`, an
+    /// opcode not classified): what it reads may act where the flow does not see.
+    pub effect: bool,
 }
 
 impl Inst {
@@ -167,7 +205,18 @@ impl Inst {
             writes: Vec::new(),
             kills: Vec::new(),
             addr: Vec::new(),
+            vector: false,
+            effect: false,
         }
+    }
+
+    /// A vector ALU instruction: runs under `exec` and may set the exception bits of the
+    /// hardware registers ([`HWREG`]). What MODE decides (rounding, denormals) is no channel:
+    /// only a refused `s_setreg` of a followed value could make it depend on one.
+    pub(super) fn valu(mut self) -> Inst {
+        self.vector = true;
+        self.writes.push((HWREG, 1));
+        self
     }
 
     /// Mark the reads from index `from` on as address operands.
@@ -178,12 +227,21 @@ impl Inst {
     /// Read a scalar source operand (8 or 9 bits): a register when below 128, else a constant,
     /// the literal or a special value; `n` registers.
     pub(super) fn src(&mut self, s: u32, n: u16) {
-        if s < 128 {
-            // A 64-bit scalar operand is an aligned pair: an odd register is read alone.
-            let n = if s % 2 == 1 { 1 } else { n.min(2) };
-            self.reads.push((s as Reg, n));
-        } else if (256..512).contains(&s) {
-            self.reads.push((V + (s - 256) as Reg, n));
+        match s {
+            _ if n == 0 => {}
+            0..128 => {
+                // A 64-bit scalar operand is an aligned pair: an odd register is read alone.
+                let n = if s % 2 == 1 { 1 } else { n.min(2) };
+                self.reads.push((s as Reg, n));
+            }
+            256..512 => self.reads.push((V + (s - 256) as Reg, n)),
+            // src_vccz, src_execz, src_scc: state read as a value.
+            251 => self.reads.push((VCC, 2)),
+            252 => self.reads.push((EXEC, 2)),
+            253 => self.reads.push((SCC, 1)),
+            // lds_direct (gfx9/gfx10): LDS at the address in m0 (124 there).
+            254 => self.reads.push((124, 1)),
+            _ => {}
         }
     }
 
@@ -192,7 +250,7 @@ impl Inst {
     }
 
     pub(super) fn sdst(&mut self, d: u32, may: u16, must: u16) {
-        if d < 128 {
+        if d < 128 && may > 0 {
             // A pair starts at an even register: an odd one is written alone.
             let may = if may == 2 && d % 2 == 1 { 1 } else { may };
             self.writes.push((d as Reg, may));
@@ -211,12 +269,12 @@ impl Inst {
 }
 
 /// The register of a scalar operand field, when it is one (below 106: `s0`–`s105`).
-fn sgpr(s: u32) -> Option<Reg> {
+pub(super) fn sgpr(s: u32) -> Option<Reg> {
     (s < 106).then_some(s as Reg)
 }
 
 /// An inline constant (128–208) as a signed value, or the literal (255).
-fn constant(s: u32, literal: Option<u32>) -> Option<i64> {
+pub(super) fn constant(s: u32, literal: Option<u32>) -> Option<i64> {
     match s {
         128..=192 => Some(i64::from(s) - 128),
         193..=208 => Some(192 - i64::from(s)),
@@ -270,13 +328,14 @@ fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
         (Gen::G11 | Gen::G12, 0x33) if top8 == 0xCE => {
             // LDSDIR / VDSDIR: vdst, reads m0.
             let mut x = Inst::new(1, Op::Mem);
+            x.vector = true;
             x.reads.push((g.m0(), 1));
             x.vdst(w, 1, 0);
             x
         }
         (Gen::G9, 0x35) | (Gen::G10, 0x32) => {
             // VINTRP: vdst [25:18], vsrc [7:0], reads m0.
-            let mut x = Inst::new(1, Op::Alu);
+            let mut x = Inst::new(1, Op::Alu).valu();
             x.vsrc(w, 1);
             x.reads.push((g.m0(), 1));
             x.vdst(w >> 18, 1, 0);
@@ -300,6 +359,7 @@ fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
         (Gen::G9, 0x31) | (Gen::G10 | Gen::G11 | Gen::G12, 0x3E) => {
             // EXP: four VGPRs in the second word.
             let mut x = Inst::new(2, Op::Mem);
+            x.vector = true;
             if let Some(w1) = word(1) {
                 for k in 0..4 {
                     x.vsrc(w1 >> (8 * k), 1);
@@ -311,13 +371,41 @@ fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
     }
 }
 
+/// The [`super::vop3_table`] row of a VOP1, VOP2 or VOPC word's VOP3 form (VOPC at VOP3 opcode
+/// `op`, VOP2 at `0x100 + op`, VOP1 at `0x140 + op` on gfx8/9 and `0x180 + op` from gfx10 on,
+/// llvm `VOPInstructions.td`), when llvm decodes that form.
+fn short_row(g: Gen, w: u32) -> Option<u16> {
+    use super::vop3_table as t;
+    let vop3 = match w >> 25 {
+        0x3F => (if g == Gen::G9 { 0x140 } else { 0x180 }) + ((w >> 9) & 0xff),
+        0x3E => (w >> 17) & 0xff,
+        op => 0x100 + op,
+    } as usize;
+    let table: &[u16] = match g {
+        Gen::G9 => &t::VOP3_G9,
+        Gen::G10 => &t::VOP3_G10,
+        Gen::G11 => &t::VOP3_G11,
+        Gen::G12 => &t::VOP3_G12,
+    };
+    table.get(vop3).copied().filter(|e| e & (1 << 10) != 0)
+}
+
+/// How many registers src0 of a VOP1, VOP2 or VOPC word reads: what its VOP3 form reads there,
+/// two where that form is not known.
+fn short_src0_width(g: Gen, w: u32) -> u16 {
+    match short_row(g, w) {
+        Some(e) if e & 3 == 1 => 1,
+        _ => 2,
+    }
+}
+
 /// VOP1, VOP2, VOPC (32 bits, plus a literal, DPP or SDWA word).
 fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
     let src0 = w & 0x1ff;
     let vsrc1 = (w >> 9) & 0xff;
     let vdst = (w >> 17) & 0xff;
     let mut extra = 0;
-    let mut x = Inst::new(1, Op::Alu);
+    let mut x = Inst::new(1, Op::Alu).valu();
     // DPP16 (0xFA), DPP8 (0xE9/0xEA, gfx10+) and SDWA (0xF9, gfx9/10): a second word whose low
     // byte is the real source VGPR (an SGPR too under gfx9's SDWA `s0` bit).
     let dpp = src0 == 0xFA || (g != Gen::G9 && matches!(src0, 0xE9 | 0xEA));
@@ -335,7 +423,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
             }
         }
     } else {
-        x.src(src0, 2);
+        x.src(src0, short_src0_width(g, w));
         if src0 == 255 {
             extra = 1;
         }
@@ -408,11 +496,13 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         return x;
     }
     if w >> 25 == 0x3E {
-        // VOPC: writes vcc (and exec for v_cmpx).
+        // VOPC: writes vcc (and exec for v_cmpx, or an opcode whose VOP3 form is not known).
         x.words = 1 + extra;
         x.vsrc(vsrc1, 2);
         x.sdst(u32::from(VCC), 2, 0);
-        x.sdst(u32::from(EXEC), 2, 0);
+        if short_row(g, w).is_none_or(|e| e & (1 << 11) != 0) {
+            x.sdst(u32::from(EXEC), 2, 0);
+        }
         return x;
     }
     // VOP2: op [30:25].
@@ -432,177 +522,6 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
     x.reads.push((V + vdst as Reg, 2));
     x.sdst(u32::from(VCC), 2, 0);
     x.vdst(vdst, 2, 1);
-    x
-}
-
-/// SOP1: `sdst`, `ssrc0` (plus a literal).
-fn sop1(g: Gen, w: u32) -> Inst {
-    let (op, d, s) = ((w >> 8) & 0xff, (w >> 16) & 0x7f, w & 0xff);
-    let mut x = Inst::new(if s == 255 { 2 } else { 1 }, Op::Alu);
-    let [mov32, mov64, getpc, setpc, swappc] = g.isa().sop1().expect("known generation");
-    let relative = match g {
-        Gen::G9 => (0x2A..=0x2D).contains(&op),
-        Gen::G10 => (0x2E..=0x31).contains(&op) || op == 0x49,
-        Gen::G11 | Gen::G12 => (0x40..=0x44).contains(&op),
-    };
-    x.src(s, 2);
-    // Any SOP1 may write exec (the `*_saveexec` family).
-    x.sdst(u32::from(EXEC), 2, 0);
-    if op == swappc {
-        x.op = Op::Call;
-        x.sdst(d, 2, 2);
-    } else if op == setpc {
-        x.op = if s == 30 && d == 0 {
-            Op::Return
-        } else {
-            Op::Jump
-        };
-    } else if g.isa().computed_jump_sop1(op) {
-        x.op = Op::Fork;
-    } else if relative {
-        x.op = Op::Relative;
-        x.sdst(d, 2, 0);
-    } else if op == getpc {
-        x.sdst(d, 2, 2);
-        x.op = Op::GetPc { dst: d as Reg };
-    } else if op == mov32 || op == mov64 {
-        let n = if op == mov64 { 2 } else { 1 };
-        x.sdst(d, n, n);
-        if let Some(src) = sgpr(s) {
-            x.op = Op::Copy {
-                dst: d as Reg,
-                src,
-                n,
-            };
-        }
-    } else {
-        // Others may read their destination (`s_bitset*`, `s_cmov*`) or `exec` (the
-        // `*_saveexec` family writes the old `exec` there), and may leave it unchanged.
-        x.src(d, 2);
-        x.reads.push((EXEC, 2));
-        x.sdst(d, 2, 0);
-    }
-    x
-}
-
-/// SOP2: `sdst`, `ssrc0`, `ssrc1` (plus a literal).
-fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
-    let (op, d, s0, s1) = (
-        (w >> 23) & 0x7f,
-        (w >> 16) & 0x7f,
-        w & 0xff,
-        (w >> 8) & 0xff,
-    );
-    let mut x = Inst::new(if s0 == 255 || s1 == 255 { 2 } else { 1 }, Op::Alu);
-    x.src(s0, 2);
-    x.src(s1, 2);
-    x.sdst(d, 2, 1);
-    if g.isa().computed_jump_sop2(op) {
-        x.op = Op::Fork;
-        return x;
-    }
-    // s_add_u32 (0) and s_sub_u32 (1) in every generation; s_cselect_b32/b64 (0xA/0xB up to
-    // gfx10, 0x30/0x31 from gfx11 on).
-    let (csel32, csel64) = match g {
-        Gen::G9 | Gen::G10 => (0xA, 0xB),
-        Gen::G11 | Gen::G12 => (0x30, 0x31),
-    };
-    if op == 0 || op == 1 {
-        let sign = if op == 0 { 1 } else { -1 };
-        if let (Some(a), Some(c)) = (sgpr(s0), constant(s1, literal)) {
-            x.op = Op::AddConst {
-                dst: d as Reg,
-                src: a,
-                c: sign * c,
-            };
-        } else if let (Some(c), Some(b), 0) = (constant(s0, literal), sgpr(s1), op) {
-            x.op = Op::AddConst {
-                dst: d as Reg,
-                src: b,
-                c,
-            };
-        }
-    } else if op == csel32 || op == csel64 {
-        let n = if op == csel64 { 2 } else { 1 };
-        x.writes.retain(|&(r, _)| r != d as Reg);
-        x.kills.clear();
-        x.sdst(d, n, n);
-        x.op = Op::Select {
-            dst: d as Reg,
-            a: sgpr(s0),
-            b: sgpr(s1),
-            n,
-        };
-    }
-    x
-}
-
-/// SOPC: two sources, writes `scc` (not tracked); gfx9's `s_set_gpr_idx_on` is relative.
-fn sopc(g: Gen, w: u32) -> Inst {
-    let (s0, s1, op) = (w & 0xff, (w >> 8) & 0xff, (w >> 16) & 0x7f);
-    let mut x = Inst::new(if s0 == 255 || s1 == 255 { 2 } else { 1 }, Op::Alu);
-    x.src(s0, 2);
-    x.src(s1, 2);
-    if g == Gen::G9 && op == 0x11 {
-        // s_set_gpr_idx_on: the VALU operands that follow are relative until
-        // s_set_gpr_idx_off; refused while anything is followed.
-        x.op = Op::Opaque;
-    }
-    x
-}
-
-/// SOPK: `sdst` (read and written) and a 16-bit constant; `s_setreg_imm32_b32` has a literal.
-fn sopk(g: Gen, w: u32) -> Inst {
-    let (op, d) = ((w >> 23) & 0x1f, (w >> 16) & 0x7f);
-    let setreg_imm32 = match g {
-        Gen::G9 => 0x14,
-        Gen::G10 => 0x15,
-        Gen::G11 | Gen::G12 => 0x13,
-    };
-    let mut x = Inst::new(if op == setreg_imm32 { 2 } else { 1 }, Op::Alu);
-    x.src(d, 2);
-    x.sdst(d, 2, 0);
-    let simm = i64::from(w as u16 as i16);
-    match g.isa().sopk_control(op) {
-        Some(super::isa::SopkControl::Call) => {
-            // The target is a constant (checked by the call graph); only the return address
-            // is written.
-            x.op = Op::Call;
-            x.reads.clear();
-            x.kills.push((d as Reg, 2));
-        }
-        Some(super::isa::SopkControl::Branch) => {
-            x.op = if g == Gen::G9 && op == 0x10 {
-                Op::Fork
-            } else {
-                Op::CBranch(simm)
-            }
-        }
-        None => {}
-    }
-    x
-}
-
-/// SOPP: branches, `s_endpgm`, messages (which may read `m0`).
-fn sopp(g: Gen, w: u32) -> Inst {
-    let op = (w >> 16) & 0x7f;
-    let (endpgm, branch) = match g {
-        Gen::G9 | Gen::G10 => (1, 2),
-        Gen::G11 | Gen::G12 => (48, 32),
-    };
-    let mut x = Inst::new(1, Op::Mem);
-    x.reads.push((g.m0(), 1));
-    if op == endpgm {
-        x.op = Op::End;
-        x.reads.clear();
-    } else if let Some(off) = branch_offset(w, g.isa()) {
-        x.op = if op == branch {
-            Op::Branch(i64::from(off))
-        } else {
-            Op::CBranch(i64::from(off))
-        };
-        x.reads.clear();
-    }
     x
 }
 
@@ -657,7 +576,7 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     if dpp {
         words += 1;
     }
-    let mut x = Inst::new(words, Op::Alu);
+    let mut x = Inst::new(words, Op::Alu).valu();
     for &(s, n) in &used {
         x.src(s, n);
     }
@@ -669,10 +588,12 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     let dn = width(e >> 7).max(1);
     if e & (1 << 6) != 0 {
         x.sdst(vdst, dn, 0);
-        // v_cmpx writes exec as well.
-        x.sdst(u32::from(EXEC), 2, 0);
     } else {
         x.vdst(vdst, dn, 0);
+    }
+    if e & (1 << 11) != 0 {
+        // v_cmpx writes exec (with or without a scalar destination).
+        x.sdst(u32::from(EXEC), 2, 0);
     }
     if e & (1 << 9) != 0 {
         x.sdst((w >> 8) & 0x7f, 2, 0);
@@ -704,11 +625,14 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
         return x;
     }
     let lane = (128..192).contains(&srcs[1]).then(|| (srcs[1] - 128) as u8);
+    // A lane chosen by a register (an SGPR or m0).
+    let sel = (srcs[1] < 128).then_some(srcs[1] as Reg);
     if op == readlane && srcs[0] >= 256 {
         x.op = Op::ReadLane {
             dst: vdst as Reg,
             src: V + (srcs[0] - 256) as Reg,
             lane,
+            sel,
         };
     } else if op == writelane && !(106..256).contains(&srcs[0]) {
         let src = if srcs[0] >= 256 {
@@ -720,6 +644,7 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
             dst: V + vdst as Reg,
             src,
             lane,
+            sel,
         };
     }
     x
@@ -730,7 +655,7 @@ fn vinterp(w1: Option<u32>, w: u32) -> Inst {
     let Some(w1) = w1 else {
         return Inst::new(2, Op::Unknown);
     };
-    let mut x = Inst::new(2, Op::Alu);
+    let mut x = Inst::new(2, Op::Alu).valu();
     for s in [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff] {
         x.src(s, 1);
     }
@@ -746,7 +671,7 @@ fn vopd(w: u32, w1: Option<u32>) -> Inst {
     let (opx, opy) = ((w >> 22) & 0xf, (w >> 17) & 0x1f);
     let (srcx0, srcy0) = (w & 0x1ff, w1 & 0x1ff);
     let literal = srcx0 == 255 || srcy0 == 255 || matches!(opx, 1 | 2) || matches!(opy, 1 | 2);
-    let mut x = Inst::new(if literal { 3 } else { 2 }, Op::Alu);
+    let mut x = Inst::new(if literal { 3 } else { 2 }, Op::Alu).valu();
     x.src(srcx0, 1);
     x.src(srcy0, 1);
     x.vsrc(w >> 9, 1);

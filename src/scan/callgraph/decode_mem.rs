@@ -86,6 +86,7 @@ pub(super) fn ds(w1: Option<u32>) -> Inst {
         return Inst::new(2, Op::Unknown);
     };
     let mut x = Inst::new(2, Op::Mem);
+    x.vector = true;
     x.vsrc(w1, 1);
     x.addr_from(0);
     x.vsrc(w1 >> 8, 4);
@@ -105,6 +106,7 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         (w >> 14) & 3
     };
     let mut x = Inst::new(2, Op::Mem);
+    x.vector = true;
     x.vsrc(w1, 2);
     // GLOBAL's saddr is a 64-bit base, SCRATCH's a 32-bit offset.
     let saddr = (w1 >> 16) & 0x7f;
@@ -141,6 +143,7 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
         return Inst::new(3, Op::Unknown);
     };
     let mut x = Inst::new(3, Op::Mem);
+    x.vector = true;
     let saddr = w & 0x7f;
     if saddr < 106 {
         let scratch = (w >> 24) & 3 == 1;
@@ -162,6 +165,7 @@ pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         return Inst::new(2, Op::Unknown);
     };
     let mut x = Inst::new(2, Op::Mem);
+    x.vector = true;
     x.vsrc(w1, 2);
     x.reads.push(((((w1 >> 16) & 0x1f) * 4) as Reg, 4));
     x.src(w1 >> 24, 1);
@@ -192,6 +196,7 @@ pub(super) fn vbuffer(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
         return Inst::new(3, Op::Unknown);
     };
     let mut x = Inst::new(3, Op::Mem);
+    x.vector = true;
     x.src(w & 0xff, 1);
     x.reads.push((((w1 >> 9) & 0x7f) as Reg, 4));
     if let Some(w2) = w2 {
@@ -205,5 +210,7 @@ pub(super) fn vbuffer(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
 
 /// An image instruction of `words + 1` words: its registers are not read ([`Op::Opaque`]).
 pub(super) fn mimg(extra: usize) -> Inst {
-    Inst::new(1 + extra, Op::Opaque)
+    let mut x = Inst::new(1 + extra, Op::Opaque);
+    x.vector = true;
+    x
 }

@@ -134,7 +134,9 @@ fn scalar_loads_and_pointer_moves() {
             &Op::AddConst {
                 dst: 8,
                 src: 4,
-                c: 0x70
+                c: 0x70,
+                raw: 0x70,
+                sub: false
             }
         )
     );
@@ -158,7 +160,8 @@ fn scalar_loads_and_pointer_moves() {
         Op::ReadLane {
             dst: 1,
             src: V + 2,
-            lane: Some(3)
+            lane: Some(3),
+            sel: None
         }
     );
     let i = decode(
@@ -171,7 +174,8 @@ fn scalar_loads_and_pointer_moves() {
         Op::Merge {
             dst: V + 1,
             src: 2,
-            lane: Some(3)
+            lane: Some(3),
+            sel: None
         }
     );
     // v_movrels_b32_e32 v1, v2

@@ -3,10 +3,16 @@
 //! from its kernarg segment pointer (and from the dispatch packet and queue pointers, through
 //! which the kernarg segment can be found again) through every instruction of every function
 //! it reaches. An over-approximation that fails closed:
-//! - a value is [`Val::Clean`], a pointer into the kernarg segment at a known offset from the
-//!   slot ([`Val::Kernarg`]), a dispatch packet or queue pointer ([`Val::Gate`]), a code address
-//!   the code computed from `s_getpc_b64` ([`Val::Pc`]), or anything derived from those in a way
-//!   not followed ([`Val::Any`]);
+//! - a value is [`Val::Clean`], the low half of a pointer into the kernarg segment at a known
+//!   offset from the slot ([`Val::Kernarg`]) or of a dispatch packet or queue pointer
+//!   ([`Val::Gate`]), the high half of one of those sums ([`Val::Hi`]), the carry out of the
+//!   low half's sum ([`Val::Carry`]), a code address the code computed from `s_getpc_b64`
+//!   ([`Val::Pc`]), or anything derived from those in a way not followed ([`Val::Any`]);
+//! - what a value decides is derived from it as well (implicit flows): SCC, `vcc`, `exec` and the
+//!   hardware registers are registers here ([`super::decode`]); a conditional branch on a
+//!   followed condition, a vector instruction under a followed `exec`, a followed value into an
+//!   instruction that acts beyond its registers (`s_setreg_b32`, `s_sleep_var`, …), are refused;
+//!   `s_cselect`, a lane a register chooses and a load's high half add what they depend on;
 //! - a load through a kernarg pointer is checked against the slot (8 bytes) and the kernarg
 //!   segment's bounds; one through `Any`, through a register offset, or a kernarg pointer in a
 //!   buffer resource, FLAT, GLOBAL, SCRATCH or image address is refused;
@@ -18,7 +24,9 @@
 //!   the caller continues with what it had or what any return leaves.
 //!
 //! Not seen, by construction: a code address the host computes into the middle of a function
-//! (no proof over the image can follow the host); an indirect call lands on a function's start.
+//! (no proof over the image can follow the host); an indirect call lands on a function's start;
+//! memory reached through pointers the flow does not follow is not the kernarg segment (a
+//! program that searches memory for it is not followed); timing is no channel.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` ("Kernel Descriptor", "Initial Kernel Execution State",
 //! "Call Convention", "Code Object V5 Metadata" for the hidden-argument layout), HSA runtime
@@ -27,172 +35,10 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::{decode, Gen, Inst, Op, Reg, V};
+use super::decode::{decode, Gen, Inst, Op, Reg, EXEC, SCC};
 use super::flow_entry::{kernel_entry, load_value};
+use super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
 use super::{Graph, Isa};
-
-/// An abstract value: what a register may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Val {
-    /// Nothing derived from the pointers followed here.
-    Clean,
-    /// The low half of a pointer to the kernel's hostcall slot plus this many bytes (modulo 2³²).
-    Kernarg(i64),
-    /// The low half of a pointer into a runtime structure from which the kernarg segment can be
-    /// found, plus this many bytes.
-    Gate(Gate, i64),
-    /// The low half of a code address the code computed (`s_getpc_b64` plus constants).
-    Pc(u64),
-    /// The return address a call wrote (`s_swappc_b64`, `s_call_b64`), as the callee sees it:
-    /// a return through it is a return; anything computed from it is [`Val::PcAny`].
-    Ret,
-    /// Derived from code addresses only, in a way not followed (e.g. a table entry's address):
-    /// loads through it read the image, but it may not be jumped to or leave the registers.
-    PcAny,
-    /// Derived from the kernarg segment pointer (or anything above) in a way not followed.
-    Any,
-}
-
-/// A runtime structure that leads to the kernarg segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    /// The AQL dispatch packet (`kernarg_address` at byte 40).
-    Dispatch,
-    /// The queue (`amd_queue_t`: its ring holds the packets).
-    Queue,
-}
-
-fn join(a: Val, b: Val) -> Val {
-    match (a, b) {
-        (Val::Clean, x) | (x, Val::Clean) => x,
-        (x, y) if x == y => x,
-        (Val::Pc(_) | Val::PcAny | Val::Ret, Val::Pc(_) | Val::PcAny | Val::Ret) => Val::PcAny,
-        _ => Val::Any,
-    }
-}
-
-/// What an operation not followed makes of `v`: a code address stays one (of unknown value),
-/// anything else becomes [`Val::Any`].
-fn degrade(v: Val) -> Val {
-    match v {
-        Val::Clean => Val::Clean,
-        Val::Pc(_) | Val::PcAny | Val::Ret => Val::PcAny,
-        _ => Val::Any,
-    }
-}
-
-/// Registers that hold anything but [`Val::Clean`]; VGPR lanes a `v_writelane_b32` set with a
-/// constant lane are kept apart ([`lane_key`]), so that a value spilled to one lane and read back
-/// from it is not mixed with the other lanes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct State(BTreeMap<Reg, Val>);
-
-/// The key of lane `l` of VGPR `v` (`v` ≥ [`V`]) in a [`State`].
-fn lane_key(v: Reg, l: u8) -> Reg {
-    LANES + (v - V) * 64 + Reg::from(l)
-}
-
-/// The first lane key.
-const LANES: Reg = 1024;
-
-impl State {
-    fn get(&self, r: Reg) -> Val {
-        self.0.get(&r).copied().unwrap_or(Val::Clean)
-    }
-
-    pub(super) fn set(&mut self, r: Reg, v: Val) {
-        if v == Val::Clean {
-            self.0.remove(&r);
-        } else {
-            self.0.insert(r, v);
-        }
-    }
-
-    /// Lane `l` of VGPR `v`: its own value when one was set, else the whole register's.
-    fn lane(&self, v: Reg, l: u8) -> Val {
-        self.0
-            .get(&lane_key(v, l))
-            .copied()
-            .unwrap_or_else(|| self.get(v))
-    }
-
-    fn lanes_of(&self, v: Reg) -> Vec<(Reg, Val)> {
-        if !(V..LANES).contains(&v) {
-            return Vec::new();
-        }
-        self.0
-            .range(lane_key(v, 0)..=lane_key(v, 63))
-            .map(|(&k, &x)| (k, x))
-            .collect()
-    }
-
-    /// A write of the whole register `r`: exact (its lanes are gone) or possible (they may
-    /// hold `v` as well).
-    fn write(&mut self, r: Reg, v: Val, exact: bool) {
-        // A vector register is written only in the lanes `exec` enables (and DPP's row and bank
-        // masks): never certainly overwritten. AGPRs share the VGPRs' numbers, so a write to
-        // one never clears the other either.
-        let exact = exact && r < V;
-        let lanes = self.lanes_of(r);
-        if exact {
-            for (k, _) in lanes {
-                self.0.remove(&k);
-            }
-            self.set(r, v);
-        } else {
-            for (k, x) in lanes {
-                self.set(k, join(x, v));
-            }
-            let old = self.get(r);
-            self.set(r, join(old, v));
-        }
-    }
-
-    /// Join `other` in; whether anything changed.
-    fn join_from(&mut self, other: &State) -> bool {
-        let before = self.clone();
-        // A lane set on one side only holds, on the other, that side's whole register.
-        let mut keys: Vec<Reg> = self.0.keys().chain(other.0.keys()).copied().collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let whole = |st: &State, k: Reg| {
-            if k >= LANES {
-                st.0.get(&k)
-                    .copied()
-                    .unwrap_or_else(|| st.get(V + (k - LANES) / 64))
-            } else {
-                st.get(k)
-            }
-        };
-        let vals: Vec<(Reg, Val)> = keys
-            .iter()
-            .map(|&k| (k, join(whole(&before, k), whole(other, k))))
-            .collect();
-        for (k, v) in vals {
-            if k >= LANES && v == Val::Clean {
-                // Clean lane over a tracked register: keep the entry (it says the lane is clean).
-                self.0.insert(k, v);
-            } else {
-                self.set(k, v);
-            }
-        }
-        *self != before
-    }
-
-    fn range(&self, (first, n): (Reg, u16)) -> Val {
-        (first..first.saturating_add(n).min(LANES)).fold(Val::Clean, |acc, r| {
-            let whole = join(acc, self.get(r));
-            self.lanes_of(r)
-                .into_iter()
-                .fold(whole, |a, (_, x)| join(a, x))
-        })
-    }
-
-    /// Whether anything is tracked (a clean lane entry is not).
-    fn tracked(&self) -> bool {
-        self.0.values().any(|&v| v != Val::Clean)
-    }
-}
 
 /// Whether control comes back after an instruction (a call to a sink does not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -535,8 +381,16 @@ impl Ctx<'_> {
             Val::Pc(a) => format!("a computed code address (0x{a:x})"),
             Val::PcAny => "an address computed from a code address".into(),
             Val::Ret => "a return address".into(),
+            Val::Hi(..) => "the high half of a followed pointer".into(),
+            Val::Carry(..) => "the carry out of a followed pointer's sum (SCC)".into(),
             Val::Any | Val::Clean => "a value derived from the kernarg segment pointer".into(),
         };
+        if inst.vector && st.range((EXEC, 2)) != Val::Clean {
+            return Err(format!(
+                "a vector instruction runs under an exec mask that is {}",
+                describe(st.range((EXEC, 2)))
+            ));
+        }
         match inst.op {
             Op::Unknown => {
                 return Err(format!(
@@ -595,22 +449,35 @@ impl Ctx<'_> {
                 }
                 // SOP1 may write exec besides: nothing tracked goes there from a copy.
             }
-            Op::ReadLane { dst, src, lane } => {
+            Op::ReadLane {
+                dst,
+                src,
+                lane,
+                sel,
+            } => {
                 let v = match lane {
                     Some(l) => st.lane(src, l),
                     None => st.range((src, 1)),
                 };
+                // A lane a followed value chooses tells that value.
+                let v = join(v, sel.map_or(Val::Clean, |s| degrade(st.get(s))));
                 st.write(dst, v, true);
             }
-            Op::Merge { dst, src, lane } => {
+            Op::Merge {
+                dst,
+                src,
+                lane,
+                sel,
+            } => {
                 let v = st.get(src);
+                let chosen = sel.map_or(Val::Clean, |s| degrade(st.get(s)));
                 match lane {
                     Some(l) => {
                         let whole = join(st.get(dst), v);
                         st.set(dst, whole);
                         st.0.insert(lane_key(dst, l), v);
                     }
-                    None => st.write(dst, v, false),
+                    None => st.write(dst, join(v, chosen), false),
                 }
             }
             Op::Select { dst, a, b, n } => {
@@ -622,21 +489,62 @@ impl Ctx<'_> {
                         )
                     })
                     .collect();
+                // Which one SCC says: a followed SCC is in the result.
+                let cond = degrade(st.get(SCC));
                 for (k, v) in vals.into_iter().enumerate() {
-                    st.write(dst + k as Reg, v, true);
+                    st.write(dst + k as Reg, join(v, cond), true);
                 }
             }
-            Op::AddConst { dst, src, c } => {
-                let wrap = |x: i64| i64::from(x as i32);
-                let v = match st.get(src) {
+            Op::AddConst {
+                dst,
+                src,
+                c,
+                raw,
+                sub,
+            } => {
+                let s = st.get(src);
+                let v = match s {
                     Val::Kernarg(d) => Val::Kernarg(wrap(d + c)),
                     Val::Gate(k, d) => Val::Gate(k, wrap(d + c)),
                     Val::Pc(a) => Val::Pc(u64::from((a as u32).wrapping_add(c as u32))),
                     // A return address plus anything is no return address.
                     Val::Ret => Val::PcAny,
-                    v => v,
+                    v => degrade(v),
+                };
+                // SCC is the carry: of a followed low half, what the high half's sum takes in.
+                let carry = match s.low() {
+                    Some((b, d)) => Val::Carry(b, d, raw, sub),
+                    None => degrade(s),
                 };
                 st.set(dst, v);
+                st.set(SCC, carry);
+            }
+            Op::AddCarry { dst, src, k, sub } => match (st.get(src), st.get(SCC)) {
+                (Val::Hi(b, hd), Val::Carry(cb, d, raw, csub))
+                    if b == cb && wrap(hd) == d && sub == csub =>
+                {
+                    // The high half of the same 64-bit sum: its offset moves by the constant
+                    // whose halves are `raw` and `k`.
+                    let delta = (u64::from(raw) | u64::from(k) << 32) as i64;
+                    let hd = if sub {
+                        hd.wrapping_sub(delta)
+                    } else {
+                        hd.wrapping_add(delta)
+                    };
+                    st.set(dst, Val::Hi(b, hd));
+                    st.set(SCC, Val::Any);
+                }
+                _ => generic(st, read),
+            },
+            Op::Add64 { dst, src, c } => {
+                let (lo, hi) = (st.get(src), st.get(src + 1));
+                match (lo.low(), hi) {
+                    (Some((b, d)), Val::Hi(hb, hd)) if hb == b && wrap(hd) == d => {
+                        st.set(dst, Val::of_low(b, wrap(d + c)));
+                        st.set(dst + 1, Val::Hi(b, hd.wrapping_add(c)));
+                    }
+                    _ => generic(st, read),
+                }
             }
             Op::SLoad {
                 base,
@@ -650,7 +558,22 @@ impl Ctx<'_> {
                         return Err(format!("{} used as a load offset", describe(st.get(so))));
                     }
                 }
-                let v = self.load(st.get(base), offset, soffset.is_some(), bytes)?;
+                let lo = st.get(base);
+                let v = self.load(lo, offset, soffset.is_some(), bytes)?;
+                // The address is both halves (and a buffer resource's size and flags): a load
+                // whose high half is not that of the same sum, or whose resource words are
+                // followed, reads memory at a followed address.
+                let buffer = inst.reads.contains(&(base, 4));
+                let rest = if buffer {
+                    st.range((base + 2, 2))
+                } else {
+                    Val::Clean
+                };
+                let v = if pair_holds(lo, st.get(base + 1)) && rest == Val::Clean {
+                    v
+                } else {
+                    join(v, Val::Any)
+                };
                 let regs = bytes.div_ceil(4) as Reg;
                 for k in dst..dst + regs {
                     st.set(k, v);
@@ -677,6 +600,14 @@ impl Ctx<'_> {
             Op::Call | Op::Jump | Op::Return => {
                 let target = inst.reads.first().map_or(Val::Clean, |&(r, _)| st.get(r));
                 if let Some(&(r, _)) = inst.reads.first() {
+                    let hi = st.get(r + 1);
+                    if !hi.codeish() {
+                        return Err(format!(
+                            "control goes to an address whose high half is {} (s{})",
+                            describe(hi),
+                            r + 1
+                        ));
+                    }
                     match target {
                         Val::Clean => {}
                         Val::Ret if inst.op != Op::Call => {}
@@ -708,6 +639,15 @@ impl Ctx<'_> {
                 // A code address the code computed: the next instruction's.
                 st.set(dst, Val::Pc(next & 0xffff_ffff));
                 st.set(dst + 1, Val::Clean);
+            }
+            Op::CBranch(_) if read != Val::Clean => {
+                return Err(format!("a branch decided by {}", describe(read)));
+            }
+            _ if inst.effect && read != Val::Clean => {
+                return Err(format!(
+                    "{} goes to an instruction that acts beyond its registers (s_setreg_b32, s_sleep_var, s_setvskip or one this rcclfix does not classify)",
+                    describe(read)
+                ));
             }
             _ => generic(st, read),
         }

@@ -3,7 +3,8 @@
 //! Execution State"), and what a load through a followed pointer gives ([`load_value`]).
 
 use super::decode::Reg;
-use super::flow::{FlowRefusal, FlowRoot, Gate, State, Val};
+use super::flow::{FlowRefusal, FlowRoot};
+use super::flow_state::{Base, Gate, State, Val};
 use super::Graph;
 
 /// The registers at a kernel's first instruction, from its kernel descriptor: the user SGPRs in
@@ -32,16 +33,21 @@ pub(super) fn kernel_entry(r: &FlowRoot, g: &Graph) -> Result<State, FlowRefusal
     if bit(0) {
         at += 4;
     }
+    // Each pointer is a pair: its low half, then its high half.
     if bit(1) {
         st.set(at, Val::Gate(Gate::Dispatch, 0));
+        st.set(at + 1, Val::Hi(Base::Gate(Gate::Dispatch), 0));
         at += 2;
     }
     if bit(2) {
         st.set(at, Val::Gate(Gate::Queue, 0));
+        st.set(at + 1, Val::Hi(Base::Gate(Gate::Queue), 0));
         at += 2;
     }
     if bit(3) {
-        st.set(at, Val::Kernarg(-(r.slot as i64)));
+        let d = -(r.slot as i64);
+        st.set(at, Val::Kernarg(d));
+        st.set(at + 1, Val::Hi(Base::Kernarg, d));
     }
     let (len, off) = (u64::from(preload & 0x7f), u64::from(preload >> 7));
     if len > 0 {
@@ -147,6 +153,6 @@ pub(super) fn load_value(
         }
         Val::Gate(Gate::Queue, _) => Ok(Val::Any),
         Val::Pc(_) | Val::PcAny | Val::Ret => Ok(Val::Clean),
-        Val::Any => Err("a load through a pointer derived from the kernarg segment pointer, at an offset not known".into()),
+        Val::Any | Val::Hi(..) | Val::Carry(..) => Err("a load through a pointer derived from the kernarg segment pointer, at an offset not known".into()),
     }
 }

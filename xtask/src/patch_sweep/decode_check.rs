@@ -44,7 +44,8 @@ fn ours(listing: &str) -> BTreeMap<u64, Ours> {
 }
 
 /// The registers an llvm operand list names, in `rcclfix decode`'s names (`vcc` as `vcc_lo` and
-/// `vcc_hi`, `a5` as `v5`, `s[4:5]` as `s4` and `s5`, `flat_scratch` as `s102`, `s103`).
+/// `vcc_hi`, `a5` as `v5`, `s[4:5]` as `s4` and `s5`, `flat_scratch` as `s102`, `s103`, the
+/// `src_scc` operand as `scc`, `src_vccz`/`src_execz` as the register they test).
 pub fn llvm_registers(operands: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let b = operands.as_bytes();
@@ -67,6 +68,10 @@ pub fn llvm_registers(operands: &str) -> BTreeSet<String> {
                 out.insert(tok.to_string());
                 continue;
             }
+            "src_scc" => &["scc"],
+            "src_vccz" => &["vcc_lo", "vcc_hi"],
+            "src_execz" => &["exec_lo", "exec_hi"],
+            "src_lds_direct" | "lds_direct" => &["m0"],
             "flat_scratch" => &["s102", "s103"],
             "flat_scratch_lo" => &["s102"],
             "flat_scratch_hi" => &["s103"],
@@ -196,6 +201,13 @@ mod tests {
         let want = [
             "s4", "s5", "v0", "v1", "vcc_lo", "vcc_hi", "v3", "v2", "ttmp2", "ttmp3",
         ];
+        assert_eq!(r, want.iter().map(|s| s.to_string()).collect());
+    }
+
+    #[test]
+    fn state_read_as_an_operand() {
+        let r = llvm_registers("v1, src_scc, src_execz");
+        let want = ["v1", "scc", "exec_lo", "exec_hi"];
         assert_eq!(r, want.iter().map(|s| s.to_string()).collect());
     }
 }

@@ -1,0 +1,346 @@
+//! The scalar ALU formats of [`super::decode`]: SOP1, SOP2, SOPC, SOPK and SOPP. What each
+//! opcode does to the state no register field names (SCC, exec, the hardware registers, a
+//! conditional branch's condition) comes from its row in [`super::salu_table`], which llvm-mc
+//! 21's mnemonics decide (`xtask/salu_table.py`; which ones read or set SCC follows llvm
+//! `SOPInstructions.td`, `Uses = [SCC]` / `Defs = [SCC]`). An opcode no processor of the
+//! generation decodes, or one whose mnemonic the table does not classify, reads SCC, may set it
+//! and may write exec, and has an effect beyond its registers ([`Inst::effect`]).
+
+use super::decode::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, SCC, VCC};
+use super::isa::branch_offset;
+use super::salu_table as t;
+
+/// The register counts of src0, src1 and the destination of opcode `op` of format `fmt` (0 where
+/// the field is no register for that opcode, 2 for a pair), and whether it reads its destination.
+fn widths(g: Gen, fmt: &str, op: u32) -> (u16, u16, u16, bool) {
+    let table: &[u8] = match (g, fmt) {
+        (Gen::G9, "SOP1") => &t::WIDTH_SOP1_G9,
+        (Gen::G9, "SOP2") => &t::WIDTH_SOP2_G9,
+        (Gen::G9, "SOPC") => &t::WIDTH_SOPC_G9,
+        (Gen::G9, _) => &t::WIDTH_SOPK_G9,
+        (Gen::G10, "SOP1") => &t::WIDTH_SOP1_G10,
+        (Gen::G10, "SOP2") => &t::WIDTH_SOP2_G10,
+        (Gen::G10, "SOPC") => &t::WIDTH_SOPC_G10,
+        (Gen::G10, _) => &t::WIDTH_SOPK_G10,
+        (Gen::G11, "SOP1") => &t::WIDTH_SOP1_G11,
+        (Gen::G11, "SOP2") => &t::WIDTH_SOP2_G11,
+        (Gen::G11, "SOPC") => &t::WIDTH_SOPC_G11,
+        (Gen::G11, _) => &t::WIDTH_SOPK_G11,
+        (Gen::G12, "SOP1") => &t::WIDTH_SOP1_G12,
+        (Gen::G12, "SOP2") => &t::WIDTH_SOP2_G12,
+        (Gen::G12, "SOPC") => &t::WIDTH_SOPC_G12,
+        (Gen::G12, _) => &t::WIDTH_SOPK_G12,
+    };
+    let w = table.get(op as usize).copied().unwrap_or(7 | t::RD_D);
+    let n = |wide: u8, none: u8| {
+        if w & wide != 0 {
+            2
+        } else if w & none != 0 {
+            0
+        } else {
+            1
+        }
+    };
+    (
+        n(t::W_S0, t::NO_S0),
+        n(t::W_S1, t::NO_S1),
+        n(t::W_D, t::NO_D),
+        w & t::RD_D != 0,
+    )
+}
+
+/// The table row of opcode `op` of format `fmt` ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP").
+fn row(g: Gen, fmt: &str, op: u32) -> u8 {
+    let table: &[u8] = match (g, fmt) {
+        (Gen::G9, "SOP1") => &t::SOP1_G9,
+        (Gen::G9, "SOP2") => &t::SOP2_G9,
+        (Gen::G9, "SOPC") => &t::SOPC_G9,
+        (Gen::G9, "SOPK") => &t::SOPK_G9,
+        (Gen::G9, _) => &t::SOPP_G9,
+        (Gen::G10, "SOP1") => &t::SOP1_G10,
+        (Gen::G10, "SOP2") => &t::SOP2_G10,
+        (Gen::G10, "SOPC") => &t::SOPC_G10,
+        (Gen::G10, "SOPK") => &t::SOPK_G10,
+        (Gen::G10, _) => &t::SOPP_G10,
+        (Gen::G11, "SOP1") => &t::SOP1_G11,
+        (Gen::G11, "SOP2") => &t::SOP2_G11,
+        (Gen::G11, "SOPC") => &t::SOPC_G11,
+        (Gen::G11, "SOPK") => &t::SOPK_G11,
+        (Gen::G11, _) => &t::SOPP_G11,
+        (Gen::G12, "SOP1") => &t::SOP1_G12,
+        (Gen::G12, "SOP2") => &t::SOP2_G12,
+        (Gen::G12, "SOPC") => &t::SOPC_G12,
+        (Gen::G12, "SOPK") => &t::SOPK_G12,
+        (Gen::G12, _) => &t::SOPP_G12,
+    };
+    table.get(op as usize).copied().unwrap_or(0)
+}
+
+/// Add what row `f` says about SCC, exec and the hardware registers to `x`.
+fn implicit(x: &mut Inst, f: u8) {
+    if f & t::READ_SCC != 0 {
+        x.reads.push((SCC, 1));
+    }
+    if f & t::SET_SCC != 0 {
+        x.writes.push((SCC, 1));
+        x.kills.push((SCC, 1));
+    } else if f & t::MAY_SCC != 0 {
+        x.writes.push((SCC, 1));
+    }
+    if f & t::EXEC_W != 0 {
+        x.writes.push((EXEC, 2));
+    }
+    if f & t::GETREG != 0 {
+        // `s_getreg_b32` reads the hardware registers, whose exception bits float operations
+        // may set.
+        x.reads.push((HWREG, 1));
+    }
+    if f & t::FLOAT != 0 {
+        x.writes.push((HWREG, 1));
+    }
+    if f & t::EFFECT != 0 {
+        x.effect = true;
+    }
+}
+
+/// SOP1: `sdst`, `ssrc0` (plus a literal).
+pub(super) fn sop1(g: Gen, w: u32) -> Inst {
+    let (op, d, s) = ((w >> 8) & 0xff, (w >> 16) & 0x7f, w & 0xff);
+    let mut x = Inst::new(if s == 255 { 2 } else { 1 }, Op::Alu);
+    let (n0, _, nd, reads_d) = widths(g, "SOP1", op);
+    let f = row(g, "SOP1", op);
+    let [mov32, mov64, getpc, setpc, swappc] = g.isa().sop1().expect("known generation");
+    let relative = match g {
+        Gen::G9 => (0x2A..=0x2D).contains(&op),
+        Gen::G10 => (0x2E..=0x31).contains(&op) || op == 0x49,
+        Gen::G11 | Gen::G12 => (0x40..=0x44).contains(&op),
+    };
+    // The target of a jump or call is the first read (the flow looks there).
+    x.src(s, n0);
+    implicit(&mut x, f);
+    if op == swappc {
+        x.op = Op::Call;
+        x.sdst(d, 2, 2);
+    } else if op == setpc {
+        x.op = if s == 30 && d == 0 {
+            Op::Return
+        } else {
+            Op::Jump
+        };
+    } else if g.isa().computed_jump_sop1(op) {
+        x.op = Op::Fork;
+    } else if relative {
+        x.op = Op::Relative;
+        x.sdst(d, nd, 0);
+    } else if op == getpc {
+        x.sdst(d, 2, 2);
+        x.op = Op::GetPc { dst: d as Reg };
+    } else if op == mov32 || op == mov64 {
+        let n = if op == mov64 { 2 } else { 1 };
+        x.sdst(d, n, n);
+        if let Some(src) = sgpr(s) {
+            x.op = Op::Copy {
+                dst: d as Reg,
+                src,
+                n,
+            };
+        }
+    } else {
+        // Some read their destination (`s_bitset*`, `s_cmov*`) or `exec` (the `*_saveexec`
+        // family writes the old `exec` there), and may leave it unchanged.
+        if reads_d {
+            x.src(d, nd);
+        }
+        if f & t::EXEC_W != 0 {
+            x.reads.push((EXEC, 2));
+        }
+        // One that does not read its destination writes all of it.
+        x.sdst(d, nd, if reads_d { 0 } else { nd });
+    }
+    x
+}
+
+/// SOP2: `sdst`, `ssrc0`, `ssrc1` (plus a literal).
+pub(super) fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
+    let (op, d, s0, s1) = (
+        (w >> 23) & 0x7f,
+        (w >> 16) & 0x7f,
+        w & 0xff,
+        (w >> 8) & 0xff,
+    );
+    let mut x = Inst::new(if s0 == 255 || s1 == 255 { 2 } else { 1 }, Op::Alu);
+    let (n0, n1, nd, _) = widths(g, "SOP2", op);
+    x.src(s0, n0);
+    x.src(s1, n1);
+    x.sdst(d, nd, nd);
+    implicit(&mut x, row(g, "SOP2", op));
+    if g.isa().computed_jump_sop2(op) {
+        x.op = Op::Fork;
+        return x;
+    }
+    // s_add_u32 (0), s_sub_u32 (1), s_addc_u32 (4) and s_subb_u32 (5) in every generation
+    // (gfx12 names them s_add_co_u32 …, s_sub_co_ci_u32); s_cselect_b32/b64 (0xA/0xB up to gfx10,
+    // 0x30/0x31 from gfx11 on); gfx12's s_add_nc_u64 / s_sub_nc_u64 (0x53/0x54). From
+    // `xtask/salu_table.py`'s listing.
+    let (csel32, csel64) = match g {
+        Gen::G9 | Gen::G10 => (0xA, 0xB),
+        Gen::G11 | Gen::G12 => (0x30, 0x31),
+    };
+    let sub = op % 2 == 1;
+    let dst = d as Reg;
+    let (a, b) = (sgpr(s0), sgpr(s1));
+    let (ca, cb) = (constant(s0, literal), constant(s1, literal));
+    match op {
+        0 | 1 => {
+            let sign = if sub { -1 } else { 1 };
+            if let (Some(src), Some(c)) = (a, cb) {
+                x.op = Op::AddConst {
+                    dst,
+                    src,
+                    c: sign * c,
+                    raw: c as u32,
+                    sub,
+                };
+            } else if let (Some(c), Some(src), false) = (ca, b, sub) {
+                x.op = Op::AddConst {
+                    dst,
+                    src,
+                    c,
+                    raw: c as u32,
+                    sub,
+                };
+            }
+        }
+        4 | 5 => {
+            if let (Some(src), Some(k)) = (a, cb) {
+                x.op = Op::AddCarry {
+                    dst,
+                    src,
+                    k: k as u32,
+                    sub,
+                };
+            } else if let (Some(k), Some(src), false) = (ca, b, sub) {
+                x.op = Op::AddCarry {
+                    dst,
+                    src,
+                    k: k as u32,
+                    sub,
+                };
+            }
+        }
+        0x53 | 0x54 if g == Gen::G12 => {
+            // A 64-bit sum: an inline constant is sign-extended; a literal is taken only where
+            // sign and zero extension agree.
+            let c = cb.filter(|&c| (-0x8000_0000..0x8000_0000).contains(&c) || s1 != 255);
+            if let (Some(src), Some(c), true) = (a, c, s0 % 2 == 0 && d % 2 == 0) {
+                x.op = Op::Add64 {
+                    dst,
+                    src,
+                    c: if op == 0x54 { -c } else { c },
+                };
+            }
+        }
+        _ if op == csel32 || op == csel64 => {
+            let n = if op == csel64 { 2 } else { 1 };
+            x.writes.retain(|&(r, _)| r != dst);
+            x.kills.retain(|&(r, _)| r == SCC);
+            x.sdst(d, n, n);
+            x.op = Op::Select { dst, a, b, n };
+        }
+        _ => {}
+    }
+    x
+}
+
+/// SOPC: two sources, sets SCC; gfx9's `s_set_gpr_idx_on` is relative.
+pub(super) fn sopc(g: Gen, w: u32) -> Inst {
+    let (s0, s1, op) = (w & 0xff, (w >> 8) & 0xff, (w >> 16) & 0x7f);
+    let mut x = Inst::new(if s0 == 255 || s1 == 255 { 2 } else { 1 }, Op::Alu);
+    let (n0, n1, _, _) = widths(g, "SOPC", op);
+    x.src(s0, n0);
+    x.src(s1, n1);
+    implicit(&mut x, row(g, "SOPC", op));
+    if g == Gen::G9 && op == 0x11 {
+        // s_set_gpr_idx_on: the VALU operands that follow are relative until
+        // s_set_gpr_idx_off; refused while anything is followed.
+        x.op = Op::Opaque;
+    }
+    x
+}
+
+/// SOPK: `sdst` (read and written) and a 16-bit constant; `s_setreg_imm32_b32` has a literal.
+pub(super) fn sopk(g: Gen, w: u32) -> Inst {
+    let (op, d) = ((w >> 23) & 0x1f, (w >> 16) & 0x7f);
+    let setreg_imm32 = match g {
+        Gen::G9 => 0x14,
+        Gen::G10 => 0x15,
+        Gen::G11 | Gen::G12 => 0x13,
+    };
+    let mut x = Inst::new(if op == setreg_imm32 { 2 } else { 1 }, Op::Alu);
+    let (_, _, nd, reads_d) = widths(g, "SOPK", op);
+    if reads_d {
+        x.src(d, nd);
+    }
+    x.sdst(d, nd, 0);
+    implicit(&mut x, row(g, "SOPK", op));
+    let simm = i64::from(w as u16 as i16);
+    match g.isa().sopk_control(op) {
+        Some(super::isa::SopkControl::Call) => {
+            // The target is a constant (checked by the call graph); only the return address
+            // is written.
+            x.op = Op::Call;
+            x.reads.clear();
+            x.kills.push((d as Reg, 2));
+        }
+        Some(super::isa::SopkControl::Branch) => {
+            // `s_subvector_loop_*` branch on `sdst`, which stays the first read.
+            x.op = if g == Gen::G9 && op == 0x10 {
+                Op::Fork
+            } else {
+                Op::CBranch(simm)
+            }
+        }
+        None => {}
+    }
+    x
+}
+
+/// SOPP: branches (whose condition is their read: SCC, `vcc` or `exec`), `s_endpgm`,
+/// messages (which may read `m0`).
+pub(super) fn sopp(g: Gen, w: u32) -> Inst {
+    let op = (w >> 16) & 0x7f;
+    let (endpgm, branch) = match g {
+        Gen::G9 | Gen::G10 => (1, 2),
+        Gen::G11 | Gen::G12 => (48, 32),
+    };
+    let mut x = Inst::new(1, Op::Mem);
+    x.reads.push((g.m0(), 1));
+    if op == endpgm {
+        x.op = Op::End;
+        x.reads.clear();
+    } else if let Some(off) = branch_offset(w, g.isa()) {
+        x.reads.clear();
+        x.op = if op == branch {
+            Op::Branch(i64::from(off))
+        } else {
+            let f = row(g, "SOPP", op);
+            // A branch the table does not name reads every condition.
+            let f = if f & t::C_BRANCH == 0 {
+                t::C_SCC | t::C_VCC | t::C_EXEC
+            } else {
+                f
+            };
+            if f & t::C_SCC != 0 {
+                x.reads.push((SCC, 1));
+            }
+            if f & t::C_VCC != 0 {
+                x.reads.push((VCC, 2));
+            }
+            if f & t::C_EXEC != 0 {
+                x.reads.push((EXEC, 2));
+            }
+            Op::CBranch(i64::from(off))
+        };
+    }
+    x
+}

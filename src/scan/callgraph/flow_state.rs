@@ -1,0 +1,226 @@
+//! The abstract domain of [`super::flow`]: what a register may hold ([`Val`]), how two
+//! values join, and the registers' state ([`State`]), VGPR lanes kept apart where a
+//! `v_writelane_b32` with a constant lane set them.
+
+use std::collections::BTreeMap;
+
+use super::decode::{Reg, V};
+
+/// An abstract value: what a register may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Val {
+    /// Nothing derived from the pointers followed here.
+    Clean,
+    /// The low half of a pointer to the kernel's hostcall slot plus this many bytes (modulo 2³²).
+    Kernarg(i64),
+    /// The low half of a pointer into a runtime structure from which the kernarg segment can be
+    /// found, plus this many bytes.
+    Gate(Gate, i64),
+    /// The low half of a code address the code computed (`s_getpc_b64` plus constants).
+    Pc(u64),
+    /// The return address a call wrote (`s_swappc_b64`, `s_call_b64`), as the callee sees it:
+    /// a return through it is a return; anything computed from it is [`Val::PcAny`].
+    Ret,
+    /// Derived from code addresses only, in a way not followed (e.g. a table entry's address):
+    /// loads through it read the image, but it may not be jumped to or leave the registers.
+    PcAny,
+    /// The high half of the followed pointer `Base` plus this many bytes (on 64 bits): what a
+    /// load needs beside the low half ([`Val::Kernarg`], [`Val::Gate`]) to be the access it
+    /// looks like.
+    Hi(Base, i64),
+    /// SCC after `s_add_u32`/`s_sub_u32` (when the `bool`) of the constant bits `u32` to the low
+    /// half of `Base` plus the `i64` bytes: the carry an `s_addc_u32`/`s_subb_u32` of the high
+    /// half takes in.
+    Carry(Base, i64, u32, bool),
+    /// Derived from the kernarg segment pointer (or anything above) in a way not followed.
+    Any,
+}
+
+/// A followed pointer, as the high half of a value names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// The kernarg segment pointer (offsets from the slot).
+    Kernarg,
+    /// A runtime structure's pointer.
+    Gate(Gate),
+}
+
+impl Val {
+    /// The pointer and offset a low half stands for.
+    pub(super) fn low(self) -> Option<(Base, i64)> {
+        match self {
+            Val::Kernarg(d) => Some((Base::Kernarg, d)),
+            Val::Gate(g, d) => Some((Base::Gate(g), d)),
+            _ => None,
+        }
+    }
+
+    /// The low half of pointer `b` plus `d` bytes.
+    pub(super) fn of_low(b: Base, d: i64) -> Val {
+        match b {
+            Base::Kernarg => Val::Kernarg(d),
+            Base::Gate(g) => Val::Gate(g, d),
+        }
+    }
+
+    /// Whether this is nothing followed or derived from code addresses only.
+    pub(super) fn codeish(self) -> bool {
+        matches!(self, Val::Clean | Val::Pc(_) | Val::PcAny | Val::Ret)
+    }
+}
+
+/// Whether a load through the low half `lo` and the high half `hi` reads what `lo` alone says:
+/// the high half of the same sum of the same pointer (`Hi(b, d)` beside the low half of `b`
+/// plus `d`), or a code-derived (or clean) high half beside a code-derived (or clean) low half.
+pub(super) fn pair_holds(lo: Val, hi: Val) -> bool {
+    match lo.low() {
+        Some((b, d)) => hi == Val::Hi(b, d),
+        None => lo.codeish() && hi.codeish(),
+    }
+}
+
+/// A 32-bit sum's offset as the low half keeps it (modulo 2³², signed).
+pub(super) fn wrap(x: i64) -> i64 {
+    i64::from(x as i32)
+}
+
+/// A runtime structure that leads to the kernarg segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// The AQL dispatch packet (`kernarg_address` at byte 40).
+    Dispatch,
+    /// The queue (`amd_queue_t`: its ring holds the packets).
+    Queue,
+}
+
+pub(super) fn join(a: Val, b: Val) -> Val {
+    match (a, b) {
+        (Val::Clean, x) | (x, Val::Clean) => x,
+        (x, y) if x == y => x,
+        (Val::Pc(_) | Val::PcAny | Val::Ret, Val::Pc(_) | Val::PcAny | Val::Ret) => Val::PcAny,
+        _ => Val::Any,
+    }
+}
+
+/// What an operation not followed makes of `v`: a code address stays one (of unknown value),
+/// anything else becomes [`Val::Any`].
+pub(super) fn degrade(v: Val) -> Val {
+    match v {
+        Val::Clean => Val::Clean,
+        Val::Pc(_) | Val::PcAny | Val::Ret => Val::PcAny,
+        _ => Val::Any,
+    }
+}
+
+/// Registers that hold anything but [`Val::Clean`]; VGPR lanes a `v_writelane_b32` set with a
+/// constant lane are kept apart ([`lane_key`]), so that a value spilled to one lane and read back
+/// from it is not mixed with the other lanes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct State(pub(super) BTreeMap<Reg, Val>);
+
+/// The key of lane `l` of VGPR `v` (`v` ≥ [`V`]) in a [`State`].
+pub(super) fn lane_key(v: Reg, l: u8) -> Reg {
+    LANES + (v - V) * 64 + Reg::from(l)
+}
+
+/// The first lane key.
+pub(super) const LANES: Reg = 1024;
+
+impl State {
+    pub(super) fn get(&self, r: Reg) -> Val {
+        self.0.get(&r).copied().unwrap_or(Val::Clean)
+    }
+
+    pub(super) fn set(&mut self, r: Reg, v: Val) {
+        if v == Val::Clean {
+            self.0.remove(&r);
+        } else {
+            self.0.insert(r, v);
+        }
+    }
+
+    /// Lane `l` of VGPR `v`: its own value when one was set, else the whole register's.
+    pub(super) fn lane(&self, v: Reg, l: u8) -> Val {
+        self.0
+            .get(&lane_key(v, l))
+            .copied()
+            .unwrap_or_else(|| self.get(v))
+    }
+
+    pub(super) fn lanes_of(&self, v: Reg) -> Vec<(Reg, Val)> {
+        if !(V..LANES).contains(&v) {
+            return Vec::new();
+        }
+        self.0
+            .range(lane_key(v, 0)..=lane_key(v, 63))
+            .map(|(&k, &x)| (k, x))
+            .collect()
+    }
+
+    /// A write of the whole register `r`: exact (its lanes are gone) or possible (they may
+    /// hold `v` as well).
+    pub(super) fn write(&mut self, r: Reg, v: Val, exact: bool) {
+        // A vector register is written only in the lanes `exec` enables (and DPP's row and bank
+        // masks): never certainly overwritten. AGPRs share the VGPRs' numbers, so a write to
+        // one never clears the other either.
+        let exact = exact && r < V;
+        let lanes = self.lanes_of(r);
+        if exact {
+            for (k, _) in lanes {
+                self.0.remove(&k);
+            }
+            self.set(r, v);
+        } else {
+            for (k, x) in lanes {
+                self.set(k, join(x, v));
+            }
+            let old = self.get(r);
+            self.set(r, join(old, v));
+        }
+    }
+
+    /// Join `other` in; whether anything changed.
+    pub(super) fn join_from(&mut self, other: &State) -> bool {
+        let before = self.clone();
+        // A lane set on one side only holds, on the other, that side's whole register.
+        let mut keys: Vec<Reg> = self.0.keys().chain(other.0.keys()).copied().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let whole = |st: &State, k: Reg| {
+            if k >= LANES {
+                st.0.get(&k)
+                    .copied()
+                    .unwrap_or_else(|| st.get(V + (k - LANES) / 64))
+            } else {
+                st.get(k)
+            }
+        };
+        let vals: Vec<(Reg, Val)> = keys
+            .iter()
+            .map(|&k| (k, join(whole(&before, k), whole(other, k))))
+            .collect();
+        for (k, v) in vals {
+            if k >= LANES && v == Val::Clean {
+                // Clean lane over a tracked register: keep the entry (it says the lane is clean).
+                self.0.insert(k, v);
+            } else {
+                self.set(k, v);
+            }
+        }
+        *self != before
+    }
+
+    pub(super) fn range(&self, (first, n): (Reg, u16)) -> Val {
+        (first..first.saturating_add(n).min(LANES)).fold(Val::Clean, |acc, r| {
+            let whole = join(acc, self.get(r));
+            self.lanes_of(r)
+                .into_iter()
+                .fold(whole, |a, (_, x)| join(a, x))
+        })
+    }
+
+    /// Whether anything is tracked (a clean lane entry is not).
+    pub(super) fn tracked(&self) -> bool {
+        self.0.values().any(|&v| v != Val::Clean)
+    }
+}
