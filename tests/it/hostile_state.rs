@@ -152,3 +152,143 @@ fn hostile_cached_stock_packages_are_refused_naming_them() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n\n"));
 }
+
+/// A record the pretend build's estimate accepts.
+const RECORD: &str = "# ninja log v5\n0\t1200\t0\tCMakeFiles/minihip.dir/src/k.cpp.o\t1\n1200\t1500\t0\tlibrccl.so.1.0\t2\n";
+
+/// One class 2 row: the state it puts under the home (given the timing record's path), what the
+/// build step leaves as the live `.ninja_log`, the warning the build log must hold, and what the
+/// timing record must be afterwards (`None`: not checked).
+struct BuildRow {
+    name: &'static str,
+    state: fn(&Path),
+    live: Option<fn(&Path)>,
+    warning: &'static str,
+    record_after: Option<&'static str>,
+}
+
+#[test]
+fn hostile_build_state_costs_the_estimate_never_the_build() {
+    use crate::build_plan::{host, minihip, options, run, work_folder, Recording};
+    let sparse = |p: &Path| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::File::create(p).unwrap().set_len(3 << 30).unwrap();
+    };
+    let zero = |p: &Path| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", p).unwrap();
+    };
+    let rows = [
+        BuildRow {
+            name: "the timing record a FIFO",
+            state: mkfifo,
+            live: None,
+            warning: "minihip-gfx1100.ninja_log: not a regular file (a FIFO); ignored, no remaining-time estimate",
+            record_after: Some("fifo"),
+        },
+        BuildRow {
+            name: "the timing record a link to /dev/zero",
+            state: zero,
+            live: None,
+            warning: "minihip-gfx1100.ninja_log: not a regular file (a character device); ignored",
+            record_after: Some("link"),
+        },
+        BuildRow {
+            name: "the timing record a 3 GiB sparse file",
+            state: sparse,
+            live: None,
+            warning: "minihip-gfx1100.ninja_log: 3221225472 bytes, more than the",
+            record_after: Some("file"),
+        },
+        BuildRow {
+            name: "the load trace a FIFO beside a good record",
+            state: |p| {
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, RECORD).unwrap();
+                mkfifo(&p.with_extension("load"));
+            },
+            live: None,
+            warning: "minihip-gfx1100.load: not a regular file (a FIFO); ignored",
+            record_after: Some("file"),
+        },
+        BuildRow {
+            name: "the live .ninja_log a FIFO",
+            state: |_| {},
+            live: Some(mkfifo),
+            warning: ".ninja_log is a FIFO in the build folder, not a regular file; no timing record kept",
+            record_after: Some("missing"),
+        },
+        BuildRow {
+            name: "the live .ninja_log a link to /dev/zero",
+            state: |_| {},
+            live: Some(|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
+            warning: ".ninja_log is a symbolic link in the build folder; refusing to read through it; no timing record kept",
+            record_after: Some("missing"),
+        },
+    ];
+    let mut bad = vec![];
+    for r in rows {
+        let t = tempfile::tempdir().unwrap();
+        let recipe = minihip("compile-definition", "");
+        let p = rcclfix::build::plan::plan(
+            &recipe,
+            &options(&t.path().join("out")),
+            &host(&t.path().join("home")),
+        )
+        .unwrap();
+        (r.state)(&p.timing_record);
+        work_folder(&p);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (plan, record) = (p.clone(), p.timing_record.clone());
+        let live = r.live;
+        // A hang (a FIFO opened or read) fails the row at the deadline; the thread is left behind.
+        std::thread::spawn(move || {
+            let mut rec = Recording::new(&plan, "trixie/implicit.so");
+            rec.live_ninja_log = live;
+            let _ = tx.send(run(&plan, &recipe, &mut rec).map_err(|e| format!("{e:#}")));
+        });
+        let dir = match rx.recv_timeout(Duration::from_secs(60)) {
+            Err(_) => {
+                bad.push(format!("{}: hung", r.name));
+                continue;
+            }
+            Ok(Err(e)) => {
+                bad.push(format!("{}: the build failed: {e}", r.name));
+                continue;
+            }
+            Ok(Ok(rcclfix::build::Outcome::Built(d))) => d,
+            Ok(Ok(o)) => {
+                bad.push(format!("{}: {o:?}", r.name));
+                continue;
+            }
+        };
+        let log = std::fs::read_to_string(dir.join("build.log")).unwrap();
+        if !log
+            .lines()
+            .any(|l| l.starts_with("# rcclfix: warning: ") && l.contains(r.warning))
+        {
+            bad.push(format!(
+                "{}: build.log has no warning with {:?}:\n{log}",
+                r.name, r.warning
+            ));
+        }
+        if let Some(k) = r.record_after {
+            if kind(&record) != k {
+                bad.push(format!(
+                    "{}: the record is now {}, expected {k}",
+                    r.name,
+                    kind(&record)
+                ));
+            }
+        }
+        if big_file(&record) {
+            bad.push(format!("{}: the 3 GiB record was kept", r.name));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}
+
+/// Whether `p` is a regular file of more than 1 MiB (the sparse record left in place).
+fn big_file(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() > 1 << 20)
+}
