@@ -454,6 +454,43 @@ pub fn check_output_file(path: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Create (or empty) a log file rcclfix appends to while a step runs and that is read during the
+/// run, so it is not written to a temporary sibling (`toolchains/<name>.log`, a work folder's
+/// `build.log`). What is there must be a regular file or a link ([`check_output_file`]: never a
+/// FIFO, which would block the open, nor a device); a link is replaced, never written through
+/// (as a rename replaces it), and the file is opened with `O_NOFOLLOW | O_NONBLOCK` and checked
+/// again on its descriptor, so a node swapped in meanwhile is refused too.
+///
+/// Errors (one line naming the path): as [`check_output_file`]; the link cannot be removed; the
+/// open fails or finds no regular file.
+pub fn create_log(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    check_output_file(path)?;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::remove_file(path)
+            .map_err(|e| anyhow::anyhow!("{}: cannot replace the link: {e}", path.display()))?;
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    let m = f
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    if !m.is_file() {
+        anyhow::bail!(
+            "{}: exists and is {}, not a regular file; refusing to write it",
+            path.display(),
+            file_kind(&m)
+        );
+    }
+    Ok(f)
+}
+
 /// [`check_output_file`] for an output folder: `path` may be missing or a folder (or a link to
 /// one), nothing else.
 fn check_output_dir(path: &Path) -> anyhow::Result<()> {

@@ -140,7 +140,10 @@ pub fn execute(
     let work = &plan.work;
 
     let log_path = &work.log;
-    let mut log = std::io::LineWriter::new(fs_err::File::create(log_path)?);
+    let mut log = std::io::LineWriter::new(fs_err::File::from_parts(
+        crate::fsutil::create_log(log_path)?,
+        log_path,
+    ));
     writeln!(
         log,
         "# rcclfix {} build of recipe {} ({} {})",

@@ -141,7 +141,10 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
     let mirror = host_debian_mirror()?;
     fs_err::create_dir_all(toolchains_dir())?;
     let log_path = toolchains_dir().join(format!("{name}.log"));
-    let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
+    let mut log = std::io::LineWriter::new(fs_err::File::from_parts(
+        crate::fsutil::create_log(&log_path)?,
+        &log_path,
+    ));
     let out = crate::fsutil::AtomicDir::new(&dest)?;
     let rootfs = out.path().join("rootfs");
     let started = std::time::Instant::now();

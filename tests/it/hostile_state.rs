@@ -12,8 +12,9 @@
 //!    a 3 GiB sparse file costs the remaining-time estimate (a warning naming it), never the build,
 //!    and is never replaced by a rename; before, the successful build then failed writing the
 //!    new record over it;
-//! 3. `toolchains/<name>.log`, which `toolchain build` truncates and writes as root: a FIFO or a
-//!    link to a host file is refused naming it, before anything is written through it.
+//! 3. `toolchains/<name>.log`, which `toolchain build` truncates and writes as root: a FIFO is
+//!    refused naming it (before, the open blocked for ever), and a link is replaced, never
+//!    written through (before, the host file it pointed at was truncated and overwritten).
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -291,4 +292,93 @@ fn hostile_build_state_costs_the_estimate_never_the_build() {
 /// Whether `p` is a regular file of more than 1 MiB (the sparse record left in place).
 fn big_file(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() > 1 << 20)
+}
+
+fn is_root() -> bool {
+    // `id -u` rather than libc's geteuid: the tests hold no unsafe code.
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0\n"))
+        .unwrap_or(false)
+}
+
+/// Class 3: `toolchain build` (root only: it refuses anyone else before the log) with a FIFO or
+/// a link to a host file as its log. The mirror is a closed local port, so a build that gets
+/// past the log fails at once in debootstrap, downloading nothing.
+#[test]
+fn hostile_toolchain_logs_are_never_written_through() {
+    if !is_root() || which("debootstrap").is_none() || which("unshare").is_none() {
+        eprintln!("hostile toolchain logs: needs root, debootstrap and unshare; not run");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let log = home.join("toolchains/debian-sid.log");
+    let victim = t.path().join("victim.txt");
+    type Setup = fn(&Path, &Path);
+    let rows: [(&str, Setup, i32, &str, &str); 2] = [
+        (
+            "a FIFO",
+            |log, _| mkfifo(log),
+            2,
+            "debian-sid.log: exists and is a FIFO, not a regular file; refusing to replace it",
+            "fifo",
+        ),
+        (
+            "a link to a host file",
+            |log, victim| {
+                std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+                std::os::unix::fs::symlink(victim, log).unwrap();
+            },
+            2,
+            "debootstrap failed",
+            "file",
+        ),
+    ];
+    let mut bad = vec![];
+    for (what, setup, code, fragment, after) in rows {
+        let _ = std::fs::remove_dir_all(&home);
+        std::fs::write(&victim, "precious\n").unwrap();
+        setup(&log, &victim);
+        let o = output_with_deadline(
+            crate::support::rcclfix()
+                .args(["toolchain", "build", "debian-sid"])
+                .env("RCCLFIX_HOME", &home)
+                .env("RCCLFIX_DEBIAN_MIRROR", "http://127.0.0.1:9/debian"),
+            Duration::from_secs(60),
+        );
+        let o = match o {
+            Ok(o) => o,
+            Err(e) => {
+                bad.push(format!("{what}: {e}"));
+                continue;
+            }
+        };
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(code) || !stderr.contains(fragment) {
+            bad.push(format!(
+                "{what}: exit {:?}, expected {code} and {fragment:?}:\n{stderr}",
+                o.status.code()
+            ));
+        }
+        if kind(&log) != after {
+            bad.push(format!(
+                "{what}: the log is now {}, expected {after}",
+                kind(&log)
+            ));
+        }
+        if std::fs::read_to_string(&victim).unwrap() != "precious\n" {
+            bad.push(format!("{what}: the host file behind the link was written"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|f| f.is_file())
+    })
 }
