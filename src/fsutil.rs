@@ -23,6 +23,12 @@ use std::sync::Mutex;
 
 use anyhow::Context;
 
+mod read;
+pub use read::{
+    file_kind, open_regular, open_regular_nofollow, read_capped, read_state, read_text_capped,
+    require_regular,
+};
+
 /// Exit status after SIGINT (128 + 2), as shells report it.
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// Exit status after SIGTERM (128 + 15).
@@ -448,6 +454,43 @@ pub fn check_output_file(path: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Create (or empty) a log file rcclfix appends to while a step runs and that is read during the
+/// run, so it is not written to a temporary sibling (`toolchains/<name>.log`, a work folder's
+/// `build.log`). What is there must be a regular file or a link ([`check_output_file`]: never a
+/// FIFO, which would block the open, nor a device); a link is replaced, never written through
+/// (as a rename replaces it), and the file is opened with `O_NOFOLLOW | O_NONBLOCK` and checked
+/// again on its descriptor, so a node swapped in meanwhile is refused too.
+///
+/// Errors (one line naming the path): as [`check_output_file`]; the link cannot be removed; the
+/// open fails or finds no regular file.
+pub fn create_log(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    check_output_file(path)?;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::remove_file(path)
+            .map_err(|e| anyhow::anyhow!("{}: cannot replace the link: {e}", path.display()))?;
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    let m = f
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    if !m.is_file() {
+        anyhow::bail!(
+            "{}: exists and is {}, not a regular file; refusing to write it",
+            path.display(),
+            file_kind(&m)
+        );
+    }
+    Ok(f)
+}
+
 /// [`check_output_file`] for an output folder: `path` may be missing or a folder (or a link to
 /// one), nothing else.
 fn check_output_dir(path: &Path) -> anyhow::Result<()> {
@@ -548,155 +591,6 @@ pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
     let mut h = sha2::Sha256::new();
     std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(hex::encode(h.finalize()))
-}
-
-/// What kind of file `meta` describes, for messages: `a folder`, `a FIFO`, `a character device`, …
-pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_file() {
-        "a regular file"
-    } else if t.is_dir() {
-        "a folder"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a plain file"
-    }
-}
-
-/// Open `path` for reading only if it is a regular file (symbolic links followed), and return it
-/// with its metadata. It is checked with `stat` before the open, opened with `O_NONBLOCK`, so a
-/// FIFO swapped in meanwhile cannot block the open, and checked again with `fstat` on the open
-/// descriptor, so what is read is what was checked;
-/// `O_NONBLOCK` has no effect on reads of a regular file.
-///
-/// Errors (one line naming the path): it does not exist or cannot be opened; it is a folder, FIFO,
-/// socket or device (`PATH: not a regular file (a FIFO)`).
-pub fn open_regular(path: &Path) -> anyhow::Result<(std::fs::File, std::fs::Metadata)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Refuse a special file before any open (opening a device can have effects of its own).
-    let pre = std::fs::metadata(path)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    if !pre.is_file() {
-        anyhow::bail!(
-            "{}: not a regular file ({})",
-            path.display(),
-            file_kind(&pre)
-        );
-    }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        anyhow::bail!(
-            "{}: not a regular file ({})",
-            path.display(),
-            file_kind(&meta)
-        );
-    }
-    Ok((f, meta))
-}
-
-/// Check without opening it that `path` is a regular file (symbolic links followed), for paths
-/// another process opens (the library `verify` hands to its child).
-///
-/// Errors: as [`open_regular`]; `PATH: no such file` when it does not exist.
-pub fn require_regular(path: &Path) -> anyhow::Result<std::fs::Metadata> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => Ok(m),
-        Ok(m) => anyhow::bail!("{}: not a regular file ({})", path.display(), file_kind(&m)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            anyhow::bail!("{}: no such file", path.display())
-        }
-        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
-    }
-}
-
-/// Read the whole regular file `path` ([`open_regular`]: never a FIFO or device) as text, refusing
-/// one larger than `max` bytes (`what` names the kind of input in that message). Invalid UTF-8 is
-/// an error.
-///
-/// Errors (one line naming the file): as [`open_regular`]; larger than `max`
-/// (`PATH: 3000000 bytes, more than the 1048576-byte limit for a recipe`); not UTF-8.
-pub fn read_text_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<String> {
-    let bytes = read_capped(path, max, what)?;
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: not UTF-8 text (invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })
-}
-
-/// Read the whole regular file `path` ([`open_regular`]: never a FIFO or device, so a read never
-/// blocks and `/dev/zero` is refused) as bytes, refusing one larger than `max` bytes (`what` names
-/// the kind of file in that message); a file that grows past `max` while read is refused too.
-///
-/// Errors (one line naming the file): as [`read_text_capped`], without the UTF-8 check.
-pub fn read_capped(path: &Path, max: u64, what: &str) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    let (f, meta) = open_regular(path)?;
-    let too_big = |n: u64| {
-        anyhow::anyhow!(
-            "{}: {n} bytes, more than the {max}-byte limit for {what}",
-            path.display()
-        )
-    };
-    if meta.len() > max {
-        return Err(too_big(meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    f.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-    if bytes.len() as u64 > max {
-        return Err(too_big(bytes.len() as u64));
-    }
-    Ok(bytes)
-}
-
-/// Read a state file rcclfix keeps for itself (timing records and load traces under
-/// `RCCLFIX_HOME/records`, toolchain stamps, manifests) through [`read_capped`]: `Ok(None)` when
-/// nothing is at `path` (not even a dangling link), the bytes when it is a regular file of at
-/// most `max` bytes. Callers ignore a bad one with a warning carrying the error.
-///
-/// Errors (one line naming the file): a FIFO, socket, device or folder (never opened, so never a
-/// hang), a link that leads nowhere or to one of those, more than `max` bytes, a read error.
-pub fn read_state(path: &Path, max: u64, what: &str) -> anyhow::Result<Option<Vec<u8>>> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => read_capped(path, max, what).map(Some),
-    }
-}
-
-/// Open a file another process is appending to (ninja's live `.ninja_log`) for reading, without
-/// following a symbolic link at its last component, without blocking on a FIFO, and only when it
-/// is a regular file (checked on the open descriptor).
-///
-/// Errors: it does not exist, is a link, or is not a regular file.
-pub fn open_regular_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    Ok(f)
 }
 
 /// A read-only, private memory map of an open input file (`memmap2::Mmap::map`), the one place

@@ -140,7 +140,10 @@ pub fn execute(
     let work = &plan.work;
 
     let log_path = &work.log;
-    let mut log = std::io::LineWriter::new(fs_err::File::create(log_path)?);
+    let mut log = std::io::LineWriter::new(fs_err::File::from_parts(
+        crate::fsutil::create_log(log_path)?,
+        log_path,
+    ));
     writeln!(
         log,
         "# rcclfix {} build of recipe {} ({} {})",
@@ -287,16 +290,18 @@ fn compile(
             Ok(r) if !r.steps.is_empty() => Some(r),
             Ok(_) => None,
             Err(e) => {
-                ui.warn(format_args!(
-                    "{}: {e}; no remaining-time estimate",
-                    record_path.display()
-                ));
+                let w = format!("{}: {e}; no remaining-time estimate", record_path.display());
+                warn_state(ui, log, &w)?;
                 None
             }
         },
         Ok(None) => None,
         Err(e) => {
-            ui.warn(format_args!("{e:#}; ignored, no remaining-time estimate"));
+            warn_state(
+                ui,
+                log,
+                &format!("{e:#}; ignored, no remaining-time estimate"),
+            )?;
             None
         }
     };
@@ -318,11 +323,12 @@ fn compile(
     // The record's load trace, when one was kept with it (an unreadable one only costs the
     // load-aware link estimate).
     let load_path = super::load_trace_path(record_path);
+    let mut load_warning = None;
     let record_load = record.as_ref().and_then(|_| {
         let text = match crate::fsutil::read_state(&load_path, MAX_RECORD_BYTES, "a load trace") {
             Ok(t) => String::from_utf8_lossy(&t?).into_owned(),
             Err(e) => {
-                ui.warn(format_args!("{e:#}; ignored"));
+                load_warning = Some(format!("{e:#}; ignored"));
                 return None;
             }
         };
@@ -330,6 +336,9 @@ fn compile(
             .map_err(|e| tracing::debug!("{}: {e}", load_path.display()))
             .ok()
     });
+    if let Some(w) = load_warning {
+        warn_state(ui, log, &w)?;
+    }
     let progress = progress::Progress::start(
         &format!("rccl {}", recipe.rccl_version),
         ui.progress_bars(),
@@ -351,23 +360,40 @@ fn compile(
     let load = progress.finish();
     res.with_context(|| format!("build failed (full log: {})", log_path.display()))?;
     // The step timings of this build: the record the next build's estimate uses.
+    // A record that cannot be kept (the live log or the old record is no regular file, the
+    // records folder is not writable) costs the next build its estimate, never this build.
     let kept = read_build_file(plan, &work.ninja_log);
     if let Err(e) = &kept {
-        ui.warn(format_args!("{e:#}; no timing record kept"));
+        warn_state(ui, log, &format!("{e:#}; no timing record kept"))?;
     }
     if let Ok(text) = kept {
-        if let Some(d) = record_path.parent() {
-            fs_err::create_dir_all(d)?;
-        }
-        crate::fsutil::atomic_write(record_path, text.as_bytes())?;
-        // The load it ran under, beside it (a stale one from an older build must not be paired
-        // with this record).
-        if load.samples.is_empty() {
-            let _ = fs_err::remove_file(&load_path);
-        } else {
-            crate::fsutil::atomic_write(&load_path, load.render().as_bytes())?;
+        let write = || -> anyhow::Result<()> {
+            if let Some(d) = record_path.parent() {
+                fs_err::create_dir_all(d)?;
+            }
+            crate::fsutil::atomic_write(record_path, text.as_bytes())?;
+            // The load it ran under, beside it (a stale one from an older build must not be
+            // paired with this record).
+            if load.samples.is_empty() {
+                let _ = fs_err::remove_file(&load_path);
+            } else {
+                crate::fsutil::atomic_write(&load_path, load.render().as_bytes())?;
+            }
+            Ok(())
+        };
+        if let Err(e) = write() {
+            warn_state(ui, log, &format!("{e:#}; no timing record kept"))?;
         }
     }
+    Ok(())
+}
+
+/// A warning about state rcclfix keeps for itself (the timing record, its load trace, the live
+/// `.ninja_log`): on stderr, and in the build log (`# rcclfix: warning: …`), which the output
+/// folder keeps.
+fn warn_state(ui: &Ui, log: &mut dyn Write, msg: &str) -> anyhow::Result<()> {
+    ui.warn(msg);
+    writeln!(log, "# rcclfix: warning: {}", msg.replace('\n', " "))?;
     Ok(())
 }
 

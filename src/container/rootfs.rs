@@ -141,7 +141,10 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
     let mirror = host_debian_mirror()?;
     fs_err::create_dir_all(toolchains_dir())?;
     let log_path = toolchains_dir().join(format!("{name}.log"));
-    let mut log = std::io::LineWriter::new(fs_err::File::create(&log_path)?);
+    let mut log = std::io::LineWriter::new(fs_err::File::from_parts(
+        crate::fsutil::create_log(&log_path)?,
+        &log_path,
+    ));
     let out = crate::fsutil::AtomicDir::new(&dest)?;
     let rootfs = out.path().join("rootfs");
     let started = std::time::Instant::now();
@@ -290,7 +293,7 @@ pub fn write_pins(rootfs: &Path, desc: &ToolchainDesc, mirror: &str) -> anyhow::
 /// suite's does not.
 ///
 /// Errors: a pinned package is installed in a version its suite does not have (the pin did not
-/// take), or an index cannot be read.
+/// take), or an index cannot be read (not a regular file, more than [`MAX_APT_LIST_BYTES`]).
 pub fn pinned_origins(
     rootfs: &Path,
     desc: &ToolchainDesc,
@@ -326,6 +329,10 @@ pub fn pinned_origins(
     Ok(out)
 }
 
+/// The largest apt `Packages` list read (1 GiB; a whole suite's is tens of MB), as `package`'s
+/// stock lookup reads them.
+pub const MAX_APT_LIST_BYTES: u64 = 1 << 30;
+
 /// Every `name=version` in the `Packages` indexes of `suite` under an apt lists folder (files named
 /// `…_dists_<suite>_<component>_binary-<arch>_Packages`, deb822 paragraphs).
 fn index_versions(lists: &Path, suite: &str) -> anyhow::Result<BTreeSet<String>> {
@@ -339,8 +346,8 @@ fn index_versions(lists: &Path, suite: &str) -> anyhow::Result<BTreeSet<String>>
             continue;
         }
         found = true;
-        let text = fs_err::read_to_string(&path)?;
-        set.extend(package_versions(&text));
+        let text = crate::fsutil::read_capped(&path, MAX_APT_LIST_BYTES, "an apt list")?;
+        set.extend(package_versions(&String::from_utf8_lossy(&text)));
     }
     if !found {
         bail!("{}: no Packages index for suite {suite}", lists.display());
@@ -424,6 +431,36 @@ mod tests {
     fn packages_index_paragraphs() {
         let t = "Package: hipcc\nSource: rocm-hipamd\nVersion: 7.2.4+dfsg-1~exp1\nDepends: clang-22\n\nPackage: libx\nVersion: 1\n";
         assert_eq!(package_versions(t), ["hipcc=7.2.4+dfsg-1~exp1", "libx=1"]);
+    }
+
+    /// An index under the rootfs's apt lists that is a FIFO or a link to `/dev/zero` is refused
+    /// naming it, never opened (the read blocked for ever on the FIFO before).
+    #[test]
+    fn an_apt_list_that_is_no_regular_file_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let list = t.path().join("m_dists_sid_main_binary-amd64_Packages");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&list)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = t.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = tx.send(index_versions(&dir, "sid").map_err(|e| format!("{e:#}")));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("hung on the FIFO");
+        let e = got.unwrap_err();
+        assert!(e.contains("_Packages: not a regular file (a FIFO)"), "{e}");
+        std::fs::remove_file(&list).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &list).unwrap();
+        let e = index_versions(t.path(), "sid").unwrap_err().to_string();
+        assert!(
+            e.contains("_Packages: not a regular file (a character device)"),
+            "{e}"
+        );
     }
 
     /// What a `[[pin]]` writes into the rootfs, and which installed packages then count as coming

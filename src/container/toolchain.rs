@@ -616,7 +616,16 @@ pub fn list() -> anyhow::Result<Vec<ListRow>> {
         let stamp_path = toolchains_dir().join(name).join("stamp.json");
         let stamp: Option<Stamp> =
             match crate::fsutil::read_state(&stamp_path, MAX_STAMP_BYTES, "a toolchain stamp") {
-                Ok(b) => b.and_then(|b| serde_json::from_slice(&b).ok()),
+                Ok(b) => b.and_then(|b| match serde_json::from_slice(&b) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        crate::ui::warn(format_args!(
+                            "{}: not a toolchain stamp ({e}); ignored",
+                            stamp_path.display()
+                        ));
+                        None
+                    }
+                }),
                 Err(e) => {
                     crate::ui::warn(format_args!("{e:#}; ignored"));
                     None

@@ -130,10 +130,14 @@ fn read_lists(rootfs: &Path, package: &str, arch: &str) -> anyhow::Result<StockP
             continue;
         };
         // A Packages list of a whole suite is tens of MB; anything far larger is not one.
-        if !meta.is_file() || meta.len() > 1 << 30 {
+        if !meta.is_file() || meta.len() > crate::container::rootfs::MAX_APT_LIST_BYTES {
             continue;
         }
-        let text = crate::fsutil::read_capped(&list, 1 << 30, "an apt list")?;
+        let text = crate::fsutil::read_capped(
+            &list,
+            crate::container::rootfs::MAX_APT_LIST_BYTES,
+            "an apt list",
+        )?;
         let text = String::from_utf8_lossy(&text);
         for para in text.split("\n\n") {
             let field = |k: &str| super::fields::deb822_field(para, k);

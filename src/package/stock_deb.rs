@@ -22,13 +22,25 @@ pub fn deb_file_name(p: &StockPackage, arch: &str) -> String {
 ///
 /// Errors (one line, with a `help:` naming `--stock` and `--no-stock`): the toolchain cannot be
 /// opened or `apt-get download` fails (offline, the suite moved on and no longer has that
-/// version); the download wrote no file of the expected name.
+/// version); the download wrote no file of the expected name. Without one: something that is not
+/// a regular file (a FIFO, a link to `/dev/zero`, a folder, a dangling link) is at the cached
+/// path (naming it).
 pub fn fetch(toolchain: &str, p: &StockPackage, arch: &str) -> anyhow::Result<PathBuf> {
     let dir = crate::paths::home().join("stock").join(toolchain);
     let name = deb_file_name(p, arch);
     let dest = dir.join(&name);
-    if dest.is_file() {
-        return Ok(dest);
+    // Something is there: it is used only if it is a regular file (a FIFO would hang the read, a
+    // link to `/dev/zero` never end it), else refused naming it (downloading again would rename
+    // the package over that node).
+    match std::fs::symlink_metadata(&dest) {
+        Ok(_) => {
+            crate::fsutil::require_regular(&dest).map_err(|e| {
+                anyhow::anyhow!("{e:#}: not a cached package (remove it to download it again)")
+            })?;
+            return Ok(dest);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => anyhow::bail!("cannot read {}: {e}", dest.display()),
     }
     let help = "help: give --stock FILE (the stock librccl.so.1 the overlay replaces), or --no-stock to package without comparing exports";
     std::fs::create_dir_all(&dir)
@@ -82,6 +94,7 @@ pub fn fetch(toolchain: &str, p: &StockPackage, arch: &str) -> anyhow::Result<Pa
             p.version
         );
     }
+    crate::fsutil::check_output_file(&dest)?;
     std::fs::rename(&got, &dest)
         .map_err(|e| anyhow::anyhow!("{}: cannot store: {e}", dest.display()))?;
     Ok(dest)
@@ -92,7 +105,8 @@ pub fn fetch(toolchain: &str, p: &StockPackage, arch: &str) -> anyhow::Result<Pa
 ///
 /// Errors (one line naming the `.deb`): not an ar archive, no `control.tar.*`/`data.tar.*` of a
 /// known compression (xz, zstd, gzip, none), a control file of another package or version, no
-/// regular file at `path`.
+/// regular file at `path`, a member that decompresses to more than 100 times the
+/// package's size (64 MiB to 4 GiB).
 pub fn extract(
     deb: &Path,
     p: &StockPackage,
@@ -116,6 +130,14 @@ pub fn extract(
         }
         let reader =
             decompress(&member, entry).map_err(|e| anyhow::anyhow!("{name}: {member}: {e}"))?;
+        // Every byte the tar reader goes through counts, skipped members too: a small package
+        // whose data.tar inflates without end is refused after a bounded read.
+        let reader = Inflated {
+            inner: reader,
+            left: limit,
+            limit,
+            deb_len: meta.len(),
+        };
         let mut tar = tar::Archive::new(reader);
         let entries = tar
             .entries()
@@ -179,11 +201,43 @@ pub fn extract(
     )
 }
 
-/// The most bytes extracted from a cached `.deb` of `deb_len` bytes: 100 times its size (xz
-/// packs a library about 5 to 10 times), at least 64 MiB and at most 4 GiB, so a small package
-/// that inflates without end is refused after a bounded write.
+/// The most bytes decompressed from each of a cached `.deb`'s `control.tar` and `data.tar` (and
+/// so the most extracted) for a package of `deb_len` bytes: 100 times its size (xz packs a
+/// library about 5 to 10 times), at least 64 MiB and at most 4 GiB, so a small package that
+/// inflates without end is refused after a bounded read and a bounded write.
 fn extract_limit(deb_len: u64) -> u64 {
     deb_len.saturating_mul(100).clamp(64 << 20, 4 << 30)
+}
+
+/// A decompressed member of a cached `.deb` that fails with an error (`more than LIMIT bytes when
+/// decompressed, …`) once more than `limit` bytes have been read from it.
+struct Inflated<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+    deb_len: u64,
+}
+
+impl<R: Read> Read for Inflated<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // One byte more tells a member that ends exactly at the limit from one that goes on.
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            return Err(std::io::Error::other(format!(
+                "more than {} bytes when decompressed, the limit for a {}-byte package (remove the file to download it again)",
+                self.limit, self.deb_len
+            )));
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
 }
 
 fn decompress<'a>(member: &str, r: impl Read + 'a) -> anyhow::Result<Box<dyn Read + 'a>> {

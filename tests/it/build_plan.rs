@@ -23,7 +23,7 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-fn minihip(ndebug: &str, extra: &str) -> Recipe {
+pub(crate) fn minihip(ndebug: &str, extra: &str) -> Recipe {
     let text = format!(
         r#"rccl_version = "0.1.0"
 name = "minihip"
@@ -49,7 +49,7 @@ link_ram_gib = 0.5
     Recipe::parse(&text, "minihip.toml").unwrap()
 }
 
-fn host(home: &Path) -> HostFacts {
+pub(crate) fn host(home: &Path) -> HostFacts {
     HostFacts {
         home: home.to_owned(),
         cores: 2,
@@ -59,7 +59,7 @@ fn host(home: &Path) -> HostFacts {
     }
 }
 
-fn options(out: &Path) -> BuildOptions {
+pub(crate) fn options(out: &Path) -> BuildOptions {
     BuildOptions {
         out_dir: out.to_owned(),
         ..Default::default()
@@ -91,7 +91,7 @@ fn ninja_text(arch: &str, defines: &str) -> String {
 
 /// Plays the toolchain: records every spec, checks it against the plan, and writes what cmake
 /// and ninja would.
-struct Recording {
+pub(crate) struct Recording {
     plan: BuildPlan,
     calls: Vec<RunSpec>,
     build_ninja: String,
@@ -101,11 +101,14 @@ struct Recording {
     /// ninja leaves `.ninja_log` as a symbolic link to this host file (a hostile build).
     ninja_log_link: Option<PathBuf>,
     /// How long the pretend ninja runs (long enough for load samples, which come once a second).
-    ninja_time: std::time::Duration,
+    pub(crate) ninja_time: std::time::Duration,
+    /// A hostile build step: makes the live `.ninja_log` (its path given) before ninja's first
+    /// status line, which polls it; ninja then writes no log of its own.
+    pub(crate) live_ninja_log: Option<fn(&Path)>,
 }
 
 impl Recording {
-    fn new(plan: &BuildPlan, library: &str) -> Recording {
+    pub(crate) fn new(plan: &BuildPlan, library: &str) -> Recording {
         Recording {
             plan: plan.clone(),
             calls: vec![],
@@ -115,6 +118,7 @@ impl Recording {
             has_ccache: false,
             ninja_log_link: None,
             ninja_time: std::time::Duration::ZERO,
+            live_ninja_log: None,
         }
     }
 
@@ -167,11 +171,15 @@ impl Runner for Recording {
                     .env
                     .iter()
                     .any(|(k, v)| k == "NINJA_STATUS" && v.starts_with('[')));
+                if let Some(make) = self.live_ninja_log {
+                    make(&build.join(".ninja_log"));
+                }
                 say("[1/2 1] Building HIP object CMakeFiles/minihip.dir/src/k.cpp.o");
                 std::thread::sleep(self.ninja_time);
                 std::fs::copy(&self.library, build.join("librccl.so.1.0")).unwrap();
                 say("[2/2 0] Linking HIP shared library librccl.so.1.0");
                 match &self.ninja_log_link {
+                    _ if self.live_ninja_log.is_some() => {}
                     Some(to) => std::os::unix::fs::symlink(to, build.join(".ninja_log")).unwrap(),
                     None => std::fs::write(
                         build.join(".ninja_log"),
@@ -197,7 +205,7 @@ impl Runner for Recording {
 }
 
 /// A work folder as `build` leaves it before the steps: `src` with the project, `build`, `tmp`.
-fn work_folder(p: &BuildPlan) {
+pub(crate) fn work_folder(p: &BuildPlan) {
     std::fs::create_dir_all(&p.work.project).unwrap();
     std::fs::write(
         p.work.project.join("CMakeLists.txt"),
@@ -222,7 +230,11 @@ fn provenance() -> Provenance {
     }
 }
 
-fn run(p: &BuildPlan, recipe: &Recipe, runner: &mut Recording) -> anyhow::Result<Outcome> {
+pub(crate) fn run(
+    p: &BuildPlan,
+    recipe: &Recipe,
+    runner: &mut Recording,
+) -> anyhow::Result<Outcome> {
     execute(
         p.clone(),
         recipe,

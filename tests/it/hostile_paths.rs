@@ -4,8 +4,9 @@
 //!    character device made with `mknod` in the row's folder: refused naming it, exit 2, and
 //!    the node is still what it was (renamed over, it became a regular file);
 //! 2. state under `RCCLFIX_HOME` (a toolchain's `stamp.json`) that is a FIFO, a link to
-//!    `/dev/zero` or a 3 GiB sparse file: ignored with a warning naming it, never a hang or a
-//!    read without bound (a 20 s deadline per row);
+//!    `/dev/zero`, a 3 GiB sparse file or no stamp at all: ignored with a warning naming it, never
+//!    a hang or a read without bound (a 20 s deadline per row); the rest of the state is in
+//!    `tests/it/hostile_state.rs`;
 //! 3. an output folder (`--out-dir`, `--package-dir`) inside the work folder, named directly or
 //!    through a link (item 9): `build` and `prove` refuse it before anything runs, naming both
 //!    folders, and the output already there is kept (every build empties its work folder first).
@@ -206,6 +207,18 @@ fn rows() -> Vec<Row> {
         0,
         "debian-sid/stamp.json: 3221225472 bytes, more than the 1048576-byte limit for a toolchain stamp; ignored",
         &[],
+    ));
+
+    rows.push(row(
+        "class 2: toolchain list with a stamp.json that is no stamp",
+        move |d| {
+            std::fs::create_dir_all(d.join(stamp).parent().unwrap()).unwrap();
+            std::fs::write(d.join(stamp), b"garbage\n").unwrap();
+        },
+        &["toolchain", "list"],
+        0,
+        "debian-sid/stamp.json: not a toolchain stamp (expected value at line 1 column 1); ignored",
+        &[(stamp, "file")],
     ));
 
     // Class 3: an output folder inside the work folder, which every build empties first.

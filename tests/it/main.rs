@@ -25,6 +25,7 @@ mod hostile_scan;
 mod hostile_scan_runtime;
 mod hostile_scan_streamed;
 mod hostile_source;
+mod hostile_state;
 mod matrix;
 mod package;
 mod package_install;

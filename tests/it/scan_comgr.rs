@@ -11,7 +11,10 @@
 //! a copy that declares nothing); and the sid libraries themselves (plain and compressed offload
 //! bundles, CCOB) as they are, with `.hip_fatbin` renamed, the section headers gone, the
 //! `.hip_fatbin` header on a clean copy, or a clean `.hip_fatbin` added by `llvm-objcopy-21`,
-//! compared with comgr on the code objects their wrapper points at. Every case again as the one
+//! compared with comgr on the code objects their wrapper points at; and a library built from
+//! `tests/fixtures/src/note-decoy.hip` whose embedded code object has its note section or its
+//! `PT_NOTE` segment pointed (one field) at a copy of its note that declares nothing, which scan
+//! must call unknown (exit 3). Every case again as the one
 //! member of each archive scan reads (`.tar`, stored `.zip`, `ar` `.a`, `.tar.gz`, `.tar.xz`,
 //! deflated `.whl`, `.deb`), the compressed ones also as members larger than the memory budget
 //! read from a stream.
@@ -20,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::hostile_scan::{ar_archive, deb_with_data, tar_archive, xz};
-use crate::hostile_scan_runtime::{headerless, note_views_disagree, renamed};
+use crate::hostile_scan_runtime::{headerless, note_views_disagree, renamed, shdrs};
 use crate::hostile_scan_streamed::decoy;
 use crate::support::{in_toolchain_ok, rcclfix, repo, slow_or_note};
 
@@ -114,6 +117,138 @@ fn scan(file: &Path, streamed: bool) -> (i32, BTreeSet<String>) {
         }
     }
     (code, declaring)
+}
+
+fn u64_at(d: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(d[at..at + 8].try_into().unwrap())
+}
+
+/// The one AMDGPU code object in the plain offload bundle of `lib`'s `.hip_fatbin`: its offset
+/// in `lib` and its size (clang `OffloadBundler.cpp`: the magic, the entry count, then per entry
+/// offset, size, target ID length and target ID; offsets from the bundle's start).
+fn embedded_code_object(lib: &[u8]) -> (usize, usize) {
+    let fb = shdrs(lib)
+        .into_iter()
+        .find(|h| h.name == ".hip_fatbin")
+        .expect("a .hip_fatbin")
+        .offset as usize;
+    assert!(
+        lib[fb..].starts_with(b"__CLANG_OFFLOAD_BUNDLE__"),
+        "a plain bundle"
+    );
+    let mut at = fb + 32;
+    for _ in 0..u64_at(lib, fb + 24) {
+        let (off, size, len) = (
+            u64_at(lib, at) as usize,
+            u64_at(lib, at + 8) as usize,
+            u64_at(lib, at + 16) as usize,
+        );
+        let id = &lib[at + 24..at + 24 + len];
+        at += 24 + len;
+        if id.windows(6).any(|w| w == b"amdgcn") {
+            return (fb + off, size);
+        }
+    }
+    panic!("no amdgcn entry in the bundle");
+}
+
+/// The metadata note section of the code object `co`: (its section header's position, its offset,
+/// its bytes).
+fn note_section(co: &[u8]) -> (usize, usize, Vec<u8>) {
+    let h = shdrs(co)
+        .into_iter()
+        .find(|h| h.ty == 7)
+        .expect("a note section");
+    let (off, size) = (h.offset as usize, h.size as usize);
+    (h.at, off, co[off..off + size].to_vec())
+}
+
+/// `tests/fixtures/src/note-decoy.hip` built twice with the sid toolchain's hipcc in `w`: first
+/// to learn its code object's metadata note, then with `decoy.inc` filling the device array with
+/// that note, `hidden_hostcall_buffer` renamed (the note itself does not change: the array is
+/// no kernel's metadata). Then one field of the embedded code object is edited in the library,
+/// the note section's `sh_offset` or the `PT_NOTE` segment's `p_offset`, to point at the copy.
+/// Returns the two libraries and their code objects cut out for comgr: (kind, library file, code
+/// object file), all written in `w`.
+fn note_decoy_libraries(w: &Path) -> Vec<(&'static str, String, String)> {
+    std::fs::copy(
+        repo().join("tests/fixtures/src/note-decoy.hip"),
+        w.join("note-decoy.hip"),
+    )
+    .unwrap();
+    let build = |out: &str| {
+        in_toolchain_ok(
+            "sid",
+            w,
+            &[
+                "hipcc",
+                "-x",
+                "hip",
+                "--offload-arch=gfx1100",
+                "-O3",
+                "-fPIC",
+                "-shared",
+                "-o",
+                out,
+                "note-decoy.hip",
+            ],
+        );
+        std::fs::read(w.join(out)).unwrap()
+    };
+    std::fs::write(w.join("decoy.inc"), "1\n").unwrap();
+    let first = build("nd-1.so");
+    let (s, n) = embedded_code_object(&first);
+    let note = note_section(&first[s..s + n]).2;
+    let from: &[u8] = b"hidden_hostcall_buffer";
+    assert!(
+        note.windows(from.len()).any(|x| x == from),
+        "k_printf declares"
+    );
+    let mut clean = note.clone();
+    while let Some(i) = clean.windows(from.len()).position(|x| x == from) {
+        clean[i..i + from.len()].copy_from_slice(b"hidden_global_offset_x");
+    }
+    let inc: Vec<String> = clean.iter().map(u8::to_string).collect();
+    std::fs::write(w.join("decoy.inc"), inc.join(",") + "\n").unwrap();
+    let lib = build("nd-2.so");
+    let (s, n) = embedded_code_object(&lib);
+    let co = &lib[s..s + n];
+    let (sh, off, again) = note_section(co);
+    assert_eq!(again, note, "the decoy array changed the note");
+    let decoy = co
+        .windows(clean.len())
+        .position(|x| x == clean.as_slice())
+        .expect("the decoy note in the code object") as u64;
+    assert!(decoy.is_multiple_of(4), "a note is 4-aligned");
+    let (phoff, phnum) = (
+        u64_at(co, 0x20) as usize,
+        u16::from_le_bytes([co[0x38], co[0x39]]) as usize,
+    );
+    let ph = (0..phnum)
+        .map(|i| phoff + 56 * i)
+        .find(|&p| co[p..p + 4] == 4u32.to_le_bytes() && u64_at(co, p + 8) == off as u64)
+        .expect("the PT_NOTE that holds the note section");
+    let mut out = vec![];
+    for (kind, field, tag) in [
+        (
+            "library, note section clean, PT_NOTE declaring (one field edited)",
+            sh + 24,
+            "section",
+        ),
+        (
+            "library, PT_NOTE clean, note section declaring (one field edited)",
+            ph + 8,
+            "segment",
+        ),
+    ] {
+        let mut d = lib.clone();
+        d[s + field..s + field + 8].copy_from_slice(&decoy.to_le_bytes());
+        let (l, c) = (format!("nd-{tag}.so"), format!("nd-{tag}.co"));
+        std::fs::write(w.join(&l), &d).unwrap();
+        std::fs::write(w.join(&c), &d[s..s + n]).unwrap();
+        out.push((kind, l, c));
+    }
+    out
 }
 
 #[test]
@@ -257,6 +392,11 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
             cases.push((kind.into(), n, mine.clone()));
         }
     }
+    // A library whose embedded code object's note section and PT_NOTE disagree: scan must say
+    // unknown (comgr reads the segment, other readers the section).
+    for (kind, lib, co) in note_decoy_libraries(w) {
+        cases.push((kind.into(), lib, vec![co]));
+    }
     // Every case again as the one member of each archive scan reads, and, compressed, as a
     // member larger than the memory budget read from a stream (kind `…, streamed`).
     let direct = cases.len();
@@ -297,6 +437,11 @@ fn slow_scan_never_says_clean_where_comgr_says_declares() {
             c[4] += 1;
             bad.push(format!(
                 "{kind}: {file}: scan clean, comgr says {declares:?} declare"
+            ));
+        }
+        if kind.contains("(one field edited)") && code != 3 {
+            bad.push(format!(
+                "{kind}: {file}: exit {code}, expected unknown (3); comgr says {declares:?} declare"
             ));
         }
         if !unread && code == 1 && ours != declares {
