@@ -153,10 +153,14 @@ fn with_fix(mut r: doctor::Report) -> doctor::Report {
         ];
         let command = match &owner {
             Owner::None => Some(format!("rcclfix fix --yes --library {}", shell_word(path))),
+            Owner::Dpkg { .. } => Some(format!(
+                "sudo rcclfix fix --yes --library {}",
+                shell_word(path)
+            )),
             Owner::Pip { .. } => Some("rcclfix fix --yes --python python3".to_string()),
-            Owner::Dpkg { .. } | Owner::Unknown { .. } => {
+            Owner::Unknown { .. } => {
                 notes.push(format!(
-                    "fix cannot apply to this copy yet ({}): rcclfix fix --dry-run --library {} shows the plan; the rebuild below is the way for now",
+                    "fix cannot apply to this copy ({}): rcclfix fix --dry-run --library {} shows the plan; the rebuild below is the way",
                     owner.describe(),
                     shell_word(path)
                 ));

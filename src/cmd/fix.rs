@@ -12,7 +12,7 @@ use crate::ui::{escape, escape_path, Ui};
 #[command(after_help = "\
 --dry-run plans for every copy. Applying: a copy nobody owns is replaced in place; a pip-owned
 copy gets an overlay wheel installed with its environment's pip (give --python); a dpkg-owned
-copy is refused, unchanged (not implemented yet).
+copy gets a .deb overlay (dpkg-divert) installed with apt (as root).
 The rewritten kernels have not run on AMD hardware here: run `rcclfix verify --lib FILE` first.
 
 Exit codes:
@@ -175,6 +175,23 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
                 let checks = fix::pip::check(c, &r);
                 (r, checks)
             }
+            (fix::Owner::Dpkg { .. }, _) => {
+                let r = fix::dpkg::apply(c, &plan.targets)?;
+                let d = r.dpkg.as_ref().expect("a dpkg fix has its dpkg part");
+                crate::ui::status(
+                    "Fixed",
+                    format!(
+                        "{} ({}; fix {}: {} installed with apt, diverting the {} file)",
+                        escape_path(&r.path),
+                        kind(&r),
+                        r.id,
+                        escape(&d.deb),
+                        escape(&d.owner_package),
+                    ),
+                );
+                let checks = fix::dpkg::check(c, &r);
+                (r, checks)
+            }
             _ => {
                 let r = fix::apply::apply(c, &plan.targets)?;
                 crate::ui::status(
@@ -220,7 +237,7 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
 /// `RECORD` hash matches and its environment's interpreter was given.
 fn applicable(c: &fix::Copy) -> bool {
     match &c.owner {
-        fix::Owner::None => true,
+        fix::Owner::None | fix::Owner::Dpkg { .. } => true,
         fix::Owner::Pip {
             record_hash_matches: Some(true),
             ..

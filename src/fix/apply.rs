@@ -65,6 +65,9 @@ pub struct FixRecord {
     /// For [`Mechanism::Pip`]: what was installed where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pip: Option<super::pip::PipFix>,
+    /// For [`Mechanism::Dpkg`]: the overlay package.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpkg: Option<super::dpkg::DpkgFix>,
 }
 
 /// How a fix was applied.
@@ -76,6 +79,8 @@ pub enum Mechanism {
     Replace,
     /// An overlay wheel was installed with the environment's pip; the copy is untouched.
     Pip,
+    /// An overlay `.deb` diverting the copy was installed with apt.
+    Dpkg,
 }
 
 /// The fixes folder: `$RCCLFIX_HOME/fixes`.
@@ -125,7 +130,7 @@ pub fn valid_id(id: &str) -> bool {
 /// Returns the record kept.
 ///
 /// Errors (nothing changed on disk): the copy is owned (pip: see [`super::pip::apply`]; dpkg:
-/// not implemented yet) or its owner unknown, it is not proven, it is not a regular file, it changed since the
+/// [`super::dpkg::apply`]) or its owner unknown, it is not proven, it is not a regular file, it changed since the
 /// plan, a fix of it is already kept, the patch or the rescan fails. After the rename the file is
 /// hashed again; a mismatch is an error naming the fix to undo.
 pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
@@ -137,7 +142,7 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
             path.display()
         ),
         Owner::Dpkg { package, .. } => anyhow::bail!(
-            "{}: owned by dpkg ({package}); applying to a dpkg-owned copy is not implemented yet (issue 37); nothing was changed",
+            "{}: owned by dpkg ({package}); a dpkg-owned copy is never replaced in place (fix installs a .deb overlay with apt); nothing was changed",
             path.display()
         ),
         Owner::Unknown { reason } => anyhow::bail!(
@@ -210,6 +215,7 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
         rcclfix_version: env!("CARGO_PKG_VERSION").to_string(),
         mechanism: Mechanism::Replace,
         pip: None,
+        dpkg: None,
     };
     // Keep the original first: a fix is never applied without it.
     let kept = crate::fsutil::AtomicDir::new(&keep)?;
@@ -383,6 +389,9 @@ pub fn list() -> anyhow::Result<Vec<Listed>> {
                     Ok(s) if s == r.patched_sha256 && r.mechanism == Mechanism::Pip => {
                         "installed (pip overlay)".to_string()
                     }
+                    Ok(s) if s == r.patched_sha256 && r.mechanism == Mechanism::Dpkg => {
+                        "installed (dpkg overlay)".to_string()
+                    }
                     Ok(s) if s == r.patched_sha256 => "patched".to_string(),
                     Ok(s) if s == r.original_sha256 => "original".to_string(),
                     Ok(_) => "changed since the fix (undo refuses)".to_string(),
@@ -464,10 +473,16 @@ pub fn read_record(id: &str) -> anyhow::Result<FixRecord> {
         return Err(bad("its id does not belong to its path and original"));
     }
     match r.mechanism {
-        Mechanism::Replace if r.pip.is_some() => return Err(bad("a pip part in a replace fix")),
+        _ if r.pip.is_some() && r.dpkg.is_some() => return Err(bad("both a pip and a dpkg part")),
+        Mechanism::Replace if r.pip.is_some() || r.dpkg.is_some() => {
+            return Err(bad("a pip or dpkg part in a replace fix"))
+        }
         Mechanism::Replace => {}
         Mechanism::Pip => {
             super::pip::check_record(&r).map_err(|e| bad(&format!("{e:#}")))?;
+        }
+        Mechanism::Dpkg => {
+            super::dpkg::check_record(&r).map_err(|e| bad(&format!("{e:#}")))?;
         }
     }
     Ok(r)
@@ -481,8 +496,11 @@ pub fn read_record(id: &str) -> anyhow::Result<FixRecord> {
 /// file now at the path.
 pub fn undo(id: &str) -> anyhow::Result<FixRecord> {
     let r = read_record(id)?;
-    if r.mechanism == Mechanism::Pip {
-        super::pip::undo(&r)?;
+    if r.mechanism != Mechanism::Replace {
+        match r.mechanism {
+            Mechanism::Pip => super::pip::undo(&r)?,
+            _ => super::dpkg::undo(&r)?,
+        }
         fs_err::remove_dir_all(checked_fixes_dir()?.join(id))?;
         return Ok(r);
     }

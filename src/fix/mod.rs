@@ -12,12 +12,13 @@
 //! `$RCCLFIX_HOME/fixes/<id>/`; `--list`, `--undo`) or [`pip`] (the overlay wheel, with
 //! [`soname`] giving it the SONAME its consumers need, and a self-test in a real process).
 //!
-//! Not yet (issue 37 says how): applying to a dpkg-owned copy (a `.deb` with `dpkg-divert`),
-//! and doctor prescribing `fix`. The rewritten kernels have not run on AMD hardware here; every
-//! plan says so and names `rcclfix verify --lib`.
+//! A dpkg-owned copy gets a `.deb` overlay that diverts it, installed with apt ([`dpkg`]).
+//! The rewritten kernels have not run on AMD hardware here; every plan says so and names
+//! `rcclfix verify --lib`.
 
 pub mod apply;
 pub mod decide;
+pub mod dpkg;
 pub mod find;
 pub mod owner;
 pub mod pip;
@@ -250,7 +251,10 @@ pub fn apply_line(c: &Copy) -> String {
         ),
         (Owner::Pip { record_hash_matches: Some(true), .. }, None) => "nothing: no interpreter of this environment was given (rerun with --python <its python>)".into(),
         (Owner::Pip { .. }, _) => "nothing: its sha256 is not the one its RECORD gives (already changed)".into(),
-        (Owner::Dpkg { .. }, _) => "not implemented yet for a dpkg-owned copy (a .deb overlay with dpkg-divert, issue 37)".into(),
+        (Owner::Dpkg { package, .. }, _) => format!(
+            "install a .deb overlay of the patched copy with apt (it diverts {}, which {package} keeps; apt remove gives it back)",
+            c.path.display()
+        ),
         (Owner::Unknown { .. }, _) => "nothing (its owner could not be told)".into(),
     }
 }

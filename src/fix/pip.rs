@@ -168,6 +168,7 @@ pub fn apply(copy: &Copy, targets: &[String], python: &Path) -> anyhow::Result<F
         rcclfix_version: env!("CARGO_PKG_VERSION").to_string(),
         mechanism: Mechanism::Pip,
         pip: Some(pip.clone()),
+        dpkg: None,
     };
     let mut doc = serde_json::to_vec_pretty(&record_doc)?;
     doc.push(b'\n');

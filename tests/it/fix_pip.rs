@@ -14,7 +14,7 @@ use crate::fix::{
 
 /// A stand-in `librccl.so.1` built with gcc in `dir`: SONAME `librccl.so.1`, [`CALLS`] exported,
 /// and the dispatcher bundle in `.hip_fatbin` behind a HIPF wrapper (the layout clang emits).
-fn stand_in_rccl(dir: &Path) -> PathBuf {
+pub(crate) fn stand_in_rccl(dir: &Path) -> PathBuf {
     let bundle = std::fs::read(crate::fix::fixture("patch/dispatch-v4.bundle")).unwrap();
     let bytes: Vec<String> = bundle.iter().map(|b| b.to_string()).collect();
     let c = dir.join("rccl.c");
