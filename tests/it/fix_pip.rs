@@ -243,3 +243,79 @@ fn undo_refuses_a_pip_record_naming_another_python() {
     std::fs::write(&rec_path, rec).unwrap();
     ok(fix(&home).arg("--undo").arg(id));
 }
+
+/// `rcclfix package --library FILE` packages any library that scans clean: the wheel's
+/// provenance names the original (path, sha256, owner) and carries the patch record; a library
+/// that still declares is refused (exit 1) and nothing is written.
+#[test]
+fn package_library_wheel_names_the_original_and_the_patch() {
+    use std::io::Read;
+    let t = tempfile::tempdir().unwrap();
+    let work = t.path();
+    let original = stand_in_rccl(work);
+    let patched = work.join("patched/librccl.so.1");
+    let record = work.join("patch.json");
+    std::fs::create_dir_all(patched.parent().unwrap()).unwrap();
+    ok(crate::support::rcclfix()
+        .arg("patch")
+        .arg(&original)
+        .arg("--out")
+        .arg(&patched)
+        .arg("--record")
+        .arg(&record));
+    let out = work.join("out");
+    let whl = ok(crate::support::rcclfix()
+        .args(["package", "--format", "whl", "--library"])
+        .arg(&patched)
+        .arg("--original")
+        .arg(&original)
+        .arg("--patch-record")
+        .arg(&record)
+        .arg("--out-dir")
+        .arg(&out));
+    let whl = PathBuf::from(whl.trim());
+    assert!(whl.starts_with(&out) && whl.is_file(), "{}", whl.display());
+    let mut z = zip::ZipArchive::new(std::fs::File::open(&whl).unwrap()).unwrap();
+    let mut m = String::new();
+    z.by_name("rcclfix_rccl/manifest.json")
+        .unwrap()
+        .read_to_string(&mut m)
+        .unwrap();
+    let m: serde_json::Value = serde_json::from_str(&m).unwrap();
+    assert_eq!(m["library_sha256"], sha256(&patched));
+    assert_eq!(
+        m["original"]["path"],
+        std::fs::canonicalize(&original).unwrap().to_str().unwrap()
+    );
+    assert_eq!(m["original"]["sha256"], sha256(&original));
+    assert_eq!(m["original"]["owner"], "none");
+    assert_eq!(
+        m["patch"]["images"][0]["kernels"].as_array().unwrap().len(),
+        2
+    );
+    assert!(m["unverified"]
+        .as_str()
+        .unwrap()
+        .contains("rcclfix verify --lib"));
+
+    // The unpatched library declares: refused, nothing written.
+    let refused_out = work.join("refused");
+    let o = run(crate::support::rcclfix()
+        .args(["package", "--format", "whl", "--library"])
+        .arg(&original)
+        .arg("--out-dir")
+        .arg(&refused_out));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("scan gate failed"));
+    assert_eq!(
+        std::fs::read_dir(&refused_out)
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0
+    );
+}
