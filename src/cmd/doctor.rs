@@ -106,6 +106,7 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Outcome::Report(report) => {
+            let report = with_fix(*report);
             if a.json {
                 crate::outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
@@ -113,5 +114,97 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::from(report.exit_code))
         }
+    }
+}
+
+/// Prescribe `rcclfix fix` on a rebuild verdict: for the first library the report scanned (the
+/// one that runs, in discovery order) whose kernels declare `hidden_hostcall_buffer` for an
+/// affected GPU's target and that `patch` or `patch --asserts` proves ([`crate::fix::decide`]),
+/// fill [`doctor::FixAdvice`] and put its action first, before the rebuild. The rebuild stays
+/// the alternative. Other verdicts are left as they are (a VM setting comes first; a hostcall
+/// user outside RCCL is not RCCL's to fix).
+fn with_fix(mut r: doctor::Report) -> doctor::Report {
+    use crate::fix::{decide, owner, Decision, Owner};
+    if r.verdict != doctor::VerdictKind::Rebuild {
+        return r;
+    }
+    for lib in &r.libraries {
+        let targets: Vec<String> = lib
+            .targets
+            .iter()
+            .filter(|(_, s)| matches!(s, crate::scan::TargetState::Declares { .. }))
+            .map(|(g, _)| g.clone())
+            .collect();
+        if targets.is_empty() {
+            continue;
+        }
+        let path = &lib.candidate.path;
+        let (patch, kernels) = match decide::decide(path, &targets) {
+            Decision::Patch { kernels, .. } => ("patch", kernels),
+            Decision::PatchAsserts { kernels, .. } => ("patch --asserts", kernels),
+            _ => continue,
+        };
+        let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        let sha = crate::fsutil::sha256_file(&canon).unwrap_or_default();
+        let owner = owner::owner_of(std::slice::from_ref(path), &canon, &sha);
+        let mut notes = vec![
+            crate::fix::UNVERIFIED.to_string(),
+            crate::fix::PROOF_CAVEAT.to_string(),
+        ];
+        let command = match &owner {
+            Owner::None => Some(format!("rcclfix fix --yes --library {}", shell_word(path))),
+            Owner::Dpkg { .. } => Some(format!(
+                "sudo rcclfix fix --yes --library {}",
+                shell_word(path)
+            )),
+            Owner::Pip { .. } => Some("rcclfix fix --yes --python python3".to_string()),
+            Owner::Unknown { .. } => {
+                notes.push(format!(
+                    "fix cannot apply to this copy ({}): rcclfix fix --dry-run --library {} shows the plan; the rebuild below is the way",
+                    owner.describe(),
+                    shell_word(path)
+                ));
+                None
+            }
+        };
+        if let Some(c) = &command {
+            r.headline = r.headline.replacen(
+                "rebuild RCCL",
+                &format!("fix the library that runs with `rcclfix fix` (`{patch}` proves it), or rebuild RCCL"),
+                1,
+            );
+            r.actions.insert(
+                0,
+                format!(
+                    "fix the library that runs ({}: `{patch}` proves it for {}), reversibly, before any rebuild: {c}",
+                    path.display(),
+                    targets.join(",")
+                ),
+            );
+        }
+        r.fix = Some(doctor::FixAdvice {
+            library: path.clone(),
+            found_via: lib.candidate.found_via.clone(),
+            patch: patch.to_string(),
+            targets,
+            kernels,
+            owner: owner.describe(),
+            command,
+            notes,
+        });
+        break;
+    }
+    r
+}
+
+/// `p` as one shell word: as it is when it holds only safe characters, else single-quoted.
+fn shell_word(p: &std::path::Path) -> String {
+    let s = p.to_string_lossy();
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:,=@%".contains(c))
+    {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }

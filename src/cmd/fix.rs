@@ -1,4 +1,4 @@
-//! `rcclfix fix` (first slice of issue 37): the arguments, the call into [`crate::fix`], and the
+//! `rcclfix fix` (issue 37): the arguments, the call into [`crate::fix`], and the
 //! rendering of the plan (text, or `--json`), of `--list` and of `--undo`.
 
 use std::path::PathBuf;
@@ -10,8 +10,9 @@ use crate::ui::{escape, escape_path, Ui};
 /// The subcommand's arguments (clap): `rcclfix fix`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-First slice: --dry-run plans for every copy; applying works for a copy nobody owns (no dpkg
-package, no pip RECORD lists it); a pip- or dpkg-owned copy is refused, unchanged.
+--dry-run plans for every copy. Applying: a copy nobody owns is replaced in place; a pip-owned
+copy gets an overlay wheel installed with its environment's pip (give --python); a dpkg-owned
+copy gets a .deb overlay (dpkg-divert) installed with apt (as root).
 The rewritten kernels have not run on AMD hardware here: run `rcclfix verify --lib FILE` first.
 
 Exit codes:
@@ -39,8 +40,9 @@ pub struct Args {
     /// Print the plan (or --list) as JSON on stdout.
     #[arg(long, conflicts_with = "yes")]
     pub json: bool,
-    /// Apply: replace every proven copy nobody owns (required to change anything); the plan
-    /// goes to stderr and each fix's ID to stdout.
+    /// Apply: replace every proven copy nobody owns, install an overlay wheel for every proven
+    /// pip-owned copy (required to change anything); the plan goes to stderr and each fix's ID
+    /// to stdout.
     #[arg(long)]
     pub yes: bool,
     /// List the fixes kept in $RCCLFIX_HOME/fixes/.
@@ -73,14 +75,20 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
         };
     }
     let mut python_roots = Vec::new();
+    let mut pythons = Vec::new();
     for py in &a.python {
-        python_roots.extend(super::scan::python_env(py)?.roots);
+        let roots = super::scan::python_env(py)?.roots;
+        python_roots.extend(roots.iter().cloned());
+        // The interpreter as given (a venv's bin/python is a link to the base interpreter,
+        // which would run outside the venv).
+        pythons.push((std::path::absolute(py)?, roots));
     }
     let sources = fix::Sources {
         machine: a.python.is_empty() && a.rocm.is_empty() && a.library.is_empty(),
         libraries: a.library.clone(),
         rocm: a.rocm.clone(),
         python_roots,
+        pythons,
     };
     let plan = fix::plan(&sources, &a.target)?;
     if a.json {
@@ -116,7 +124,7 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
         .collect();
     let owned: Vec<String> = proven
         .iter()
-        .filter(|c| c.owner != fix::Owner::None)
+        .filter(|c| !applicable(c))
         .map(|c| {
             format!(
                 "{} ({}): {}",
@@ -128,7 +136,7 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
         .collect();
     if !owned.is_empty() {
         anyhow::bail!(
-            "applying is not implemented yet for these copies (first slice of issue 37); nothing was changed:\n  {}",
+            "these copies cannot be applied to (see their apply line); nothing was changed:\n  {}",
             owned.join("\n  ")
         );
     }
@@ -137,24 +145,72 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(plan.exit_code()));
     }
     for c in proven {
-        let r = fix::apply::apply(c, &plan.targets)?;
-        crate::ui::status(
-            "Fixed",
-            format!(
-                "{} ({}; fix {}, original kept in {})",
-                escape_path(&r.path),
-                if r.asserts {
-                    "patch --asserts"
-                } else {
-                    "patch"
-                },
-                r.id,
-                fix::apply::fixes_dir().join(&r.id).display()
-            ),
-        );
+        let kind = |r: &fix::FixRecord| {
+            if r.asserts {
+                "patch --asserts"
+            } else {
+                "patch"
+            }
+        };
+        let (r, checks) = match (&c.owner, &c.python) {
+            (fix::Owner::Pip { .. }, Some(py)) => {
+                let r = fix::pip::apply(c, &plan.targets, py)?;
+                let pip = r.pip.as_ref().expect("a pip fix has its pip part");
+                crate::ui::status(
+                    "Fixed",
+                    format!(
+                        "{} ({}; fix {}: {} installed with {} -m pip{}; {} untouched)",
+                        escape_path(&r.path),
+                        kind(&r),
+                        r.id,
+                        escape(&pip.wheel),
+                        escape_path(&pip.python),
+                        pip.soname
+                            .as_ref()
+                            .map(|s| format!(", SONAME {}", escape(s)))
+                            .unwrap_or_default(),
+                        escape_path(&r.path),
+                    ),
+                );
+                let checks = fix::pip::check(c, &r);
+                (r, checks)
+            }
+            (fix::Owner::Dpkg { .. }, _) => {
+                let r = fix::dpkg::apply(c, &plan.targets)?;
+                let d = r.dpkg.as_ref().expect("a dpkg fix has its dpkg part");
+                crate::ui::status(
+                    "Fixed",
+                    format!(
+                        "{} ({}; fix {}: {} installed with apt, diverting the {} file)",
+                        escape_path(&r.path),
+                        kind(&r),
+                        r.id,
+                        escape(&d.deb),
+                        escape(&d.owner_package),
+                    ),
+                );
+                let checks = fix::dpkg::check(c, &r);
+                (r, checks)
+            }
+            _ => {
+                let r = fix::apply::apply(c, &plan.targets)?;
+                crate::ui::status(
+                    "Fixed",
+                    format!(
+                        "{} ({}; fix {}, original kept in {})",
+                        escape_path(&r.path),
+                        kind(&r),
+                        r.id,
+                        fix::apply::fixes_dir().join(&r.id).display()
+                    ),
+                );
+                let checks = fix::apply::check_bindings(c, &r);
+                (r, checks)
+            }
+        };
         crate::outln!("{}", r.id)?;
         let mut wrong = 0;
-        for line in fix::apply::check_bindings(c, &r) {
+        for line in checks {
             match line {
                 Ok(l) => crate::ui::status("Checked", escape(&l)),
                 Err(l) => {
@@ -175,6 +231,19 @@ fn apply(plan: &Plan) -> anyhow::Result<ExitCode> {
     crate::ui::warn(fix::UNVERIFIED);
     crate::ui::note(fix::PROOF_CAVEAT);
     Ok(ExitCode::from(plan.exit_code()))
+}
+
+/// Whether `fix --yes` can apply to this proven copy: nobody owns it, or pip does, its
+/// `RECORD` hash matches and its environment's interpreter was given.
+fn applicable(c: &fix::Copy) -> bool {
+    match &c.owner {
+        fix::Owner::None | fix::Owner::Dpkg { .. } => true,
+        fix::Owner::Pip {
+            record_hash_matches: Some(true),
+            ..
+        } => c.python.is_some(),
+        _ => false,
+    }
 }
 
 fn list(json: bool) -> anyhow::Result<ExitCode> {

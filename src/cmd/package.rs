@@ -1,6 +1,6 @@
 //! `rcclfix package`: drop-in .deb and .whl overlays from a build folder.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::package::{export_gate, Flavor, Format, PackageOptions};
@@ -10,8 +10,35 @@ use crate::ui::Ui;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Build folder (`out/rccl-<version>-<targets>/`) holding the library, manifest.json, scan.json.
-    #[arg(long, value_name = "DIR")]
-    pub from: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "library")]
+    pub from: Option<PathBuf>,
+    /// Package this library instead of a build folder (for example a patched copy of your own
+    /// RCCL); only `--format whl` so far. It must scan clean for every target it carries.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "from",
+        help_heading = "Any library"
+    )]
+    pub library: Option<PathBuf>,
+    /// With --library: the file it was made from; its path, sha256 and owner (dpkg or pip
+    /// package and version) go into the wheel's provenance.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "library",
+        help_heading = "Any library"
+    )]
+    pub original: Option<PathBuf>,
+    /// With --library: the patch record (`rcclfix patch --record FILE`) to put into the
+    /// provenance.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "library",
+        help_heading = "Any library"
+    )]
+    pub patch_record: Option<PathBuf>,
     /// Package formats to write (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "deb,whl")]
     pub format: Vec<Format>,
@@ -68,10 +95,9 @@ impl Args {
     pub fn options(&self) -> PackageOptions {
         PackageOptions {
             formats: self.format.clone(),
-            out_dir: self
-                .out_dir
-                .clone()
-                .unwrap_or_else(|| crate::package::default_out_dir(&self.from)),
+            out_dir: self.out_dir.clone().unwrap_or_else(|| {
+                crate::package::default_out_dir(self.from.as_deref().unwrap_or(Path::new(".")))
+            }),
             gate: export_gate::GateInputs {
                 stock: self.stock.clone(),
                 stock_name: None,
@@ -95,7 +121,12 @@ impl Args {
 /// not clean is a [`crate::CheckFailed`] (exit 1) over the [`export_gate::GateError`] or
 /// [`crate::package::shipped::ScanRefused`] (one escaped line per problem).
 pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
-    match crate::package::package(&a.from, &a.options()) {
+    let result = match (&a.library, &a.from) {
+        (Some(lib), _) => library(&a, lib).map(|p| vec![p]),
+        (None, Some(from)) => crate::package::package(from, &a.options()),
+        (None, None) => anyhow::bail!("give --from DIR or --library FILE"),
+    };
+    match result {
         Ok(paths) => {
             for p in paths {
                 crate::outln!("{}", p.display())?;
@@ -115,4 +146,63 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
             })
         }
     }
+}
+
+/// `package --library FILE`: the overlay wheel of any library, with the provenance
+/// [`crate::package::library::LibraryManifest`] (the original's path, sha256 and owner, the patch
+/// record). Written to `--out-dir`, default the library's folder.
+///
+/// Errors: a format other than whl; the library or original cannot be read; the patch record is
+/// not JSON (at most 64 MiB); see [`crate::package::library::library_wheel`].
+fn library(a: &Args, lib: &Path) -> anyhow::Result<PathBuf> {
+    use crate::package::library::{self, LibraryManifest, LibraryWheel, Original};
+    if a.format.iter().any(|f| *f != Format::Whl) {
+        anyhow::bail!("--library packages only as --format whl so far (the .deb overlay of a user's library is not built yet)");
+    }
+    let sha = crate::fsutil::sha256_file(lib)?;
+    let original = match &a.original {
+        Some(o) => {
+            let canon = std::fs::canonicalize(o)
+                .map_err(|e| anyhow::anyhow!("--original {}: {e}", o.display()))?;
+            let osha = crate::fsutil::sha256_file(&canon)?;
+            let owner = crate::fix::owner::owner_of(std::slice::from_ref(o), &canon, &osha);
+            Some(Original {
+                path: canon,
+                sha256: osha,
+                owner: owner.describe(),
+            })
+        }
+        None => None,
+    };
+    let patch =
+        match &a.patch_record {
+            Some(p) => {
+                let bytes = crate::fsutil::read_capped(p, 64 << 20, "a patch record")?;
+                Some(serde_json::from_slice(&bytes).map_err(|e| {
+                    anyhow::anyhow!("{}: not a patch record (JSON): {e}", p.display())
+                })?)
+            }
+            None => None,
+        };
+    let out_dir = match &a.out_dir {
+        Some(d) => d.clone(),
+        None => crate::package::default_out_dir(lib),
+    };
+    let w = LibraryWheel {
+        distribution: "rcclfix_rccl_library".into(),
+        version: format!("1+{}", &sha[..16]),
+        summary: "rcclfix overlay of a library, preloaded at Python start-up".into(),
+        manifest: LibraryManifest {
+            schema_version: library::LIBRARY_MANIFEST_VERSION,
+            kind: "library-overlay".into(),
+            rcclfix_version: env!("CARGO_PKG_VERSION").into(),
+            library_sha256: String::new(),
+            library_size: 0,
+            original,
+            soname_changed_to: None,
+            patch,
+            unverified: crate::fix::UNVERIFIED.into(),
+        },
+    };
+    Ok(library::library_wheel(lib, &w, &out_dir)?.0)
 }

@@ -42,8 +42,8 @@ pub mod vm;
 
 pub use gather::{diagnose, run, Options, Outcome, Sources};
 pub use report::{
-    GpuReport, GuestView, Hop, KernelLogSummary, ReleaseFacts, Report, SeenGpu, VerdictKind,
-    VmBlocker, SCHEMA_VERSION,
+    FixAdvice, GpuReport, GuestView, Hop, KernelLogSummary, ReleaseFacts, Report, SeenGpu,
+    VerdictKind, VmBlocker, SCHEMA_VERSION,
 };
 
 #[cfg(test)]

@@ -678,6 +678,7 @@ pub fn decide_overall(
         evidence,
         rebuild,
         release,
+        fix: None,
         gpus,
         gpus_seen,
         hypervisor: hv,

@@ -2,6 +2,8 @@
 //! facts they carry. `--json` serialises [`Report`] ([`SCHEMA_VERSION`]); `rcclfix doctor`'s text
 //! rendering lives in `src/cmd/doctor/render.rs`.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 
 use super::hip::HipProbe;
@@ -240,6 +242,11 @@ pub struct Report {
     pub rebuild: Option<RebuildAdvice>,
     /// The release facts, when the evidence names a ROCm release or an RCCL version.
     pub release: Option<ReleaseFacts>,
+    /// `rcclfix fix` prescribed for a library the report scanned, when `patch` or `patch
+    /// --asserts` proves it for the affected GPUs' targets (docs/doctor-json.md, `fix`). Doctor
+    /// itself leaves it `None`: the command layer decides it with `fix` and puts its action line
+    /// first, before any rebuild.
+    pub fix: Option<FixAdvice>,
     /// Per GPU.
     pub gpus: Vec<GpuReport>,
     /// AMD GPUs the evidence names that are not in `gpus` (no config space to examine).
@@ -278,4 +285,27 @@ pub struct KernelLogSummary {
     /// Set when only the end of a `--dmesg` file was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cut: Option<String>,
+}
+
+/// `rcclfix fix` for the library that runs: the file, the patch kind that proves it, and the
+/// command (docs/doctor-json.md, `fix`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FixAdvice {
+    /// The library, as doctor found it.
+    pub library: PathBuf,
+    /// Where it was found (`VLLM_NCCL_SO_PATH`, `torch/lib (legacy wheel)`, `--library`, …).
+    pub found_via: String,
+    /// `patch` or `patch --asserts`.
+    pub patch: String,
+    /// The gfx targets judged (the affected GPUs').
+    pub targets: Vec<String>,
+    /// Kernel arguments the patch rewrites.
+    pub kernels: usize,
+    /// Its owner: `dpkg rccl 2.27.7…`, `pip torch 2.9.1…`, `none`.
+    pub owner: String,
+    /// The command that applies it; `None` when `fix` cannot apply to this owner yet (`notes`
+    /// say why).
+    pub command: Option<String>,
+    /// Caveats: unverified on AMD hardware, the proof's limits, why there is no command.
+    pub notes: Vec<String>,
 }

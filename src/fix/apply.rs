@@ -59,6 +59,28 @@ pub struct FixRecord {
     pub created_unix: u64,
     /// The rcclfix that applied it.
     pub rcclfix_version: String,
+    /// How it was applied (absent in a record of the first slice: `replace`).
+    #[serde(default)]
+    pub mechanism: Mechanism,
+    /// For [`Mechanism::Pip`]: what was installed where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pip: Option<super::pip::PipFix>,
+    /// For [`Mechanism::Dpkg`]: the overlay package.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpkg: Option<super::dpkg::DpkgFix>,
+}
+
+/// How a fix was applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// The file was replaced in place (a copy nobody owns); `original` holds its bytes.
+    #[default]
+    Replace,
+    /// An overlay wheel was installed with the environment's pip; the copy is untouched.
+    Pip,
+    /// An overlay `.deb` diverting the copy was installed with apt.
+    Dpkg,
 }
 
 /// The fixes folder: `$RCCLFIX_HOME/fixes`.
@@ -87,7 +109,7 @@ pub fn checked_fixes_dir() -> anyhow::Result<PathBuf> {
     }
 }
 
-fn fix_id(path: &Path, original_sha256: &str) -> String {
+pub(super) fn fix_id(path: &Path, original_sha256: &str) -> String {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
     h.update(path.as_os_str().as_encoded_bytes());
@@ -107,8 +129,8 @@ pub fn valid_id(id: &str) -> bool {
 /// Apply the proven patch to `copy`, which nobody owns, with the plan's `targets` (empty: all).
 /// Returns the record kept.
 ///
-/// Errors (nothing changed on disk): the copy is owned (pip, dpkg: not implemented yet in this
-/// slice) or its owner unknown, it is not proven, it is not a regular file, it changed since the
+/// Errors (nothing changed on disk): the copy is owned (pip: see [`super::pip::apply`]; dpkg:
+/// [`super::dpkg::apply`]) or its owner unknown, it is not proven, it is not a regular file, it changed since the
 /// plan, a fix of it is already kept, the patch or the rescan fails. After the rename the file is
 /// hashed again; a mismatch is an error naming the fix to undo.
 pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
@@ -116,11 +138,11 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
     match &copy.owner {
         Owner::None => {}
         Owner::Pip { distribution, .. } => anyhow::bail!(
-            "{}: owned by pip ({distribution}); applying to a pip-owned copy is not implemented yet (first slice of issue 37); nothing was changed",
+            "{}: owned by pip ({distribution}); a pip-owned copy is never replaced in place (fix installs an overlay wheel with its pip); nothing was changed",
             path.display()
         ),
         Owner::Dpkg { package, .. } => anyhow::bail!(
-            "{}: owned by dpkg ({package}); applying to a dpkg-owned copy is not implemented yet (first slice of issue 37); nothing was changed",
+            "{}: owned by dpkg ({package}); a dpkg-owned copy is never replaced in place (fix installs a .deb overlay with apt); nothing was changed",
             path.display()
         ),
         Owner::Unknown { reason } => anyhow::bail!(
@@ -191,6 +213,9 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
             .map(|d| d.as_secs())
             .unwrap_or(0),
         rcclfix_version: env!("CARGO_PKG_VERSION").to_string(),
+        mechanism: Mechanism::Replace,
+        pip: None,
+        dpkg: None,
     };
     // Keep the original first: a fix is never applied without it.
     let kept = crate::fsutil::AtomicDir::new(&keep)?;
@@ -230,7 +255,7 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
 }
 
 /// The patched file must scan clean for every target the decision judged.
-fn rescan_clean(patched: &Path, d: &Decision) -> anyhow::Result<()> {
+pub(super) fn rescan_clean(patched: &Path, d: &Decision) -> anyhow::Result<()> {
     let targets = match d {
         Decision::Patch { targets, .. } | Decision::PatchAsserts { targets, .. } => targets,
         _ => return Ok(()),
@@ -354,9 +379,19 @@ pub fn list() -> anyhow::Result<Vec<Listed>> {
         .into_iter()
         .map(|id| match read_record(&id) {
             Ok(r) => {
-                let state = match regular_nolink(&r.path)
-                    .and_then(|_| crate::fsutil::sha256_file(&r.path))
+                // A pip fix leaves the copy as it was: its state is the installed overlay's.
+                let at = match &r.pip {
+                    Some(p) if r.mechanism == Mechanism::Pip => p.installed(),
+                    _ => r.path.clone(),
+                };
+                let state = match regular_nolink(&at).and_then(|_| crate::fsutil::sha256_file(&at))
                 {
+                    Ok(s) if s == r.patched_sha256 && r.mechanism == Mechanism::Pip => {
+                        "installed (pip overlay)".to_string()
+                    }
+                    Ok(s) if s == r.patched_sha256 && r.mechanism == Mechanism::Dpkg => {
+                        "installed (dpkg overlay)".to_string()
+                    }
                     Ok(s) if s == r.patched_sha256 => "patched".to_string(),
                     Ok(s) if s == r.original_sha256 => "original".to_string(),
                     Ok(_) => "changed since the fix (undo refuses)".to_string(),
@@ -437,6 +472,19 @@ pub fn read_record(id: &str) -> anyhow::Result<FixRecord> {
     if fix_id(&r.path, &r.original_sha256) != r.id {
         return Err(bad("its id does not belong to its path and original"));
     }
+    match r.mechanism {
+        _ if r.pip.is_some() && r.dpkg.is_some() => return Err(bad("both a pip and a dpkg part")),
+        Mechanism::Replace if r.pip.is_some() || r.dpkg.is_some() => {
+            return Err(bad("a pip or dpkg part in a replace fix"))
+        }
+        Mechanism::Replace => {}
+        Mechanism::Pip => {
+            super::pip::check_record(&r).map_err(|e| bad(&format!("{e:#}")))?;
+        }
+        Mechanism::Dpkg => {
+            super::dpkg::check_record(&r).map_err(|e| bad(&format!("{e:#}")))?;
+        }
+    }
     Ok(r)
 }
 
@@ -448,6 +496,14 @@ pub fn read_record(id: &str) -> anyhow::Result<FixRecord> {
 /// file now at the path.
 pub fn undo(id: &str) -> anyhow::Result<FixRecord> {
     let r = read_record(id)?;
+    if r.mechanism != Mechanism::Replace {
+        match r.mechanism {
+            Mechanism::Pip => super::pip::undo(&r)?,
+            _ => super::dpkg::undo(&r)?,
+        }
+        fs_err::remove_dir_all(checked_fixes_dir()?.join(id))?;
+        return Ok(r);
+    }
     let path = &r.path;
     regular_nolink(path)?;
     let now = crate::fsutil::sha256_file(path)?;

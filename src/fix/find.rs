@@ -57,6 +57,9 @@ pub struct Sources {
     pub rocm: Vec<PathBuf>,
     /// Each `--python`'s site-packages folders (and torch's package folder), canonical.
     pub python_roots: Vec<PathBuf>,
+    /// Each `--python` with its folders (as in `python_roots`): the interpreter whose pip
+    /// installs a pip-owned copy's overlay.
+    pub pythons: Vec<(PathBuf, Vec<PathBuf>)>,
     /// Also doctor's own discovery and every copy the ld.so cache names (no `--python`,
     /// `--rocm` or `--library` given).
     pub machine: bool,
@@ -163,8 +166,9 @@ pub fn find(src: &Sources) -> Vec<Seen> {
     out
 }
 
-/// The regular files (not links) named `librccl.so*` in `dir`, sorted.
-fn rccl_files_in(dir: &Path) -> Vec<PathBuf> {
+/// The regular files (not links) in `dir` whose names `keep` accepts, sorted (none when `dir`
+/// cannot be read).
+fn regular_files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return vec![];
     };
@@ -172,10 +176,15 @@ fn rccl_files_in(dir: &Path) -> Vec<PathBuf> {
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.path())
-        .filter(|p| name_of(p).starts_with("librccl.so"))
+        .filter(|p| keep(name_of(p)))
         .collect();
     v.sort();
     v
+}
+
+/// The regular files (not links) named `librccl.so*` in `dir`, sorted.
+fn rccl_files_in(dir: &Path) -> Vec<PathBuf> {
+    regular_files_in(dir, |n| n.starts_with("librccl.so"))
 }
 
 fn name_of(p: &Path) -> &str {
@@ -185,19 +194,9 @@ fn name_of(p: &Path) -> &str {
 /// The shared libraries in `dir` other than RCCL itself (`lib*.so*`, regular files), sorted, at
 /// most [`MAX_CONSUMERS_PER_DIR`].
 fn consumers_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return vec![];
-    };
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = name_of(p);
-            n.starts_with("lib") && n.contains(".so") && !n.starts_with("librccl")
-        })
-        .collect();
-    v.sort();
+    let mut v = regular_files_in(dir, |n| {
+        n.starts_with("lib") && n.contains(".so") && !n.starts_with("librccl")
+    });
     v.truncate(MAX_CONSUMERS_PER_DIR);
     v
 }

@@ -1,29 +1,34 @@
-//! `rcclfix fix` (first slice of issue 37): find every `librccl` programs on this machine load,
-//! name each copy's owner, decide per copy whether `patch` or `patch --asserts` proves it, and,
-//! for a copy nobody owns, replace it atomically and take it back.
+//! `rcclfix fix` (issue 37): find every `librccl` programs on this machine load, name each
+//! copy's owner, decide per copy whether `patch` or `patch --asserts` proves it, and apply it
+//! through the owner's mechanism: a copy nobody owns is replaced atomically ([`apply`]), a
+//! pip-owned copy gets an overlay wheel installed with that environment's pip ([`pip`]); each is
+//! taken back with `--undo`.
 //!
 //! Stages, one file each, nothing pointing back: [`find`] (doctor's discovery plus the loader's
 //! search: `DT_NEEDED`, `DT_RPATH`/`DT_RUNPATH` with `$ORIGIN`, `VLLM_NCCL_SO_PATH`, the ld.so
 //! cache) → [`plan`] here groups what was seen by file → [`owner`] (dpkg, pip's `RECORD`, or
 //! none) → [`decide`] (the scanner, then the existing patch code in a scratch folder) →
 //! [`apply`] (an unowned copy: temp file + rename beside it, the original kept under
-//! `$RCCLFIX_HOME/fixes/<id>/`; `--list`, `--undo`).
+//! `$RCCLFIX_HOME/fixes/<id>/`; `--list`, `--undo`) or [`pip`] (the overlay wheel, with
+//! [`soname`] giving it the SONAME its consumers need, and a self-test in a real process).
 //!
-//! Not in this slice (issue 37 says how): applying to a pip- or dpkg-owned copy (an overlay
-//! wheel, a `.deb` with `dpkg-divert`), the self-test of what each consumer binds to after
-//! applying, and doctor prescribing `fix`. The rewritten kernels have not run on AMD hardware
-//! here; every plan says so and names `rcclfix verify --lib`.
+//! A dpkg-owned copy gets a `.deb` overlay that diverts it, installed with apt ([`dpkg`]).
+//! The rewritten kernels have not run on AMD hardware here; every plan says so and names
+//! `rcclfix verify --lib`.
 
 pub mod apply;
 pub mod decide;
+pub mod dpkg;
 pub mod find;
 pub mod owner;
+pub mod pip;
+pub mod soname;
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use apply::{FixRecord, FIXES_DIR};
+pub use apply::{FixRecord, Mechanism, FIXES_DIR};
 pub use decide::Decision;
 pub use find::{Binding, Sources};
 pub use owner::Owner;
@@ -57,8 +62,11 @@ pub struct Copy {
     pub owner: Owner,
     /// What `fix` would do.
     pub decision: Decision,
-    /// What applying would do in this slice: `replace in place` (unowned and proven), `nothing`
-    /// (not affected), or why not.
+    /// For a pip-owned copy: the interpreter (from `--python`) whose site-packages holds its
+    /// owner's `RECORD`, whose pip installs the overlay.
+    pub python: Option<PathBuf>,
+    /// What applying would do: `replace in place` (unowned and proven), an overlay wheel (pip),
+    /// `nothing` (not affected), or why not.
     pub apply: String,
 }
 
@@ -168,12 +176,15 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
             sha256: String::new(),
             owner: Owner::None,
             decision: Decision::NotAffected { targets: vec![] },
+            python: None,
             apply: String::new(),
         });
     }
     for c in &mut copies {
-        let meta = match crate::fsutil::open_regular(&c.path) {
-            Ok((_, m)) => m,
+        let read = crate::fsutil::open_regular(&c.path)
+            .and_then(|(_, meta)| Ok((meta.len(), crate::fsutil::sha256_file(&c.path)?)));
+        match read {
+            Ok((size, sha256)) => (c.size, c.sha256) = (size, sha256),
             Err(e) => {
                 c.decision = Decision::Refused {
                     targets: targets.to_vec(),
@@ -182,24 +193,15 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
                 };
                 continue;
             }
-        };
-        c.size = meta.len();
-        c.sha256 = match crate::fsutil::sha256_file(&c.path) {
-            Ok(s) => s,
-            Err(e) => {
-                c.decision = Decision::Refused {
-                    targets: targets.to_vec(),
-                    why: format!("{e:#}"),
-                    uses_hostcall: false,
-                };
-                continue;
-            }
-        };
+        }
         c.owner = owner::owner_of(&c.seen_as, &c.path, &c.sha256);
         c.decision = decide::decide(&c.path, targets);
+        if let Owner::Pip { record, .. } = &c.owner {
+            c.python = python_of(&src.pythons, record);
+        }
     }
     for c in &mut copies {
-        c.apply = apply_line(&c.owner, &c.decision);
+        c.apply = apply_line(c);
     }
     Ok(Plan {
         schema_version: PLAN_SCHEMA_VERSION,
@@ -218,17 +220,41 @@ fn push_unread(unread: &mut Vec<Unread>, path: PathBuf, why: String) {
     }
 }
 
-/// What applying would do with a copy in this slice.
-pub fn apply_line(owner: &Owner, decision: &Decision) -> String {
-    match decision {
+/// The interpreter of `pythons` whose folders hold the site-packages folder of `record` (a
+/// `*.dist-info/RECORD`).
+fn python_of(pythons: &[(PathBuf, Vec<PathBuf>)], record: &std::path::Path) -> Option<PathBuf> {
+    let site = record.parent()?.parent()?;
+    let site = std::fs::canonicalize(site).unwrap_or_else(|_| site.to_path_buf());
+    pythons
+        .iter()
+        .find(|(_, roots)| {
+            roots
+                .iter()
+                .any(|r| std::fs::canonicalize(r).is_ok_and(|r| r == site))
+        })
+        .map(|(py, _)| py.clone())
+}
+
+/// What applying would do with a copy.
+pub fn apply_line(c: &Copy) -> String {
+    match &c.decision {
         Decision::NotAffected { .. } => return "nothing (not affected)".into(),
         Decision::Refused { .. } => return "nothing (refused; the copy is left as it is)".into(),
         _ => {}
     }
-    match owner {
-        Owner::None => "replace in place (temp file + rename; original kept under $RCCLFIX_HOME/fixes/)".into(),
-        Owner::Pip { .. } => "not implemented yet for a pip-owned copy (an overlay wheel installed with that Python's pip, issue 37)".into(),
-        Owner::Dpkg { .. } => "not implemented yet for a dpkg-owned copy (a .deb overlay with dpkg-divert, issue 37)".into(),
-        Owner::Unknown { .. } => "nothing (its owner could not be told)".into(),
+    match (&c.owner, &c.python) {
+        (Owner::None, _) => "replace in place (temp file + rename; original kept under $RCCLFIX_HOME/fixes/)".into(),
+        (Owner::Pip { record_hash_matches: Some(true), .. }, Some(py)) => format!(
+            "install an overlay wheel of the patched copy with {} -m pip (its hook preloads it; {} itself is not touched)",
+            py.display(),
+            c.path.display()
+        ),
+        (Owner::Pip { record_hash_matches: Some(true), .. }, None) => "nothing: no interpreter of this environment was given (rerun with --python <its python>)".into(),
+        (Owner::Pip { .. }, _) => "nothing: its sha256 is not the one its RECORD gives (already changed)".into(),
+        (Owner::Dpkg { package, .. }, _) => format!(
+            "install a .deb overlay of the patched copy with apt (it diverts {}, which {package} keeps; apt remove gives it back)",
+            c.path.display()
+        ),
+        (Owner::Unknown { .. }, _) => "nothing (its owner could not be told)".into(),
     }
 }

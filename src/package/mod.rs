@@ -14,6 +14,7 @@ pub mod elf;
 pub mod export_gate;
 pub mod fields;
 pub mod folder;
+pub mod library;
 pub mod shipped;
 pub mod shlibs;
 pub mod spec;

@@ -23,6 +23,7 @@ pub mod codeobj;
 mod explain;
 pub mod msgpack;
 pub mod walk;
+pub mod zfit;
 
 use std::path::{Path, PathBuf};
 

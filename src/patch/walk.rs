@@ -25,13 +25,6 @@ use serde::Serialize;
 use super::asserts::{CutPath, InstructionRecord};
 use super::codeobj::{self, KernelRecord, NoteSpan, Outcome, Proof, Refusal, RefusalKind};
 use crate::scan::{bundle, ccob as sccob, elf as selfh, input, verdict};
-/// zstd levels tried when recompressing, in order (3 is clang's default); the first that fits is
-/// used.
-const ZSTD_LEVELS: &[i32] = &[
-    3, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
-];
-/// First magic of a zstd skippable frame (RFC 8878 §3.1.2: `0x184D2A5?`, then a u32 size).
-const ZSTD_SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
 
 /// One rewritten code object.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -82,6 +75,10 @@ pub struct CcobRecord {
     pub padding_bytes: u64,
     /// Compression level used.
     pub level: i32,
+    /// zstd: long-distance matching was on with this window (log2 bytes), as the original
+    /// frame's window says it was made (`src/patch/zfit.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_window_log: Option<u32>,
     /// MD5-low-64 of the uncompressed bundle before and after, hex.
     pub hash_before: String,
     /// See `hash_before`.
@@ -567,7 +564,14 @@ fn ccob(
         payload,
         frame_len,
         smallest,
-    } = recompress(method, &new_plain, room).map_err(unproven)?;
+        long_window_log,
+    } = recompress(
+        method,
+        &new_plain,
+        room,
+        &sect[offset + hlen..offset + total],
+    )
+    .map_err(unproven)?;
     let Some(payload) = payload else {
         return Err(Located {
             location: loc.clone(),
@@ -619,6 +623,7 @@ fn ccob(
         frame_bytes: frame_len as u64,
         padding_bytes: (room - frame_len) as u64,
         level,
+        long_window_log,
         hash_before: format!("{hash:016x}"),
         hash_after: format!("{new_hash:016x}"),
     };
@@ -665,55 +670,33 @@ struct Recompressed {
     /// The smallest stream seen, for the refusal message (`usize::MAX`: every one overflowed
     /// its buffer).
     smallest: usize,
+    /// zstd: long-distance matching with this window (log2 bytes).
+    long_window_log: Option<u32>,
 }
 
 /// Compress `plain` with `method` so that it fills exactly `room` payload bytes: the stream, then
-/// padding (a zstd skippable frame of at least 8 bytes, or zeros after a zlib stream). Returns the
-/// level, the padded payload (`None` when no level fits), the stream length, and the smallest
-/// stream seen.
-fn recompress(method: u16, plain: &[u8], room: usize) -> Result<Recompressed, String> {
+/// padding (a zstd skippable frame of at least 8 bytes, or zeros after a zlib stream). zstd is
+/// fitted from the `original` payload's frame ([`super::zfit::fit`]). Returns the level, the
+/// padded payload (`None` when no level fits), the stream length, and the smallest stream seen.
+fn recompress(
+    method: u16,
+    plain: &[u8],
+    room: usize,
+    original: &[u8],
+) -> Result<Recompressed, String> {
     let mut smallest = usize::MAX;
     if method == 1 {
-        // The stream is compressed into a buffer a little larger than the space it must fit,
-        // never one of the bundle's size; a stream that overflows it cannot fit anyway.
-        let cap = room + (room / 16).max(64 << 10);
-        for &lvl in ZSTD_LEVELS {
-            let mut z = zstd::bulk::Compressor::new(lvl).map_err(|e| format!("zstd: {e}"))?;
-            let mut c = Vec::with_capacity(cap);
-            if z.compress_to_buffer(plain, &mut c).is_err() {
-                continue; // more than `cap` bytes
-            }
-            smallest = smallest.min(c.len());
-            let frame = c.len();
-            let slack = room.checked_sub(frame);
-            match slack {
-                Some(0) => {
-                    return Ok(Recompressed {
-                        level: lvl,
-                        payload: Some(c),
-                        frame_len: frame,
-                        smallest,
-                    })
-                }
-                Some(n) if n >= 8 => {
-                    c.extend_from_slice(&ZSTD_SKIPPABLE_MAGIC.to_le_bytes());
-                    c.extend_from_slice(&((n - 8) as u32).to_le_bytes());
-                    c.resize(room, 0);
-                    return Ok(Recompressed {
-                        level: lvl,
-                        payload: Some(c),
-                        frame_len: frame,
-                        smallest,
-                    });
-                }
-                _ => {}
-            }
-        }
+        let f = super::zfit::fit(plain, room, original)?;
         return Ok(Recompressed {
-            level: 0,
-            payload: None,
-            frame_len: 0,
-            smallest,
+            level: if f.payload.is_some() {
+                f.params.level
+            } else {
+                0
+            },
+            payload: f.payload,
+            frame_len: f.frame_len,
+            smallest: f.smallest,
+            long_window_log: f.params.long_window_log,
         });
     }
     for lvl in [6u32, 9] {
@@ -729,6 +712,7 @@ fn recompress(method: u16, plain: &[u8], room: usize) -> Result<Recompressed, St
                 payload: Some(c),
                 frame_len: frame,
                 smallest,
+                long_window_log: None,
             });
         }
     }
@@ -737,5 +721,6 @@ fn recompress(method: u16, plain: &[u8], room: usize) -> Result<Recompressed, St
         payload: None,
         frame_len: 0,
         smallest,
+        long_window_log: None,
     })
 }

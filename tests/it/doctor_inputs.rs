@@ -324,6 +324,76 @@ fn library_view_names_declaring_kernels_for_this_gpu() {
     );
 }
 
+/// The library that runs can be fixed by `rcclfix fix`: doctor names the file and the patch kind
+/// before any rebuild, in the JSON's `fix` object and in the text's first action, and they agree;
+/// a library whose patch is refused (a kernel really prints) gets no `fix`.
+#[test]
+fn doctor_prescribes_fix_before_the_rebuild() {
+    let t = Tree::new();
+    t.chain(&[
+        root_port("00:01.1", 0x1022, 0x1483, 0),
+        gpu("03:00.0", false),
+    ]);
+    t.kfd(&[("03:00.0", 110000, 13, 0)]);
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let lib = fixtures.join("patch/libdispatch-plain.so");
+    let o = doctor(&t, None, &["--library", lib.to_str().unwrap()]);
+    assert_eq!(o.verdict(), "rebuild", "{}", o.text);
+    let fix = &o.json["fix"];
+    assert_eq!(fix["library"], lib.to_str().unwrap(), "{fix}");
+    assert_eq!(fix["patch"], "patch");
+    assert_eq!(fix["targets"], serde_json::json!(["gfx1100"]));
+    assert_eq!(fix["kernels"], 2);
+    assert_eq!(fix["owner"], "none");
+    let command = fix["command"].as_str().unwrap();
+    assert_eq!(
+        command,
+        format!("rcclfix fix --yes --library {}", lib.display())
+    );
+    assert!(fix["notes"].to_string().contains("rcclfix verify --lib"));
+    // The first action is the fix, and the rebuild command comes after it, in both outputs.
+    let actions = o.json["actions"].as_array().unwrap();
+    assert!(
+        actions[0].as_str().unwrap().ends_with(command),
+        "{actions:?}"
+    );
+    assert!(actions[0]
+        .as_str()
+        .unwrap()
+        .contains("`patch` proves it for gfx1100"));
+    let build = actions
+        .iter()
+        .position(|a| a.as_str().unwrap().contains("rcclfix build"))
+        .expect("the rebuild stays the alternative");
+    assert!(build > 0);
+    assert!(
+        o.json["headline"].as_str().unwrap().contains(
+            "fix the library that runs with `rcclfix fix` (`patch` proves it), or rebuild RCCL"
+        ),
+        "{}",
+        o.json["headline"]
+    );
+    let todo = &o.text[o.text.find("What to do:").unwrap()..];
+    let (f, b) = (
+        todo.find(command).expect("the text names the fix"),
+        todo.find("rcclfix build").unwrap(),
+    );
+    assert!(f < b, "{}", o.text);
+    assert!(o.text.contains(o.json["headline"].as_str().unwrap()));
+
+    let refused = doctor(
+        &t,
+        None,
+        &[
+            "--library",
+            fixtures.join("trixie/kernels.so").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(refused.verdict(), "rebuild");
+    assert!(refused.json["fix"].is_null(), "{}", refused.json["fix"]);
+    assert!(!refused.text.contains("rcclfix fix"), "{}", refused.text);
+}
+
 /// `--internal-hip-probe` loads libamdhip64 at run time; on a machine without a HIP runtime it says
 /// so cleanly instead of failing.
 #[test]

@@ -12,12 +12,12 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     crate::support::repo().join("tests/fixtures").join(rel)
 }
 
 /// The binary with `RCCLFIX_HOME` in `home` and no log filter from the environment.
-fn fix(home: &Path) -> Command {
+pub(crate) fn fix(home: &Path) -> Command {
     let mut c = crate::support::rcclfix();
     c.env_remove("RUST_LOG")
         .env("RCCLFIX_HOME", home)
@@ -25,11 +25,11 @@ fn fix(home: &Path) -> Command {
     c
 }
 
-fn run(c: &mut Command) -> Output {
+pub(crate) fn run(c: &mut Command) -> Output {
     c.output().expect("run")
 }
 
-fn ok(c: &mut Command) -> String {
+pub(crate) fn ok(c: &mut Command) -> String {
     let o = run(c);
     assert!(
         o.status.success(),
@@ -40,12 +40,12 @@ fn ok(c: &mut Command) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn sha256(p: &Path) -> String {
+pub(crate) fn sha256(p: &Path) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(std::fs::read(p).unwrap()))
 }
 
-fn record_hash(bytes: &[u8]) -> String {
+pub(crate) fn record_hash(bytes: &[u8]) -> String {
     use base64::Engine;
     use sha2::Digest;
     format!(
@@ -57,8 +57,46 @@ fn record_hash(bytes: &[u8]) -> String {
 /// A consumer compiled here: `DT_NEEDED needed` and `DT_RPATH rpath` (not RUNPATH, as torch's
 /// wheels have it), linked against `lib` (which must be named `needed` in `dir`).
 fn consumer(out: &Path, dir: &Path, needed: &str, rpath: &str) {
+    consumer_with(
+        out,
+        dir,
+        needed,
+        rpath,
+        "int torch_hip_stand_in(void) { return 0; }\n",
+    );
+}
+
+/// The RCCL functions a consumer that calls RCCL imports ([`calling_consumer`]).
+pub(crate) const CALLS: [&str; 2] = ["ncclGetVersion", "ncclAllReduce"];
+
+/// A consumer that calls [`CALLS`], as `libtorch_hip.so` does: linked against a stub without a
+/// SONAME named `needed` (so `DT_NEEDED` is `needed` whatever the real copy's SONAME is, as
+/// pytorch's `replace_needed_sofiles` leaves it).
+pub(crate) fn calling_consumer(out: &Path, stub_dir: &Path, needed: &str, rpath: &str) {
+    std::fs::create_dir_all(stub_dir).unwrap();
+    let stub = stub_dir.join(needed);
+    let c = stub_dir.join("stub.c");
+    std::fs::write(
+        &c,
+        "int ncclGetVersion(int *v) { return 1; }\nint ncclAllReduce(void) { return 1; }\n",
+    )
+    .unwrap();
+    ok(Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&stub)
+        .arg(&c));
+    consumer_with(
+        out,
+        stub_dir,
+        needed,
+        rpath,
+        "extern int ncclGetVersion(int *);\nextern int ncclAllReduce(void);\nint torch_hip_stand_in(void) { int v; ncclGetVersion(&v); return ncclAllReduce() + v; }\n",
+    );
+}
+
+fn consumer_with(out: &Path, dir: &Path, needed: &str, rpath: &str, source: &str) {
     let c = out.with_extension("c");
-    std::fs::write(&c, "int torch_hip_stand_in(void) { return 0; }\n").unwrap();
+    std::fs::write(&c, source).unwrap();
     ok(Command::new("gcc")
         .args(["-shared", "-fPIC", "-o"])
         .arg(out)
@@ -73,8 +111,8 @@ fn consumer(out: &Path, dir: &Path, needed: &str, rpath: &str) {
 
 /// The two torch wheel layouts (pytorch/pytorch#191366): `(rccl path, needed, rpath)` inside
 /// site-packages.
-const LEGACY: (&str, &str, &str) = ("torch/lib/librccl.so", "librccl.so", "$ORIGIN");
-const THEROCK: (&str, &str, &str) = (
+pub(crate) const LEGACY: (&str, &str, &str) = ("torch/lib/librccl.so", "librccl.so", "$ORIGIN");
+pub(crate) const THEROCK: (&str, &str, &str) = (
     "_rocm_sdk_libraries/lib/librccl.so.1",
     "librccl.so.1",
     "$ORIGIN/../../_rocm_sdk_libraries/lib",
@@ -82,19 +120,24 @@ const THEROCK: (&str, &str, &str) = (
 
 /// A wheel `torch-2.9.1+rcclfix.test` holding `lib` at `layout`'s place and a stand-in
 /// `torch/lib/libtorch_hip.so` that needs it; returns the wheel's path.
-fn torch_wheel(work: &Path, lib: &Path, layout: (&str, &str, &str)) -> PathBuf {
+pub(crate) fn torch_wheel(
+    work: &Path,
+    lib: &Path,
+    layout: (&str, &str, &str),
+    calls: bool,
+) -> PathBuf {
     let (rccl, needed, rpath) = layout;
     let stage = work.join("stage");
     let rccl_at = stage.join(rccl);
     std::fs::create_dir_all(rccl_at.parent().unwrap()).unwrap();
     std::fs::create_dir_all(stage.join("torch/lib")).unwrap();
     std::fs::copy(lib, &rccl_at).unwrap();
-    consumer(
-        &stage.join("torch/lib/libtorch_hip.so"),
-        rccl_at.parent().unwrap(),
-        needed,
-        rpath,
-    );
+    let hip = stage.join("torch/lib/libtorch_hip.so");
+    if calls {
+        calling_consumer(&hip, &work.join("stub"), needed, rpath);
+    } else {
+        consumer(&hip, rccl_at.parent().unwrap(), needed, rpath);
+    }
     let dist = "torch-2.9.1+rcclfix.test.dist-info";
     let mut files: Vec<(String, Vec<u8>)> = vec![
         ("torch/__init__.py".into(), b"".to_vec()),
@@ -131,7 +174,7 @@ fn torch_wheel(work: &Path, lib: &Path, layout: (&str, &str, &str)) -> PathBuf {
 }
 
 /// A venv with the wheel installed by its own pip; returns (python, site-packages).
-fn venv_with(work: &Path, whl: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn venv_with(work: &Path, whl: &Path) -> (PathBuf, PathBuf) {
     let venv = work.join("venv");
     ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
     let py = venv.join("bin/python");
@@ -165,7 +208,7 @@ fn bound_by_loader(python: &Path, consumer: &Path) -> PathBuf {
     std::fs::canonicalize(&v[0]).unwrap()
 }
 
-fn copy_at<'a>(plan: &'a Value, path: &Path) -> &'a Value {
+pub(crate) fn copy_at<'a>(plan: &'a Value, path: &Path) -> &'a Value {
     let want = std::fs::canonicalize(path).unwrap();
     plan["copies"]
         .as_array()
@@ -177,12 +220,12 @@ fn copy_at<'a>(plan: &'a Value, path: &Path) -> &'a Value {
 
 /// Both wheel layouts: the plan names the pip owner (and its RECORD hash matches), the consumer
 /// the real loader binds to this copy and how, and `patch` proves it; applying to it is refused
-/// as not implemented yet, and nothing changes.
+/// (the fixture has no SONAME to give the overlay), and nothing changes.
 fn check_layout(layout: (&str, &str, &str)) {
     let t = tempfile::tempdir().unwrap();
     let work = t.path();
     let home = work.join("home");
-    let whl = torch_wheel(work, &fixture("patch/libdispatch-plain.so"), layout);
+    let whl = torch_wheel(work, &fixture("patch/libdispatch-plain.so"), layout, false);
     let (py, site) = venv_with(work, &whl);
     let copy = site.join(layout.0);
     let hip = site.join("torch/lib/libtorch_hip.so");
@@ -231,11 +274,16 @@ fn check_layout(layout: (&str, &str, &str)) {
     assert!(text.contains("decision  `patch` proves it"), "{text}");
     assert!(text.contains(&format!("DT_RPATH {}", layout.2)), "{text}");
 
-    // Applying to a pip-owned copy is refused, and nothing changes.
+    // The fixture has no SONAME, so no overlay can take the place of what the consumer
+    // needs: applying is refused, and nothing changes (tests/it/fix_pip.rs applies to a copy
+    // with a SONAME, as real ones have).
     let o = run(fix(&home).arg("--yes").arg("--python").arg(&py));
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("not implemented yet"), "{err}");
+    assert!(
+        err.contains("cannot carry that SONAME: no DT_SONAME"),
+        "{err}"
+    );
     assert!(err.contains("nothing was changed"), "{err}");
     assert_eq!((sha256(&copy), sha256(&unowned)), before);
     assert!(!home.join("fixes").exists());

@@ -12,6 +12,8 @@ mod doctor_logs;
 mod doctor_lookalikes;
 mod doctor_lspci;
 mod fix;
+mod fix_dpkg;
+mod fix_pip;
 mod fsutil;
 mod hostile;
 mod hostile_doctor;

@@ -8,6 +8,8 @@
 //! - `fixtures`: compile the scanner's HIP test fixtures with the Debian toolchains.
 //! - `inputs [--bench]`: download the Debian packages the slow tests (and the scan benchmark) read.
 //! - `bench-scan`: rcclfix scan vs the LLVM pipeline (objcopy → bundler → readelf), and raw zstd.
+//! - `bench-recompress`: patch's zstd refit of a CCOB against one compression (the floor) and the
+//!   old level-by-level search.
 //! - `fixtures-patch`: regenerate `tests/fixtures/patch/` from our HIP sources in a toolchain rootfs.
 //! - `doctor-fixtures`: compile doctor's clean-library fixture (`tests/data/doctor/src/plain.hip`).
 //! - `comgr-reader`: build the scanner tests' comgr-based metadata reader
@@ -21,6 +23,7 @@
 
 mod bench_build;
 mod bench_build_rccl;
+mod bench_recompress;
 mod bench_scan;
 mod bench_scan_deb;
 mod bench_verify;
@@ -51,6 +54,7 @@ fn main() -> anyhow::Result<()> {
         "fixtures" => fixtures::run(&sh, &rest),
         "inputs" => inputs::run(&sh, &rest),
         "bench-scan" => bench_scan::run(&sh, &rest),
+        "bench-recompress" => bench_recompress::run(&sh, &rest),
         "fixtures-patch" => fixtures_patch::run(&sh, &rest),
         "doctor-fixtures" => doctor_fixtures::run(&sh, &rest),
         "comgr-reader" => comgr_reader::run(&sh, &rest),
@@ -59,7 +63,7 @@ fn main() -> anyhow::Result<()> {
         "bench-verify" => bench_verify::run(&sh, &rest),
         "bench-build" => bench_build::run(&sh, &rest),
         "patch-sweep" => patch_sweep::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build, patch-sweep"),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, bench-recompress, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build, patch-sweep"),
     }
 }
 
