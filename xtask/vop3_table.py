@@ -64,9 +64,10 @@ def table(gen,packed):
             parts=[p.strip() for p in ops.split(',')]
             if len(parts)>1 and (re.fullmatch(r's\d+|s\[\d+:\d+\]|null|vcc|vcc_lo',parts[1])): e|=1<<9
             if 'cmpx' in mn: e|=1<<11
+            if mn.startswith('v_div_fmas'): e|=1<<12
             ent[op]=e
     return ent
-out=['//! Operand use of every VOP3 and VOP3P opcode, per generation, as llvm-mc 21 disassembles probe\n//! encodings (`python3 xtask/vop3_table.py src/scan/callgraph/vop3_table.rs` in a machine with\n//! the debian-sid toolchain; do not edit). Per opcode: bits 0-1, 2-3, 4-5 the width code of\n//! src0, src1, src2 (0 unused, 1 one register, 2 two, 3 up to 16); bit 6 the destination is\n//! scalar; bits 7-8 its width code; bit 9 a scalar carry-out (VOP3b); bit 10 llvm decodes it;\n//! bit 11 it writes exec (`v_cmpx_*`).']
+out=['//! Operand use of every VOP3 and VOP3P opcode, per generation, as llvm-mc 21 disassembles probe\n//! encodings (`python3 xtask/vop3_table.py src/scan/callgraph/vop3_table.rs` in a machine with\n//! the debian-sid toolchain; do not edit). Per opcode: bits 0-1, 2-3, 4-5 the width code of\n//! src0, src1, src2 (0 unused, 1 one register, 2 two, 3 up to 16); bit 6 the destination is\n//! scalar; bits 7-8 its width code; bit 9 a scalar carry-out (VOP3b); bit 10 llvm decodes it;\n//! bit 11 it writes exec (`v_cmpx_*`); bit 12 it reads vcc without naming it (`v_div_fmas_*`).']
 for gen in GENS:
     for packed in (False,True):
         t=table(gen,packed)

@@ -122,6 +122,31 @@ fn compile(dir: &Path) {
             ),
         ],
     );
+    // The sixth review's sources (`findings6/`, their own `common.h`): `r6_<name>-<arch>.co` with
+    // a device assert, `r6p_…` with a table call; a source that one architecture cannot
+    // assemble (`swap16` on gfx90a, `gpr_idx_mode` on gfx1100) is skipped there and listed below.
+    let d6 = dir.join("f6");
+    std::fs::create_dir_all(&d6).unwrap();
+    for e in std::fs::read_dir(src.parent().unwrap().join("findings6")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name == "common.h" || name.ends_with(".hip") {
+            std::fs::copy(&p, d6.join(&name)).unwrap();
+        }
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d6,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "for f in *.hip; do n=${{f%.hip}}; for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r6_$n-$a.co $f 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r6p_$n-$a.co $f 2>/dev/null; done; done; true"
+            ),
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -348,6 +373,39 @@ fn slow_findings_of_the_hostile_review() {
         }
     }
     assert_eq!(rows, 66);
+    // 4h. The sixth review: an implicit vcc read (`v_div_fmas`), STATUS mirroring SCC, VCCZ and
+    // EXECZ (`s_getreg_b32`), `s_cselect` of vcc, `src_scc` as a lane number, a wave32 lane
+    // above 31, `v_swap_b16`'s source write, gfx9's index mode entered through MODE. Each was
+    // patched at da02229 (a false proof).
+    let d6 = d.join("f6");
+    let mut rows = 0;
+    for (n, archs) in [
+        ("dfmas", &["gfx1100", "gfx90a"][..]),
+        ("status_scc", &["gfx1100", "gfx90a"]),
+        ("cselect_vcc", &["gfx1100", "gfx90a"]),
+        ("readlane_scc", &["gfx1100", "gfx90a"]),
+        ("lane_alias", &["gfx1100"]),
+        ("swap16", &["gfx1100"]),
+        ("gpr_idx_mode", &["gfx90a"]),
+    ] {
+        for a in archs {
+            for (co, asserts) in [
+                (format!("r6_{n}-{a}.co"), true),
+                (format!("r6p_{n}-{a}.co"), false),
+                (format!("r6p_{n}-{a}.co"), true),
+            ] {
+                assert!(d6.join(&co).is_file(), "{co} did not compile");
+                let r = refused(&d6, &co, asserts);
+                assert!(
+                    r.to_string()
+                        .contains("kernarg segment pointer cannot be followed"),
+                    "{co} (asserts: {asserts}): {r}"
+                );
+                rows += 1;
+            }
+        }
+    }
+    assert_eq!(rows, 33);
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

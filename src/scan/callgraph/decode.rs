@@ -149,7 +149,9 @@ pub enum Op {
     },
     /// Any other memory access, export or message: what it reads may leave the registers.
     Mem,
-    /// An image instruction (MIMG, VIMAGE, VSAMPLE): its address registers are not read here.
+    /// An image instruction (MIMG, VIMAGE, VSAMPLE), whose address registers are not read here;
+    /// gfx9's `s_set_gpr_idx_on`; an `s_setreg` that may change how later instructions read
+    /// their operands.
     Opaque,
     /// `s_branch`: to the word offset (from the next instruction).
     Branch(i64),
@@ -462,13 +464,17 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         if relative {
             x.op = Op::Relative;
         }
-        // v_swap_b32 writes its source too.
+        // v_swap_b32 (and gfx11's v_swap_b16, 0x66) writes its source too; a true16 source
+        // may name either half of its register.
         if matches!(
             (g, op),
-            (Gen::G9, 0x51) | (Gen::G10 | Gen::G11 | Gen::G12, 0x65)
+            (Gen::G9, 0x51) | (Gen::G10 | Gen::G11 | Gen::G12, 0x65 | 0x66)
         ) && src0 >= 256
         {
             x.vdst(src0 - 256, 1, 0);
+            if matches!(g, Gen::G11 | Gen::G12) {
+                x.vdst((src0 - 256) & 0x7f, 1, 0);
+            }
         }
         if op == readfirstlane {
             x.sdst(vdst, 1, 1);
@@ -517,10 +523,13 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
     }
     x.words = 1 + extra;
     x.vsrc(vsrc1, 2);
-    // Carry-in/out and v_cndmask read and write vcc; v_fmac/v_mac read their destination.
+    // Carry-in/out and v_cndmask read vcc; a carry-out (its VOP3 form has one, or that form is
+    // not known) writes it; v_fmac/v_mac read their destination.
     x.reads.push((VCC, 2));
     x.reads.push((V + vdst as Reg, 2));
-    x.sdst(u32::from(VCC), 2, 0);
+    if short_row(g, w).is_none_or(|e| e & (1 << 9) != 0) {
+        x.sdst(u32::from(VCC), 2, 0);
+    }
     x.vdst(vdst, 2, 1);
     x
 }
@@ -594,6 +603,10 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     if e & (1 << 11) != 0 {
         // v_cmpx writes exec (with or without a scalar destination).
         x.sdst(u32::from(EXEC), 2, 0);
+    }
+    if e & (1 << 12) != 0 {
+        // v_div_fmas reads vcc without naming it.
+        x.reads.push((VCC, 2));
     }
     if e & (1 << 9) != 0 {
         x.sdst((w >> 8) & 0x7f, 2, 0);

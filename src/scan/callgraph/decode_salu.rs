@@ -92,8 +92,11 @@ fn implicit(x: &mut Inst, f: u8) {
     }
     if f & t::GETREG != 0 {
         // `s_getreg_b32` reads the hardware registers, whose exception bits float operations
-        // may set.
+        // may set, and STATUS, which mirrors SCC, VCCZ and EXECZ.
         x.reads.push((HWREG, 1));
+        x.reads.push((SCC, 1));
+        x.reads.push((VCC, 2));
+        x.reads.push((EXEC, 2));
     }
     if f & t::FLOAT != 0 {
         x.writes.push((HWREG, 1));
@@ -240,7 +243,12 @@ pub(super) fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
                 };
             }
         }
-        _ if op == csel32 || op == csel64 => {
+        // A select of anything else (vcc, m0, exec, ttmps, src_scc …) is read as an ALU op of
+        // everything it reads.
+        _ if (op == csel32 || op == csel64)
+            && (a.is_some() || ca.is_some())
+            && (b.is_some() || cb.is_some()) =>
+        {
             let n = if op == csel64 { 2 } else { 1 };
             x.writes.retain(|&(r, _)| r != dst);
             x.kills.retain(|&(r, _)| r == SCC);
@@ -284,6 +292,25 @@ pub(super) fn sopk(g: Gen, w: u32) -> Inst {
     x.sdst(d, nd, 0);
     implicit(&mut x, row(g, "SOPK", op));
     let simm = i64::from(w as u16 as i16);
+    // s_setreg_b32 (0x12 on gfx9 and gfx11/12, 0x13 on gfx10) and s_setreg_imm32_b32, from
+    // `xtask/salu_table.py`'s listing: one that may change more than MODE's rounding, denormal
+    // and exception-enable fields (bits 0–22), TRAPSTS (up to gfx11) or gfx10's flat scratch
+    // base (FLAT_SCR_LO/HI, ids 20/21, the kernel prologue's) may change how later instructions
+    // read their operands (gfx9's MODE.GPR_IDX_EN, VSKIP) and is opaque (llvm `SIDefines.h`,
+    // `Hwreg::Id`).
+    let setreg = match g {
+        Gen::G10 => 0x13,
+        _ => 0x12,
+    };
+    if op == setreg || op == setreg_imm32 {
+        let (id, off, size) = (w & 0x3f, (w >> 6) & 0x1f, ((w >> 11) & 0x1f) + 1);
+        let benign = (id == 1 && off + size <= 23)
+            || (id == 3 && g != Gen::G12)
+            || (matches!(id, 20 | 21) && g == Gen::G10);
+        if !benign {
+            x.op = Op::Opaque;
+        }
+    }
     match g.isa().sopk_control(op) {
         Some(super::isa::SopkControl::Call) => {
             // The target is a constant (checked by the call graph); only the return address

@@ -84,9 +84,37 @@ pub struct FlowRefusal {
     pub reason: String,
 }
 
+/// How a constant lane number names a lane, from the wave size of the kernels followed (llvm
+/// `AMDGPUUsage.rst`, "Kernel Descriptor", `ENABLE_WAVEFRONT_SIZE32`; gfx9 is wave64 only): in
+/// wave32 lane `l` is lane `l mod 32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lanes {
+    /// Every kernel runs wave64: lanes 0–63, each its own.
+    Wave64,
+    /// Every kernel runs wave32: lane `l mod 32`.
+    Wave32,
+    /// Both: lane `l mod 32` stands for lanes `l mod 32` and `l mod 32 + 32`, written by a join.
+    Mixed,
+}
+
+impl Lanes {
+    fn key(self, l: u8) -> u8 {
+        match self {
+            Lanes::Wave64 => l & 63,
+            Lanes::Wave32 | Lanes::Mixed => l & 31,
+        }
+    }
+
+    /// Whether a write to a lane replaces what its key held.
+    fn exact(self) -> bool {
+        self != Lanes::Mixed
+    }
+}
+
 struct Ctx<'a> {
     g: &'a Graph,
     gen: Gen,
+    lanes: Lanes,
     code: Vec<(u64, Vec<u32>)>,
     /// Loads through a kernarg pointer must stay within [lo, hi) of the slot.
     bounds: (i64, i64),
@@ -152,9 +180,18 @@ impl Graph {
             .unwrap_or(0);
         let mut starts: Vec<u64> = self.nodes.iter().filter_map(|n| n.addr).collect();
         starts.sort_unstable();
+        let wave32 = |r: &FlowRoot| gen != Gen::G9 && r.kd[57] & (1 << 2) != 0;
+        let lanes = if roots.iter().all(wave32) {
+            Lanes::Wave32
+        } else if roots.iter().any(wave32) {
+            Lanes::Mixed
+        } else {
+            Lanes::Wave64
+        };
         let mut cx = Ctx {
             g: self,
             gen,
+            lanes,
             code,
             bounds: (lo, hi),
             cov,
@@ -400,7 +437,7 @@ impl Ctx<'_> {
             }
             Op::Fork => return Err("a computed jump (s_rfe_b64, fork or join)".into()),
             Op::Opaque if tracked(st) => {
-                return Err("an image instruction or gfx9's s_set_gpr_idx_on while a followed value is in a register (its operands are not read here)".into())
+                return Err("an image instruction, gfx9's s_set_gpr_idx_on, or an s_setreg that may change how later operands are read, while a followed value is in a register".into())
             }
             Op::Opaque => generic(st, Val::Clean),
             Op::Relative => {
@@ -449,35 +486,31 @@ impl Ctx<'_> {
                 }
                 // SOP1 may write exec besides: nothing tracked goes there from a copy.
             }
-            Op::ReadLane {
-                dst,
-                src,
-                lane,
-                sel,
-            } => {
+            Op::ReadLane { dst, src, lane, .. } => {
                 let v = match lane {
-                    Some(l) => st.lane(src, l),
+                    Some(l) => st.lane(src, self.lanes.key(l)),
                     None => st.range((src, 1)),
                 };
-                // A lane a followed value chooses tells that value.
-                let v = join(v, sel.map_or(Val::Clean, |s| degrade(st.get(s))));
+                // Whatever else it reads chooses the lane (an SGPR, m0, src_scc …): a lane a
+                // followed value chooses tells that value.
+                let v = join(v, degrade(self.others(inst, st, &[src])));
                 st.write(dst, v, true);
             }
-            Op::Merge {
-                dst,
-                src,
-                lane,
-                sel,
-            } => {
-                let v = st.get(src);
-                let chosen = sel.map_or(Val::Clean, |s| degrade(st.get(s)));
+            Op::Merge { dst, src, lane, .. } => {
+                let v = join(st.get(src), degrade(self.others(inst, st, &[src, dst])));
                 match lane {
                     Some(l) => {
                         let whole = join(st.get(dst), v);
                         st.set(dst, whole);
-                        st.0.insert(lane_key(dst, l), v);
+                        let k = self.lanes.key(l);
+                        let lv = if self.lanes.exact() {
+                            v
+                        } else {
+                            join(st.lane(dst, k), v)
+                        };
+                        st.0.insert(lane_key(dst, k), lv);
                     }
-                    None => st.write(dst, join(v, chosen), false),
+                    None => st.write(dst, v, false),
                 }
             }
             Op::Select { dst, a, b, n } => {
@@ -652,6 +685,14 @@ impl Ctx<'_> {
             _ => generic(st, read),
         }
         Ok(Flow::On)
+    }
+
+    /// What `inst` reads other than the registers `but` (their first register): joined.
+    fn others(&self, inst: &Inst, st: &State, but: &[Reg]) -> Val {
+        inst.reads
+            .iter()
+            .filter(|(r, _)| !but.contains(r))
+            .fold(Val::Clean, |acc, &r| join(acc, st.range(r)))
     }
 
     fn is_start_lo(&self, lo: u64) -> bool {
