@@ -382,7 +382,11 @@ pub fn render(plan: &Plan) -> String {
             }
             Decision::Refused { why, .. } => {
                 let _ = writeln!(s, ": {}", escape(why));
-                let _ = writeln!(s, "            the rebuild: rcclfix doctor names the recipe for its release (rcclfix build --list)");
+                let rebuild = c.rebuild.as_ref().map_or_else(
+                    || crate::doctor::release::RELEASE_UNKNOWN.to_string(),
+                    fix::release::describe,
+                );
+                let _ = writeln!(s, "            the rebuild: {}", escape(&rebuild));
             }
         }
         let _ = writeln!(s, "  apply     {}", c.apply);

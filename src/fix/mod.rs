@@ -22,6 +22,7 @@ pub mod dpkg;
 pub mod find;
 pub mod owner;
 pub mod pip;
+pub mod release;
 pub mod soname;
 
 use std::path::PathBuf;
@@ -62,6 +63,9 @@ pub struct Copy {
     pub owner: Owner,
     /// What `fix` would do.
     pub decision: Decision,
+    /// For a refused copy: the rebuild of its release line, as doctor would advise it
+    /// ([`release::rebuild_for`]).
+    pub rebuild: Option<crate::doctor::release::RebuildAdvice>,
     /// For a pip-owned copy: the interpreter (from `--python`) whose site-packages holds its
     /// owner's `RECORD`, whose pip installs the overlay.
     pub python: Option<PathBuf>,
@@ -176,6 +180,7 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
             sha256: String::new(),
             owner: Owner::None,
             decision: Decision::NotAffected { targets: vec![] },
+            rebuild: None,
             python: None,
             apply: String::new(),
         });
@@ -196,6 +201,9 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
         }
         c.owner = owner::owner_of(&c.seen_as, &c.path, &c.sha256);
         c.decision = decide::decide(&c.path, targets);
+        if let Decision::Refused { targets, .. } = &c.decision {
+            c.rebuild = Some(release::rebuild_for(&c.owner, &c.path, targets));
+        }
         if let Owner::Pip { record, .. } = &c.owner {
             c.python = python_of(&src.pythons, record);
         }

@@ -485,8 +485,37 @@ fn refused_copy_is_left_untouched() {
     let out = String::from_utf8_lossy(&o.stderr);
     assert!(out.contains("decision  refused"), "{out}");
     assert!(out.contains("k_printf"), "{out}");
+    // Nothing tells its release: no recipe is named, and it says so.
+    assert!(out.contains("the rebuild: ROCm release unknown"), "{out}");
     assert_eq!(sha256(&file), before);
     assert!(!home.join("fixes").exists());
+}
+
+/// A refused copy whose file name carries AMD's release integer gets the rebuild of that release
+/// line, as doctor advises it (`librccl.so.1.0.70201`: ROCm 7.2.1, the embedded 2.27.7 recipe),
+/// in the text and in the JSON plan.
+#[test]
+fn refused_copy_names_the_rebuild_of_its_release() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let file = t.path().join("librccl.so.1.0.70201");
+    std::fs::copy(fixture("sid/kernels.so"), &file).unwrap();
+    let o = run(fix(&home).arg("--dry-run").arg("--library").arg(&file));
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("the rebuild: rcclfix build --tag 2.27.7 --targets gfx1100"),
+        "{out}"
+    );
+    let o = run(fix(&home)
+        .arg("--dry-run")
+        .arg("--json")
+        .arg("--library")
+        .arg(&file));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &plan["copies"][0]["rebuild"];
+    assert_eq!(r["tag"], "2.27.7", "{plan}");
+    assert_eq!(r["rocm"], "7.2.1", "{plan}");
 }
 
 /// A `--library` that is a FIFO or a folder is refused with one line naming it.
