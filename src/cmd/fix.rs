@@ -55,6 +55,12 @@ pub struct Args {
     /// With --undo: every kept fix.
     #[arg(long, requires = "undo")]
     pub all: bool,
+    /// Read sysfs from this directory instead of /sys (whether this is a virtual machine).
+    #[arg(long, value_name = "DIR", default_value = "/sys", hide = true)]
+    pub sysfs: PathBuf,
+    /// Read procfs from this directory instead of /proc.
+    #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
+    pub proc: PathBuf,
 }
 
 /// Run `fix`. With neither `--python`, `--rocm` nor `--library`, the whole machine is searched
@@ -90,7 +96,8 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
         python_roots,
         pythons,
     };
-    let plan = fix::plan(&sources, &a.target)?;
+    let mut plan = fix::plan(&sources, &a.target)?;
+    plan.vm = fix::vm_first(&a.sysfs, &a.proc);
     if a.json {
         crate::outln!("{}", serde_json::to_string_pretty(&plan)?)?;
     } else if a.yes {
@@ -393,6 +400,9 @@ pub fn render(plan: &Plan) -> String {
     }
     for u in &plan.unread {
         let _ = writeln!(s, "not read: {}: {}", escape_path(&u.path), escape(&u.why));
+    }
+    if let Some(vm) = &plan.vm {
+        let _ = writeln!(s, "note: {vm}");
     }
     let _ = writeln!(s, "note: {}", plan.unverified);
     let _ = writeln!(s, "note: {}", plan.proof_caveat);

@@ -100,6 +100,24 @@ pub struct Plan {
     pub unverified: String,
     /// [`PROOF_CAVEAT`].
     pub proof_caveat: String,
+    /// When this machine is a virtual machine: that the VM's configuration comes first
+    /// ([`vm_first`]).
+    pub vm: Option<String>,
+}
+
+/// When the machine whose sysfs and procfs are at `sysfs`, `proc` is a virtual machine
+/// ([`crate::doctor::vm::detect`]: DMI and the `hypervisor` CPU flag): the sentence that puts the
+/// VM's configuration first. A VM that passes the GPU as part of a multifunction device withholds
+/// AtomicOps from it; fixing that layout needs no patched RCCL, and only doctor (as root, reading
+/// PCI configuration space) can tell whether this VM does.
+pub fn vm_first(sysfs: &std::path::Path, proc: &std::path::Path) -> Option<String> {
+    let h = crate::doctor::vm::detect(sysfs, proc);
+    h.is_vm.then(|| {
+        format!(
+            "this machine is a virtual machine ({}): if its PCIe layout withholds AtomicOps from the GPU (a GPU passed through as part of a multifunction device), fix the VM configuration first, which needs no patched RCCL; `rcclfix doctor` (as root) says whether it does",
+            h.name.as_deref().unwrap_or("hypervisor unknown")
+        )
+    })
 }
 
 impl Plan {
@@ -219,6 +237,7 @@ pub fn plan(src: &Sources, targets: &[String]) -> anyhow::Result<Plan> {
         unread,
         unverified: UNVERIFIED.to_string(),
         proof_caveat: PROOF_CAVEAT.to_string(),
+        vm: None,
     })
 }
 

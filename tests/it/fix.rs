@@ -608,3 +608,42 @@ fn unowned_torch_folder_apply_keeps_the_binding_and_undo_restores_it() {
         std::fs::canonicalize(&copy).unwrap()
     );
 }
+
+/// In a virtual machine the plan puts the VM's configuration first (its PCIe layout may withhold
+/// AtomicOps, which no patched RCCL needs to work around); on bare metal it says nothing of it.
+/// The machine is read from a sysfs/procfs folder in the kernel's own file formats.
+#[test]
+fn a_virtual_machine_is_told_the_vm_fix_comes_first() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("librccl.so.1");
+    std::fs::copy(fixture("sid/kernels.so"), &file).unwrap();
+    for (vendor, flags, vm) in [
+        ("QEMU", "fpu vme hypervisor", true),
+        ("Dell Inc.", "fpu vme", false),
+    ] {
+        let root = t.path().join(vendor);
+        let dmi = root.join("sys/class/dmi/id");
+        std::fs::create_dir_all(&dmi).unwrap();
+        std::fs::create_dir_all(root.join("proc")).unwrap();
+        std::fs::write(dmi.join("sys_vendor"), format!("{vendor}\n")).unwrap();
+        std::fs::write(
+            root.join("proc/cpuinfo"),
+            format!("processor\t: 0\nflags\t\t: {flags}\n"),
+        )
+        .unwrap();
+        let o = run(fix(&t.path().join("home"))
+            .arg("--dry-run")
+            .arg("--library")
+            .arg(&file)
+            .arg("--sysfs")
+            .arg(root.join("sys"))
+            .arg("--proc")
+            .arg(root.join("proc")));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            out.contains("fix the VM configuration first"),
+            vm,
+            "{vendor}: {out}"
+        );
+    }
+}
