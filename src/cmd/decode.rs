@@ -43,6 +43,7 @@ fn name(g: Gen, r: u16) -> String {
         125 if g.m0() == 125 => "m0".into(),
         126 => "exec_lo".into(),
         127 => "exec_hi".into(),
+        250 => "runtime".into(),
         253 => "scc".into(),
         254 => "hwreg".into(),
         r if r >= 256 => format!("v{}", r - 256),

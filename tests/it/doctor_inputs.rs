@@ -348,7 +348,10 @@ fn doctor_prescribes_fix_before_the_rebuild() {
     let command = fix["command"].as_str().unwrap();
     assert_eq!(
         command,
-        format!("rcclfix fix --yes --library {}", lib.display())
+        format!(
+            "rcclfix fix --yes --library {}",
+            rcclfix::process::quote(&lib.to_string_lossy())
+        )
     );
     assert!(fix["notes"].to_string().contains("rcclfix verify --lib"));
     // The first action is the fix, and the rebuild command comes after it, in both outputs.

@@ -147,6 +147,27 @@ fn compile(dir: &Path) {
             ),
         ],
     );
+    // The seventh review's `ttmp_dispatch` (`findings7/`): the trap temporaries' dispatch
+    // pointer, `r7_`/`r7p_` for gfx1100 and gfx90a.
+    let d7 = dir.join("f7");
+    std::fs::create_dir_all(&d7).unwrap();
+    let src7 = src.parent().unwrap().join("findings7");
+    for name in ["common.h", "ttmp_dispatch.hip"] {
+        std::fs::copy(src7.join(name), d7.join(name)).unwrap();
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d7,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r7_ttmp_dispatch-$a.co ttmp_dispatch.hip 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r7p_ttmp_dispatch-$a.co ttmp_dispatch.hip 2>/dev/null; done"
+            ),
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -406,6 +427,24 @@ fn slow_findings_of_the_hostile_review() {
         }
     }
     assert_eq!(rows, 33);
+    // 4i. The seventh review's trap temporaries: ttmp6/ttmp7 may hold the dispatch packet
+    // pointer (the runtime's debug mode); patched at 1dc96aa, refused now. (Its `midjump2` and
+    // `midjump3`, a call through a code address read from memory that lands inside a function,
+    // are still proven: open, `findings7/README.md`.)
+    for a in ["gfx1100", "gfx90a"] {
+        for (co, asserts) in [
+            (format!("r7_ttmp_dispatch-{a}.co"), true),
+            (format!("r7p_ttmp_dispatch-{a}.co"), false),
+            (format!("r7p_ttmp_dispatch-{a}.co"), true),
+        ] {
+            let r = refused(&d.join("f7"), &co, asserts);
+            assert!(
+                r.to_string()
+                    .contains("kernarg segment pointer cannot be followed"),
+                "{co} (asserts: {asserts}): {r}"
+            );
+        }
+    }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

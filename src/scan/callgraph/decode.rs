@@ -36,6 +36,9 @@ pub const SCC: Reg = 253;
 /// The hardware registers (`s_getreg_b32`/`s_setreg_b32`: MODE, its exception bits, …) as one
 /// register; no operand names it.
 pub const HWREG: Reg = 254;
+/// State the runtime sets up and no instruction of the image writes (the trap memory address
+/// `s_sendmsg_rtn` and `s_getreg_b32` may return), as one register; no operand names it.
+pub const RUNTIME: Reg = 250;
 
 /// The generation, as far as encodings go (gfx12 differs from gfx11 in SMEM and VMEM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! generation decodes, or one whose mnemonic the table does not classify, reads SCC, may set it
 //! and may write exec, and has an effect beyond its registers ([`Inst::effect`]).
 
-use super::decode::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, SCC, VCC};
+use super::decode::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, RUNTIME, SCC, VCC};
 use super::isa::branch_offset;
 use super::salu_table as t;
 
@@ -94,6 +94,7 @@ fn implicit(x: &mut Inst, f: u8) {
         // `s_getreg_b32` reads the hardware registers, whose exception bits float operations
         // may set, and STATUS, which mirrors SCC, VCCZ and EXECZ.
         x.reads.push((HWREG, 1));
+        x.reads.push((RUNTIME, 1));
         x.reads.push((SCC, 1));
         x.reads.push((VCC, 2));
         x.reads.push((EXEC, 2));
@@ -121,6 +122,11 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
     // The target of a jump or call is the first read (the flow looks there).
     x.src(s, n0);
     implicit(&mut x, f);
+    if matches!(g, Gen::G11 | Gen::G12) && matches!(op, 0x4c | 0x4d) {
+        // s_sendmsg_rtn_b32/_b64: what it returns is the runtime's (e.g. MSG_RTN_GET_TMA, the
+        // trap memory address, which leads to the queue).
+        x.reads.push((RUNTIME, 1));
+    }
     if op == swappc {
         x.op = Op::Call;
         x.sdst(d, 2, 2);
@@ -234,7 +240,8 @@ pub(super) fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
         0x53 | 0x54 if g == Gen::G12 => {
             // A 64-bit sum: an inline constant is sign-extended; a literal is taken only where
             // sign and zero extension agree.
-            let c = cb.filter(|&c| (-0x8000_0000..0x8000_0000).contains(&c) || s1 != 255);
+            // (`constant` sign-extends a literal; the hardware zero-extends it here.)
+            let c = cb.filter(|&c| s1 != 255 || (0..0x8000_0000).contains(&c));
             if let (Some(src), Some(c), true) = (a, c, s0 % 2 == 0 && d % 2 == 0) {
                 x.op = Op::Add64 {
                     dst,

@@ -241,9 +241,14 @@ impl Graph {
             .filter_map(|&f| self.nodes[f as usize].addr)
             .map(|a| a & 0xffff_ffff)
             .collect();
+        // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
+        // in ttmp7–ttmp9 (llvm `AMDGPUUsage.rst`, "Initial Kernel Execution State").
+        let architected = gen == Gen::G12
+            || crate::scan::amdgpu::mach_name(e_flags & 0xff)
+                .is_some_and(|n| n.starts_with("gfx94") || n.starts_with("gfx95"));
         let mut entries = Vec::new();
         for r in roots {
-            entries.push((r.node, kernel_entry(r, self)?));
+            entries.push((r.node, kernel_entry(r, self, architected)?));
         }
         let taken = |f: u32| {
             self.address_taken.binary_search(&f).is_ok()

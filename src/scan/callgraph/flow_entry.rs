@@ -10,8 +10,13 @@ use super::Graph;
 /// The registers at a kernel's first instruction, from its kernel descriptor: the user SGPRs in
 /// their fixed order (private segment buffer 4, dispatch pointer 2, queue pointer 2, kernarg
 /// segment pointer 2, dispatch ID 2, flat scratch init 2, private segment size 1; then the
-/// preloaded kernarg dwords).
-pub(super) fn kernel_entry(r: &FlowRoot, g: &Graph) -> Result<State, FlowRefusal> {
+/// preloaded kernarg dwords), and the trap temporaries and runtime state as anything followed
+/// (but ttmp7–ttmp9, the workgroup IDs, on a processor with `architected` SGPRs).
+pub(super) fn kernel_entry(
+    r: &FlowRoot,
+    g: &Graph,
+    architected: bool,
+) -> Result<State, FlowRefusal> {
     let refuse = |reason: String| FlowRefusal {
         function: r.name.clone(),
         at: r.kd_addr,
@@ -33,6 +38,16 @@ pub(super) fn kernel_entry(r: &FlowRoot, g: &Graph) -> Result<State, FlowRefusal
     if bit(0) {
         at += 4;
     }
+    // The trap temporaries (ttmp0–15, gfx8's tba/tma) and what the runtime answers may hold the
+    // dispatch packet pointer or lead to the queue (ROCdbgapi: "The dispatch_ptr is preserved in
+    // registers ttmp[6:7]" when the runtime enables the trap handler's debug mode). With
+    // architected SGPRs, ttmp7–ttmp9 are the workgroup IDs the hardware writes instead.
+    for t in 108..=123 {
+        if !(architected && (115..=117).contains(&t)) {
+            st.set(t, Val::Any);
+        }
+    }
+    st.set(super::decode::RUNTIME, Val::Any);
     // Each pointer is a pair: its low half, then its high half.
     if bit(1) {
         st.set(at, Val::Gate(Gate::Dispatch, 0));
