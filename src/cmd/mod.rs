@@ -17,6 +17,7 @@ pub mod patch;
 pub mod prove;
 pub mod recipe;
 pub mod scan;
+pub mod self_wheel;
 pub mod toolchain;
 pub mod verify;
 
@@ -39,5 +40,6 @@ pub fn run(cli: Cli, ui: &Ui) -> anyhow::Result<ExitCode> {
         Command::Fix(a) => fix::run(a, ui),
         Command::VerifyChild(a) => verify::run_child(a, ui),
         Command::Decode(a) => decode::run(a, ui),
+        Command::SelfWheel(a) => self_wheel::run(a, ui),
     }
 }

@@ -33,6 +33,7 @@ mod patch;
 mod patch_asserts;
 mod patch_soundness;
 mod patch_sweep;
+mod pip_install;
 mod prove;
 mod recipes;
 mod rocm72;
