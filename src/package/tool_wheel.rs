@@ -84,7 +84,10 @@ impl ToolWheel {
 
     /// The entry pip installs as `<env>/bin/rcclfix`.
     pub fn script_entry(&self) -> String {
-        format!("{DISTRIBUTION}-{}.data/scripts/{DISTRIBUTION}", self.version)
+        format!(
+            "{DISTRIBUTION}-{}.data/scripts/{DISTRIBUTION}",
+            self.version
+        )
     }
 
     fn dist_info(&self) -> String {

@@ -1,5 +1,6 @@
 //! The one integration-test binary: one module per feature.
 mod build;
+mod build_in_toolchain;
 mod build_plan;
 mod build_progress;
 mod cli;
@@ -28,7 +29,10 @@ mod hostile_source;
 mod hostile_state;
 mod matrix;
 mod package;
+mod package_deb_library;
+mod package_gate;
 mod package_install;
+mod package_real_tools;
 mod patch;
 mod patch_asserts;
 mod patch_soundness;
@@ -43,3 +47,4 @@ mod source;
 mod support;
 mod tidy;
 mod verify;
+mod verify_checker;

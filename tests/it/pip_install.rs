@@ -87,7 +87,11 @@ fn the_wheel_installs_runs_and_uninstalls_with_real_pip() {
 
     // RECORD, WHEEL and METADATA as Python reads them.
     let checked: serde_json::Value = serde_json::from_str(
-        ok(Command::new(&python).arg("-c").arg(CHECK_RECORD_PY).arg(&whl)).trim(),
+        ok(Command::new(&python)
+            .arg("-c")
+            .arg(CHECK_RECORD_PY)
+            .arg(&whl))
+        .trim(),
     )
     .unwrap();
     let script = format!("rcclfix-{version}.data/scripts/rcclfix");
