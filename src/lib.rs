@@ -52,6 +52,8 @@ impl std::error::Error for CheckFailed {}
 pub mod cli;
 /// The command layer: one file per subcommand, the only place that renders results.
 pub mod cmd;
+/// Escaping untrusted text for a terminal (re-exported by `ui`).
+pub mod escape;
 /// Atomic file and directory output (temp + rename).
 pub mod fsutil;
 /// Where rcclfix keeps its per-user data (`RCCLFIX_HOME`) and the folders under it.

@@ -9,6 +9,7 @@
 //! [`containerfile`] parses the official-image Containerfiles.
 
 pub mod containerfile;
+pub mod desc;
 pub mod drift;
 pub mod engine;
 pub mod rootfs;

@@ -23,6 +23,7 @@
 
 mod bench_build;
 mod bench_build_rccl;
+mod bench_build_timing;
 mod bench_scan;
 mod bench_scan_deb;
 mod bench_verify;
