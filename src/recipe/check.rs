@@ -14,8 +14,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 
+use super::containerfile::parse_containerfile;
 use super::{Lockfile, NdebugStrategy, Pipeline, Recipe, Status};
-use crate::container::containerfile::parse_containerfile;
 
 /// The ROCm/rccl repository (tags `rocm-X.Y.Z`).
 pub const ROCM_RCCL_GIT: &str = "https://github.com/ROCm/rccl.git";

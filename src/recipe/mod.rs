@@ -15,6 +15,7 @@ use anyhow::bail;
 use serde::{Deserialize, Serialize};
 
 pub mod check;
+pub mod containerfile;
 mod grammar;
 mod lockfile;
 

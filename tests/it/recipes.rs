@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rcclfix::container::containerfile::parse_containerfile;
 use rcclfix::recipe::check::{
     check_against_mirror, check_all, check_recipe, embedded_lockfile, CheckReport,
 };
+use rcclfix::recipe::containerfile::parse_containerfile;
 use rcclfix::recipe::{embedded, Lockfile, Recipe, Status};
 
 pub(crate) fn root() -> PathBuf {

@@ -708,7 +708,6 @@ fn no_rust_file_over_its_line_limit() {
 /// is the clap command list holding each subcommand's `Args`.
 const KNOWN_CIRCLES: &[&str] = &[
     "cli ↔ cmd",
-    "container ↔ recipe",
     "patch::asserts ↔ patch::codeobj",
     "scan::callgraph::decode ↔ scan::callgraph::decode_mem ↔ scan::callgraph::decode_salu",
     "scan::callgraph::flow ↔ scan::callgraph::flow_entry",
