@@ -247,7 +247,9 @@ impl Toolchain {
     pub fn image_ref(&self) -> Option<&str> {
         self.image_ref.as_deref()
     }
-    /// Identity for `manifest.toolchain_id`: the image id (podman/docker) or `sha256:` of the stamp.
+    /// Identity for `manifest.toolchain_id` and `prove.json`: for a rootfs toolchain `sha256:` of
+    /// its stamp (the description hash and the installed package versions), the same under every
+    /// engine and across re-imports; for an image toolchain the image id once [`prepare`]d; `host`.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -361,7 +363,12 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
         }
         ToolchainKind::Host => return Ok(()),
     };
-    tc.id = engine.image_id(&reference)?;
+    // A rootfs toolchain keeps the id of its stamp, which names its content whatever the engine:
+    // the image id would change with every re-import of the same rootfs (issue 41). An image
+    // toolchain has no other identity than the image the engine built.
+    if tc.id.is_empty() {
+        tc.id = engine.image_id(&reference)?;
+    }
     tc.image_ref = Some(reference);
     Ok(())
 }
