@@ -26,8 +26,25 @@ use sha2::Digest as _;
 use super::elf::{ElfInfo, Machine};
 use super::wheel::{record_hash, zip_time, HashingReader};
 
-/// The distribution name on PyPI-style indexes and in the file name.
+/// The distribution name on Python package indexes and in the file name.
 pub const DISTRIBUTION: &str = "rcclfix";
+
+/// The shared libraries a manylinux wheel's executable may need (`DT_NEEDED`): glibc's own
+/// libraries, the dynamic linker, libgcc_s and libstdc++, which every manylinux system has
+/// (PEP 600 defers to the auditwheel policy's library list; these are its glibc and GCC
+/// runtime entries). Anything else must be linked in, or pip would install a command that cannot
+/// start where the library is missing.
+pub const MANYLINUX_LIBRARIES: &[&str] = &[
+    "libc.so.6",
+    "libm.so.6",
+    "libdl.so.2",
+    "libpthread.so.0",
+    "librt.so.1",
+    "libgcc_s.so.1",
+    "libstdc++.so.6",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+];
 
 /// What the tool wheel is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +77,12 @@ impl ToolWheel {
         })?;
         let platform =
             platform_of(&info).map_err(|e| anyhow::anyhow!("{}: {e}", binary.display()))?;
+        if let Some(lib) = outside_manylinux(&info) {
+            anyhow::bail!(
+                "{}: needs {lib}, which a manylinux wheel may not need (link it statically)",
+                binary.display()
+            );
+        }
         let version = env!("CARGO_PKG_VERSION").to_owned();
         super::fields::pep440_version(&version)
             .map_err(|e| anyhow::anyhow!("crate version {version:?}: {e}"))?;
@@ -110,6 +133,14 @@ pub fn platform_of(info: &ElfInfo) -> anyhow::Result<String> {
         Machine::Aarch64 => "aarch64",
     };
     Ok(format!("manylinux_2_{minor}_{arch}"))
+}
+
+/// The first `DT_NEEDED` library of `info` that is not in [`MANYLINUX_LIBRARIES`], if any.
+pub fn outside_manylinux(info: &ElfInfo) -> Option<&str> {
+    info.needed
+        .iter()
+        .map(String::as_str)
+        .find(|n| !MANYLINUX_LIBRARIES.contains(n))
 }
 
 /// Write the wheel to `out`: the script, then `METADATA`, `WHEEL` and `RECORD` last (PEP 427
@@ -233,6 +264,22 @@ mod tests {
         );
         let e = platform_of(&info(None, Machine::X86_64)).unwrap_err();
         assert!(e.to_string().contains("no versioned glibc symbol"), "{e}");
+    }
+
+    #[test]
+    fn only_glibc_and_gcc_runtime_libraries_may_be_needed() {
+        let mut i = info(Some((2, 34)), Machine::X86_64);
+        i.needed = [
+            "libgcc_s.so.1",
+            "libm.so.6",
+            "libc.so.6",
+            "ld-linux-x86-64.so.2",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(outside_manylinux(&i), None);
+        i.needed.insert(0, "liblzma.so.5".into());
+        assert_eq!(outside_manylinux(&i), Some("liblzma.so.5"));
     }
 
     #[test]

@@ -117,6 +117,19 @@ fn the_wheel_installs_runs_and_uninstalls_with_real_pip() {
         "{meta}"
     );
 
+    // The executable needs no shared library a manylinux system may lack (objdump's reading).
+    let dynamic = ok(Command::new(tool("objdump", "binutils")).arg("-p").arg(BIN));
+    for lib in dynamic
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("NEEDED"))
+        .map(str::trim)
+    {
+        assert!(
+            rcclfix::package::tool_wheel::MANYLINUX_LIBRARIES.contains(&lib),
+            "the executable needs {lib}"
+        );
+    }
+
     // A fresh venv; its bin/ and site-packages before the install.
     let venv = t.path().join("venv");
     ok(Command::new(&python).args(["-m", "venv"]).arg(&venv));
