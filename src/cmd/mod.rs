@@ -4,10 +4,11 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
 use crate::ui::Ui;
+use cli::{Cli, Command};
 
 pub mod build;
+pub mod cli;
 pub mod decode;
 pub mod doctor;
 pub mod fix;

@@ -132,7 +132,7 @@ pub(crate) fn assert_one_line_error(o: &Output, needles: &[&str]) {
 #[test]
 fn cli_definition_is_consistent() {
     use clap::CommandFactory;
-    rcclfix::cli::Cli::command().debug_assert();
+    rcclfix::cmd::cli::Cli::command().debug_assert();
 }
 
 #[test]
