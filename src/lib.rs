@@ -48,10 +48,10 @@ impl std::fmt::Display for CheckFailed {
 
 impl std::error::Error for CheckFailed {}
 
-/// Command-line types (clap derive): global flags and the subcommand list.
-pub mod cli;
 /// The command layer: one file per subcommand, the only place that renders results.
 pub mod cmd;
+/// Escaping untrusted text for a terminal (re-exported by `ui`).
+pub mod escape;
 /// Atomic file and directory output (temp + rename).
 pub mod fsutil;
 /// Where rcclfix keeps its per-user data (`RCCLFIX_HOME`) and the folders under it.

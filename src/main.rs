@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = rcclfix::cli::parse();
+    let cli = rcclfix::cmd::cli::parse();
     rcclfix::ui::init(cli.quiet, cli.verbose, cli.color);
     // An interrupt removes every in-flight temporary file and folder, then exits 128 + signal.
     if let Err(err) = rcclfix::fsutil::install_interrupt_handler() {

@@ -39,7 +39,8 @@ pub struct Manifest {
     pub patches: Vec<FileDigest>,
     /// The toolchain: `debian-trixie` or an image reference.
     pub toolchain: String,
-    /// Toolchain identity: the image id, or `sha256:` of the rootfs stamp.
+    /// Toolchain identity: for a rootfs toolchain `sha256:` of its stamp, whatever the engine (an
+    /// engine re-import does not change it); for an image toolchain the image id.
     pub toolchain_id: String,
     /// Digest of an image toolchain's base image, as pinned in `rcclfix.lock`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

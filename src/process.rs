@@ -28,9 +28,9 @@ pub struct CommandError {
 
 impl CommandError {
     /// The message as [`crate::ui::print_error`] shows it: every part escaped
-    /// ([`crate::ui::escape`]), the output tail escaped line by line under its own header.
+    /// ([`crate::escape::escape`]), the output tail escaped line by line under its own header.
     pub fn escaped(&self) -> String {
-        use crate::ui::escape;
+        use crate::escape::escape;
         let mut s = format!(
             "{} failed ({}): {}\n--- last lines ---",
             escape(&self.summary),
@@ -152,7 +152,7 @@ impl Cmd {
     /// Run to completion, capturing stdout and stderr; fail with [`CommandError`] on a non-zero exit.
     /// Returns stdout.
     pub fn read(&self) -> anyhow::Result<String> {
-        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
+        tracing::debug!("+ {}", crate::escape::Esc(self.display()));
         let out = self
             .command()
             .stdin(Stdio::null())
@@ -180,7 +180,7 @@ impl Cmd {
     pub fn read_with_deadline(&self, deadline: Duration) -> anyhow::Result<String> {
         tracing::debug!(
             "+ {} (deadline {}s)",
-            crate::ui::Esc(self.display()),
+            crate::escape::Esc(self.display()),
             deadline.as_secs_f64()
         );
         let start = Instant::now();
@@ -265,7 +265,7 @@ impl Cmd {
 
     /// Run with inherited stdio; fail with [`CommandError`] on a non-zero exit.
     pub fn run(&self) -> anyhow::Result<()> {
-        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
+        tracing::debug!("+ {}", crate::escape::Esc(self.display()));
         let status = self
             .command()
             .stdin(Stdio::null())
@@ -285,7 +285,7 @@ impl Cmd {
         log: &mut dyn std::io::Write,
         mut on_line: impl FnMut(&str),
     ) -> anyhow::Result<()> {
-        tracing::debug!("+ {}", crate::ui::Esc(self.display()));
+        tracing::debug!("+ {}", crate::escape::Esc(self.display()));
         writeln!(log, "+ {}", self.display())?;
         let (reader, writer) = std::io::pipe().context("cannot create a pipe")?;
         let writer2 = writer.try_clone()?;

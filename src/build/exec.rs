@@ -462,6 +462,12 @@ fn gate_and_output(
             gate,
             build_seconds,
             work: work.root.clone(),
+            toolchain: super::prove::ToolchainRecord::new(
+                &prov.toolchain,
+                &prov.toolchain_id,
+                &prov.engine,
+                &prov.toolchain_packages,
+            ),
         })));
     }
     if !gate.passed() {

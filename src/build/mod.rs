@@ -126,6 +126,8 @@ pub struct ControlResult {
     pub build_seconds: f64,
     /// The work folder (its `scan.json` and `build.log` are kept there).
     pub work: PathBuf,
+    /// The toolchain it ran in, as `prove.json` records it.
+    pub toolchain: prove::ToolchainRecord,
 }
 
 /// The output folder name: `rccl-<recipe>-<targets joined by '+'>` (the recipe's id, so that two

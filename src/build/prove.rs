@@ -28,9 +28,12 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::{BuildOptions, Outcome};
+
+mod toolchain;
 use crate::recipe::{NdebugStrategy, Recipe};
 use crate::scan::{ScanReport, TargetState};
 use crate::ui::Ui;
+pub use toolchain::{ToolchainRecord, COMPILER_PACKAGES};
 
 /// The `build` options `prove` passes on to both builds (the rest of [`BuildOptions`] is fixed:
 /// no verify, no packages, never from the artifact cache).
@@ -85,6 +88,9 @@ pub struct ProveRecord {
     /// Per target, the kernels found in only one of the two builds (absent: none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub missing: BTreeMap<String, Missing>,
+    /// The toolchain both builds ran in (absent in records from before rcclfix wrote it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolchain: Option<ToolchainRecord>,
 }
 
 /// Kernels of one target found in only one of the two builds, by [`stable_kernel_name`].
@@ -309,6 +315,7 @@ pub fn prove(
         targets,
         control: control_rec,
         fix: fix_rec,
+        toolchain: Some(control.toolchain.clone()),
     })
 }
 
@@ -557,6 +564,22 @@ pub fn render(r: &ProveRecord) -> String {
         "DECLARING BEFORE",
         "DECLARING AFTER"
     );
+    if let Some(tc) = &r.toolchain {
+        s.insert_str(
+            s.find('\n').map_or(0, |i| i + 1),
+            &format!(
+                "toolchain {} ({}) via {}{}\n",
+                escape(&tc.name),
+                escape(&tc.id),
+                escape(&tc.engine),
+                if tc.compiler.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", escape(&tc.compiler.join(" ")))
+                }
+            ),
+        );
+    }
     for t in &r.targets {
         let b = r.control.counts.get(t).copied().unwrap_or_default();
         let a = r.fix.counts.get(t).copied().unwrap_or_default();

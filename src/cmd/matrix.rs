@@ -60,6 +60,9 @@ pub fn run(a: Args, _ui: &Ui) -> anyhow::Result<ExitCode> {
         for n in &report.notes {
             crate::ui::note(n);
         }
+        for d in &report.drift {
+            crate::ui::warn(d);
+        }
         for p in &report.problems {
             crate::outln!("{p}")?;
         }

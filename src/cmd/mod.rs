@@ -4,10 +4,11 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
 use crate::ui::Ui;
+use cli::{Cli, Command};
 
 pub mod build;
+pub mod cli;
 pub mod decode;
 pub mod doctor;
 pub mod fix;
@@ -17,6 +18,7 @@ pub mod patch;
 pub mod prove;
 pub mod recipe;
 pub mod scan;
+pub mod self_wheel;
 pub mod toolchain;
 pub mod verify;
 
@@ -39,5 +41,6 @@ pub fn run(cli: Cli, ui: &Ui) -> anyhow::Result<ExitCode> {
         Command::Fix(a) => fix::run(a, ui),
         Command::VerifyChild(a) => verify::run_child(a, ui),
         Command::Decode(a) => decode::run(a, ui),
+        Command::SelfWheel(a) => self_wheel::run(a, ui),
     }
 }

@@ -16,6 +16,8 @@ use serde::Deserialize;
 
 use crate::process::Cmd;
 
+mod images;
+
 /// The engine configuration embedded at build time.
 pub const EMBEDDED_ENGINES_TOML: &str = include_str!("../../containers/engines.toml");
 
@@ -537,122 +539,6 @@ impl Engine {
     /// Run `spec` in `root` and return its stdout.
     pub fn read(&self, root: &Root, spec: &RunSpec) -> anyhow::Result<String> {
         self.command(root, spec)?.read()
-    }
-
-    // ---- image verbs (podman/docker) ----
-
-    /// Whether this engine runs OCI images (podman, docker).
-    pub fn uses_images(&self) -> bool {
-        matches!(self.kind, EngineKind::Podman | EngineKind::Docker)
-    }
-
-    /// Whether the engine has image `reference` locally (`image inspect`).
-    pub fn image_exists(&self, reference: &str) -> bool {
-        Cmd::new("probe image", &self.path)
-            .args(["image", "inspect", "--format", "{{.Id}}", reference])
-            .read()
-            .is_ok()
-    }
-
-    /// The image id of `reference`, `sha256:`-prefixed (`image inspect --format {{.Id}}`).
-    ///
-    /// Errors: the engine cannot inspect it.
-    pub fn image_id(&self, reference: &str) -> anyhow::Result<String> {
-        let id = Cmd::new("inspect the toolchain image", &self.path)
-            .args(["image", "inspect", "--format", "{{.Id}}"])
-            .arg(reference)
-            .read()?
-            .trim()
-            .to_owned();
-        Ok(if id.starts_with("sha256:") {
-            id
-        } else {
-            format!("sha256:{id}")
-        })
-    }
-
-    /// `import TAR REFERENCE`: a rootfs tar as a local image.
-    ///
-    /// Errors: the import fails (the engine's error tail is included).
-    pub fn import_image(&self, tar: &Path, reference: &str) -> anyhow::Result<()> {
-        Cmd::new(format!("{} import", self.name()), &self.path)
-            .arg("import")
-            .arg(tar)
-            .arg(reference)
-            .read()?;
-        Ok(())
-    }
-
-    /// `build -f CONTAINERFILE -t REFERENCE CONTEXT`, output inherited (a long, visible step).
-    ///
-    /// Errors: the build fails.
-    pub fn build_image(
-        &self,
-        containerfile: &Path,
-        reference: &str,
-        context: &Path,
-    ) -> anyhow::Result<()> {
-        Cmd::new(format!("{} build {reference}", self.name()), &self.path)
-            .arg("build")
-            .arg("-f")
-            .arg(containerfile)
-            .arg("-t")
-            .arg(reference)
-            .arg(context)
-            .run()
-    }
-
-    /// `pull IMAGE`, output inherited (tens of GB for the ROCm images).
-    ///
-    /// Errors: the pull fails.
-    pub fn pull_image(&self, image: &str) -> anyhow::Result<()> {
-        Cmd::new(format!("{} pull {image}", self.name()), &self.path)
-            .arg("pull")
-            .arg(image)
-            .run()
-    }
-
-    /// The registry digest (`sha256:…`) of local image `image`: podman's `{{.Digest}}`, docker's
-    /// first `RepoDigests` entry.
-    ///
-    /// Errors: the inspect fails, or the image has no digest.
-    pub fn image_digest(&self, image: &str) -> anyhow::Result<String> {
-        let format = match self.kind {
-            EngineKind::Podman => "{{.Digest}}",
-            _ => "{{range .RepoDigests}}{{println .}}{{end}}",
-        };
-        let out = Cmd::new("inspect the toolchain base image", &self.path)
-            .args(["image", "inspect", "--format", format])
-            .arg(image)
-            .read()?;
-        out.lines()
-            .map(|l| l.trim().rsplit('@').next().unwrap_or_default().to_owned())
-            .find(|d| d.starts_with("sha256:"))
-            .with_context(|| format!("{} reports no digest for image {image}", self.name()))
-    }
-
-    /// Remove every local tag of `repository` except `keep`, best effort (an image still in use
-    /// stays); returns the references removed.
-    pub fn remove_other_tags(&self, repository: &str, keep: &str) -> Vec<String> {
-        let Ok(list) = Cmd::new("list toolchain images", &self.path)
-            .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
-            .read()
-        else {
-            return vec![];
-        };
-        let mut removed = vec![];
-        for r in list.lines().map(str::trim) {
-            if r.starts_with(&format!("{repository}:"))
-                && r != keep
-                && Cmd::new("remove an old toolchain image", &self.path)
-                    .args(["rmi", r])
-                    .read()
-                    .is_ok()
-            {
-                removed.push(r.to_owned());
-            }
-        }
-        removed
     }
 }
 

@@ -5,10 +5,10 @@
 //! `rcclfix toolchain build <name>` / `list` / `run <name> -- argv…` call into here from
 //! `src/cmd/toolchain.rs`. [`engine`] runs a [`RunSpec`] in an [`engine::Root`] and knows the
 //! image verbs; [`toolchain`] describes and prepares toolchains and asks the engine; [`rootfs`]
-//! builds the Debian-package rootfs toolchains;
-//! [`containerfile`] parses the official-image Containerfiles.
+//! builds the Debian-package rootfs toolchains from a description and stamp ([`desc`]);
+//! the official-image Containerfiles are parsed by `recipe::containerfile` for the recipe checks.
 
-pub mod containerfile;
+pub mod desc;
 pub mod drift;
 pub mod engine;
 pub mod rootfs;

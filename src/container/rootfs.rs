@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use super::toolchain::{toolchains_dir, Stamp, ToolchainDesc};
+use super::desc::{toolchains_dir, Stamp, ToolchainDesc};
 use crate::process::Cmd;
 /// The Debian mirror the host's apt uses: `RCCLFIX_DEBIAN_MIRROR`, else the first `URIs:` of a
 /// non-security deb822 stanza in `/etc/apt/sources.list.d/*.sources`, else the first `deb` line of
@@ -110,7 +110,7 @@ pub fn build_rootfs(name: &str, force: bool) -> anyhow::Result<PathBuf> {
     if !force {
         if let Ok(Some(bytes)) = crate::fsutil::read_state(
             &dest.join("stamp.json"),
-            super::toolchain::MAX_STAMP_BYTES,
+            super::desc::MAX_STAMP_BYTES,
             "a toolchain stamp",
         ) {
             if let Ok(stamp) = serde_json::from_slice::<Stamp>(&bytes) {

@@ -2,11 +2,11 @@
 //! a Proxmox host kernel, a missing KFD topology or kernel log, a cut input) and what it did and
 //! did not examine. [`super::verdict`] decides; this only says what the decision stood on.
 
-use super::gather::Sources;
 use super::hip::HipProbe;
 use super::kmsg;
 use super::library::LibraryScan;
 use super::report::{GpuReport, SeenGpu};
+use super::sources::Sources;
 use super::triage::LogTriage;
 use super::vm::{Hypervisor, ProxmoxConfig};
 

@@ -6,12 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use super::hip::{self, HipProbe};
-use super::kmsg::{self, KernelLog};
+use super::kmsg;
 use super::library::{self, LibraryScan};
 use super::overall::decide_overall;
 use super::pci::{self, Bdf, ConfigView, HopProblem, PathResult, PciDevice, PortType};
 use super::report::{GpuReport, GuestView, Hop, Report, VerdictKind};
 use super::seen::seen_gpus;
+use super::sources::Sources;
 use super::triage::{self, LogTriage};
 use super::verdict::{decide_gpu, vm_blockers};
 use super::vm::{self, ProxmoxConfig};
@@ -56,47 +57,6 @@ pub enum Outcome {
     },
     /// The diagnosis.
     Report(Box<Report>),
-}
-
-/// Where the evidence comes from; [`diagnose`] reads only these.
-#[derive(Debug, Clone)]
-pub struct Sources {
-    /// sysfs root (`/sys` or a snapshot's `sys/`).
-    pub sysfs: PathBuf,
-    /// procfs root.
-    pub proc: PathBuf,
-    /// The kernel log, already read.
-    pub kernel_log: KernelLog,
-    /// `--log` files.
-    pub logs: Vec<PathBuf>,
-    /// `--vm-config` files.
-    pub vm_configs: Vec<PathBuf>,
-    /// `--lspci` files: when given, the PCI devices come from them, and sysfs/procfs are not read.
-    pub lspci: Vec<PathBuf>,
-    /// What the PCI devices are read from, for the report (`/sys`, `snapshot snap.tar`, …).
-    pub pci_origin: String,
-    /// Libraries to scan (explicit or discovered).
-    pub libraries: Vec<library::Candidate>,
-    /// The HIP probe result (or why it was not run).
-    pub hip: HipProbe,
-    /// The installed ROCm release (`/opt/rocm/.info/version`), live mode only.
-    pub installed_rocm: Option<String>,
-    /// Whether this is the live system (not a snapshot).
-    pub live: bool,
-    /// A snapshot tar's temporary extraction folder and the name the report uses for it
-    /// (`snap.tar!`): a path inside the folder is shown as `snap.tar!sys/…`, never as the
-    /// temporary path, which is gone after the run.
-    pub extracted: Option<(PathBuf, String)>,
-}
-
-impl Sources {
-    /// `s` with the temporary extraction folder of a snapshot tar replaced by the tar's name.
-    pub fn shown(&self, s: &str) -> String {
-        match &self.extracted {
-            Some((dir, name)) => s.replace(&format!("{}/", dir.display()), name),
-            None => s.to_owned(),
-        }
-    }
 }
 
 /// Gather the evidence `opts` names and diagnose it (or write the `--capture` snapshot).

@@ -36,15 +36,18 @@ pub mod release;
 pub mod report;
 pub mod rules;
 pub mod seen;
+pub mod sources;
 pub mod triage;
 pub mod verdict;
 pub mod vm;
+pub mod vm_fix;
 
-pub use gather::{diagnose, run, Options, Outcome, Sources};
+pub use gather::{diagnose, run, Options, Outcome};
 pub use report::{
     FixAdvice, GpuReport, GuestView, Hop, KernelLogSummary, ReleaseFacts, Report, SeenGpu,
     VerdictKind, VmBlocker, SCHEMA_VERSION,
 };
+pub use sources::Sources;
 
 #[cfg(test)]
 mod tests {

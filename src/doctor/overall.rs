@@ -6,7 +6,6 @@
 //! Sources: public reports ROCm/ROCm#6074, ROCm/ROCm#6520, vllm-project/vllm#38587.
 
 use super::coverage;
-use super::gather::Sources;
 use super::kfd;
 use super::kmsg;
 use super::library::LibraryScan;
@@ -15,9 +14,11 @@ use super::report::{
     GpuReport, KernelLogSummary, ReleaseFacts, Report, SeenGpu, VerdictKind, VmBlocker,
     SCHEMA_VERSION,
 };
+use super::sources::Sources;
 use super::triage::{self, LogClass, LogTriage};
 use super::verdict::{aggregate, installed_release};
-use super::vm::{self, Hypervisor, ProxmoxConfig};
+use super::vm::{Hypervisor, ProxmoxConfig};
+use super::vm_fix;
 use crate::scan::TargetState;
 
 /// A short word for a scan state: `clean (126 kernels)`, `declares (3 kernels)`, ….
@@ -553,7 +554,7 @@ pub fn decide_overall(
 
     match verdict {
         VerdictKind::FixVmConfig => {
-            actions.extend(vm::fix_actions(
+            actions.extend(vm_fix::fix_actions(
                 &vm_configs,
                 &gpus,
                 seen_rule,

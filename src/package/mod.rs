@@ -21,6 +21,7 @@ pub mod spec;
 pub mod stock;
 pub mod stock_deb;
 pub mod strip;
+pub mod tool_wheel;
 pub mod wheel;
 
 pub use folder::{read_manifest, regular_file, BuildFolder, MAX_JSON_BYTES};

@@ -140,10 +140,10 @@ pub fn validate(spec: &WheelSpec) -> anyhow::Result<()> {
 }
 
 /// A reader that hashes (sha256) and counts what passes through it.
-struct HashingReader<R> {
-    inner: R,
-    hash: sha2::Sha256,
-    len: u64,
+pub(super) struct HashingReader<R> {
+    pub(super) inner: R,
+    pub(super) hash: sha2::Sha256,
+    pub(super) len: u64,
 }
 
 impl<R: Read> Read for HashingReader<R> {
@@ -155,7 +155,8 @@ impl<R: Read> Read for HashingReader<R> {
     }
 }
 
-fn record_hash(h: sha2::Sha256) -> String {
+/// A RECORD hash field: `sha256=` and the digest in urlsafe base64 without padding (PEP 376).
+pub(super) fn record_hash(h: sha2::Sha256) -> String {
     format!(
         "sha256={}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(h.finalize())
@@ -255,7 +256,8 @@ pub fn write_wheel<W: Write + Seek>(spec: &WheelSpec, out: W) -> anyhow::Result<
     Ok(std::mem::ManuallyDrop::into_inner(zip).finish()?)
 }
 
-fn zip_time(secs: u64) -> anyhow::Result<zip::DateTime> {
+/// `secs` since the epoch as a zip (DOS) time, clamped to 1980. Errors: after 2107.
+pub(super) fn zip_time(secs: u64) -> anyhow::Result<zip::DateTime> {
     // zip (DOS) time starts in 1980; clamp earlier times (e.g. SOURCE_DATE_EPOCH=0).
     let secs = secs.max(315_532_800);
     let (y, m, d) = super::deb::civil_from_days((secs / 86400) as i64);

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 
+use super::containerfile::parse_containerfile;
 use super::{Lockfile, NdebugStrategy, Pipeline, Recipe, Status};
-use crate::container::containerfile::parse_containerfile;
 
 /// The ROCm/rccl repository (tags `rocm-X.Y.Z`).
 pub const ROCM_RCCL_GIT: &str = "https://github.com/ROCm/rccl.git";
@@ -39,6 +39,10 @@ pub struct CheckReport {
     pub notes: Vec<String>,
     /// Recipes whose commit or RCCL version was confirmed in the mirror: (id, commit, version).
     pub mirror_confirmed: Vec<(String, String, String)>,
+    /// One line each, `recipe <id>: <how its record no longer describes a file it names>`, with
+    /// the command that refreshes the record ([`record_drift`]): the record still shows what was
+    /// built, so this is reported, not a problem.
+    pub drift: Vec<String>,
 }
 
 impl CheckReport {
@@ -52,6 +56,7 @@ impl CheckReport {
         self.problems.extend(o.problems);
         self.notes.extend(o.notes);
         self.mirror_confirmed.extend(o.mirror_confirmed);
+        self.drift.extend(o.drift);
     }
 }
 
@@ -252,11 +257,14 @@ pub fn check_recipe(
     // Status.
     if r.status == Status::Verified {
         match r.verified_by.as_deref() {
-            Some(v) => {
-                if let Err(e) = check_verified_by(r, v, root, lock) {
-                    rep.problem(r, format!("verified_by {v:?}: {e:#}"));
-                }
-            }
+            Some(v) => match check_verified_by(r, v, root, lock) {
+                Err(e) => rep.problem(r, format!("verified_by {v:?}: {e:#}")),
+                Ok(()) => rep.drift.extend(
+                    record_drift(r, v, root)
+                        .into_iter()
+                        .map(|d| format!("recipe {}: {d}", r.id())),
+                ),
+            },
             None => rep.problem(r, "status verified needs verified_by"),
         }
     } else if r.verified_by.is_some() {
@@ -434,6 +442,37 @@ fn check_verified_by(r: &Recipe, v: &str, root: &Path, lock: &Lockfile) -> anyho
         }
     }
     Ok(())
+}
+
+/// How the record `v` (`recipes/records/<folder>`, already checked by [`check_verified_by`]) no
+/// longer describes the files its `manifest.json` names: each patch whose recorded sha256 is not
+/// the current `patches/<file>`'s (or that is gone), one line naming both hashes and the command
+/// that refreshes the record. Empty when the record reads as the files are now.
+pub fn record_drift(r: &Recipe, v: &str, root: &Path) -> Vec<String> {
+    let Ok(m) = crate::manifest::Manifest::load(&root.join(v).join("manifest.json")) else {
+        return vec![];
+    };
+    let refresh = format!(
+        "refresh it: `rcclfix build --tag {} --targets {}`, then copy the output folder's manifest.json, scan.json and build.log into {v}/",
+        r.id(),
+        m.targets.join(",")
+    );
+    let mut out = vec![];
+    for p in &m.patches {
+        let file = root.join("patches").join(&p.path);
+        match crate::fsutil::sha256_file(&file) {
+            Ok(now) if now == p.sha256 => {}
+            Ok(now) => out.push(format!(
+                "{v}/manifest.json was built with patches/{} sha256 {}, the file now has {now}; {refresh}",
+                p.path, p.sha256
+            )),
+            Err(_) => out.push(format!(
+                "{v}/manifest.json was built with patches/{}, which is no longer in patches/; {refresh}",
+                p.path
+            )),
+        }
+    }
+    out
 }
 
 /// Run git against a mirror (bare, or a checkout's `.git`); `Ok(None)` when git fails (the object

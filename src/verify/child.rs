@@ -63,7 +63,7 @@ fn park() -> ! {
     std::process::abort()
 }
 
-/// Load the runtime: `--runtime-lib`, else the first candidate of [`abi::find_runtime`] that loads.
+/// Load the runtime: `--runtime-lib`, else the first candidate of [`super::locate::find_runtime`] that loads.
 fn load_runtime(
     kind: RuntimeKind,
     explicit: Option<&PathBuf>,
@@ -73,7 +73,7 @@ fn load_runtime(
         return Ok(Runtime::load(kind, p)?);
     }
     let mut errs = Vec::new();
-    for cand in abi::find_runtime(kind, lib) {
+    for cand in super::locate::find_runtime(kind, lib) {
         match Runtime::load(kind, &cand) {
             Ok(rt) => return Ok(rt),
             Err(e) => errs.push(format!("{:#}", anyhow::Error::from(e))),
@@ -169,7 +169,7 @@ impl Child {
         let a = self.args.clone();
         let rt = load_runtime(a.runtime, a.runtime_lib.as_ref(), &a.lib)?;
         let device_count = rt.device_count()?;
-        let runtime_path = abi::mapped_file_at(rt.symbol_address())
+        let runtime_path = super::locate::mapped_file_at(rt.symbol_address())
             .unwrap_or_else(|| rt.path.display().to_string());
         self.rt = Some(rt);
         if a.probe {
@@ -179,7 +179,7 @@ impl Child {
                 runtime_path,
                 device_count,
                 host_atomics: vec![],
-                mapped: abi::mapped_collective_libs(),
+                mapped: super::locate::mapped_collective_libs(),
             });
             return Ok(());
         }
@@ -193,7 +193,7 @@ impl Child {
         }
         let nccl = Nccl::load(&a.lib)?;
         let version = nccl.version()?;
-        let nccl_path = abi::mapped_file_at(nccl.symbol_address())
+        let nccl_path = super::locate::mapped_file_at(nccl.symbol_address())
             .unwrap_or_else(|| a.lib.display().to_string());
         self.nccl = Some(nccl);
         let local: Vec<usize> = match a.rank {
@@ -210,7 +210,7 @@ impl Child {
             runtime_path,
             device_count,
             host_atomics,
-            mapped: abi::mapped_collective_libs(),
+            mapped: super::locate::mapped_collective_libs(),
         });
 
         let case_list = cases::case_list(self.nranks, a.large_bytes)?;

@@ -17,8 +17,10 @@
 pub mod abi;
 pub mod cases;
 pub mod child;
+pub mod codes;
 pub mod diagnose;
 pub mod floats;
+pub mod locate;
 pub mod protocol;
 pub mod report;
 pub mod supervise;
@@ -101,7 +103,7 @@ pub fn verify_for_build_with(
 ) -> anyhow::Result<Option<(serde_json::Value, bool)>> {
     let kind = args
         .runtime
-        .unwrap_or_else(|| abi::guess_runtime(&args.lib));
+        .unwrap_or_else(|| locate::guess_runtime(&args.lib));
     match probe_devices(
         exe,
         &args.lib,
@@ -282,7 +284,7 @@ pub fn run_suite_with(exe: &Path, args: &Options) -> anyhow::Result<Report> {
             anyhow::bail!("--inject-hang: no case {h:?}");
         }
     }
-    let kind = args.runtime.unwrap_or_else(|| abi::guess_runtime(lib));
+    let kind = args.runtime.unwrap_or_else(|| locate::guess_runtime(lib));
 
     let mut base: Vec<OsString> = vec![
         "--lib".into(),

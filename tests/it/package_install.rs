@@ -17,10 +17,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::package::{
-    build_folder, debian_root_of, extract_deb_lib, fixtures, in_root, in_root_ok, ok, sha256,
-    slow_gate, tool, tree, version_probe,
-};
+use crate::package::{build_folder, extract_deb_lib, fixtures, ok, sha256, slow_gate, tool, tree};
+use crate::package_real_tools::{debian_root_of, in_root, in_root_ok, version_probe};
 
 const TOOLCHAIN: &str = "debian-sid";
 

@@ -317,6 +317,33 @@ fn prove_minihip_control_declares_and_fix_is_clean() {
         .exists());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("mh_assert: declares -> clean"), "{stdout}");
+    // prove.json names the toolchain by its content id (the stamp's, whatever the engine), the
+    // engine of the fix's manifest, and the compiler and HIP packages.
+    let tc = &rec["toolchain"];
+    let stamp = rcclfix::container::Toolchain::local("debian-trixie").unwrap();
+    assert_eq!(tc["name"], "debian-trixie", "{tc}");
+    assert_eq!(tc["id"], stamp.id(), "{tc}");
+    let fix =
+        rcclfix::manifest::Manifest::load(&t.path().join("out/rccl-minihip-gfx1100/manifest.json"))
+            .unwrap();
+    assert_eq!(tc["engine"], fix.engine.as_str(), "{tc}");
+    assert_eq!(fix.toolchain_id, stamp.id());
+    let compiler: Vec<&str> = tc["compiler"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for want in ["clang-", "hipcc=", "libamdhip64-"] {
+        assert!(
+            compiler.iter().any(|p| p.starts_with(want)),
+            "no {want}: {compiler:?}"
+        );
+    }
+    assert!(
+        stdout.contains(&format!("toolchain debian-trixie ({})", stamp.id())),
+        "{stdout}"
+    );
 }
 
 #[test]

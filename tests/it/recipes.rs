@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rcclfix::container::containerfile::parse_containerfile;
 use rcclfix::recipe::check::{
     check_against_mirror, check_all, check_recipe, embedded_lockfile, CheckReport,
 };
+use rcclfix::recipe::containerfile::parse_containerfile;
 use rcclfix::recipe::{embedded, Lockfile, Recipe, Status};
 
 pub(crate) fn root() -> PathBuf {
@@ -107,6 +107,74 @@ fn every_recipe_is_consistent() {
             eprintln!("mirror: recipe {id}: tag at {commit}, makefiles/version.mk says {version}");
             assert_eq!(all[id].rccl_version, *version);
         }
+    }
+}
+
+/// The records that no longer describe a patch they name (recipe, patch file): their manifests
+/// show what was built, with the patch bytes of then. The list may only shrink: a refreshed
+/// record must leave it, and a new drift fails until its record is refreshed (issue 41).
+const KNOWN_RECORD_DRIFT: &[(&str, &str)] = &[
+    ("2.21.5-debian-sid", "rccl-2.21-drop-parallel-jobs.patch"),
+    (
+        "2.21.5-debian-sid",
+        "rccl-2.21-rocm-core-header-optional.patch",
+    ),
+    ("2.21.5-debian-sid", "rccl-2.21-rocm-version-file.patch"),
+];
+
+/// A record's patch hashes are compared with the current `patches/` files, and every mismatch is
+/// reported with both hashes and the command that refreshes the record, never accepted in
+/// silence; `matrix --check` prints each as a warning.
+#[test]
+fn record_drift_is_reported_with_the_refresh_command() {
+    let all = embedded().unwrap();
+    let lock = embedded_lockfile().unwrap();
+    let rep = check_all(&all, &root(), &lock, None);
+    let mut found = vec![];
+    for d in &rep.drift {
+        let (recipe, patch) = KNOWN_RECORD_DRIFT
+            .iter()
+            .find(|(r, p)| {
+                d.starts_with(&format!("recipe {r}: "))
+                    && d.contains(&format!("patches/{p} sha256 "))
+            })
+            .unwrap_or_else(|| panic!("a record drifts from its patch and is not known: {d}"));
+        let dir = root().join(format!("recipes/records/{recipe}-gfx1100"));
+        let m = rcclfix::manifest::Manifest::load(&dir.join("manifest.json")).unwrap();
+        let recorded = &m.patches.iter().find(|f| f.path == *patch).unwrap().sha256;
+        let now = rcclfix::fsutil::sha256_file(&root().join("patches").join(patch)).unwrap();
+        assert_ne!(recorded, &now);
+        assert!(
+            d.contains(recorded.as_str()) && d.contains(&format!("the file now has {now}")),
+            "{d}"
+        );
+        assert!(
+            d.contains(&format!("`rcclfix build --tag {recipe} --targets gfx1100`")),
+            "{d}"
+        );
+        found.push((*recipe, *patch));
+    }
+    found.sort();
+    let mut known = KNOWN_RECORD_DRIFT.to_vec();
+    known.sort();
+    assert_eq!(
+        found, known,
+        "KNOWN_RECORD_DRIFT lists a record that no longer drifts: remove it"
+    );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rcclfix"))
+        .args(["matrix", "--check", "--root"])
+        .arg(root())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for (recipe, patch) in KNOWN_RECORD_DRIFT {
+        assert!(
+            err.lines().any(|l| l.starts_with("warning: recipe ")
+                && l.contains(recipe)
+                && l.contains(patch)),
+            "matrix --check does not warn about {recipe} / {patch}:\n{err}"
+        );
     }
 }
 

@@ -403,7 +403,8 @@ fn crate_deps(text: &str) -> BTreeSet<String> {
 /// `crate::cli`; only `cmd/` names `crate::build`; `package/` reads a build folder and never
 /// imports `build`; `scan/` uses nothing in the crate but `fsutil` and `ui` (so the scanner can
 /// be lifted out whole); `verify/` only `process`, `fsutil`, `paths` and `ui` (its FFI is loaded
-/// in a child); `ui` and `process` import no domain module.
+/// in a child); `ui` and `process` import no domain module, and `process` not `ui` (it escapes
+/// through `escape`, which imports nothing).
 #[test]
 fn dependencies_point_down_only() {
     let mut bad = Vec::new();
@@ -417,8 +418,9 @@ fn dependencies_point_down_only() {
         let allowed: Option<&[&str]> = match module {
             "scan" => Some(&["scan", "fsutil", "ui"]),
             "verify" => Some(&["verify", "process", "fsutil", "paths", "ui"]),
-            "ui" => Some(&["ui", "process", "fsutil"]),
-            "process" => Some(&["process", "ui", "fsutil"]),
+            "ui" => Some(&["ui", "escape", "process", "fsutil"]),
+            "process" => Some(&["process", "escape", "fsutil"]),
+            "escape" => Some(&["escape"]),
             "paths" => Some(&["paths"]),
             _ => None,
         };
@@ -662,15 +664,7 @@ fn the_readme_fits_a_newcomer() {
 
 /// The files still over their limit, each with its length when this check came (issue 41): it
 /// may shrink, never grow, and leaves this list once split.
-const OVER_THE_LIMIT: &[(&str, usize)] = &[
-    ("src/recipe/mod.rs", 802),
-    ("src/scan/ccob.rs", 803),
-    ("src/container/engine.rs", 833),
-    ("src/verify/abi.rs", 961),
-    ("tests/it/verify.rs", 1072),
-    ("tests/it/build.rs", 1206),
-    ("tests/it/package.rs", 2089),
-];
+const OVER_THE_LIMIT: &[(&str, usize)] = &[];
 
 /// No source file over 800 lines (`src/`, `xtask/`) and no test file over 1,000 (`tests/`):
 /// a longer file is split along the data's stages. [`OVER_THE_LIMIT`] lists the ones not split
@@ -706,4 +700,207 @@ fn no_rust_file_over_its_line_limit() {
         }
     }
     report("files over their line limit", &bad);
+}
+
+/// The import circles among sibling modules still to be broken, each as its modules sorted and
+/// joined with ` ↔ ` (issue 41): the list may only shrink. `patch/` and `scan/callgraph/` are
+/// being reworked elsewhere, and `scan/input/`'s readers recurse into one another (a member holds
+/// an ELF whose bundle holds members).
+const KNOWN_CIRCLES: &[&str] = &[
+    "patch::asserts ↔ patch::codeobj",
+    "scan::callgraph::decode ↔ scan::callgraph::decode_mem ↔ scan::callgraph::decode_salu",
+    "scan::callgraph::flow ↔ scan::callgraph::flow_entry",
+    "scan::input::archive ↔ scan::input::member ↔ scan::input::sparse ↔ scan::input::stream_elf",
+];
+
+/// The module path of a file under `base` (`src/doctor/vm.rs` → `["doctor", "vm"]`; `mod.rs`,
+/// `lib.rs` and `main.rs` name their folder).
+fn module_path(rel: &str) -> Vec<String> {
+    let mut segs: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_owned)
+        .collect();
+    if matches!(
+        segs.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        segs.pop();
+    }
+    segs
+}
+
+/// The paths a file names in code as `crate::…` or `super::…` (chains of `super` resolved,
+/// `use …::{a, b::c}` groups expanded), relative to the crate root; comments and the tests tail
+/// excluded.
+fn named_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    let tail = test_tail_start(text);
+    let code: String = text
+        .lines()
+        .take(tail)
+        .map(code_part)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let path_at = |s: &str| -> Vec<String> {
+        let mut out = vec![];
+        let mut rest = s.trim_start();
+        loop {
+            let id: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            if id.is_empty() {
+                break;
+            }
+            rest = &rest[id.len()..];
+            out.push(id);
+            match rest.strip_prefix("::") {
+                Some(r) if r.starts_with(is_ident) => rest = r,
+                _ => break,
+            }
+        }
+        out
+    };
+    let mut found = vec![];
+    let b = code.as_bytes();
+    for (k, _) in code
+        .match_indices("crate::")
+        .chain(code.match_indices("super::"))
+    {
+        if k > 0 && (is_ident(b[k - 1] as char) || b[k - 1] == b':') {
+            continue;
+        }
+        let mut base: Vec<String> = if code[k..].starts_with("crate::") {
+            vec![]
+        } else {
+            module[..module.len().saturating_sub(1)].to_vec()
+        };
+        let mut rest = &code[k + code[k..].find("::").unwrap() + 2..];
+        while let Some(r) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = r;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let (mut depth, mut start) = (0, 0);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        found.push([base.clone(), path_at(&group[start..i])].concat());
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        found.push([base.clone(), path_at(&group[start..i])].concat());
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found.push([base, path_at(rest)].concat());
+        }
+    }
+    found
+}
+
+/// Sibling modules import one another without a circle, in the whole crate and in the xtask
+/// (issue 41): an edge `a → b` between two files becomes one between the children of their
+/// common ancestor, and every strongly connected set of those is a circle; the ones not broken
+/// yet are [`KNOWN_CIRCLES`].
+#[test]
+fn no_module_imports_in_a_circle() {
+    use std::collections::BTreeMap;
+    let mut circles = BTreeSet::new();
+    for base in ["src/", "xtask/src/"] {
+        let mods: BTreeMap<Vec<String>, String> = files(&[".rs"])
+            .into_iter()
+            .filter_map(|p| {
+                let name = p.to_string_lossy().into_owned();
+                let rel = name.strip_prefix(base)?.to_owned();
+                Some((module_path(&rel), name))
+            })
+            .collect();
+        let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+        for (m, file) in &mods {
+            for path in named_paths(&read(Path::new(file)), m) {
+                // The longest prefix that is a module of its own file.
+                let Some(target) = (1..=path.len())
+                    .rev()
+                    .map(|n| path[..n].to_vec())
+                    .find(|t| mods.contains_key(t))
+                else {
+                    continue;
+                };
+                let common = m.iter().zip(&target).take_while(|(a, b)| a == b).count();
+                if common < m.len() && common < target.len() {
+                    graph
+                        .entry(m[..=common].to_vec())
+                        .or_default()
+                        .insert(target[..=common].to_vec());
+                }
+            }
+        }
+        // Tarjan's strongly connected components.
+        #[derive(Default)]
+        struct Scc {
+            index: BTreeMap<Vec<String>, usize>,
+            low: BTreeMap<Vec<String>, usize>,
+            stack: Vec<Vec<String>>,
+            found: Vec<Vec<Vec<String>>>,
+        }
+        fn strong(v: &Vec<String>, g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>, s: &mut Scc) {
+            let i = s.index.len();
+            s.index.insert(v.clone(), i);
+            s.low.insert(v.clone(), i);
+            s.stack.push(v.clone());
+            for w in g.get(v).into_iter().flatten() {
+                if !s.index.contains_key(w) {
+                    strong(w, g, s);
+                    let lw = s.low[w];
+                    let lv = s.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(lw);
+                } else if s.stack.contains(w) {
+                    let iw = s.index[w];
+                    let lv = s.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(iw);
+                }
+            }
+            if s.low[v] == s.index[v] {
+                let at = s.stack.iter().position(|x| x == v).unwrap();
+                let comp = s.stack.split_off(at);
+                if comp.len() > 1 {
+                    s.found.push(comp);
+                }
+            }
+        }
+        let mut s = Scc::default();
+        for v in graph.keys() {
+            if !s.index.contains_key(v) {
+                strong(v, &graph, &mut s);
+            }
+        }
+        assert!(
+            graph
+                .get(&vec!["scan".to_owned()])
+                .is_some_and(|d| d.contains(&vec!["fsutil".to_owned()]))
+                || base == "xtask/src/",
+            "the import reader is blind: {graph:?}"
+        );
+        for comp in s.found {
+            let mut names: Vec<String> = comp.iter().map(|m| m.join("::")).collect();
+            names.sort();
+            let prefix = if base == "src/" { "" } else { "xtask: " };
+            circles.insert(format!("{prefix}{}", names.join(" ↔ ")));
+        }
+    }
+    let known: BTreeSet<String> = KNOWN_CIRCLES.iter().map(|c| c.to_string()).collect();
+    let mut bad: Vec<String> = circles
+        .difference(&known)
+        .map(|c| format!("modules import in a circle: {c}"))
+        .collect();
+    bad.extend(
+        known
+            .difference(&circles)
+            .map(|c| format!("{c} is no circle any more: remove it from KNOWN_CIRCLES")),
+    );
+    report("import circles", &bad);
 }

@@ -6,7 +6,7 @@
 //! mirror of RCCL's repository) in a scratch `RCCLFIX_HOME` whose `toolchains` link to the real
 //! one, `--runs` rounds (default 3), each both commands back to back, the order alternating:
 //! - A: `rcclfix -v build --tag 2.21.5-debian-sid --rebuild` (the whole command, phases as
-//!   [`crate::bench_build::phases`]);
+//!   [`crate::bench_build_timing::phases`]);
 //! - B: bare `cmake` + `ninja` with the same CMake arguments (the first A's `manifest.json`), the
 //!   same `-j` (its `build.log`), the same patched checkout (copied once from the first A's work
 //!   folder) and the same mounts, each through `rcclfix toolchain run --volume`.
@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use xshell::Shell;
 
-use crate::bench_build::{copy_tree, json_string_array, loadavg, median, phases, run_timed};
+use crate::bench_build_timing::{copy_tree, json_string_array, loadavg, median, phases, run_timed};
 
 const RECIPE: &str = "2.21.5-debian-sid";
 const TOOLCHAIN: &str = "debian-sid";
@@ -439,7 +439,7 @@ pub fn run(sh: &Shell, o: &Options) -> anyhow::Result<()> {
                 println!("  before bare cmake + ninja: {}", settle());
                 Counters::now()
             };
-            let (c, n, c0) = crate::bench_build::bare_run(
+            let (c, n, c0) = crate::bench_build_timing::bare_run(
                 sh, &root, bin, TOOLCHAIN, engine, &bare, cmake_args, jobs, prepare,
             )?;
             Timed {

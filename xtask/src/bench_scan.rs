@@ -44,7 +44,7 @@ use std::time::Instant;
 use anyhow::Context;
 use xshell::{cmd, Shell};
 
-use crate::bench_build::median;
+use crate::bench_build_timing::median;
 
 fn run_once(c: &mut Command) -> anyhow::Result<f64> {
     let t = Instant::now();

@@ -20,9 +20,12 @@
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 //! - `patch-sweep`: generated HIP programs compiled with the real clang, `rcclfix patch` and
 //!   `patch --asserts` on each, checked against an LLVM-based reachability (issue 39).
+//! - `wheel [--out-dir DIR]`: the `pip install`-able wheel carrying the release `rcclfix`
+//!   (`target/wheels/rcclfix-<ver>-py3-none-manylinux_2_N_x86_64.whl`).
 
 mod bench_build;
 mod bench_build_rccl;
+mod bench_build_timing;
 mod bench_recompress;
 mod bench_scan;
 mod bench_scan_deb;
@@ -41,6 +44,7 @@ mod patch_sweep;
 mod paths;
 mod test;
 mod toolchain;
+mod wheel;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -63,7 +67,8 @@ fn main() -> anyhow::Result<()> {
         "bench-verify" => bench_verify::run(&sh, &rest),
         "bench-build" => bench_build::run(&sh, &rest),
         "patch-sweep" => patch_sweep::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, bench-recompress, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build, patch-sweep"),
+        "wheel" => wheel::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, bench-recompress, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build, patch-sweep, wheel"),
     }
 }
 

@@ -62,6 +62,10 @@ pub enum Command {
     /// llvm-objdump by the patch sweep).
     #[command(hide = true)]
     Decode(crate::cmd::decode::Args),
+    /// Internal: write the wheel that carries this executable, for `pip install`
+    /// (`cargo xtask wheel` runs it from the release build).
+    #[command(hide = true)]
+    SelfWheel(crate::cmd::self_wheel::Args),
 }
 
 /// Parse the process's command line with clap's own messages coloured as `--color`/`NO_COLOR`

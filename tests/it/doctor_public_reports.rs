@@ -1,6 +1,6 @@
-//! `rcclfix doctor` on public reports new to it (issue 22): the JSON never prescribes what the
-//! text does not, the recipe named is the user's release line, VM guests are told their fix,
-//! every GPU in the evidence is counted, and what a log proves. Each test builds its input from
+//! `rcclfix doctor` on public bug reports (first gathered in issue 22): the JSON never prescribes
+//! what the text does not, the recipe named is the user's release line, VM guests are told their
+//! fix, every GPU in the evidence is counted, and what a log proves. Each test builds its input from
 //! the report it is named after (excerpts rewritten, no user data); every report here also passes
 //! the JSON contract `doctor::json_contract` checks on every doctor run.
 
