@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::fix::{ok, sha256};
-use crate::package::{debian_root_of, in_root, in_root_ok, slow_gate, tool};
+use crate::package::{slow_gate, tool};
+use crate::package_real_tools::{debian_root_of, in_root, in_root_ok};
 
 const LIB: &str = "opt/rocm-7.2.4/lib/librccl.so.1.0";
 
