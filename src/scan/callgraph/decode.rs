@@ -95,21 +95,19 @@ pub enum Op {
     /// An exact copy of `n` registers from `src` to `dst` (`s_mov_b32`, `s_mov_b64`,
     /// `v_mov_b32`, `v_readfirstlane_b32`, `v_readlane_b32`).
     Copy { dst: Reg, src: Reg, n: u16 },
-    /// `dst` gets `src` in one lane (`lane`, when a constant; else the lane the SGPR `sel`
-    /// names) and keeps the rest (`v_writelane_b32`).
+    /// `dst` gets `src` in one lane (`lane`, when a constant; else the lane its other reads
+    /// name) and keeps the rest (`v_writelane_b32`).
     Merge {
         dst: Reg,
         src: Reg,
         lane: Option<u8>,
-        sel: Option<Reg>,
     },
-    /// `dst` gets lane `lane` (when a constant; else the lane the SGPR `sel` names) of VGPR
+    /// `dst` gets lane `lane` (when a constant; else the lane its other reads name) of VGPR
     /// `src` (`v_readlane_b32`).
     ReadLane {
         dst: Reg,
         src: Reg,
         lane: Option<u8>,
-        sel: Option<Reg>,
     },
     /// `dst` gets `a` or `b` (`n` registers; `None` is a constant), as SCC says:
     /// `s_cselect_b32/b64`.
@@ -641,14 +639,11 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
         return x;
     }
     let lane = (128..192).contains(&srcs[1]).then(|| (srcs[1] - 128) as u8);
-    // A lane chosen by a register (an SGPR or m0).
-    let sel = (srcs[1] < 128).then_some(srcs[1] as Reg);
     if op == readlane && srcs[0] >= 256 {
         x.op = Op::ReadLane {
             dst: vdst as Reg,
             src: V + (srcs[0] - 256) as Reg,
             lane,
-            sel,
         };
     } else if op == writelane && !(106..256).contains(&srcs[0]) {
         let src = if srcs[0] >= 256 {
@@ -660,7 +655,6 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
             dst: V + vdst as Reg,
             src,
             lane,
-            sel,
         };
     }
     x

@@ -10,28 +10,41 @@ use super::decode::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, RUNTIME, SC
 use super::isa::branch_offset;
 use super::salu_table as t;
 
+/// The generated tables of format `fmt` ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP"): its flags
+/// rows and its operand-width rows (none for SOPP).
+fn tables(g: Gen, fmt: &str) -> (&'static [u8], &'static [u8]) {
+    match (g, fmt) {
+        (Gen::G9, "SOP1") => (&t::SOP1_G9, &t::WIDTH_SOP1_G9),
+        (Gen::G9, "SOP2") => (&t::SOP2_G9, &t::WIDTH_SOP2_G9),
+        (Gen::G9, "SOPC") => (&t::SOPC_G9, &t::WIDTH_SOPC_G9),
+        (Gen::G9, "SOPK") => (&t::SOPK_G9, &t::WIDTH_SOPK_G9),
+        (Gen::G9, _) => (&t::SOPP_G9, &[]),
+        (Gen::G10, "SOP1") => (&t::SOP1_G10, &t::WIDTH_SOP1_G10),
+        (Gen::G10, "SOP2") => (&t::SOP2_G10, &t::WIDTH_SOP2_G10),
+        (Gen::G10, "SOPC") => (&t::SOPC_G10, &t::WIDTH_SOPC_G10),
+        (Gen::G10, "SOPK") => (&t::SOPK_G10, &t::WIDTH_SOPK_G10),
+        (Gen::G10, _) => (&t::SOPP_G10, &[]),
+        (Gen::G11, "SOP1") => (&t::SOP1_G11, &t::WIDTH_SOP1_G11),
+        (Gen::G11, "SOP2") => (&t::SOP2_G11, &t::WIDTH_SOP2_G11),
+        (Gen::G11, "SOPC") => (&t::SOPC_G11, &t::WIDTH_SOPC_G11),
+        (Gen::G11, "SOPK") => (&t::SOPK_G11, &t::WIDTH_SOPK_G11),
+        (Gen::G11, _) => (&t::SOPP_G11, &[]),
+        (Gen::G12, "SOP1") => (&t::SOP1_G12, &t::WIDTH_SOP1_G12),
+        (Gen::G12, "SOP2") => (&t::SOP2_G12, &t::WIDTH_SOP2_G12),
+        (Gen::G12, "SOPC") => (&t::SOPC_G12, &t::WIDTH_SOPC_G12),
+        (Gen::G12, "SOPK") => (&t::SOPK_G12, &t::WIDTH_SOPK_G12),
+        (Gen::G12, _) => (&t::SOPP_G12, &[]),
+    }
+}
+
 /// The register counts of src0, src1 and the destination of opcode `op` of format `fmt` (0 where
 /// the field is no register for that opcode, 2 for a pair), and whether it reads its destination.
 fn widths(g: Gen, fmt: &str, op: u32) -> (u16, u16, u16, bool) {
-    let table: &[u8] = match (g, fmt) {
-        (Gen::G9, "SOP1") => &t::WIDTH_SOP1_G9,
-        (Gen::G9, "SOP2") => &t::WIDTH_SOP2_G9,
-        (Gen::G9, "SOPC") => &t::WIDTH_SOPC_G9,
-        (Gen::G9, _) => &t::WIDTH_SOPK_G9,
-        (Gen::G10, "SOP1") => &t::WIDTH_SOP1_G10,
-        (Gen::G10, "SOP2") => &t::WIDTH_SOP2_G10,
-        (Gen::G10, "SOPC") => &t::WIDTH_SOPC_G10,
-        (Gen::G10, _) => &t::WIDTH_SOPK_G10,
-        (Gen::G11, "SOP1") => &t::WIDTH_SOP1_G11,
-        (Gen::G11, "SOP2") => &t::WIDTH_SOP2_G11,
-        (Gen::G11, "SOPC") => &t::WIDTH_SOPC_G11,
-        (Gen::G11, _) => &t::WIDTH_SOPK_G11,
-        (Gen::G12, "SOP1") => &t::WIDTH_SOP1_G12,
-        (Gen::G12, "SOP2") => &t::WIDTH_SOP2_G12,
-        (Gen::G12, "SOPC") => &t::WIDTH_SOPC_G12,
-        (Gen::G12, _) => &t::WIDTH_SOPK_G12,
-    };
-    let w = table.get(op as usize).copied().unwrap_or(7 | t::RD_D);
+    let w = tables(g, fmt)
+        .1
+        .get(op as usize)
+        .copied()
+        .unwrap_or(7 | t::RD_D);
     let n = |wide: u8, none: u8| {
         if w & wide != 0 {
             2
@@ -49,31 +62,9 @@ fn widths(g: Gen, fmt: &str, op: u32) -> (u16, u16, u16, bool) {
     )
 }
 
-/// The table row of opcode `op` of format `fmt` ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP").
+/// The table row of opcode `op` of format `fmt`.
 fn row(g: Gen, fmt: &str, op: u32) -> u8 {
-    let table: &[u8] = match (g, fmt) {
-        (Gen::G9, "SOP1") => &t::SOP1_G9,
-        (Gen::G9, "SOP2") => &t::SOP2_G9,
-        (Gen::G9, "SOPC") => &t::SOPC_G9,
-        (Gen::G9, "SOPK") => &t::SOPK_G9,
-        (Gen::G9, _) => &t::SOPP_G9,
-        (Gen::G10, "SOP1") => &t::SOP1_G10,
-        (Gen::G10, "SOP2") => &t::SOP2_G10,
-        (Gen::G10, "SOPC") => &t::SOPC_G10,
-        (Gen::G10, "SOPK") => &t::SOPK_G10,
-        (Gen::G10, _) => &t::SOPP_G10,
-        (Gen::G11, "SOP1") => &t::SOP1_G11,
-        (Gen::G11, "SOP2") => &t::SOP2_G11,
-        (Gen::G11, "SOPC") => &t::SOPC_G11,
-        (Gen::G11, "SOPK") => &t::SOPK_G11,
-        (Gen::G11, _) => &t::SOPP_G11,
-        (Gen::G12, "SOP1") => &t::SOP1_G12,
-        (Gen::G12, "SOP2") => &t::SOP2_G12,
-        (Gen::G12, "SOPC") => &t::SOPC_G12,
-        (Gen::G12, "SOPK") => &t::SOPK_G12,
-        (Gen::G12, _) => &t::SOPP_G12,
-    };
-    table.get(op as usize).copied().unwrap_or(0)
+    tables(g, fmt).0.get(op as usize).copied().unwrap_or(0)
 }
 
 /// Add what row `f` says about SCC, exec and the hardware registers to `x`.

@@ -160,8 +160,7 @@ fn scalar_loads_and_pointer_moves() {
         Op::ReadLane {
             dst: 1,
             src: V + 2,
-            lane: Some(3),
-            sel: None
+            lane: Some(3)
         }
     );
     let i = decode(
@@ -174,8 +173,7 @@ fn scalar_loads_and_pointer_moves() {
         Op::Merge {
             dst: V + 1,
             src: 2,
-            lane: Some(3),
-            sel: None
+            lane: Some(3)
         }
     );
     // v_movrels_b32_e32 v1, v2

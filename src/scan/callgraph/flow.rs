@@ -491,7 +491,7 @@ impl Ctx<'_> {
                 }
                 // SOP1 may write exec besides: nothing tracked goes there from a copy.
             }
-            Op::ReadLane { dst, src, lane, .. } => {
+            Op::ReadLane { dst, src, lane } => {
                 let v = match lane {
                     Some(l) => st.lane(src, self.lanes.key(l)),
                     None => st.range((src, 1)),
@@ -501,7 +501,7 @@ impl Ctx<'_> {
                 let v = join(v, degrade(self.others(inst, st, &[src])));
                 st.write(dst, v, true);
             }
-            Op::Merge { dst, src, lane, .. } => {
+            Op::Merge { dst, src, lane } => {
                 let v = join(st.get(src), degrade(self.others(inst, st, &[src, dst])));
                 match lane {
                     Some(l) => {
