@@ -165,28 +165,10 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .ok_or_else(|| anyhow::anyhow!("{}: no parent folder", path.display()))?;
-    let id = fix_id(path, &copy.sha256);
-    let keep = checked_fixes_dir()?.join(&id);
-    if std::fs::symlink_metadata(&keep).is_ok() {
-        anyhow::bail!(
-            "{}: a fix of this file is already kept as {id} ({}); undo it first (rcclfix fix --undo {id})",
-            path.display(),
-            keep.display()
-        );
-    }
     // The patched file, beside the copy so the rename stays on one file system.
     let scratch = crate::fsutil::TempDir::partial_in(dir)?;
     let patched = scratch.path().join("patched");
-    let rec = crate::patch::patch_file(path, &patched, &opts)
-        .with_context(|| format!("patching {}", path.display()))?;
-    if !rec.written || rec.input_sha256 != copy.sha256 {
-        anyhow::bail!(
-            "{}: changed since it was planned (sha256 {} now, {} in the plan); nothing was changed",
-            path.display(),
-            rec.input_sha256,
-            copy.sha256
-        );
-    }
+    let (id, keep, rec) = patch_planned(copy, &opts, &patched)?;
     rescan_clean(&patched, &copy.decision)?;
     if meta.uid() != fs_err::metadata(&patched)?.uid() {
         std::os::unix::fs::chown(&patched, Some(meta.uid()), Some(meta.gid())).with_context(
@@ -486,6 +468,40 @@ pub fn read_record(id: &str) -> anyhow::Result<FixRecord> {
         }
     }
     Ok(r)
+}
+
+/// Patch the planned `copy` with `opts` into `patched` (a file in a scratch folder), the first
+/// step of every apply (in place, pip, dpkg). Returns the fix id, the folder the fix will be kept
+/// in (`$RCCLFIX_HOME/fixes/<id>`) and the patch record.
+///
+/// Errors (nothing changed): a fix of this file is already kept; the patch fails; the file is no
+/// longer the one planned (its sha256).
+pub(super) fn patch_planned(
+    copy: &Copy,
+    opts: &crate::patch::PatchOptions,
+    patched: &Path,
+) -> anyhow::Result<(String, PathBuf, crate::patch::PatchRecord)> {
+    let path = &copy.path;
+    let id = fix_id(path, &copy.sha256);
+    let keep = checked_fixes_dir()?.join(&id);
+    if std::fs::symlink_metadata(&keep).is_ok() {
+        anyhow::bail!(
+            "{}: a fix of this file is already kept as {id} ({}); undo it first (rcclfix fix --undo {id})",
+            path.display(),
+            keep.display()
+        );
+    }
+    let rec = crate::patch::patch_file(path, patched, opts)
+        .with_context(|| format!("patching {}", path.display()))?;
+    if !rec.written || rec.input_sha256 != copy.sha256 {
+        anyhow::bail!(
+            "{}: changed since it was planned (sha256 {} now, {} in the plan); nothing was changed",
+            path.display(),
+            rec.input_sha256,
+            copy.sha256
+        );
+    }
+    Ok((id, keep, rec))
 }
 
 /// Undo fix `id`: give the file back its original bytes and mode, check its sha256, and remove

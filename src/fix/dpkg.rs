@@ -104,24 +104,9 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
             copy.decision.short()
         )
     })?;
-    let id = apply::fix_id(path, &copy.sha256);
-    let keep = apply::checked_fixes_dir()?.join(&id);
-    if std::fs::symlink_metadata(&keep).is_ok() {
-        anyhow::bail!(
-            "{}: a fix of this file is already kept as {id}; undo it first (rcclfix fix --undo {id})",
-            path.display()
-        );
-    }
     let scratch = crate::fsutil::TempDir::new("rcclfix-fix-")?;
     let patched = scratch.path().join("library");
-    let rec = crate::patch::patch_file(path, &patched, &opts)
-        .with_context(|| format!("patching {}", path.display()))?;
-    if !rec.written || rec.input_sha256 != copy.sha256 {
-        anyhow::bail!(
-            "{}: changed since it was planned; nothing was changed",
-            path.display()
-        );
-    }
+    let (id, keep, rec) = apply::patch_planned(copy, &opts, &patched)?;
     apply::rescan_clean(&patched, &copy.decision)?;
     let ours = package_name(&id);
     let info = crate::package::elf::ElfInfo::read(&patched)?;

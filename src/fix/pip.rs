@@ -16,7 +16,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::apply::{self, FixRecord, Mechanism};
@@ -95,26 +94,9 @@ pub fn apply(copy: &Copy, targets: &[String], python: &Path) -> anyhow::Result<F
             copy.decision.short()
         )
     })?;
-    let id = apply::fix_id(path, &copy.sha256);
-    let keep = apply::checked_fixes_dir()?.join(&id);
-    if std::fs::symlink_metadata(&keep).is_ok() {
-        anyhow::bail!(
-            "{}: a fix of this file is already kept as {id}; undo it first (rcclfix fix --undo {id})",
-            path.display()
-        );
-    }
     let scratch = crate::fsutil::TempDir::new("rcclfix-fix-")?;
     let patched = scratch.path().join("librccl.so.1");
-    let rec = crate::patch::patch_file(path, &patched, &opts)
-        .with_context(|| format!("patching {}", path.display()))?;
-    if !rec.written || rec.input_sha256 != copy.sha256 {
-        anyhow::bail!(
-            "{}: changed since it was planned (sha256 {}, planned {}); nothing was changed",
-            path.display(),
-            rec.input_sha256,
-            copy.sha256
-        );
-    }
+    let (id, keep, rec) = apply::patch_planned(copy, &opts, &patched)?;
     let soname = give_needed_soname(&patched, copy)?;
     apply::rescan_clean(&patched, &copy.decision)?;
     let version = format!("1+{id}");
