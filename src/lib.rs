@@ -74,7 +74,7 @@ pub mod source;
 
 /// `rcclfix doctor`: platform, VM, library and log diagnosis.
 pub mod doctor;
-/// `rcclfix fix`: find every librccl programs load, decide per copy, apply and undo (first slice).
+/// `rcclfix fix`: find every librccl programs load, decide per copy, apply through the copy's owner (in place, pip, dpkg) and undo.
 pub mod fix;
 /// `rcclfix matrix`: the CI matrix of recipes.
 pub mod matrix;

@@ -52,8 +52,8 @@ pub enum Command {
     Toolchain(crate::cmd::toolchain::Args),
     /// Remove a provably unused hidden_hostcall_buffer declaration from a linked library.
     Patch(crate::cmd::patch::Args),
-    /// Find every librccl programs load, decide per copy whether `patch` proves it, and fix an
-    /// unowned copy in place, reversibly (first slice: --dry-run, --list, --undo).
+    /// Find every librccl programs load, decide per copy whether `patch` proves it, and fix it
+    /// the way its owner expects (in place, an overlay wheel with pip, a .deb with apt), reversibly.
     Fix(crate::cmd::fix::Args),
     /// Internal: the child process that loads the NCCL-API library for `verify`.
     #[command(hide = true)]
