@@ -62,10 +62,19 @@ def table(gen,packed):
             dc=max(code(dv),code(ds),(e>>7)&3)
             e=(e&~(3<<7))|(dc<<7)
             parts=[p.strip() for p in ops.split(',')]
-            if len(parts)>1 and (re.fullmatch(r's\d+|s\[\d+:\d+\]|null|vcc|vcc_lo',parts[1])): e|=1<<9
             if 'cmpx' in mn: e|=1<<11
             if mn.startswith('v_div_fmas'): e|=1<<12
             ent[op]=e
+        # A VOP3b carry-out is bits 14:8 of the first word: set them to 6 and see s6 or s[6:7]
+        # come out as the second operand (a VOP3a op reads those bits as modifiers).
+        if not packed:
+            extra=[[w0|(6<<8),w1] for op in range(n)
+                   for w0 in [(((0x34 if gen=='G9' else 0x35))<<26)|(op<<16)|10]
+                   for w1 in [(256+20)|((256+30)<<9), (256+20)|((256+30)<<9)|((256+40)<<18)]]
+            for j,t in enumerate(probe(mcpu,extra)):
+                if t is None: continue
+                parts=[p.strip() for p in t.partition(' ')[2].split(',')]
+                if len(parts)>1 and parts[1] in ('s6','s[6:7]'): ent[j//2]|=1<<9
     return ent
 out=['//! Operand use of every VOP3 and VOP3P opcode, per generation, as llvm-mc 21 disassembles probe\n//! encodings (`python3 xtask/vop3_table.py src/scan/callgraph/vop3_table.rs` in a machine with\n//! the debian-sid toolchain; do not edit). Per opcode: bits 0-1, 2-3, 4-5 the width code of\n//! src0, src1, src2 (0 unused, 1 one register, 2 two, 3 up to 16); bit 6 the destination is\n//! scalar; bits 7-8 its width code; bit 9 a scalar carry-out (VOP3b); bit 10 llvm decodes it;\n//! bit 11 it writes exec (`v_cmpx_*`); bit 12 it reads vcc without naming it (`v_div_fmas_*`).']
 for gen in GENS:

@@ -135,6 +135,19 @@ pub enum Op {
         k: u32,
         sub: bool,
     },
+    /// `dst = a + b` (`s_add_u32` of two registers, setting SCC to the carry), or with `carry`
+    /// `a + b + SCC` (`s_addc_u32`): a table's address plus an index, for the marks of
+    /// [`super::flow_marks`]; otherwise an ALU operation of what it reads.
+    AddRegs { dst: Reg, a: Reg, b: Reg, carry: bool },
+    /// `dst = a ^ b` (`s_xor_b32`/`s_xor_b64` of two registers): how a waterfall loop takes the
+    /// lanes it has served out of `exec`, for [`super::flow_marks`]; otherwise an ALU operation.
+    Xor { dst: Reg, a: Reg, b: Reg, n: u16 },
+    /// `dst = exec; exec &= src` (`s_and_saveexec_b32/b64`, `n` registers), for
+    /// [`super::flow_marks`]; otherwise an ALU operation of what it reads.
+    AndSaveExec { dst: Reg, n: u16 },
+    /// `dst = sext(src[15:0])` (gfx11/gfx12 `s_sext_i32_i16`): what gfx12 does to the high half
+    /// of `s_getpc_b64`'s result, for [`super::flow_marks`]; otherwise an ALU operation.
+    Sext16 { dst: Reg, src: Reg },
     /// `dst`, `dst+1` = the pair at `src` plus `c` on 64 bits (gfx12's `s_add_nc_u64`,
     /// `s_sub_nc_u64` with a constant).
     Add64 { dst: Reg, src: Reg, c: i64 },

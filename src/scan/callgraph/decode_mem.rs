@@ -121,8 +121,33 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         x.vsrc(w1 >> 8, 4);
     }
     let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
-    x.vdst(w1 >> 24, 4, if acc { 0 } else { load });
+    // A plain load writes its width and no more (FLAT has no TFE); a store writes no register;
+    // anything else (an atomic that may return) up to four.
+    if !flat_store(g, (w >> 18) & 0x7f) {
+        x.vdst(w1 >> 24, if load > 0 { load } else { 4 }, if acc { 0 } else { load });
+    }
     x
+}
+
+/// Whether a FLAT/GLOBAL/SCRATCH opcode up to gfx11 is a plain store, which writes no register
+/// (llvm-mc 21 disassembles `*_store_*` for these opcodes in all three segments).
+pub(super) fn flat_store(g: Gen, op: u32) -> bool {
+    match g {
+        Gen::G9 | Gen::G10 => (0x18..=0x1F).contains(&op),
+        Gen::G11 => (0x18..=0x1D).contains(&op) || matches!(op, 0x24 | 0x25),
+        Gen::G12 => false,
+    }
+}
+
+/// Whether a MUBUF opcode up to gfx11 is a plain store (`buffer_store_*`, formats included), as
+/// llvm-mc 21 disassembles it.
+pub(super) fn mubuf_store(g: Gen, op: u32) -> bool {
+    match g {
+        Gen::G9 => matches!(op, 0x04..=0x07 | 0x0C..=0x0F | 0x18..=0x1F | 0x27),
+        Gen::G10 => matches!(op, 0x04..=0x07 | 0x18..=0x1F | 0x27),
+        Gen::G11 => matches!(op, 0x04..=0x07 | 0x0C..=0x0F | 0x18..=0x1D | 0x24 | 0x25 | 0x27),
+        Gen::G12 => false,
+    }
 }
 
 /// The registers a FLAT/GLOBAL/SCRATCH load opcode writes, 0 for any other opcode (llvm
@@ -155,7 +180,7 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     if load == 0 {
         x.vsrc(w1 >> 23, 4);
     }
-    x.vdst(w1, 4, load);
+    x.vdst(w1, if load > 0 { load } else { 4 }, load);
     x
 }
 
@@ -186,7 +211,16 @@ pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         x.vsrc(w1 >> 8, 4);
     }
     let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
-    x.vdst(w1 >> 8, 4, if acc { 0 } else { load });
+    // TFE (one more register) is bit 23 of the second word up to gfx10 (gfx90a's ACC there), bit
+    // 21 on gfx11 (llvm-mc 21's encodings): a plain load without it writes its width only.
+    let tfe = match g {
+        Gen::G11 => (w1 >> 21) & 1 != 0,
+        _ => (w1 >> 23) & 1 != 0,
+    };
+    let may = if load > 0 && !tfe { load } else { 4 };
+    if !(w >> 26 == 0x38 && mubuf_store(g, op)) {
+        x.vdst(w1 >> 8, may, if acc { 0 } else { load });
+    }
     x
 }
 

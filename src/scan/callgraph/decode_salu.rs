@@ -135,10 +135,18 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
     } else if op == getpc {
         x.sdst(d, 2, 2);
         x.op = Op::GetPc { dst: d as Reg };
+    } else if matches!(g, Gen::G11 | Gen::G12) && op == 0x0F && sgpr(s).is_some() {
+        // s_sext_i32_i16 (llvm-mc 21: SOP1 0x0F on gfx11 and gfx12).
+        x.sdst(d, 1, 1);
+        x.op = Op::Sext16 {
+            dst: d as Reg,
+            src: s as Reg,
+        };
     } else if op == mov32 || op == mov64 {
         let n = if op == mov64 { 2 } else { 1 };
         x.sdst(d, n, n);
-        if let Some(src) = sgpr(s) {
+        // A copy of exec too (how a waterfall loop saves the lanes it serves).
+        if let Some(src) = sgpr(s).or((s == u32::from(EXEC)).then_some(EXEC)) {
             x.op = Op::Copy {
                 dst: d as Reg,
                 src,
@@ -156,6 +164,16 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
         }
         // One that does not read its destination writes all of it.
         x.sdst(d, nd, if reads_d { 0 } else { nd });
+        // s_and_saveexec_b32/b64 (llvm-mc 21: 0x20 gfx9 (b64); 0x3C/0x24 gfx10; 0x20/0x21 gfx11
+        // and gfx12): how a waterfall loop narrows exec, for the marks of `flow_marks`.
+        let n = match (g, op) {
+            (Gen::G9, 0x20) | (Gen::G10, 0x24) | (Gen::G11 | Gen::G12, 0x21) => 2,
+            (Gen::G10, 0x3C) | (Gen::G11 | Gen::G12, 0x20) => 1,
+            _ => 0,
+        };
+        if n > 0 && d < 106 {
+            x.op = Op::AndSaveExec { dst: d as Reg, n };
+        }
     }
     x
 }
@@ -209,6 +227,13 @@ pub(super) fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
                     raw: c as u32,
                     sub,
                 };
+            } else if let (Some(a), Some(b), false) = (a, b, sub) {
+                x.op = Op::AddRegs {
+                    dst,
+                    a,
+                    b,
+                    carry: false,
+                };
             }
         }
         4 | 5 => {
@@ -226,6 +251,13 @@ pub(super) fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
                     k: k as u32,
                     sub,
                 };
+            } else if let (Some(a), Some(b), false) = (a, b, sub) {
+                x.op = Op::AddRegs {
+                    dst,
+                    a,
+                    b,
+                    carry: true,
+                };
             }
         }
         0x53 | 0x54 if g == Gen::G12 => {
@@ -239,6 +271,17 @@ pub(super) fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
                     src,
                     c: if op == 0x54 { -c } else { c },
                 };
+            }
+        }
+        // s_xor_b32/b64 (llvm-mc 21: 0x10/0x11 gfx9, 0x12/0x13 gfx10, 0x1A/0x1B gfx11 and gfx12).
+        _ if matches!(
+            (g, op),
+            (Gen::G9, 0x10 | 0x11) | (Gen::G10, 0x12 | 0x13) | (Gen::G11 | Gen::G12, 0x1A | 0x1B)
+        ) =>
+        {
+            let reg = |s: u32| sgpr(s).or((s == u32::from(EXEC)).then_some(EXEC));
+            if let (Some(a), Some(b)) = (reg(s0), reg(s1)) {
+                x.op = Op::Xor { dst, a, b, n: n0 };
             }
         }
         // A select of anything else (vcc, m0, exec, ttmps, src_scc …) is read as an ALU op of
