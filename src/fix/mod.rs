@@ -42,7 +42,7 @@ pub const UNVERIFIED: &str = "the rewritten kernels have not run on AMD hardware
 
 /// What every plan says about the proof it rests on: `fix` applies only what `patch` proves, and
 /// What `fix` inherits from `patch`'s proof (`docs/patch.md`).
-pub const PROOF_CAVEAT: &str = "fix applies only what `rcclfix patch` proves; patch follows each declaring kernel's kernarg segment pointer, and what it decides, through every instruction, under the assumptions docs/patch.md states, but still proves a call through a code address read from memory that other code of the image pointed into the middle of a function (docs/patch.md, known false proofs), and the patched library is not verified on AMD hardware here";
+pub const PROOF_CAVEAT: &str = "fix applies only what `rcclfix patch` proves; patch follows each declaring kernel's kernarg segment pointer, and what it decides, through every instruction, under the assumptions docs/patch.md states, and takes a call through a function table to land on one of its entries (docs/patch.md says what that assumes), and the patched library is not verified on AMD hardware here";
 
 /// One copy of `librccl` and what `fix` would do with it.
 #[derive(Debug, Clone, Serialize)]

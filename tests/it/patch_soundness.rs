@@ -152,7 +152,7 @@ fn compile(dir: &Path) {
     let d7 = dir.join("f7");
     std::fs::create_dir_all(&d7).unwrap();
     let src7 = src.parent().unwrap().join("findings7");
-    for name in ["common.h", "ttmp_dispatch.hip"] {
+    for name in ["common.h", "ttmp_dispatch.hip", "midjump2.hip", "midjump3.hip"] {
         std::fs::copy(src7.join(name), d7.join(name)).unwrap();
     }
     crate::support::in_toolchain_ok(
@@ -162,9 +162,9 @@ fn compile(dir: &Path) {
             "sh",
             "-c",
             &format!(
-                "set -e; for a in gfx1100 gfx90a; do \
-                 {hip} --offload-arch=$a -O3 -o r7_ttmp_dispatch-$a.co ttmp_dispatch.hip 2>/dev/null; \
-                 {hip} --offload-arch=$a -O3 -DPLAIN -o r7p_ttmp_dispatch-$a.co ttmp_dispatch.hip 2>/dev/null; done"
+                "set -e; for n in ttmp_dispatch midjump2 midjump3; do for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r7_$n-$a.co $n.hip 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r7p_$n-$a.co $n.hip 2>/dev/null; done; done"
             ),
         ],
     );
@@ -240,13 +240,12 @@ fn slow_findings_of_the_hostile_review() {
         "{dis}"
     );
 
-    // 3. An address computed past the handler's entry: the kernarg-pointer flow refuses a call
-    // to a code address computed other than as a function's start (before the flow, the fill of
-    // the handler's whole extent made it trap; both hold now, the refusal comes first).
+    // 3. An address computed past the handler's entry: where control goes must be a function's
+    // start on every path (`flow_marks.rs`; before the flow, the fill of the handler's whole
+    // extent made it trap; both hold now, the refusal comes first).
     let r = refused(d, "computed_handler-O3.co", true);
     assert!(
-        r.to_string()
-            .contains("an address computed from a code address"),
+        r.to_string().contains("control goes to s["),
         "{r}"
     );
 
@@ -428,21 +427,32 @@ fn slow_findings_of_the_hostile_review() {
     }
     assert_eq!(rows, 33);
     // 4i. The seventh review's trap temporaries: ttmp6/ttmp7 may hold the dispatch packet
-    // pointer (the runtime's debug mode); patched at 1dc96aa, refused now. (Its `midjump2` and
-    // `midjump3`, a call through a code address read from memory that lands inside a function,
-    // are still proven: open, `findings7/README.md`.)
-    for a in ["gfx1100", "gfx90a"] {
-        for (co, asserts) in [
-            (format!("r7_ttmp_dispatch-{a}.co"), true),
-            (format!("r7p_ttmp_dispatch-{a}.co"), false),
-            (format!("r7p_ttmp_dispatch-{a}.co"), true),
-        ] {
-            let r = refused(&d.join("f7"), &co, asserts);
-            assert!(
-                r.to_string()
-                    .contains("kernarg segment pointer cannot be followed"),
-                "{co} (asserts: {asserts}): {r}"
-            );
+    // pointer (the runtime's debug mode); patched at 1dc96aa, refused now.
+    // 4j. Its `midjump2` and `midjump3`: a call through a code address read from memory that
+    // lands inside a function (a loaded function pointer plus a constant; a pc-relative label
+    // another kernel stores); patched at 1dc96aa, refused now that where control goes is a
+    // must-analysis (`flow_marks.rs`): the first is no function's start on every path, the
+    // second's image makes a mid-function address a table entry may hold.
+    for n in ["ttmp_dispatch", "midjump2", "midjump3"] {
+        for a in ["gfx1100", "gfx90a"] {
+            for (co, asserts) in [
+                (format!("r7_{n}-{a}.co"), true),
+                (format!("r7p_{n}-{a}.co"), false),
+                (format!("r7p_{n}-{a}.co"), true),
+            ] {
+                let r = refused(&d.join("f7"), &co, asserts);
+                let text = r.to_string();
+                assert!(
+                    text.contains("kernarg segment pointer cannot be followed"),
+                    "{co} (asserts: {asserts}): {r}"
+                );
+                if n != "ttmp_dispatch" {
+                    assert!(
+                        text.contains("control goes to"),
+                        "{co} (asserts: {asserts}): {r}"
+                    );
+                }
+            }
         }
     }
     let r = refused(d, "r2_callee_after_call.co", true);

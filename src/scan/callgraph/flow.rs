@@ -18,15 +18,20 @@
 //!   buffer resource, FLAT, GLOBAL, SCRATCH or image address is refused;
 //! - any tracked value that leaves the registers (a store, an atomic, LDS, an export, a message)
 //!   is refused; so is relative register indexing while anything is tracked, an instruction no
-//!   format matches, and a jump to a computed code address that is not a function's start;
+//!   format matches;
+//! - where a call, jump or return goes is a must-analysis beside this one
+//!   ([`super::flow_marks`]): a function's start computed exactly, a function table's entry, or
+//!   (a return) the return address, on every path; anything else is refused;
 //! - a function other than a kernel starts with what every call, jump and return of the
 //!   analysed code may leave in the registers (one state for all, to a fixpoint); after a call
-//!   the caller continues with what it had or what any return leaves.
+//!   the caller continues with what it had or what any return leaves; a jump's state goes to
+//!   both (a return through another pair, a tail call).
 //!
 //! Not seen, by construction: a code address the host computes into the middle of a function
-//! (no proof over the image can follow the host); an indirect call lands on a function's start;
-//! memory reached through pointers the flow does not follow is not the kernarg segment (a
-//! program that searches memory for it is not followed); timing is no channel.
+//! (no proof over the image can follow the host); what [`super::flow_marks`] assumes (a table
+//! holds what its relocations put there, a callee keeps the calling convention); memory reached
+//! through pointers the flow does not follow is not the kernarg segment (a program that searches
+//! memory for it is not followed); timing is no channel.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` ("Kernel Descriptor", "Initial Kernel Execution State",
 //! "Call Convention", "Code Object V5 Metadata" for the hidden-argument layout), HSA runtime
@@ -37,6 +42,7 @@ use std::collections::BTreeMap;
 
 use super::decode::{decode, Gen, Inst, Op, Reg, EXEC, SCC};
 use super::flow_entry::{kernel_entry, load_value};
+use super::flow_marks;
 use super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
 use super::{Graph, Isa};
 
@@ -123,11 +129,18 @@ struct Ctx<'a> {
     /// The low halves of the analysed functions' and the sinks' starts: where a call to a
     /// computed code address may go.
     reached_lows: std::collections::HashSet<u64>,
-    /// The low halves of the sinks' starts: a call there does not come back (they trap).
-    sink_lows: std::collections::HashSet<u64>,
     kernarg_loads: usize,
     seen: std::collections::HashSet<u64>,
     budget: usize,
+    /// The analysed functions' starts: where a computed call or jump may go.
+    reached: std::collections::HashSet<u64>,
+    /// The sinks' starts: a call there does not come back.
+    sinks: std::collections::HashSet<u64>,
+    /// The image's function tables ([`flow_marks::function_tables`]).
+    tables: Vec<(u64, u64)>,
+    /// Why the image may make a code address other than a function's start
+    /// ([`flow_marks::forged_code_address`]).
+    forged: Option<String>,
 }
 
 impl Graph {
@@ -197,14 +210,16 @@ impl Graph {
             cov,
             start_lows: starts.iter().map(|s| s & 0xffff_ffff).collect(),
             reached_lows: Default::default(),
-            sink_lows: sinks
-                .iter()
-                .filter_map(|&k| self.nodes[k as usize].addr)
-                .map(|a| a & 0xffff_ffff)
-                .collect(),
             kernarg_loads: 0,
             seen: Default::default(),
             budget: 200_000_000,
+            reached: Default::default(),
+            sinks: sinks
+                .iter()
+                .filter_map(|&k| self.nodes[k as usize].addr)
+                .collect(),
+            tables: Vec::new(),
+            forged: flow_marks::forged_code_address(self, &img),
         };
         let funcs: Vec<u32> = reach
             .order()
@@ -241,6 +256,13 @@ impl Graph {
             .filter_map(|&f| self.nodes[f as usize].addr)
             .map(|a| a & 0xffff_ffff)
             .collect();
+        cx.reached = funcs
+            .iter()
+            .filter_map(|&f| self.nodes[f as usize].addr)
+            .collect();
+        let mut all_starts: Vec<u64> = cx.reached.iter().chain(&cx.sinks).copied().collect();
+        all_starts.sort_unstable();
+        cx.tables = flow_marks::function_tables(&img, &all_starts);
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
         // in ttmp7–ttmp9 (llvm `AMDGPUUsage.rst`, "Initial Kernel Execution State").
         let architected = gen == Gen::G12
@@ -268,7 +290,11 @@ impl Graph {
                         s
                     }
                     Some((_, s)) => s.clone(),
-                    None => callee.clone(),
+                    None => {
+                        let mut e = callee.clone();
+                        flow_marks::seed_callee(&mut e);
+                        e
+                    }
                 };
                 let (c, r) = cx.function(f, &entry, &ret)?;
                 c2.join_from(&c);
@@ -333,9 +359,29 @@ impl Ctx<'_> {
                 self.budget -= 1;
                 self.seen.insert(pc);
                 let next = pc + 4 * inst.words as u64;
-                let flow = self
+                let stops = flow_marks::control(
+                    &inst,
+                    &st,
+                    &self.reached,
+                    &self.sinks,
+                    self.forged.as_deref(),
+                )
+                .map_err(|r| refuse(pc, r))?;
+                let lanes = self.lanes;
+                let key = move |l: u8| lanes.exact().then(|| lanes.key(l));
+                let wave32 = match lanes {
+                    Lanes::Wave32 => Some(true),
+                    Lanes::Wave64 => Some(false),
+                    Lanes::Mixed => None,
+                };
+                let made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
+                let mut flow = self
                     .step(&inst, pc, next, &mut st)
                     .map_err(|r| refuse(pc, r))?;
+                flow_marks::apply(&inst, &mut st, made, &key);
+                if stops {
+                    flow = Flow::Stops;
+                }
                 let mut succ: Vec<u64> = Vec::new();
                 let mut goes_on = true;
                 match inst.op {
@@ -345,11 +391,10 @@ impl Ctx<'_> {
                     }
                     Op::CBranch(off) => succ.push(next.wrapping_add_signed(4 * off)),
                     Op::End => goes_on = false,
-                    Op::Return => {
+                    // A return through another pair, or a tail call through s[30:31]: the
+                    // state goes where either goes.
+                    Op::Return | Op::Jump => {
                         rets.join_from(&st);
-                        goes_on = false;
-                    }
-                    Op::Jump => {
                         calls.join_from(&st);
                         goes_on = false;
                     }
@@ -359,7 +404,9 @@ impl Ctx<'_> {
                     }
                     Op::Call => {
                         calls.join_from(&st);
+                        let pre = st.1.clone();
                         st.join_from(ret);
+                        flow_marks::after_call(&mut st, &pre, &ret.1);
                     }
                     _ => {}
                 }
@@ -646,13 +693,10 @@ impl Ctx<'_> {
                             r + 1
                         ));
                     }
+                    // Where it goes is the marks' to show ([`flow_marks::control`]); here only
+                    // that nothing followed decides it.
                     match target {
-                        Val::Clean => {}
-                        Val::Ret if inst.op != Op::Call => {}
-                        Val::Pc(a) if self.sink_lows.contains(&a) && inst.op == Op::Call => {
-                            return Ok(Flow::Stops);
-                        }
-                        Val::Pc(a) if self.reached_lows.contains(&a) => {}
+                        v if v.codeish() => {}
                         v => {
                             return Err(format!(
                                 "control goes to {} (s{r})",

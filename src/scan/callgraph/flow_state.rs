@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::decode::{Reg, V};
+use super::flow_marks::{join_marks, Marks};
 
 /// An abstract value: what a register may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +117,11 @@ pub(super) fn degrade(v: Val) -> Val {
 /// constant lane are kept apart ([`lane_key`]), so that a value spilled to one lane and read back
 /// from it is not mixed with the other lanes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct State(pub(super) BTreeMap<Reg, Val>);
+pub(super) struct State(
+    pub(super) BTreeMap<Reg, Val>,
+    /// Where control may go ([`super::flow_marks`]): `None` until a path reaches the state.
+    pub(super) Marks,
+);
 
 /// The key of lane `l` of VGPR `v` (`v` ≥ [`V`]) in a [`State`].
 pub(super) fn lane_key(v: Reg, l: u8) -> Reg {
@@ -207,6 +212,7 @@ impl State {
                 self.set(k, v);
             }
         }
+        join_marks(&mut self.1, &other.1);
         *self != before
     }
 

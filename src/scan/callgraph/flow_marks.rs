@@ -1,0 +1,614 @@
+//! Where control may go ([`Code`]): a must-analysis beside the flow's may-analysis of followed
+//! values ([`super::flow_state::Val`]). A call, jump or return through a register pair is taken
+//! only when, on every path that reaches it, the pair certainly holds
+//! - a function's start that the code computed exactly: `s_getpc_b64` plus constants, each
+//!   carry paired with its sum ([`Code::PcLo`], [`Code::PcHi`]);
+//! - an entry of a function table: an 8-byte load through such an address (plus a register
+//!   index) from a run of data relocations that all point at function starts
+//!   ([`Code::FnLo`], [`Code::FnHi`]);
+//! - a return address a call wrote, moved only by copies and lane spills ([`Code::Ret`]; a
+//!   return, never a call).
+//!
+//! A register holds a mark only while every path agrees on it (the join keeps what both sides
+//! hold); any instruction that may write a register drops its mark unless the instruction is one
+//! of the few that keep or make one; relative register indexing drops them all. What the
+//! may-analysis calls `Clean` says nothing about where control goes: a value loaded from memory
+//! plus a constant is no function's start.
+//!
+//! Assumed, not seen:
+//! - a table entry holds what the image's relocation put there (no code writes a function table,
+//!   or writes one with anything but a function's start) and a table index stays inside the table
+//!   (C++: both are undefined behaviour otherwise);
+//! - a callee keeps the AMDGPU calling convention: `exec`, the lanes `exec` disables in every
+//!   VGPR, and the callee-saved VGPRs are as they were when it returns (the callee-saved SGPRs are
+//!   checked: every return must show them as they were entered, [`Code::Ident`]);
+//! - `exec` is not zero at a `v_readfirstlane_b32` that feeds a call (it then reads lane 0).
+//!
+//! Checked over the whole image ([`forged_code_address`]): no code makes a code address other
+//! than a function's start that could be written to a table: no pc-relative address into the
+//! middle of a function other than a long branch's own target, no `s_getpc_b64` this reader does
+//! not follow, no data relocation into a function. Not checked: a function that stores its return
+//! address, or arithmetic on a loaded function address, in code the flow does not follow.
+//!
+//! Sources: llvm `AMDGPUUsage.rst` ("Call Convention": `s[30:31]` holds the return address),
+//! llvm `SIInstrInfo::insertIndirectBranch` (the long branch: `s_getpc_b64`, `s_add_u32`,
+//! `s_addc_u32`, `s_setpc_b64` of the same pair).
+
+use std::collections::BTreeMap;
+
+use super::code::pc_rel;
+use super::decode::{Inst, Op, Reg, EXEC, SCC, V};
+use super::flow_state::{lane_key, State, LANES};
+use super::image::Image;
+use super::{Graph, Raw};
+
+/// What a register certainly holds, as far as where control may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// The low half of image address `.0` (only its low 32 bits are this register's): an
+    /// `s_getpc_b64` result plus constants.
+    PcLo(u64),
+    /// The high half of image address `.0`, every carry into it paired with its sum.
+    PcHi(u64),
+    /// SCC after adding (`.2`: subtracting) the constant bits `.1` to the low half of `.0`.
+    PcCarry(u64, u32, bool),
+    /// The low half of image address `.0` plus a register (`s_add_u32` of two registers).
+    IdxLo(u64),
+    /// The high half of image address `.0` plus a register's carry.
+    IdxHi(u64),
+    /// SCC after adding a register to the low half of `.0`.
+    IdxCarry(u64),
+    /// The low half of entry `.1` of the function-table load at `.0`.
+    FnLo(u64, u8),
+    /// The high half of entry `.1` of the function-table load at `.0`.
+    FnHi(u64, u8),
+    /// Half of a return address a call wrote.
+    Ret,
+    /// `exec`: within the lanes that ran the vector table load at `.0` and that no write to its
+    /// destinations has touched since (`W`, the lanes written; see [`made`]).
+    Disj(u64),
+    /// `exec` as [`Code::Disj`], and equal to the register `.1` (a copy of it).
+    Same(u64, Reg),
+    /// `exec` within the register `.1`, itself within the load's lanes, and every lane of `.1` that
+    /// a write touched since the copy is in `exec` (a waterfall loop serving `exec`'s lanes).
+    Serve(u64, Reg),
+    /// A copy of `exec` made under [`Code::Disj`] of the load at `.0`.
+    SavedExec(u64),
+    /// What register `.0` held when the function was entered (a callee-saved SGPR, seeded by
+    /// [`seed_callee`]): at a return, the caller's own mark of `.0` still holds.
+    Ident(Reg),
+}
+
+/// The marks of a state: `None` where no path has reached it yet (every mark holds vacuously).
+pub type Marks = Option<BTreeMap<Reg, Code>>;
+
+/// Join `other` into `mine` (what both hold); whether `mine` changed.
+pub(super) fn join_marks(mine: &mut Marks, other: &Marks) -> bool {
+    match (mine.as_mut(), other) {
+        (_, None) => false,
+        (None, Some(o)) => {
+            *mine = Some(o.clone());
+            true
+        }
+        (Some(m), Some(o)) => {
+            let n = m.len();
+            m.retain(|k, v| o.get(k) == Some(v));
+            m.len() != n
+        }
+    }
+}
+
+/// Function tables: runs of consecutive 8-byte data slots that each hold a relocation to one of
+/// `starts` (sorted), as [start, end) addresses.
+pub(super) fn function_tables(img: &Image<'_>, starts: &[u64]) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &(site, raw) in &img.data_relocs {
+        let ok = matches!(raw, Raw::Addr(a, _) if starts.binary_search(&a).is_ok());
+        if !ok {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(r) if r.1 == site => r.1 = site + 8,
+            _ => runs.push((site, site + 8)),
+        }
+    }
+    runs
+}
+
+/// Why the image may make a code address other than a function's start (one line), or `None`:
+/// a pc-relative address or data relocation into the middle of a function that is not a long
+/// branch (the address goes straight to `s_setpc_b64` in the same function), or an
+/// `s_getpc_b64` whose sum [`pc_rel`] does not read.
+pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> {
+    let Some(ops) = img.isa.sop1() else {
+        return Some("its instruction set has no known s_getpc_b64".into());
+    };
+    let (getpc, setpc) = (ops[2], ops[3]);
+    let mut spans: Vec<(u64, u64, usize)> = g
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.addr.map(|s| (s, n.end, i)))
+        .collect();
+    spans.sort_unstable();
+    let func_of = |a: u64| {
+        let i = spans.partition_point(|s| s.0 <= a);
+        (i > 0 && a < spans[i - 1].1).then(|| &g.nodes[spans[i - 1].2])
+    };
+    let word = |code: &[u8], i: usize| {
+        u32::from_le_bytes(code[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+    };
+    // SOP1: bits 31:23 are 0b1_0111_1101; the opcode is bits 15:8, sdst 22:16, ssrc0 7:0.
+    let is_sop1 = |w: u32| w >> 23 == 0b1_0111_1101;
+    let is_getpc = |w: u32| is_sop1(w) && (w >> 8) & 0xff == getpc;
+    for &(base, code) in &img.code {
+        let n = code.len() / 4;
+        for i in 0..n {
+            if !is_getpc(word(code, i)) {
+                continue;
+            }
+            let at = base + 4 * i as u64;
+            let Some((p, Raw::Addr(t, _), used)) = pc_rel(img, base, code, i) else {
+                return Some(format!(
+                    "the code at 0x{at:x} computes a code address (s_getpc_b64) in a way this rcclfix does not follow"
+                ));
+            };
+            let Some(f) = func_of(t) else { continue };
+            if f.addr == Some(t) {
+                continue;
+            }
+            // A long branch: the sum goes to s_setpc_b64 of the same pair, in the same function.
+            let mut j = i + used;
+            while j < n && matches!(word(code, j) >> 16, 0xBF87 | 0xBF88) {
+                j += 1;
+            }
+            let w = (j < n).then(|| word(code, j));
+            let branch = w.is_some_and(|w| {
+                is_sop1(w)
+                    && (w >> 8) & 0xff == setpc
+                    && w & 0xff == p
+                    && (w >> 16) & 0x7f == 0
+            }) && func_of(at).is_some_and(|h| h.addr == f.addr);
+            if !branch {
+                return Some(format!(
+                    "the code at 0x{at:x} computes 0x{t:x}, inside {} other than at its start",
+                    f.name
+                ));
+            }
+        }
+    }
+    for &(site, raw) in &img.data_relocs {
+        if let Raw::Addr(t, _) = raw {
+            if let Some(f) = func_of(t).filter(|f| f.addr != Some(t)) {
+                return Some(format!(
+                    "the data at 0x{site:x} points at 0x{t:x}, inside {} other than at its start",
+                    f.name
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The marks `inst` at `pc` makes, from the state before it (`tables`: [`function_tables`]);
+/// applied by [`apply`] after the instruction's other effects.
+///
+/// `key` names a lane as the flow does (`None` where a lane number may stand for two lanes).
+pub(super) fn made(
+    inst: &Inst,
+    pc: u64,
+    next: u64,
+    st: &State,
+    tables: &[(u64, u64)],
+    key: &dyn Fn(u8) -> Option<u8>,
+    wave32: Option<bool>,
+) -> Vec<(Reg, Option<Code>)> {
+    let Some(m) = &st.1 else { return Vec::new() };
+    let get = |r: Reg| m.get(&r).copied();
+    let lo32 = |a: u64| a & 0xffff_ffff;
+    let mut out = Vec::new();
+    match inst.op {
+        Op::GetPc { dst } => {
+            out.push((dst, Some(Code::PcLo(next))));
+            out.push((dst + 1, Some(Code::PcHi(next))));
+        }
+        Op::AddConst { dst, src, raw, sub, .. } => {
+            if let Some(Code::PcLo(y)) = get(src) {
+                let d = u64::from(raw);
+                let y2 = if sub { y.wrapping_sub(d) } else { y.wrapping_add(d) };
+                out.push((dst, Some(Code::PcLo(y2))));
+                out.push((SCC, Some(Code::PcCarry(y, raw, sub))));
+            }
+        }
+        Op::AddCarry { dst, src, k, sub } => {
+            if let (Some(Code::PcHi(z)), Some(Code::PcCarry(y, raw, csub))) = (get(src), get(SCC)) {
+                if lo32(y) == lo32(z) && sub == csub {
+                    let d = u64::from(raw) | u64::from(k) << 32;
+                    let z2 = if sub { z.wrapping_sub(d) } else { z.wrapping_add(d) };
+                    out.push((dst, Some(Code::PcHi(z2))));
+                }
+            }
+        }
+        // A code address's high half is below 2^15 (a canonical address): sign-extending its
+        // low 16 bits keeps it (gfx12's s_getpc_b64 sequence).
+        Op::Sext16 { dst, src } => {
+            if let Some(c @ Code::PcHi(_)) = get(src) {
+                out.push((dst, Some(c)));
+            }
+        }
+        Op::Add64 { dst, src, c } => {
+            if let (Some(Code::PcLo(y)), Some(Code::PcHi(z))) = (get(src), get(src + 1)) {
+                if lo32(y) == lo32(z) {
+                    let z2 = z.wrapping_add_signed(c);
+                    out.push((dst, Some(Code::PcLo(z2))));
+                    out.push((dst + 1, Some(Code::PcHi(z2))));
+                }
+            }
+        }
+        Op::AddRegs { dst, a, b, carry: false } => {
+            let base = match (get(a), get(b)) {
+                (Some(Code::PcLo(y)), None) | (None, Some(Code::PcLo(y))) => Some(y),
+                _ => None,
+            };
+            if let Some(y) = base {
+                out.push((dst, Some(Code::IdxLo(y))));
+                out.push((SCC, Some(Code::IdxCarry(y))));
+            }
+        }
+        Op::AddRegs { dst, a, b, carry: true } => {
+            let hi = match (get(a), get(b)) {
+                (Some(Code::PcHi(z)), None) | (None, Some(Code::PcHi(z))) => Some(z),
+                _ => None,
+            };
+            if let (Some(z), Some(Code::IdxCarry(y))) = (hi, get(SCC)) {
+                if lo32(y) == lo32(z) {
+                    out.push((dst, Some(Code::IdxHi(z))));
+                }
+            }
+        }
+        // A copy of exec, under Disj: exec is that copy.
+        Op::Copy { dst, src: EXEC, n } if dst + n <= V => {
+            if let Some(Code::Disj(l) | Code::Same(l, _)) = get(EXEC) {
+                for k in 0..n {
+                    out.push((dst + k, Some(Code::SavedExec(l))));
+                }
+                out.push((EXEC, Some(Code::Same(l, dst))));
+            }
+        }
+        // s_and_saveexec: the copy is exec as it was; exec only shrinks within it.
+        Op::AndSaveExec { dst, n } => {
+            if let Some(Code::Disj(l) | Code::Same(l, _)) = get(EXEC) {
+                for k in 0..n {
+                    out.push((dst + k, Some(Code::SavedExec(l))));
+                }
+                out.push((EXEC, Some(Code::Serve(l, dst))));
+            }
+        }
+        // v_readfirstlane_b32: the first lane `exec` enables, one the load wrote and nothing
+        // touched since when `exec` is within those lanes (and not zero: then it reads lane 0).
+        Op::Copy { dst, src, n: 1 } if dst < V && (V..LANES).contains(&src) => {
+            if let (
+                Some(c @ (Code::FnLo(l, _) | Code::FnHi(l, _))),
+                Some(Code::Disj(e) | Code::Same(e, _)),
+            ) = (get(src), get(EXEC))
+            {
+                if l == e {
+                    out.push((dst, Some(c)));
+                }
+            }
+        }
+        // Only between scalar registers: a vector write may leave some lanes as they were.
+        Op::Copy { dst, src, n } if dst + n <= V && src + n <= V => {
+            for k in 0..n {
+                if let Some(c) = get(src + k) {
+                    out.push((dst + k, Some(c)));
+                }
+            }
+        }
+        Op::ReadLane { dst, src, lane: Some(l) } if (V..LANES).contains(&src) => {
+            if let Some(c) = key(l).and_then(|l| get(lane_key(src, l))) {
+                out.push((dst, Some(c)));
+            }
+        }
+        Op::Merge { dst, src, lane: Some(l) } if (V..LANES).contains(&dst) => {
+            if let (Some(c), Some(l)) = (get(src), key(l)) {
+                out.push((lane_key(dst, l), Some(c)));
+            }
+        }
+        Op::SLoad { base, offset, soffset, bytes, dst } if bytes % 8 == 0 && dst % 2 == 0 => {
+            let at = match (get(base), get(base + 1)) {
+                (Some(Code::PcLo(y)), Some(Code::PcHi(z))) if lo32(y) == lo32(z) => {
+                    Some((z.wrapping_add_signed(offset), soffset.is_some()))
+                }
+                (Some(Code::IdxLo(y)), Some(Code::IdxHi(z))) if lo32(y) == lo32(z) => {
+                    Some((z.wrapping_add_signed(offset), true))
+                }
+                _ => None,
+            };
+            let in_table = at.is_some_and(|(a, indexed)| {
+                tables.iter().any(|&(s, e)| {
+                    a >= s
+                        && a < e
+                        && (indexed || ((a - s) % 8 == 0 && a + u64::from(bytes) <= e))
+                })
+            });
+            // Not a buffer resource (its address is more than the pair).
+            if in_table && !inst.reads.contains(&(base, 4)) {
+                for i in 0..(bytes / 8) as u8 {
+                    out.push((dst + 2 * Reg::from(i), Some(Code::FnLo(pc, i))));
+                    out.push((dst + 2 * Reg::from(i) + 1, Some(Code::FnHi(pc, i))));
+                }
+            }
+        }
+        // A plain GLOBAL load through a table's address (an SGPR pair) plus a VGPR index: the
+        // lanes that run it hold table entries; `exec` is those lanes.
+        Op::Mem
+            if inst.kills.len() == 1
+                && inst.kills[0].0 >= V
+                && inst.kills[0].0 + inst.kills[0].1 <= LANES
+                && inst.kills[0].1 % 2 == 0 =>
+        {
+            let (v, n) = inst.kills[0];
+            let table = inst.addr.iter().find(|&&(r, w)| r < V && w == 2).and_then(|&(r, _)| {
+                match (get(r), get(r + 1)) {
+                    (Some(Code::PcLo(y)), Some(Code::PcHi(z)))
+                    | (Some(Code::IdxLo(y)), Some(Code::IdxHi(z)))
+                        if lo32(y) == lo32(z) =>
+                    {
+                        Some(z)
+                    }
+                    _ => None,
+                }
+            });
+            if table.is_some_and(|a| tables.iter().any(|&(s, e)| a >= s && a < e)) {
+                for i in 0..(n / 2) as u8 {
+                    out.push((v + 2 * Reg::from(i), Some(Code::FnLo(pc, i))));
+                    out.push((v + 2 * Reg::from(i) + 1, Some(Code::FnHi(pc, i))));
+                }
+                out.push((EXEC, Some(Code::Disj(pc))));
+            }
+        }
+        // exec ^ r under Serve(r): r's lanes less exec's; the lanes written since the copy were
+        // all in exec, so none of what is left was written (Disj again).
+        Op::Xor { dst: EXEC, a, b, n } if a == EXEC || b == EXEC => {
+            let r = if a == EXEC { b } else { a };
+            let whole = match n {
+                1 => wave32 == Some(true),
+                _ => wave32 == Some(false),
+            };
+            if let Some(Code::Serve(l, x)) = get(EXEC) {
+                let saved = (r..r + n).all(|k| get(k) == Some(Code::SavedExec(l)));
+                if whole && x == r && saved {
+                    out.push((EXEC, Some(Code::Disj(l))));
+                }
+            }
+        }
+        Op::Call => {
+            if let Some(&(r, _)) = inst.kills.first() {
+                out.push((r, Some(Code::Ret)));
+                out.push((r + 1, Some(Code::Ret)));
+            }
+        }
+        _ => {}
+    }
+    if inst.vector {
+        // A vector instruction writes only the lanes exec enables. One that writes a lane mask
+        // to exec (v_cmpx, a VOP3 compare or carry-out into exec) clears the lanes it does not
+        // run in: exec only shrinks (Same becomes Serve; Serve says nothing any more).
+        let exec_written = inst.writes.iter().any(|&(r, n)| r <= EXEC + 1 && EXEC < r + n);
+        let lanes_only = !matches!(inst.op, Op::ReadLane { .. } | Op::Merge { .. } | Op::Copy { dst: 0..V, .. });
+        let mut exec = get(EXEC);
+        if exec_written && lanes_only {
+            exec = match exec {
+                Some(Code::Same(l, r)) => Some(Code::Serve(l, r)),
+                Some(Code::Disj(l)) => Some(Code::Disj(l)),
+                _ => None,
+            };
+            if let Some(c) = exec {
+                out.push((EXEC, Some(c)));
+            }
+        } else if exec_written {
+            exec = None;
+        }
+        // A write to a table load's destination under exec: the lanes written join W. Its
+        // entries stay in the other lanes; exec is no longer clear of W unless it serves.
+        let hit: Vec<(Reg, Code)> = inst
+            .writes
+            .iter()
+            .flat_map(|&(r, n)| r..r.saturating_add(n))
+            .filter(|k| (V..LANES).contains(k))
+            .filter_map(|k| match get(k) {
+                Some(c @ (Code::FnLo(l, _) | Code::FnHi(l, _))) => Some((k, c, l)),
+                _ => None,
+            })
+            .filter(|_| lanes_only)
+            .filter_map(|(k, c, l)| match exec {
+                Some(Code::Serve(e, _) | Code::Disj(e) | Code::Same(e, _)) if e == l => Some((k, c)),
+                _ => None,
+            })
+            .collect();
+        if !hit.is_empty() && !out.iter().any(|(r, _)| hit.iter().any(|(k, _)| k == r)) {
+            if !matches!(exec, Some(Code::Serve(..))) {
+                out.retain(|(r, _)| *r != EXEC);
+                out.push((EXEC, None));
+            }
+            out.extend(hit.into_iter().map(|(k, c)| (k, Some(c))));
+        }
+    }
+    out
+}
+
+/// Drop the marks of every register `inst` may write, then set `made` ([`made`]). Relative
+/// register indexing, gfx9's index mode and anything not classified drop every mark.
+pub(super) fn apply(
+    inst: &Inst,
+    st: &mut State,
+    made: Vec<(Reg, Option<Code>)>,
+    key: &dyn Fn(u8) -> Option<u8>,
+) {
+    let Some(m) = st.1.as_mut() else { return };
+    if matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork) {
+        m.clear();
+    }
+    let one_lane = match inst.op {
+        Op::Merge { dst, lane: Some(l), .. } => Some((dst, l)),
+        _ => None,
+    };
+    for &(r, n) in inst.writes.iter().chain(&inst.kills) {
+        for k in r..r.saturating_add(n) {
+            m.remove(&k);
+            if k == EXEC + 1 {
+                // exec_hi: what the mark on exec says of the whole mask.
+                m.remove(&EXEC);
+            }
+            if (V..LANES).contains(&k) {
+                match one_lane {
+                    Some((d, l)) if d == k && key(l).is_some() => {
+                        m.remove(&lane_key(k, key(l).unwrap_or(l)));
+                    }
+                    _ => {
+                        let keys: Vec<Reg> = m
+                            .range(lane_key(k, 0)..=lane_key(k, 63))
+                            .map(|(&x, _)| x)
+                            .collect();
+                        for x in keys {
+                            m.remove(&x);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (r, c) in made {
+        match c {
+            Some(c) => m.insert(r, c),
+            None => m.remove(&r),
+        };
+    }
+}
+
+/// Whether a call, jump or return through a register pair may be taken (see the module docs):
+/// `Ok(true)` when it goes to a sink's start (the call does not come back). `reached` and `sinks`
+/// are function starts; `forged` is [`forged_code_address`]'s answer. Errors: why not.
+pub(super) fn control(
+    inst: &Inst,
+    st: &State,
+    reached: &std::collections::HashSet<u64>,
+    sinks: &std::collections::HashSet<u64>,
+    forged: Option<&str>,
+) -> Result<bool, String> {
+    if !matches!(inst.op, Op::Call | Op::Jump | Op::Return) {
+        return Ok(false);
+    }
+    let (Some(&(r, _)), Some(m)) = (inst.reads.first(), &st.1) else {
+        return Ok(false);
+    };
+    let lo32 = |a: u64| a & 0xffff_ffff;
+    match (m.get(&r), m.get(&(r + 1))) {
+        (Some(&Code::PcLo(y)), Some(&Code::PcHi(z))) if lo32(y) == lo32(z) => {
+            if sinks.contains(&z) {
+                Ok(true)
+            } else if reached.contains(&z) {
+                Ok(false)
+            } else {
+                Err(format!(
+                    "control goes to 0x{z:x}, which is no start of a function the call graph reached"
+                ))
+            }
+        }
+        (Some(&Code::FnLo(p, i)), Some(&Code::FnHi(q, j))) if p == q && i == j => match forged {
+            Some(why) => Err(format!(
+                "control goes to an entry of a function table, and {why}: a table entry may hold that address"
+            )),
+            None => Ok(false),
+        },
+        (Some(Code::Ret), Some(Code::Ret)) if inst.op != Op::Call => Ok(false),
+        _ => Err(format!(
+            "control goes to s[{r}:{}], which this rcclfix cannot show holds a function's start or a return address on every path",
+            r + 1
+        )),
+    }
+}
+
+/// The callee-saved SGPRs (llvm `SIRegisterInfo`/`SICallingConv.td`, `CSR_AMDGPU_SGPRs`:
+/// s30–s105; s30–s31 are the return address and are marked as such).
+const SAVED_SGPRS: std::ops::RangeInclusive<Reg> = 32..=105;
+
+/// A function's entry marks from what every call leaves: the callee-saved SGPRs hold
+/// [`Code::Ident`] (so that a return shows what the callee kept for its caller); no other
+/// register says what it held in some caller.
+pub(super) fn seed_callee(st: &mut State) {
+    if let Some(m) = st.1.as_mut() {
+        m.retain(|_, c| !matches!(c, Code::Ident(_)));
+        for r in SAVED_SGPRS {
+            m.insert(r, Code::Ident(r));
+        }
+    }
+}
+
+/// The caller's marks after a call (`pre`: before it, the link pair's marks set; `ret`: the
+/// return state's marks), once the caller's state has joined the return state:
+/// - a callee-saved SGPR that every return of every callee shows as [`Code::Ident`] keeps the
+///   caller's mark;
+/// - a table load's destinations, `exec`'s [`Code::Serve`] and the callee-saved VGPRs' marks are
+///   kept, by the AMDGPU calling convention (llvm `AMDGPUUsage.rst`, "Call Convention": `exec` is
+///   preserved, and so are the lanes it disables in every VGPR and the callee-saved VGPRs; what
+///   the callee writes in `exec`'s lanes joins the written lanes). Not checked in the callee's
+///   code: an assumption, stated in the module docs;
+/// - no [`Code::Ident`] from either side (they name different functions' entries).
+pub(super) fn after_call(st: &mut State, pre: &Marks, ret: &Marks) {
+    let (Some(m), Some(pre)) = (st.1.as_mut(), pre) else {
+        return;
+    };
+    // What the join kept is a fact about the values whatever the path (an image address, a table
+    // entry in a scalar register, a return address), except what names one function's entry or
+    // one table load's lanes and exec: those come from `pre` only, below.
+    m.retain(|&r, c| match c {
+        Code::Ident(_) | Code::SavedExec(_) | Code::Disj(_) | Code::Same(..) | Code::Serve(..) => {
+            false
+        }
+        Code::FnLo(..) | Code::FnHi(..) => !(V..LANES).contains(&r),
+        _ => true,
+    });
+    for r in SAVED_SGPRS {
+        let kept = ret.as_ref().is_none_or(|ret| ret.get(&r) == Some(&Code::Ident(r)));
+        match pre.get(&r) {
+            Some(&c) if kept => {
+                m.insert(r, c);
+            }
+            _ => {
+                m.remove(&r);
+            }
+        }
+    }
+    // The callee-saved VGPRs, whole and lane by lane (a return address spilled to a lane).
+    m.retain(|&r, _| !saved_vgpr(r));
+    for (&r, &c) in pre {
+        let keep = match c {
+            _ if saved_vgpr(r) => true,
+            Code::FnLo(..) | Code::FnHi(..) => (V..LANES).contains(&r),
+            Code::Serve(..) => r == EXEC,
+            _ => false,
+        };
+        if keep {
+            m.insert(r, c);
+        }
+    }
+}
+
+/// Whether `r` is a callee-saved VGPR or one of its lanes (llvm `SICallingConv.td`,
+/// `CSR_AMDGPU_VGPRs`: v40–v47, v56–v63, … v248–v255, eight of every sixteen from v40).
+fn saved_vgpr(r: Reg) -> bool {
+    let v = if r >= LANES {
+        (r - LANES) / 64
+    } else if r >= V {
+        r - V
+    } else {
+        return false;
+    };
+    v >= 40 && v < 256 && (v - 40) % 16 < 8
+}
+
+#[cfg(test)]
+#[path = "flow_marks_tests.rs"]
+mod tests;
