@@ -152,7 +152,12 @@ fn compile(dir: &Path) {
     let d7 = dir.join("f7");
     std::fs::create_dir_all(&d7).unwrap();
     let src7 = src.parent().unwrap().join("findings7");
-    for name in ["common.h", "ttmp_dispatch.hip", "midjump2.hip", "midjump3.hip"] {
+    for name in [
+        "common.h",
+        "ttmp_dispatch.hip",
+        "midjump2.hip",
+        "midjump3.hip",
+    ] {
         std::fs::copy(src7.join(name), d7.join(name)).unwrap();
     }
     crate::support::in_toolchain_ok(
@@ -244,10 +249,7 @@ fn slow_findings_of_the_hostile_review() {
     // start on every path (`flow_marks.rs`; before the flow, the fill of the handler's whole
     // extent made it trap; both hold now, the refusal comes first).
     let r = refused(d, "computed_handler-O3.co", true);
-    assert!(
-        r.to_string().contains("control goes to s["),
-        "{r}"
-    );
+    assert!(r.to_string().contains("control goes to s["), "{r}");
 
     // 4. A kernel that reads its hostcall slot and calls nothing: the declaration is explained
     // by nothing in the call graph, so neither patch proves it (before: both did).

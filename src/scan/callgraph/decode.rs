@@ -138,7 +138,12 @@ pub enum Op {
     /// `dst = a + b` (`s_add_u32` of two registers, setting SCC to the carry), or with `carry`
     /// `a + b + SCC` (`s_addc_u32`): a table's address plus an index, for the marks of
     /// [`super::flow_marks`]; otherwise an ALU operation of what it reads.
-    AddRegs { dst: Reg, a: Reg, b: Reg, carry: bool },
+    AddRegs {
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        carry: bool,
+    },
     /// `dst = a ^ b` (`s_xor_b32`/`s_xor_b64` of two registers): how a waterfall loop takes the
     /// lanes it has served out of `exec`, for [`super::flow_marks`]; otherwise an ALU operation.
     Xor { dst: Reg, a: Reg, b: Reg, n: u16 },

@@ -124,7 +124,11 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     // A plain load writes its width and no more (FLAT has no TFE); a store writes no register;
     // anything else (an atomic that may return) up to four.
     if !flat_store(g, (w >> 18) & 0x7f) {
-        x.vdst(w1 >> 24, if load > 0 { load } else { 4 }, if acc { 0 } else { load });
+        x.vdst(
+            w1 >> 24,
+            if load > 0 { load } else { 4 },
+            if acc { 0 } else { load },
+        );
     }
     x
 }

@@ -32,9 +32,8 @@ pub(super) fn kernel_entry(
     }
     let props = u16::from_le_bytes([kd[56], kd[57]]);
     let preload = u16::from_le_bytes([kd[58], kd[59]]);
-    let mut st = State::default();
     // A kernel is reached: no register holds a code address yet.
-    st.1 = Some(Default::default());
+    let mut st = State(Default::default(), Some(Default::default()));
     let mut at: Reg = 0;
     let bit = |b: u16| props & (1 << b) != 0;
     if bit(0) {

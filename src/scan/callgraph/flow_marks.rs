@@ -34,69 +34,11 @@
 //! llvm `SIInstrInfo::insertIndirectBranch` (the long branch: `s_getpc_b64`, `s_add_u32`,
 //! `s_addc_u32`, `s_setpc_b64` of the same pair).
 
-use std::collections::BTreeMap;
-
 use super::code::pc_rel;
 use super::decode::{Inst, Op, Reg, EXEC, SCC, V};
-use super::flow_state::{lane_key, State, LANES};
+use super::flow_state::{lane_key, Code, Marks, State, LANES};
 use super::image::Image;
 use super::{Graph, Raw};
-
-/// What a register certainly holds, as far as where control may go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    /// The low half of image address `.0` (only its low 32 bits are this register's): an
-    /// `s_getpc_b64` result plus constants.
-    PcLo(u64),
-    /// The high half of image address `.0`, every carry into it paired with its sum.
-    PcHi(u64),
-    /// SCC after adding (`.2`: subtracting) the constant bits `.1` to the low half of `.0`.
-    PcCarry(u64, u32, bool),
-    /// The low half of image address `.0` plus a register (`s_add_u32` of two registers).
-    IdxLo(u64),
-    /// The high half of image address `.0` plus a register's carry.
-    IdxHi(u64),
-    /// SCC after adding a register to the low half of `.0`.
-    IdxCarry(u64),
-    /// The low half of entry `.1` of the function-table load at `.0`.
-    FnLo(u64, u8),
-    /// The high half of entry `.1` of the function-table load at `.0`.
-    FnHi(u64, u8),
-    /// Half of a return address a call wrote.
-    Ret,
-    /// `exec`: within the lanes that ran the vector table load at `.0` and that no write to its
-    /// destinations has touched since (`W`, the lanes written; see [`made`]).
-    Disj(u64),
-    /// `exec` as [`Code::Disj`], and equal to the register `.1` (a copy of it).
-    Same(u64, Reg),
-    /// `exec` within the register `.1`, itself within the load's lanes, and every lane of `.1` that
-    /// a write touched since the copy is in `exec` (a waterfall loop serving `exec`'s lanes).
-    Serve(u64, Reg),
-    /// A copy of `exec` made under [`Code::Disj`] of the load at `.0`.
-    SavedExec(u64),
-    /// What register `.0` held when the function was entered (a callee-saved SGPR, seeded by
-    /// [`seed_callee`]): at a return, the caller's own mark of `.0` still holds.
-    Ident(Reg),
-}
-
-/// The marks of a state: `None` where no path has reached it yet (every mark holds vacuously).
-pub type Marks = Option<BTreeMap<Reg, Code>>;
-
-/// Join `other` into `mine` (what both hold); whether `mine` changed.
-pub(super) fn join_marks(mine: &mut Marks, other: &Marks) -> bool {
-    match (mine.as_mut(), other) {
-        (_, None) => false,
-        (None, Some(o)) => {
-            *mine = Some(o.clone());
-            true
-        }
-        (Some(m), Some(o)) => {
-            let n = m.len();
-            m.retain(|k, v| o.get(k) == Some(v));
-            m.len() != n
-        }
-    }
-}
 
 /// Function tables: runs of consecutive 8-byte data slots that each hold a relocation to one of
 /// `starts` (sorted), as [start, end) addresses.
@@ -164,10 +106,7 @@ pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> 
             }
             let w = (j < n).then(|| word(code, j));
             let branch = w.is_some_and(|w| {
-                is_sop1(w)
-                    && (w >> 8) & 0xff == setpc
-                    && w & 0xff == p
-                    && (w >> 16) & 0x7f == 0
+                is_sop1(w) && (w >> 8) & 0xff == setpc && w & 0xff == p && (w >> 16) & 0x7f == 0
             }) && func_of(at).is_some_and(|h| h.addr == f.addr);
             if !branch {
                 return Some(format!(
@@ -212,10 +151,16 @@ pub(super) fn made(
             out.push((dst, Some(Code::PcLo(next))));
             out.push((dst + 1, Some(Code::PcHi(next))));
         }
-        Op::AddConst { dst, src, raw, sub, .. } => {
+        Op::AddConst {
+            dst, src, raw, sub, ..
+        } => {
             if let Some(Code::PcLo(y)) = get(src) {
                 let d = u64::from(raw);
-                let y2 = if sub { y.wrapping_sub(d) } else { y.wrapping_add(d) };
+                let y2 = if sub {
+                    y.wrapping_sub(d)
+                } else {
+                    y.wrapping_add(d)
+                };
                 out.push((dst, Some(Code::PcLo(y2))));
                 out.push((SCC, Some(Code::PcCarry(y, raw, sub))));
             }
@@ -224,7 +169,11 @@ pub(super) fn made(
             if let (Some(Code::PcHi(z)), Some(Code::PcCarry(y, raw, csub))) = (get(src), get(SCC)) {
                 if lo32(y) == lo32(z) && sub == csub {
                     let d = u64::from(raw) | u64::from(k) << 32;
-                    let z2 = if sub { z.wrapping_sub(d) } else { z.wrapping_add(d) };
+                    let z2 = if sub {
+                        z.wrapping_sub(d)
+                    } else {
+                        z.wrapping_add(d)
+                    };
                     out.push((dst, Some(Code::PcHi(z2))));
                 }
             }
@@ -245,7 +194,12 @@ pub(super) fn made(
                 }
             }
         }
-        Op::AddRegs { dst, a, b, carry: false } => {
+        Op::AddRegs {
+            dst,
+            a,
+            b,
+            carry: false,
+        } => {
             let base = match (get(a), get(b)) {
                 (Some(Code::PcLo(y)), None) | (None, Some(Code::PcLo(y))) => Some(y),
                 _ => None,
@@ -255,7 +209,12 @@ pub(super) fn made(
                 out.push((SCC, Some(Code::IdxCarry(y))));
             }
         }
-        Op::AddRegs { dst, a, b, carry: true } => {
+        Op::AddRegs {
+            dst,
+            a,
+            b,
+            carry: true,
+        } => {
             let hi = match (get(a), get(b)) {
                 (Some(Code::PcHi(z)), None) | (None, Some(Code::PcHi(z))) => Some(z),
                 _ => None,
@@ -305,17 +264,31 @@ pub(super) fn made(
                 }
             }
         }
-        Op::ReadLane { dst, src, lane: Some(l) } if (V..LANES).contains(&src) => {
+        Op::ReadLane {
+            dst,
+            src,
+            lane: Some(l),
+        } if (V..LANES).contains(&src) => {
             if let Some(c) = key(l).and_then(|l| get(lane_key(src, l))) {
                 out.push((dst, Some(c)));
             }
         }
-        Op::Merge { dst, src, lane: Some(l) } if (V..LANES).contains(&dst) => {
+        Op::Merge {
+            dst,
+            src,
+            lane: Some(l),
+        } if (V..LANES).contains(&dst) => {
             if let (Some(c), Some(l)) = (get(src), key(l)) {
                 out.push((lane_key(dst, l), Some(c)));
             }
         }
-        Op::SLoad { base, offset, soffset, bytes, dst } if bytes % 8 == 0 && dst % 2 == 0 => {
+        Op::SLoad {
+            base,
+            offset,
+            soffset,
+            bytes,
+            dst,
+        } if bytes % 8 == 0 && dst % 2 == 0 => {
             let at = match (get(base), get(base + 1)) {
                 (Some(Code::PcLo(y)), Some(Code::PcHi(z))) if lo32(y) == lo32(z) => {
                     Some((z.wrapping_add_signed(offset), soffset.is_some()))
@@ -327,9 +300,7 @@ pub(super) fn made(
             };
             let in_table = at.is_some_and(|(a, indexed)| {
                 tables.iter().any(|&(s, e)| {
-                    a >= s
-                        && a < e
-                        && (indexed || ((a - s) % 8 == 0 && a + u64::from(bytes) <= e))
+                    a >= s && a < e && (indexed || ((a - s) % 8 == 0 && a + u64::from(bytes) <= e))
                 })
             });
             // Not a buffer resource (its address is more than the pair).
@@ -346,20 +317,22 @@ pub(super) fn made(
             if inst.kills.len() == 1
                 && inst.kills[0].0 >= V
                 && inst.kills[0].0 + inst.kills[0].1 <= LANES
-                && inst.kills[0].1 % 2 == 0 =>
+                && inst.kills[0].1.is_multiple_of(2) =>
         {
             let (v, n) = inst.kills[0];
-            let table = inst.addr.iter().find(|&&(r, w)| r < V && w == 2).and_then(|&(r, _)| {
-                match (get(r), get(r + 1)) {
-                    (Some(Code::PcLo(y)), Some(Code::PcHi(z)))
-                    | (Some(Code::IdxLo(y)), Some(Code::IdxHi(z)))
-                        if lo32(y) == lo32(z) =>
-                    {
-                        Some(z)
-                    }
-                    _ => None,
-                }
-            });
+            let table =
+                inst.addr
+                    .iter()
+                    .find(|&&(r, w)| r < V && w == 2)
+                    .and_then(|&(r, _)| match (get(r), get(r + 1)) {
+                        (Some(Code::PcLo(y)), Some(Code::PcHi(z)))
+                        | (Some(Code::IdxLo(y)), Some(Code::IdxHi(z)))
+                            if lo32(y) == lo32(z) =>
+                        {
+                            Some(z)
+                        }
+                        _ => None,
+                    });
             if table.is_some_and(|a| tables.iter().any(|&(s, e)| a >= s && a < e)) {
                 for i in 0..(n / 2) as u8 {
                     out.push((v + 2 * Reg::from(i), Some(Code::FnLo(pc, i))));
@@ -395,8 +368,14 @@ pub(super) fn made(
         // A vector instruction writes only the lanes exec enables. One that writes a lane mask
         // to exec (v_cmpx, a VOP3 compare or carry-out into exec) clears the lanes it does not
         // run in: exec only shrinks (Same becomes Serve; Serve says nothing any more).
-        let exec_written = inst.writes.iter().any(|&(r, n)| r <= EXEC + 1 && EXEC < r + n);
-        let lanes_only = !matches!(inst.op, Op::ReadLane { .. } | Op::Merge { .. } | Op::Copy { dst: 0..V, .. });
+        let exec_written = inst
+            .writes
+            .iter()
+            .any(|&(r, n)| r <= EXEC + 1 && EXEC < r + n);
+        let lanes_only = !matches!(
+            inst.op,
+            Op::ReadLane { .. } | Op::Merge { .. } | Op::Copy { dst: 0..V, .. }
+        );
         let mut exec = get(EXEC);
         if exec_written && lanes_only {
             exec = match exec {
@@ -423,7 +402,9 @@ pub(super) fn made(
             })
             .filter(|_| lanes_only)
             .filter_map(|(k, c, l)| match exec {
-                Some(Code::Serve(e, _) | Code::Disj(e) | Code::Same(e, _)) if e == l => Some((k, c)),
+                Some(Code::Serve(e, _) | Code::Disj(e) | Code::Same(e, _)) if e == l => {
+                    Some((k, c))
+                }
                 _ => None,
             })
             .collect();
@@ -451,7 +432,9 @@ pub(super) fn apply(
         m.clear();
     }
     let one_lane = match inst.op {
-        Op::Merge { dst, lane: Some(l), .. } => Some((dst, l)),
+        Op::Merge {
+            dst, lane: Some(l), ..
+        } => Some((dst, l)),
         _ => None,
     };
     for &(r, n) in inst.writes.iter().chain(&inst.kills) {
@@ -571,7 +554,9 @@ pub(super) fn after_call(st: &mut State, pre: &Marks, ret: &Marks) {
         _ => true,
     });
     for r in SAVED_SGPRS {
-        let kept = ret.as_ref().is_none_or(|ret| ret.get(&r) == Some(&Code::Ident(r)));
+        let kept = ret
+            .as_ref()
+            .is_none_or(|ret| ret.get(&r) == Some(&Code::Ident(r)));
         match pre.get(&r) {
             Some(&c) if kept => {
                 m.insert(r, c);
@@ -606,7 +591,7 @@ fn saved_vgpr(r: Reg) -> bool {
     } else {
         return false;
     };
-    v >= 40 && v < 256 && (v - 40) % 16 < 8
+    (40..256).contains(&v) && (v - 40) % 16 < 8
 }
 
 #[cfg(test)]

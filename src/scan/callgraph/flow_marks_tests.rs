@@ -5,21 +5,28 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::super::decode::{Inst, Op, Reg, EXEC, SCC, V};
 use super::super::flow_state::State;
-use super::{apply, control, join_marks, made, Code};
+use super::super::flow_state::{join_marks, Code};
+use super::{apply, control, made};
 
 fn key(l: u8) -> Option<u8> {
     Some(l & 31)
 }
 
 fn reached() -> State {
-    let mut st = State::default();
-    st.1 = Some(BTreeMap::new());
-    st
+    State(BTreeMap::new(), Some(BTreeMap::new()))
 }
 
 /// Run `inst` at `pc` on `st` as the flow does (marks only).
 fn step(st: &mut State, inst: &Inst, pc: u64, tables: &[(u64, u64)]) {
-    let m = made(inst, pc, pc + 4 * inst.words as u64, st, tables, &key, Some(true));
+    let m = made(
+        inst,
+        pc,
+        pc + 4 * inst.words as u64,
+        st,
+        tables,
+        &key,
+        Some(true),
+    );
     apply(inst, st, m, &key);
 }
 
@@ -38,9 +45,20 @@ fn call(target: Reg) -> Inst {
 
 fn get_pc_plus(st: &mut State, c: u32) {
     step(st, &inst(Op::GetPc { dst: 4 }, &[(4, 2)]), 0x100, &[]);
-    let add = Op::AddConst { dst: 4, src: 4, c: i64::from(c), raw: c, sub: false };
+    let add = Op::AddConst {
+        dst: 4,
+        src: 4,
+        c: i64::from(c),
+        raw: c,
+        sub: false,
+    };
     step(st, &inst(add, &[(4, 1), (SCC, 1)]), 0x104, &[]);
-    let addc = Op::AddCarry { dst: 5, src: 5, k: 0, sub: false };
+    let addc = Op::AddCarry {
+        dst: 5,
+        src: 5,
+        k: 0,
+        sub: false,
+    };
     step(st, &inst(addc, &[(5, 1), (SCC, 1)]), 0x10c, &[]);
 }
 
@@ -54,8 +72,14 @@ fn an_exact_sum_reaches_a_start_and_nothing_else() {
     get_pc_plus(&mut st, 0x100);
     // s_getpc_b64's result is the next instruction's address, 0x104; plus 0x100.
     assert_eq!(st.1.as_ref().unwrap().get(&5), Some(&Code::PcHi(0x204)));
-    assert_eq!(control(&call(4), &st, &starts(&[0x204]), &starts(&[]), None), Ok(false));
-    assert_eq!(control(&call(4), &st, &starts(&[]), &starts(&[0x204]), None), Ok(true));
+    assert_eq!(
+        control(&call(4), &st, &starts(&[0x204]), &starts(&[]), None),
+        Ok(false)
+    );
+    assert_eq!(
+        control(&call(4), &st, &starts(&[]), &starts(&[0x204]), None),
+        Ok(true)
+    );
     let e = control(&call(4), &st, &starts(&[0x200]), &starts(&[]), None).unwrap_err();
     assert!(e.contains("no start of a function"), "{e}");
 }
@@ -65,7 +89,13 @@ fn a_carry_from_another_sum_or_a_constant_after_the_pair_is_no_start() {
     let mut st = reached();
     get_pc_plus(&mut st, 0x100);
     // One more add to the low half, with no matching carry into the high half.
-    let add = Op::AddConst { dst: 4, src: 4, c: 8, raw: 8, sub: false };
+    let add = Op::AddConst {
+        dst: 4,
+        src: 4,
+        c: 8,
+        raw: 8,
+        sub: false,
+    };
     step(&mut st, &inst(add, &[(4, 1), (SCC, 1)]), 0x114, &[]);
     let e = control(&call(4), &st, &starts(&[0x204, 0x20c]), &starts(&[]), None).unwrap_err();
     assert!(e.contains("cannot show"), "{e}");
@@ -85,7 +115,10 @@ fn the_join_keeps_only_what_both_paths_hold() {
     // A path not reached yet holds every mark: joining it changes nothing.
     let mut k = a.clone();
     assert!(!join_marks(&mut k.1, &None));
-    assert_eq!(control(&call(4), &k, &starts(&[0x204]), &starts(&[]), None), Ok(false));
+    assert_eq!(
+        control(&call(4), &k, &starts(&[0x204]), &starts(&[]), None),
+        Ok(false)
+    );
 }
 
 #[test]
@@ -94,7 +127,10 @@ fn a_return_address_is_a_return_and_never_a_call() {
     step(&mut st, &call(4), 0x100, &[]);
     let mut ret = inst(Op::Return, &[]);
     ret.reads = vec![(30, 2)];
-    assert_eq!(control(&ret, &st, &starts(&[]), &starts(&[]), None), Ok(false));
+    assert_eq!(
+        control(&ret, &st, &starts(&[]), &starts(&[]), None),
+        Ok(false)
+    );
     assert!(control(&call(30), &st, &starts(&[]), &starts(&[]), None).is_err());
     // Any write to the pair drops it.
     step(&mut st, &inst(Op::Alu, &[(30, 1)]), 0x104, &[]);
@@ -106,9 +142,19 @@ fn a_return_address_is_a_return_and_never_a_call() {
 fn waterfall_load() -> State {
     let mut st = reached();
     get_pc_plus(&mut st, 0x1000 - 0x104);
-    let idx = Op::AddRegs { dst: 4, a: 8, b: 4, carry: false };
+    let idx = Op::AddRegs {
+        dst: 4,
+        a: 8,
+        b: 4,
+        carry: false,
+    };
     step(&mut st, &inst(idx, &[(4, 1), (SCC, 1)]), 0x114, &[]);
-    let idxc = Op::AddRegs { dst: 5, a: 9, b: 5, carry: true };
+    let idxc = Op::AddRegs {
+        dst: 5,
+        a: 9,
+        b: 5,
+        carry: true,
+    };
     step(&mut st, &inst(idxc, &[(5, 1), (SCC, 1)]), 0x118, &[]);
     let mut load = inst(Op::Mem, &[(V + 4, 2)]);
     load.kills = vec![(V + 4, 2)];
@@ -120,7 +166,14 @@ fn waterfall_load() -> State {
 
 fn readfirstlane(st: &mut State, pc: u64) {
     for k in 0..2 {
-        let mut x = inst(Op::Copy { dst: 10 + k, src: V + 4 + k, n: 1 }, &[(10 + k, 1)]);
+        let mut x = inst(
+            Op::Copy {
+                dst: 10 + k,
+                src: V + 4 + k,
+                n: 1,
+            },
+            &[(10 + k, 1)],
+        );
         x.vector = true;
         step(st, &x, pc + 4 * u64::from(k), &[]);
     }
@@ -130,23 +183,57 @@ fn readfirstlane(st: &mut State, pc: u64) {
 fn a_waterfall_loop_calls_table_entries() {
     let mut st = waterfall_load();
     readfirstlane(&mut st, 0x124);
-    assert_eq!(control(&call(10), &st, &starts(&[]), &starts(&[]), None), Ok(false));
+    assert_eq!(
+        control(&call(10), &st, &starts(&[]), &starts(&[]), None),
+        Ok(false)
+    );
     // The image makes a mid-function address: a table entry may hold it.
     let e = control(&call(10), &st, &starts(&[]), &starts(&[]), Some("x")).unwrap_err();
     assert!(e.contains("function table"), "{e}");
     // s_mov_b32 s54, exec_lo; v_cmpx; a write to the loaded VGPRs in exec's lanes; s_xor_b32
     // exec_lo, exec_lo, s54: exec is again clear of the lanes written.
-    step(&mut st, &inst(Op::Copy { dst: 54, src: EXEC, n: 1 }, &[(54, 1)]), 0x12c, &[]);
+    step(
+        &mut st,
+        &inst(
+            Op::Copy {
+                dst: 54,
+                src: EXEC,
+                n: 1,
+            },
+            &[(54, 1)],
+        ),
+        0x12c,
+        &[],
+    );
     let mut cmpx = inst(Op::Alu, &[(EXEC, 2)]);
     cmpx.vector = true;
     step(&mut st, &cmpx, 0x130, &[]);
     let mut w = inst(Op::Alu, &[(V + 4, 1)]);
     w.vector = true;
     step(&mut st, &w, 0x138, &[]);
-    assert!(matches!(st.1.as_ref().unwrap().get(&EXEC), Some(Code::Serve(..))));
-    step(&mut st, &inst(Op::Xor { dst: EXEC, a: EXEC, b: 54, n: 1 }, &[(EXEC, 1)]), 0x13c, &[]);
+    assert!(matches!(
+        st.1.as_ref().unwrap().get(&EXEC),
+        Some(Code::Serve(..))
+    ));
+    step(
+        &mut st,
+        &inst(
+            Op::Xor {
+                dst: EXEC,
+                a: EXEC,
+                b: 54,
+                n: 1,
+            },
+            &[(EXEC, 1)],
+        ),
+        0x13c,
+        &[],
+    );
     readfirstlane(&mut st, 0x140);
-    assert_eq!(control(&call(10), &st, &starts(&[]), &starts(&[]), None), Ok(false));
+    assert_eq!(
+        control(&call(10), &st, &starts(&[]), &starts(&[]), None),
+        Ok(false)
+    );
 }
 
 #[test]
@@ -165,7 +252,14 @@ fn a_write_to_the_loaded_lanes_outside_a_served_exec_ends_the_waterfall() {
     assert!(control(&call(10), &st, &starts(&[]), &starts(&[]), None).is_err());
     // v_writelane writes a lane whatever exec says.
     let mut st = waterfall_load();
-    let lane = inst(Op::Merge { dst: V + 4, src: 0, lane: Some(3) }, &[(V + 4, 1)]);
+    let lane = inst(
+        Op::Merge {
+            dst: V + 4,
+            src: 0,
+            lane: Some(3),
+        },
+        &[(V + 4, 1)],
+    );
     step(&mut st, &lane, 0x124, &[]);
     readfirstlane(&mut st, 0x128);
     assert!(control(&call(10), &st, &starts(&[]), &starts(&[]), None).is_err());
@@ -175,11 +269,30 @@ fn a_write_to_the_loaded_lanes_outside_a_served_exec_ends_the_waterfall() {
 fn a_load_outside_every_table_is_no_entry() {
     let mut st = reached();
     get_pc_plus(&mut st, 0x2000 - 0x104);
-    let sload = Op::SLoad { base: 4, offset: 0, soffset: None, bytes: 8, dst: 10 };
-    step(&mut st, &inst(sload.clone(), &[(10, 2)]), 0x114, &[(0x1000, 0x1010)]);
+    let sload = Op::SLoad {
+        base: 4,
+        offset: 0,
+        soffset: None,
+        bytes: 8,
+        dst: 10,
+    };
+    step(
+        &mut st,
+        &inst(sload.clone(), &[(10, 2)]),
+        0x114,
+        &[(0x1000, 0x1010)],
+    );
     assert!(control(&call(10), &st, &starts(&[]), &starts(&[]), None).is_err());
     let mut st = reached();
     get_pc_plus(&mut st, 0x1008 - 0x104);
-    step(&mut st, &inst(sload, &[(10, 2)]), 0x114, &[(0x1000, 0x1010)]);
-    assert_eq!(control(&call(10), &st, &starts(&[]), &starts(&[]), None), Ok(false));
+    step(
+        &mut st,
+        &inst(sload, &[(10, 2)]),
+        0x114,
+        &[(0x1000, 0x1010)],
+    );
+    assert_eq!(
+        control(&call(10), &st, &starts(&[]), &starts(&[]), None),
+        Ok(false)
+    );
 }

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use super::decode::{Reg, V};
-use super::flow_marks::{join_marks, Marks};
 
 /// An abstract value: what a register may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,5 +227,61 @@ impl State {
     /// Whether anything is tracked (a clean lane entry is not).
     pub(super) fn tracked(&self) -> bool {
         self.0.values().any(|&v| v != Val::Clean)
+    }
+}
+
+/// What a register certainly holds, as far as where control may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// The low half of image address `.0` (only its low 32 bits are this register's): an
+    /// `s_getpc_b64` result plus constants.
+    PcLo(u64),
+    /// The high half of image address `.0`, every carry into it paired with its sum.
+    PcHi(u64),
+    /// SCC after adding (`.2`: subtracting) the constant bits `.1` to the low half of `.0`.
+    PcCarry(u64, u32, bool),
+    /// The low half of image address `.0` plus a register (`s_add_u32` of two registers).
+    IdxLo(u64),
+    /// The high half of image address `.0` plus a register's carry.
+    IdxHi(u64),
+    /// SCC after adding a register to the low half of `.0`.
+    IdxCarry(u64),
+    /// The low half of entry `.1` of the function-table load at `.0`.
+    FnLo(u64, u8),
+    /// The high half of entry `.1` of the function-table load at `.0`.
+    FnHi(u64, u8),
+    /// Half of a return address a call wrote.
+    Ret,
+    /// `exec`: within the lanes that ran the vector table load at `.0` and that no write to its
+    /// destinations has touched since (`W`, the lanes written; see [`super::flow_marks::made`]).
+    Disj(u64),
+    /// `exec` as [`Code::Disj`], and equal to the register `.1` (a copy of it).
+    Same(u64, Reg),
+    /// `exec` within the register `.1`, itself within the load's lanes, and every lane of `.1` that
+    /// a write touched since the copy is in `exec` (a waterfall loop serving `exec`'s lanes).
+    Serve(u64, Reg),
+    /// A copy of `exec` made under [`Code::Disj`] of the load at `.0`.
+    SavedExec(u64),
+    /// What register `.0` held when the function was entered (a callee-saved SGPR, seeded by
+    /// [`super::flow_marks::seed_callee`]): at a return, the caller's own mark of `.0` still holds.
+    Ident(Reg),
+}
+
+/// The marks of a state: `None` where no path has reached it yet (every mark holds vacuously).
+pub type Marks = Option<BTreeMap<Reg, Code>>;
+
+/// Join `other` into `mine` (what both hold); whether `mine` changed.
+pub(super) fn join_marks(mine: &mut Marks, other: &Marks) -> bool {
+    match (mine.as_mut(), other) {
+        (_, None) => false,
+        (None, Some(o)) => {
+            *mine = Some(o.clone());
+            true
+        }
+        (Some(m), Some(o)) => {
+            let n = m.len();
+            m.retain(|k, v| o.get(k) == Some(v));
+            m.len() != n
+        }
     }
 }
