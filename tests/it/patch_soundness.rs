@@ -173,6 +173,26 @@ fn compile(dir: &Path) {
             ),
         ],
     );
+    // The eighth review's `tabwrite` and `fakeret` (`findings8/`), `r8_`/`r8p_`.
+    let d8 = dir.join("f8");
+    std::fs::create_dir_all(&d8).unwrap();
+    let src8 = src.parent().unwrap().join("findings8");
+    for name in ["tabwrite.hip", "fakeret.hip"] {
+        std::fs::copy(src8.join(name), d8.join(name)).unwrap();
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d8,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for n in tabwrite fakeret; do for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r8_$n-$a.co $n.hip 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r8p_$n-$a.co $n.hip 2>/dev/null; done; done"
+            ),
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -454,6 +474,28 @@ fn slow_findings_of_the_hostile_review() {
                         "{co} (asserts: {asserts}): {r}"
                     );
                 }
+            }
+        }
+    }
+    // 4k. The eighth review's: a table another kernel writes with the start of a function no
+    // path the proof follows reaches (`tabwrite`, plain C++), and a jump through the return
+    // address of the function's own call taken for a return (`fakeret`); patched by the first
+    // version of `flow_marks.rs`, refused now.
+    for (n, says) in [
+        ("tabwrite", "which no path this proof follows reaches"),
+        ("fakeret", "control goes to s[30:31]"),
+    ] {
+        for a in ["gfx1100", "gfx90a"] {
+            for (co, asserts) in [
+                (format!("r8_{n}-{a}.co"), true),
+                (format!("r8p_{n}-{a}.co"), false),
+                (format!("r8p_{n}-{a}.co"), true),
+            ] {
+                let r = refused(&d.join("f8"), &co, asserts);
+                assert!(
+                    r.to_string().contains(says),
+                    "{co} (asserts: {asserts}): {r}"
+                );
             }
         }
     }

@@ -263,6 +263,9 @@ impl Graph {
         let mut all_starts: Vec<u64> = cx.reached.iter().chain(&cx.sinks).copied().collect();
         all_starts.sort_unstable();
         cx.tables = flow_marks::function_tables(&img, &all_starts);
+        if cx.forged.is_none() {
+            cx.forged = flow_marks::untracked_start(self, &img, sinks, &cx.reached, &cx.sinks);
+        }
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
         // in ttmp7–ttmp9 (llvm `AMDGPUUsage.rst`, "Initial Kernel Execution State").
         let architected = gen == Gen::G12
@@ -395,15 +398,15 @@ impl Ctx<'_> {
                     // state goes where either goes.
                     Op::Return | Op::Jump => {
                         rets.join_from(&st);
-                        calls.join_from(&st);
+                        calls.join_from(&flow_marks::callee_view(&inst, &st));
                         goes_on = false;
                     }
                     Op::Call if flow == Flow::Stops => {
-                        calls.join_from(&st);
+                        calls.join_from(&flow_marks::callee_view(&inst, &st));
                         goes_on = false;
                     }
                     Op::Call => {
-                        calls.join_from(&st);
+                        calls.join_from(&flow_marks::callee_view(&inst, &st));
                         let pre = st.1.clone();
                         st.join_from(ret);
                         flow_marks::after_call(&mut st, &pre, &ret.1);

@@ -6,7 +6,9 @@
 //! - an entry of a function table: an 8-byte load through such an address (plus a register
 //!   index) from a run of data relocations that all point at function starts
 //!   ([`Code::FnLo`], [`Code::FnHi`]);
-//! - a return address a call wrote, moved only by copies and lane spills ([`Code::Ret`]; a
+//! - (a return) the function's own return address, moved only by copies and lane spills
+//!   ([`Code::RetEntry`]; the return address of a call the function itself made is no return
+//!   address of its own, [`Code::Ret`]; a
 //!   return, never a call).
 //!
 //! A register holds a mark only while every path agrees on it (the join keeps what both sides
@@ -16,9 +18,9 @@
 //! plus a constant is no function's start.
 //!
 //! Assumed, not seen:
-//! - a table entry holds what the image's relocation put there (no code writes a function table,
-//!   or writes one with anything but a function's start) and a table index stays inside the table
-//!   (C++: both are undefined behaviour otherwise);
+//! - a table entry is a function's start the image names (code writes one only with such a start,
+//!   never with a loaded address plus a constant) and a table index stays inside the table (C++:
+//!   undefined behaviour otherwise);
 //! - a callee keeps the AMDGPU calling convention: `exec`, the lanes `exec` disables in every
 //!   VGPR, and the callee-saved VGPRs are as they were when it returns (the callee-saved SGPRs are
 //!   checked: every return must show them as they were entered, [`Code::Ident`]);
@@ -27,7 +29,9 @@
 //! Checked over the whole image ([`forged_code_address`]): no code makes a code address other
 //! than a function's start that could be written to a table: no pc-relative address into the
 //! middle of a function other than a long branch's own target, no `s_getpc_b64` this reader does
-//! not follow, no data relocation into a function. Not checked: a function that stores its return
+//! not follow, no data relocation into a function. And every function whose start the image's
+//! data or any code that runs names is one the proof follows ([`untracked_start`]): code may
+//! write any of them into a table (the eighth review's `tabwrite`). Not checked: a function that stores its return
 //! address, or arithmetic on a loaded function address, in code the flow does not follow.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` ("Call Convention": `s[30:31]` holds the return address),
@@ -127,6 +131,43 @@ pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> 
         }
     }
     None
+}
+
+/// Why a table entry may be a function this proof does not follow (one line), or `None`. Any
+/// code that runs (what some kernel of the image reaches, the handlers `sinks` that will trap
+/// excepted) may store a function's start it computes into a table, and the image's data names
+/// more: each such function must be among `reached` or `sink_starts` (function starts).
+pub(super) fn untracked_start(
+    g: &Graph,
+    img: &Image<'_>,
+    sinks: &[u32],
+    reached: &std::collections::HashSet<u64>,
+    sink_starts: &std::collections::HashSet<u64>,
+) -> Option<String> {
+    let kernels: Vec<u32> = img
+        .objects
+        .iter()
+        .filter_map(|(_, _, name)| name.strip_suffix(".kd"))
+        .filter_map(|k| g.by_name.get(k).copied())
+        .collect();
+    let runs = g.reach(&kernels, sinks);
+    runs.order()
+        .iter()
+        .filter(|f| !sinks.contains(f))
+        .flat_map(|&f| g.nodes[f as usize].calls.iter().copied())
+        .chain(g.address_taken.iter().copied())
+        .filter_map(|f| {
+            let n = &g.nodes[f as usize];
+            n.addr
+                .filter(|a| !reached.contains(a) && !sink_starts.contains(a))
+                .map(|_| n.name.clone())
+        })
+        .next()
+        .map(|name| {
+            format!(
+                "the image computes the start of {name}, which no path this proof follows reaches (code that stores it in a table would run it unanalysed)"
+            )
+        })
 }
 
 /// The marks `inst` at `pc` makes, from the state before it (`tables`: [`function_tables`]);
@@ -505,12 +546,33 @@ pub(super) fn control(
             )),
             None => Ok(false),
         },
-        (Some(Code::Ret), Some(Code::Ret)) if inst.op != Op::Call => Ok(false),
+        (Some(Code::RetEntry), Some(Code::RetEntry)) if inst.op != Op::Call => Ok(false),
         _ => Err(format!(
             "control goes to s[{r}:{}], which this rcclfix cannot show holds a function's start or a return address on every path",
             r + 1
         )),
     }
+}
+
+/// What a call at `inst` leaves a callee (and a jump the function it enters): the link pair is
+/// the callee's own return address ([`Code::RetEntry`]); no other register holds one (the
+/// caller's own, kept in a callee-saved register or a lane, is the caller's, and a call's
+/// return address of the caller's is no return of the callee's). A jump keeps the function's
+/// own return address for the function it enters (a tail call returns for it).
+pub(super) fn callee_view(inst: &Inst, st: &State) -> State {
+    let mut v = st.clone();
+    if let Some(m) = v.1.as_mut() {
+        if inst.op == Op::Call {
+            m.retain(|_, c| !matches!(c, Code::Ret | Code::RetEntry));
+            if let Some(&(r, _)) = inst.kills.first() {
+                m.insert(r, Code::RetEntry);
+                m.insert(r + 1, Code::RetEntry);
+            }
+        } else {
+            m.retain(|_, c| !matches!(c, Code::Ret));
+        }
+    }
+    v
 }
 
 /// The callee-saved SGPRs (llvm `SIRegisterInfo`/`SICallingConv.td`, `CSR_AMDGPU_SGPRs`:
@@ -547,9 +609,12 @@ pub(super) fn after_call(st: &mut State, pre: &Marks, ret: &Marks) {
     // entry in a scalar register, a return address), except what names one function's entry or
     // one table load's lanes and exec: those come from `pre` only, below.
     m.retain(|&r, c| match c {
-        Code::Ident(_) | Code::SavedExec(_) | Code::Disj(_) | Code::Same(..) | Code::Serve(..) => {
-            false
-        }
+        Code::Ident(_)
+        | Code::RetEntry
+        | Code::SavedExec(_)
+        | Code::Disj(_)
+        | Code::Same(..)
+        | Code::Serve(..) => false,
         Code::FnLo(..) | Code::FnHi(..) => !(V..LANES).contains(&r),
         _ => true,
     });

@@ -122,19 +122,44 @@ fn the_join_keeps_only_what_both_paths_hold() {
 }
 
 #[test]
-fn a_return_address_is_a_return_and_never_a_call() {
-    let mut st = reached();
-    step(&mut st, &call(4), 0x100, &[]);
+fn only_the_functions_own_return_address_is_a_return() {
+    // What every call into the function wrote in its link pair.
+    let mut entry = reached();
+    let mut m = BTreeMap::new();
+    m.insert(30, Code::RetEntry);
+    m.insert(31, Code::RetEntry);
+    entry.1 = Some(m);
     let mut ret = inst(Op::Return, &[]);
     ret.reads = vec![(30, 2)];
     assert_eq!(
-        control(&ret, &st, &starts(&[]), &starts(&[]), None),
+        control(&ret, &entry, &starts(&[]), &starts(&[]), None),
         Ok(false)
     );
-    assert!(control(&call(30), &st, &starts(&[]), &starts(&[]), None).is_err());
-    // Any write to the pair drops it.
-    step(&mut st, &inst(Op::Alu, &[(30, 1)]), 0x104, &[]);
+    assert!(control(&call(30), &entry, &starts(&[]), &starts(&[]), None).is_err());
+    // A call of its own writes the pair: where that call comes back to is no return.
+    let mut st = entry.clone();
+    step(&mut st, &call(4), 0x100, &[]);
     assert!(control(&ret, &st, &starts(&[]), &starts(&[]), None).is_err());
+    // The callee sees the link pair as its own return address, and no other.
+    let mut held = entry.clone();
+    let mut cp = inst(
+        Op::Copy {
+            dst: 40,
+            src: 30,
+            n: 2,
+        },
+        &[(40, 2)],
+    );
+    cp.reads = vec![(30, 2)];
+    step(&mut held, &cp, 0x100, &[]);
+    let c = call(4);
+    let v = super::callee_view(&c, &held);
+    let vm = v.1.as_ref().unwrap();
+    assert_eq!(vm.get(&30), Some(&Code::RetEntry));
+    assert_eq!(vm.get(&40), None);
+    // Any write to the pair drops it.
+    step(&mut entry, &inst(Op::Alu, &[(30, 1)]), 0x104, &[]);
+    assert!(control(&ret, &entry, &starts(&[]), &starts(&[]), None).is_err());
 }
 
 /// A table at 0x1000–0x1010 addressed pc-relatively, indexed, loaded into v[4:5] by a GLOBAL

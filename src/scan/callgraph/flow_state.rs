@@ -250,8 +250,12 @@ pub enum Code {
     FnLo(u64, u8),
     /// The high half of entry `.1` of the function-table load at `.0`.
     FnHi(u64, u8),
-    /// Half of a return address a call wrote.
+    /// Half of a return address a call of this function wrote: where that call comes back to,
+    /// no return (a jump through it is refused).
     Ret,
+    /// Half of this function's own return address, as every call into it wrote it
+    /// ([`super::flow_marks::callee_view`]): a return through it is a return.
+    RetEntry,
     /// `exec`: within the lanes that ran the vector table load at `.0` and that no write to its
     /// destinations has touched since (`W`, the lanes written; see [`super::flow_marks::made`]).
     Disj(u64),
