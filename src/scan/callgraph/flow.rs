@@ -342,6 +342,14 @@ impl Ctx<'_> {
             at,
             reason,
         };
+        // How the marks name lanes and read exec's width, from the kernels' wave size.
+        let lanes = self.lanes;
+        let key = move |l: u8| lanes.exact().then(|| lanes.key(l));
+        let wave32 = match lanes {
+            Lanes::Wave32 => Some(true),
+            Lanes::Wave64 => Some(false),
+            Lanes::Mixed => None,
+        };
         let mut at_leader: BTreeMap<u64, State> = BTreeMap::new();
         at_leader.insert(start, entry.clone());
         let mut work = vec![start];
@@ -370,13 +378,6 @@ impl Ctx<'_> {
                     self.forged.as_deref(),
                 )
                 .map_err(|r| refuse(pc, r))?;
-                let lanes = self.lanes;
-                let key = move |l: u8| lanes.exact().then(|| lanes.key(l));
-                let wave32 = match lanes {
-                    Lanes::Wave32 => Some(true),
-                    Lanes::Wave64 => Some(false),
-                    Lanes::Mixed => None,
-                };
                 let made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
                 let mut flow = self
                     .step(&inst, pc, next, &mut st)

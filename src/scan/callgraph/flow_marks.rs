@@ -38,10 +38,14 @@
 //! llvm `SIInstrInfo::insertIndirectBranch` (the long branch: `s_getpc_b64`, `s_add_u32`,
 //! `s_addc_u32`, `s_setpc_b64` of the same pair).
 
-use super::code::pc_rel;
+use std::collections::BTreeMap;
+
+use super::code::{pc_rel, sop1};
 use super::decode::{Inst, Op, Reg, EXEC, SCC, V};
 use super::flow_state::{lane_key, Code, Marks, State, LANES};
 use super::image::Image;
+use super::isa::word;
+use super::layout::Layout;
 use super::{Graph, Raw};
 
 /// Function tables: runs of consecutive 8-byte data slots that each hold a relocation to one of
@@ -62,72 +66,69 @@ pub(super) fn function_tables(img: &Image<'_>, starts: &[u64]) -> Vec<(u64, u64)
 }
 
 /// Why the image may make a code address other than a function's start (one line), or `None`:
-/// a pc-relative address or data relocation into the middle of a function that is not a long
-/// branch (the address goes straight to `s_setpc_b64` in the same function), or an
-/// `s_getpc_b64` whose sum [`pc_rel`] does not read.
+/// an `s_getpc_b64` whose sum [`pc_rel`] does not read to an image address, or a reference into the middle of a
+/// function ([`Graph`]'s `inner_refs`: a pc-relative sum or a data relocation) that is not a long
+/// branch (a sum that goes straight to `s_setpc_b64` of the same pair, in the same function).
 pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> {
     let Some(ops) = img.isa.sop1() else {
         return Some("its instruction set has no known s_getpc_b64".into());
     };
     let (getpc, setpc) = (ops[2], ops[3]);
-    let mut spans: Vec<(u64, u64, usize)> = g
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| n.addr.map(|s| (s, n.end, i)))
-        .collect();
-    spans.sort_unstable();
-    let func_of = |a: u64| {
-        let i = spans.partition_point(|s| s.0 <= a);
-        (i > 0 && a < spans[i - 1].1).then(|| &g.nodes[spans[i - 1].2])
+    // Defined functions come first among the nodes, in address order.
+    let lay = Layout {
+        addrs: g.nodes.iter().map_while(|n| n.addr).collect(),
+        ends: g
+            .nodes
+            .iter()
+            .take_while(|n| n.addr.is_some())
+            .map(|n| n.end)
+            .collect(),
+        objects: Vec::new(),
+        table_of_object: Default::default(),
+        data_relocs: &img.data_relocs,
     };
-    let word = |code: &[u8], i: usize| {
-        u32::from_le_bytes(code[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+    let code_at = |a: u64| {
+        img.code
+            .iter()
+            .find(|(b, c)| a >= *b && a < b + c.len() as u64)
+            .map(|&(b, c)| (b, c, ((a - b) / 4) as usize))
     };
-    // SOP1: bits 31:23 are 0b1_0111_1101; the opcode is bits 15:8, sdst 22:16, ssrc0 7:0.
-    let is_sop1 = |w: u32| w >> 23 == 0b1_0111_1101;
-    let is_getpc = |w: u32| is_sop1(w) && (w >> 8) & 0xff == getpc;
     for &(base, code) in &img.code {
-        let n = code.len() / 4;
-        for i in 0..n {
-            if !is_getpc(word(code, i)) {
-                continue;
-            }
-            let at = base + 4 * i as u64;
-            let Some((p, Raw::Addr(t, _), used)) = pc_rel(img, base, code, i) else {
+        for i in 0..code.len() / 4 {
+            if sop1(word(code, i)).is_some_and(|(op, _, _)| op == getpc)
+                && !matches!(pc_rel(img, base, code, i), Some((_, Raw::Addr(..), _)))
+            {
                 return Some(format!(
-                    "the code at 0x{at:x} computes a code address (s_getpc_b64) in a way this rcclfix does not follow"
-                ));
-            };
-            let Some(f) = func_of(t) else { continue };
-            if f.addr == Some(t) {
-                continue;
-            }
-            // A long branch: the sum goes to s_setpc_b64 of the same pair, in the same function.
-            let mut j = i + used;
-            while j < n && matches!(word(code, j) >> 16, 0xBF87 | 0xBF88) {
-                j += 1;
-            }
-            let w = (j < n).then(|| word(code, j));
-            let branch = w.is_some_and(|w| {
-                is_sop1(w) && (w >> 8) & 0xff == setpc && w & 0xff == p && (w >> 16) & 0x7f == 0
-            }) && func_of(at).is_some_and(|h| h.addr == f.addr);
-            if !branch {
-                return Some(format!(
-                    "the code at 0x{at:x} computes 0x{t:x}, inside {} other than at its start",
-                    f.name
+                    "the code at 0x{:x} computes a code address (s_getpc_b64) in a way this rcclfix does not follow",
+                    base + 4 * i as u64
                 ));
             }
         }
     }
-    for &(site, raw) in &img.data_relocs {
-        if let Raw::Addr(t, _) = raw {
-            if let Some(f) = func_of(t).filter(|f| f.addr != Some(t)) {
-                return Some(format!(
-                    "the data at 0x{site:x} points at 0x{t:x}, inside {} other than at its start",
-                    f.name
-                ));
+    for &(site, t) in &g.inner_refs {
+        let Some(f) = lay.containing(t) else { continue };
+        let branch = code_at(site).is_some_and(|(base, code, i)| {
+            let Some((p, _, used)) = pc_rel(img, base, code, i) else {
+                return false;
+            };
+            let mut j = i + used;
+            while j < code.len() / 4 && matches!(word(code, j) >> 16, 0xBF87 | 0xBF88) {
+                j += 1;
             }
+            j < code.len() / 4
+                && sop1(word(code, j)) == Some((setpc, 0, p))
+                && lay.containing(site) == Some(f)
+        });
+        if !branch {
+            let (what, does) = if code_at(site).is_some() {
+                ("code", "computes")
+            } else {
+                ("data", "points at")
+            };
+            return Some(format!(
+                "the {what} at 0x{site:x} {does} 0x{t:x}, inside {} other than at its start",
+                g.nodes[f as usize].name
+            ));
         }
     }
     None
@@ -147,8 +148,8 @@ pub(super) fn untracked_start(
     let kernels: Vec<u32> = img
         .objects
         .iter()
-        .filter_map(|(_, _, name)| name.strip_suffix(".kd"))
-        .filter_map(|k| g.by_name.get(k).copied())
+        .filter(|(_, _, name)| name.ends_with(".kd"))
+        .filter_map(|(_, _, name)| g.node(name))
         .collect();
     let runs = g.reach(&kernels, sinks);
     runs.order()
@@ -330,15 +331,8 @@ pub(super) fn made(
             bytes,
             dst,
         } if bytes % 8 == 0 && dst % 2 == 0 => {
-            let at = match (get(base), get(base + 1)) {
-                (Some(Code::PcLo(y)), Some(Code::PcHi(z))) if lo32(y) == lo32(z) => {
-                    Some((z.wrapping_add_signed(offset), soffset.is_some()))
-                }
-                (Some(Code::IdxLo(y)), Some(Code::IdxHi(z))) if lo32(y) == lo32(z) => {
-                    Some((z.wrapping_add_signed(offset), true))
-                }
-                _ => None,
-            };
+            let at = table_address(m, base)
+                .map(|(a, indexed)| (a.wrapping_add_signed(offset), indexed || soffset.is_some()));
             let in_table = at.is_some_and(|(a, indexed)| {
                 tables.iter().any(|&(s, e)| {
                     a >= s && a < e && (indexed || ((a - s) % 8 == 0 && a + u64::from(bytes) <= e))
@@ -346,10 +340,7 @@ pub(super) fn made(
             });
             // Not a buffer resource (its address is more than the pair).
             if in_table && !inst.reads.contains(&(base, 4)) {
-                for i in 0..(bytes / 8) as u8 {
-                    out.push((dst + 2 * Reg::from(i), Some(Code::FnLo(pc, i))));
-                    out.push((dst + 2 * Reg::from(i) + 1, Some(Code::FnHi(pc, i))));
-                }
+                out.extend(entries(dst, bytes / 8, pc));
             }
         }
         // A plain GLOBAL load through a table's address (an SGPR pair) plus a VGPR index: the
@@ -361,24 +352,13 @@ pub(super) fn made(
                 && inst.kills[0].1.is_multiple_of(2) =>
         {
             let (v, n) = inst.kills[0];
-            let table =
-                inst.addr
-                    .iter()
-                    .find(|&&(r, w)| r < V && w == 2)
-                    .and_then(|&(r, _)| match (get(r), get(r + 1)) {
-                        (Some(Code::PcLo(y)), Some(Code::PcHi(z)))
-                        | (Some(Code::IdxLo(y)), Some(Code::IdxHi(z)))
-                            if lo32(y) == lo32(z) =>
-                        {
-                            Some(z)
-                        }
-                        _ => None,
-                    });
-            if table.is_some_and(|a| tables.iter().any(|&(s, e)| a >= s && a < e)) {
-                for i in 0..(n / 2) as u8 {
-                    out.push((v + 2 * Reg::from(i), Some(Code::FnLo(pc, i))));
-                    out.push((v + 2 * Reg::from(i) + 1, Some(Code::FnHi(pc, i))));
-                }
+            let table = inst
+                .addr
+                .iter()
+                .find(|&&(r, w)| r < V && w == 2)
+                .and_then(|&(r, _)| table_address(m, r));
+            if table.is_some_and(|(a, _)| tables.iter().any(|&(s, e)| a >= s && a < e)) {
+                out.extend(entries(v, u32::from(n / 2), pc));
                 out.push((EXEC, Some(Code::Disj(pc))));
             }
         }
@@ -458,6 +438,30 @@ pub(super) fn made(
         }
     }
     out
+}
+
+/// The image address the pair at `r` holds, by its marks, and whether an index was added to it:
+/// an exact `s_getpc_b64` sum ([`Code::PcLo`]/[`Code::PcHi`]) or one plus a register
+/// ([`Code::IdxLo`]/[`Code::IdxHi`]), both halves of the same sum.
+fn table_address(m: &BTreeMap<Reg, Code>, r: Reg) -> Option<(u64, bool)> {
+    let lo32 = |a: u64| a & 0xffff_ffff;
+    match (m.get(&r), m.get(&(r + 1))) {
+        (Some(&Code::PcLo(y)), Some(&Code::PcHi(z))) if lo32(y) == lo32(z) => Some((z, false)),
+        (Some(&Code::IdxLo(y)), Some(&Code::IdxHi(z))) if lo32(y) == lo32(z) => Some((z, true)),
+        _ => None,
+    }
+}
+
+/// The marks of `n` table entries loaded by the instruction at `pc` into the register pairs
+/// from `dst` on ([`Code::FnLo`], [`Code::FnHi`]).
+fn entries(dst: Reg, n: u32, pc: u64) -> impl Iterator<Item = (Reg, Option<Code>)> {
+    (0..n as u8).flat_map(move |i| {
+        let r = dst + 2 * Reg::from(i);
+        [
+            (r, Some(Code::FnLo(pc, i))),
+            (r + 1, Some(Code::FnHi(pc, i))),
+        ]
+    })
 }
 
 /// Drop the marks of every register `inst` may write, then set `made` ([`made`]). Relative
