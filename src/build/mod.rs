@@ -32,6 +32,7 @@ pub mod ninja_cpu;
 pub mod plan;
 pub mod progress;
 pub mod prove;
+pub mod rss;
 pub mod running;
 pub mod scan_gate;
 

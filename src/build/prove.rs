@@ -225,7 +225,7 @@ pub fn prove(
             strategy_name(recipe.build.ndebug)
         ),
     );
-    let sampler = RssSampler::start();
+    let sampler = super::rss::RssSampler::start();
     let t = Instant::now();
     let control = match super::build(&args(true), &control_recipe, recipe_root, ui)
         .context("the control build (NDEBUG strategy none) failed")?
@@ -629,101 +629,6 @@ pub fn render(r: &ProveRecord) -> String {
         ));
     }
     s
-}
-
-/// Samples the resident memory of this process and all its descendants once a second (from
-/// `/proc/<pid>/stat` and `/proc/<pid>/statm`), keeping the peak of the sum.
-struct RssSampler {
-    peak: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl RssSampler {
-    fn start() -> RssSampler {
-        use std::sync::atomic::Ordering;
-        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (p, st) = (peak.clone(), stop.clone());
-        let handle = std::thread::spawn(move || {
-            while !st.load(Ordering::Relaxed) {
-                let now = tree_rss(std::process::id());
-                p.fetch_max(now, Ordering::Relaxed);
-                std::thread::sleep(std::time::Duration::from_secs(1));
-            }
-        });
-        RssSampler {
-            peak,
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    /// The peak since the last call (or the start), and reset it.
-    fn take_peak(&self) -> u64 {
-        self.peak.swap(0, std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl Drop for RssSampler {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// Resident bytes of `root` and every descendant: the sum of `statm` resident pages × page size
-/// over the processes whose parent chain (`stat` field 4) leads to `root`.
-fn tree_rss(root: u32) -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            // The command name may hold spaces and parentheses: fields start after the last ')'.
-            if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
-                if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok()) {
-                    parent.insert(pid, ppid);
-                }
-            }
-        }
-    }
-    let page = 4096u64;
-    let mut total = 0;
-    for &pid in parent.keys() {
-        let mut p = pid;
-        let mut hops = 0;
-        let inside = loop {
-            if p == root {
-                break true;
-            }
-            match parent.get(&p) {
-                Some(&pp) if pp != 0 && hops < 64 => {
-                    p = pp;
-                    hops += 1;
-                }
-                _ => break false,
-            }
-        };
-        if inside {
-            if let Ok(statm) = std::fs::read_to_string(format!("/proc/{pid}/statm")) {
-                if let Some(res) = statm
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|x| x.parse::<u64>().ok())
-                {
-                    total += res * page;
-                }
-            }
-        }
-    }
-    total
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::process::Cmd;
 
 mod images;
+pub use images::{label_value, HOME_LABEL};
 
 /// The engine configuration embedded at build time.
 pub const EMBEDDED_ENGINES_TOML: &str = include_str!("../../containers/engines.toml");

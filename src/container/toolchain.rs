@@ -315,9 +315,11 @@ pub fn prepare(engine: &Engine, tc: &mut Toolchain) -> anyhow::Result<()> {
                     .arg(&tar)
                     .arg(".")
                     .read()?;
-                engine.import_image(&tar, &reference).with_context(|| {
-                    format!("cannot import toolchain {} into {}", tc.name, engine.name())
-                })?;
+                engine
+                    .import_image(&tar, &reference, &home_id())
+                    .with_context(|| {
+                        format!("cannot import toolchain {} into {}", tc.name, engine.name())
+                    })?;
                 prune_old_images(engine, &tc.name, &reference);
             }
             reference
@@ -434,11 +436,22 @@ pub fn pin_base_image(
 }
 
 /// Remove the images of earlier builds of toolchain `name` (other tags of
-/// `localhost/rcclfix-<name>`), best effort: an image still in use stays.
+/// `localhost/rcclfix-<name>`) that this `RCCLFIX_HOME` imported, best effort: an image still in
+/// use stays, and another home's image (a test run's, or the user's) is never removed.
 fn prune_old_images(engine: &Engine, name: &str, keep: &str) {
-    for r in engine.remove_other_tags(&format!("localhost/rcclfix-{name}"), keep) {
+    for r in engine.remove_other_tags(&format!("localhost/rcclfix-{name}"), keep, &home_id()) {
         crate::ui::status("Removed", format_args!("old toolchain image {r}"));
     }
+}
+
+/// This `RCCLFIX_HOME` as the images label it: its canonical path (as given when it cannot be
+/// resolved).
+fn home_id() -> String {
+    let h = crate::paths::home();
+    fs_err::canonicalize(&h)
+        .unwrap_or(h)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// One row of `toolchain list`.

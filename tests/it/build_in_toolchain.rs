@@ -549,3 +549,119 @@ fn toolchain_image_digest_is_pinned_and_a_retagged_image_is_refused() {
     assert_eq!(std::fs::read_to_string(&lock).unwrap(), text);
     drop(images);
 }
+
+/// `prove`'s peak RSS counts the container's processes under podman as under bubblewrap: a
+/// 300 MB `dd` buffer held for a few seconds inside the toolchain shows in the sampled peak of
+/// this test's process tree under both engines (under podman the container runs under `conmon`,
+/// not under the `rcclfix` that started it).
+#[test]
+fn peak_rss_counts_the_container_under_every_engine() {
+    if !slow() {
+        return;
+    }
+    require_toolchain();
+    let t = tempfile::tempdir().unwrap();
+    let home = scratch_home(t.path());
+    let mut engines = vec![];
+    for (engine, program) in [("podman", "podman"), ("bubblewrap", "bwrap")] {
+        if which::which(program).is_ok() {
+            engines.push(engine);
+        }
+    }
+    assert!(!engines.is_empty(), "neither podman nor bwrap is installed");
+    for engine in engines {
+        let sampler = rcclfix::build::rss::RssSampler::start();
+        let o = crate::support::rcclfix()
+            .args([
+                "-q",
+                "toolchain",
+                "run",
+                "--engine",
+                engine,
+                "debian-trixie",
+            ])
+            .args([
+                "--",
+                "dd",
+                "if=/dev/zero",
+                "of=/dev/null",
+                "bs=300M",
+                "count=12",
+            ])
+            .env("RCCLFIX_HOME", &home)
+            .current_dir(t.path())
+            .output()
+            .unwrap();
+        let peak = sampler.take_peak();
+        drop(sampler);
+        assert!(o.status.success(), "{engine}: {}", stderr(&o));
+        assert!(
+            peak >= 280 << 20,
+            "{engine}: sampled peak {peak} bytes, below the container's 300 MiB buffer"
+        );
+    }
+}
+
+/// Toolchain images carry the `RCCLFIX_HOME` they were imported for, and pruning in one home
+/// removes only that home's other tags: never another home's image, never an unlabelled one.
+#[test]
+fn pruning_toolchain_images_keeps_other_homes_images() {
+    if !slow() || which::which("podman").is_err() {
+        return;
+    }
+    use rcclfix::container::{Engine, EngineKind, Toolchain};
+    let t = tempfile::tempdir().unwrap();
+    let repo = format!("localhost/rcclfix-test-homes-{}", std::process::id());
+    let root = t.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("content"), "x\n").unwrap();
+    let tar = t.path().join("root.tar");
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let tc = Toolchain::image(&format!("{repo}:a1"), "containers/rocm-7.2.1/Containerfile");
+    let engine = Engine::select(Some(EngineKind::Podman), &tc.root(), tc.name()).unwrap();
+    let (a, b) = ("/home/a user/.cache/rcclfix", "/tmp/rcclfix home b");
+    let mut images = TestImages(vec![]);
+    for (tag, home) in [
+        ("a1", Some(a)),
+        ("a2", Some(a)),
+        ("b1", Some(b)),
+        ("b2", Some(b)),
+        ("none", None),
+    ] {
+        let r = format!("{repo}:{tag}");
+        match home {
+            Some(h) => engine.import_image(&tar, &r, h).unwrap(),
+            None => {
+                podman(&["import", tar.to_str().unwrap(), &r]);
+            }
+        }
+        images.0.push(r);
+    }
+    assert_eq!(
+        engine.image_home(&format!("{repo}:a1")).as_deref(),
+        Some(rcclfix::container::engine::label_value(a).as_str())
+    );
+    assert_eq!(engine.image_home(&format!("{repo}:none")), None);
+    let removed = engine.remove_other_tags(&repo, &format!("{repo}:b2"), b);
+    assert_eq!(removed, vec![format!("{repo}:b1")]);
+    let left = podman(&["images", "--format", "{{.Repository}}:{{.Tag}}"]);
+    let mut left: Vec<&str> = left.lines().filter(|l| l.starts_with(&repo)).collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["a1", "a2", "b2", "none"]
+            .map(|x| format!("{repo}:{x}"))
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    drop(images);
+}

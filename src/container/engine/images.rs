@@ -40,16 +40,38 @@ impl Engine {
         })
     }
 
-    /// `import TAR REFERENCE`: a rootfs tar as a local image.
+    /// `import --change "LABEL rcclfix.home=HOME" TAR REFERENCE`: a rootfs tar as a local image,
+    /// labelled with the `RCCLFIX_HOME` it was imported for ([`HOME_LABEL`]), so that pruning in
+    /// one home never removes another home's image (the Dockerfile `LABEL` instruction, which
+    /// `podman import --change` and `docker import --change` both accept).
     ///
     /// Errors: the import fails (the engine's error tail is included).
-    pub fn import_image(&self, tar: &Path, reference: &str) -> anyhow::Result<()> {
+    pub fn import_image(&self, tar: &Path, reference: &str, home: &str) -> anyhow::Result<()> {
         Cmd::new(format!("{} import", self.name()), &self.path)
             .arg("import")
+            .arg("--change")
+            .arg(format!("LABEL {HOME_LABEL}={}", label_value(home)))
             .arg(tar)
             .arg(reference)
             .read()?;
         Ok(())
+    }
+
+    /// The [`HOME_LABEL`] of local image `reference` as it was written (quoted), `None` when the
+    /// image has none (imported by an older rcclfix, or by hand) or cannot be inspected.
+    pub fn image_home(&self, reference: &str) -> Option<String> {
+        let out = Cmd::new("inspect a toolchain image's home", &self.path)
+            .args([
+                "image",
+                "inspect",
+                "--format",
+                &format!("{{{{index .Config.Labels \"{HOME_LABEL}\"}}}}"),
+                reference,
+            ])
+            .read()
+            .ok()?;
+        let v = out.trim();
+        (!v.is_empty() && v != "<no value>").then(|| v.to_owned())
     }
 
     /// `build -f CONTAINERFILE -t REFERENCE CONTEXT`, output inherited (a long, visible step).
@@ -100,9 +122,11 @@ impl Engine {
             .with_context(|| format!("{} reports no digest for image {image}", self.name()))
     }
 
-    /// Remove every local tag of `repository` except `keep`, best effort (an image still in use
-    /// stays); returns the references removed.
-    pub fn remove_other_tags(&self, repository: &str, keep: &str) -> Vec<String> {
+    /// Remove every local tag of `repository` except `keep` whose image carries `home` in its
+    /// [`HOME_LABEL`], best effort (an image still in use stays, and an image of another home, or
+    /// with no label, is never touched); returns the references removed.
+    pub fn remove_other_tags(&self, repository: &str, keep: &str, home: &str) -> Vec<String> {
+        let ours = label_value(home);
         let Ok(list) = Cmd::new("list toolchain images", &self.path)
             .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
             .read()
@@ -113,6 +137,7 @@ impl Engine {
         for r in list.lines().map(str::trim) {
             if r.starts_with(&format!("{repository}:"))
                 && r != keep
+                && self.image_home(r).as_deref() == Some(ours.as_str())
                 && Cmd::new("remove an old toolchain image", &self.path)
                     .args(["rmi", r])
                     .read()
@@ -123,4 +148,23 @@ impl Engine {
         }
         removed
     }
+}
+
+/// The image label naming the `RCCLFIX_HOME` a toolchain image was imported for: tests and users
+/// share one image store, and each prunes only its own home's images.
+pub const HOME_LABEL: &str = "rcclfix.home";
+
+/// `home` as a label value: the engines split a `LABEL` instruction at whitespace and read
+/// quotes, so every byte other than `[A-Za-z0-9/._-]` is written as `%XX` (stable, and the same
+/// string the inspect reads back).
+pub fn label_value(home: &str) -> String {
+    let mut s = String::with_capacity(home.len());
+    for b in home.bytes() {
+        if b.is_ascii_alphanumeric() || b"/._-".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
 }
