@@ -193,6 +193,29 @@ fn compile(dir: &Path) {
             ),
         ],
     );
+    // The ninth review's `tabhide` and `tabhide2` (`findings9/`), `r9_`/`r9p_`.
+    let d9 = dir.join("f9");
+    std::fs::create_dir_all(&d9).unwrap();
+    for name in ["tabhide.hip", "tabhide2.hip"] {
+        std::fs::copy(
+            src.parent().unwrap().join("findings9").join(name),
+            d9.join(name),
+        )
+        .unwrap();
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d9,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for n in tabhide tabhide2; do for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r9_$n-$a.co $n.hip 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r9p_$n-$a.co $n.hip 2>/dev/null; done; done"
+            ),
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -492,6 +515,30 @@ fn slow_findings_of_the_hostile_review() {
                 (format!("r8p_{n}-{a}.co"), true),
             ] {
                 let r = refused(&d.join("f8"), &co, asserts);
+                assert!(
+                    r.to_string().contains(says),
+                    "{co} (asserts: {asserts}): {r}"
+                );
+            }
+        }
+    }
+    // 4l. The ninth review's: the `s_getpc_b64` that makes the stored address hidden in a
+    // literal a branch lands in, so the stepping readers never saw it: a start no path the proof
+    // follows reaches (`tabhide`), an address inside a function (`tabhide2`).
+    for (n, says) in [
+        (
+            "tabhide",
+            "the image computes the start of evil, which no path",
+        ),
+        ("tabhide2", "inside evil other than at its start"),
+    ] {
+        for a in ["gfx1100", "gfx90a"] {
+            for (co, asserts) in [
+                (format!("r9_{n}-{a}.co"), true),
+                (format!("r9p_{n}-{a}.co"), false),
+                (format!("r9p_{n}-{a}.co"), true),
+            ] {
+                let r = refused(&d.join("f9"), &co, asserts);
                 assert!(
                     r.to_string().contains(says),
                     "{co} (asserts: {asserts}): {r}"

@@ -31,8 +31,13 @@
 //! middle of a function other than a long branch's own target, no `s_getpc_b64` this reader does
 //! not follow, no data relocation into a function. And every function whose start the image's
 //! data or any code that runs names is one the proof follows ([`untracked_start`]): code may
-//! write any of them into a table (the eighth review's `tabwrite`). Not checked: a function that stores its return
-//! address, or arithmetic on a loaded function address, in code the flow does not follow.
+//! write any of them into a table (the eighth review's `tabwrite`). Both read an `s_getpc_b64`
+//! at every word, not only where a linear decode starts an instruction: a branch may land in an
+//! instruction's literal (the ninth review's `tabhide`, `tabhide2`). Not checked: a function that stores its return
+//! address, or arithmetic on a return address or a loaded function address, in code the flow
+//! does not follow: `tests/fixtures/patch/findings9/tabcall.hip` makes a function's start from
+//! the return address of an `s_call_b64` to the next instruction, stores it in a table, and is
+//! patched (an open false proof).
 //!
 //! Sources: llvm `AMDGPUUsage.rst` ("Call Convention": `s[30:31]` holds the return address),
 //! llvm `SIInstrInfo::insertIndirectBranch` (the long branch: `s_getpc_b64`, `s_add_u32`,
@@ -93,19 +98,33 @@ pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> 
             .find(|(b, c)| a >= *b && a < b + c.len() as u64)
             .map(|&(b, c)| (b, c, ((a - b) / 4) as usize))
     };
+    // Every word, not only the instructions a linear decode starts at: a branch may land in a
+    // literal that holds an `s_getpc_b64` (the ninth review's `tabhide`, `tabhide2`).
+    let mut computed: Vec<(u64, u64)> = Vec::new();
     for &(base, code) in &img.code {
         for i in 0..code.len() / 4 {
-            if sop1(word(code, i)).is_some_and(|(op, _, _)| op == getpc)
-                && !matches!(pc_rel(img, base, code, i), Some((_, Raw::Addr(..), _)))
-            {
-                return Some(format!(
-                    "the code at 0x{:x} computes a code address (s_getpc_b64) in a way this rcclfix does not follow",
-                    base + 4 * i as u64
-                ));
+            if sop1(word(code, i)).is_some_and(|(op, _, _)| op == getpc) {
+                match pc_rel(img, base, code, i) {
+                    Some((_, Raw::Addr(t, _), _)) => computed.push((base + 4 * i as u64, t)),
+                    _ => {
+                        return Some(format!(
+                            "the code at 0x{:x} computes a code address (s_getpc_b64) in a way this rcclfix does not follow",
+                            base + 4 * i as u64
+                        ))
+                    }
+                }
             }
         }
     }
-    for &(site, t) in &g.inner_refs {
+    let refs = g
+        .inner_refs
+        .iter()
+        .copied()
+        .chain(computed.into_iter().filter(|&(_, t)| {
+            lay.containing(t)
+                .is_some_and(|f| lay.addrs[f as usize] != t)
+        }));
+    for (site, t) in refs {
         let Some(f) = lay.containing(t) else { continue };
         let branch = code_at(site).is_some_and(|(base, code, i)| {
             let Some((p, _, used)) = pc_rel(img, base, code, i) else {
@@ -152,10 +171,52 @@ pub(super) fn untracked_start(
         .filter_map(|(_, _, name)| g.node(name))
         .collect();
     let runs = g.reach(&kernels, sinks);
-    runs.order()
+    let running: Vec<u32> = runs
+        .order()
         .iter()
+        .copied()
         .filter(|f| !sinks.contains(f))
+        .collect();
+    // The starts code computes at any word of a function that runs, not only at the instructions
+    // a linear decode starts at (a branch may land in a literal: the ninth review's `tabhide`).
+    let mut extents: Vec<(u64, u64)> = running
+        .iter()
+        .filter_map(|&f| {
+            g.nodes[f as usize]
+                .addr
+                .map(|a| (a, g.nodes[f as usize].end))
+        })
+        .collect();
+    extents.sort_unstable();
+    let runs_at = |site: u64| {
+        let i = extents.partition_point(|&(a, _)| a <= site);
+        i > 0 && site < extents[i - 1].1
+    };
+    let node_at: std::collections::HashMap<u64, u32> = g
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(f, n)| n.addr.map(|a| (a, f as u32)))
+        .collect();
+    let mut hidden: Vec<u32> = Vec::new();
+    if let Some(ops) = img.isa.sop1() {
+        for &(base, code) in &img.code {
+            for i in 0..code.len() / 4 {
+                if !sop1(word(code, i)).is_some_and(|(op, _, _)| op == ops[2])
+                    || !runs_at(base + 4 * i as u64)
+                {
+                    continue;
+                }
+                if let Some((_, Raw::Addr(t, _), _)) = pc_rel(img, base, code, i) {
+                    hidden.extend(node_at.get(&t).copied());
+                }
+            }
+        }
+    }
+    running
+        .iter()
         .flat_map(|&f| g.nodes[f as usize].calls.iter().copied())
+        .chain(hidden)
         .chain(g.address_taken.iter().copied())
         .filter_map(|f| {
             let n = &g.nodes[f as usize];
