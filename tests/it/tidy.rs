@@ -707,10 +707,6 @@ fn no_rust_file_over_its_line_limit() {
 /// being reworked elsewhere, and `scan/input/`'s readers recurse into one another (a member holds
 /// an ELF whose bundle holds members).
 const KNOWN_CIRCLES: &[&str] = &[
-    // fix's apply/undo dispatch and the pip/dpkg overlays it dispatches to (they share the fix
-    // record's types): came in with two branches merged the same day; to be broken by moving the
-    // record and the dispatch out of apply.rs.
-    "fix::apply ↔ fix::dpkg ↔ fix::pip",
     "patch::asserts ↔ patch::codeobj",
     "scan::callgraph::decode ↔ scan::callgraph::decode_mem ↔ scan::callgraph::decode_salu",
     "scan::callgraph::flow ↔ scan::callgraph::flow_entry",
