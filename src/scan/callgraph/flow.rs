@@ -9,7 +9,7 @@
 //!   low half's sum ([`Val::Carry`]), a code address the code computed from `s_getpc_b64`
 //!   ([`Val::Pc`]), or anything derived from those in a way not followed ([`Val::Any`]);
 //! - what a value decides is derived from it as well (implicit flows): SCC, `vcc`, `exec` and the
-//!   hardware registers are registers here ([`super::decode`]); a conditional branch on a
+//!   hardware registers are registers here ([`super::inst`]); a conditional branch on a
 //!   followed condition, a vector instruction under a followed `exec`, a followed value into an
 //!   instruction that acts beyond its registers (`s_setreg_b32`, `s_sleep_var`, …), are refused;
 //!   `s_cselect`, a lane a register chooses and a load's high half add what they depend on;
@@ -40,10 +40,11 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::{decode, Gen, Inst, Op, Reg, EXEC, SCC};
+use super::decode::decode;
 use super::flow_entry::{kernel_entry, load_value};
 use super::flow_marks;
 use super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
+use super::inst::{Gen, Inst, Op, Reg, EXEC, SCC};
 use super::{Graph, Isa};
 
 /// Whether control comes back after an instruction (a call to a sink does not).

@@ -2,9 +2,9 @@
 //! its first instruction (llvm `AMDGPUUsage.rst`, "Kernel Descriptor", "Initial Kernel
 //! Execution State"), and what a load through a followed pointer gives ([`load_value`]).
 
-use super::decode::Reg;
 use super::flow::{FlowRefusal, FlowRoot};
 use super::flow_state::{Base, Gate, State, Val};
+use super::inst::Reg;
 use super::Graph;
 
 /// The registers at a kernel's first instruction, from its kernel descriptor: the user SGPRs in
@@ -48,7 +48,7 @@ pub(super) fn kernel_entry(
             st.set(t, Val::Any);
         }
     }
-    st.set(super::decode::RUNTIME, Val::Any);
+    st.set(super::inst::RUNTIME, Val::Any);
     // Each pointer is a pair: its low half, then its high half.
     if bit(1) {
         st.set(at, Val::Gate(Gate::Dispatch, 0));
