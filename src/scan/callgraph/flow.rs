@@ -41,7 +41,7 @@
 use std::collections::BTreeMap;
 
 use super::decode::decode;
-use super::flow_entry::{kernel_entry, load_value};
+use super::flow_entry::{kernel_entry, load_value, FlowRefusal, FlowRoot};
 use super::flow_marks;
 use super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
 use super::inst::{Gen, Inst, Op, Reg, EXEC, SCC};
@@ -54,24 +54,6 @@ enum Flow {
     Stops,
 }
 
-/// One kernel whose declaration a proof drops: where its code starts and what its kernel
-/// descriptor says the registers hold there.
-#[derive(Debug, Clone)]
-pub struct FlowRoot {
-    /// The kernel's name (for messages).
-    pub name: String,
-    /// Its function node.
-    pub node: u32,
-    /// Its kernel descriptor (64 bytes, llvm `AMDGPUUsage.rst`, "Kernel Descriptor").
-    pub kd: [u8; 64],
-    /// The address of its kernel descriptor.
-    pub kd_addr: u64,
-    /// Its `hidden_hostcall_buffer` `.offset` in the kernarg segment (bytes).
-    pub slot: u64,
-    /// Its `.kernarg_segment_size` (bytes).
-    pub kernarg_size: u64,
-}
-
 /// What the flow established.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowStats {
@@ -81,14 +63,6 @@ pub struct FlowStats {
     pub instructions: usize,
     /// Loads through a kernarg pointer, each checked against the slot.
     pub kernarg_loads: usize,
-}
-
-/// Why the flow refuses: the function, the instruction's address and a reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowRefusal {
-    pub function: String,
-    pub at: u64,
-    pub reason: String,
 }
 
 /// How a constant lane number names a lane, from the wave size of the kernels followed (llvm
