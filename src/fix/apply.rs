@@ -17,114 +17,20 @@
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::record::{checked_fixes_dir, fix_id};
+use super::steps::{patch_planned, rescan_clean};
 use super::{Copy, Decision, Owner};
 
-/// The folder under `$RCCLFIX_HOME` that keeps the originals.
-pub const FIXES_DIR: &str = "fixes";
-/// The largest `record.json` read.
-pub const MAX_RECORD_BYTES: u64 = 64 << 10;
-/// The most entries `--list` and `--undo --all` look at.
-pub const MAX_FIXES: usize = 4096;
-/// Version of [`FixRecord`].
-pub const FIX_SCHEMA_VERSION: u32 = 1;
-
-/// What one applied fix changed: `$RCCLFIX_HOME/fixes/<id>/record.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FixRecord {
-    /// [`FIX_SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// The fix's ID: 16 lowercase hex digits of sha256(path, NUL, original sha256).
-    pub id: String,
-    /// The file replaced (absolute, canonical when it was fixed).
-    pub path: PathBuf,
-    /// sha256 of the original, lowercase hex (the bytes kept in `original`).
-    pub original_sha256: String,
-    /// sha256 of the patched file written at `path`.
-    pub patched_sha256: String,
-    /// Size in bytes of both (the patch keeps the length).
-    pub size: u64,
-    /// The original's permission bits (`& 0o7777`), given back on undo.
-    pub mode: u32,
-    /// Whether `patch --asserts` made it (else plain `patch`).
-    pub asserts: bool,
-    /// The patch's `--target`s (empty: all).
-    pub targets: Vec<String>,
-    /// When it was applied, seconds since the Unix epoch.
-    pub created_unix: u64,
-    /// The rcclfix that applied it.
-    pub rcclfix_version: String,
-    /// How it was applied (absent in a record of the first slice: `replace`).
-    #[serde(default)]
-    pub mechanism: Mechanism,
-    /// For [`Mechanism::Pip`]: what was installed where.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pip: Option<super::pip::PipFix>,
-    /// For [`Mechanism::Dpkg`]: the overlay package.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dpkg: Option<super::dpkg::DpkgFix>,
-}
-
-/// How a fix was applied.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mechanism {
-    /// The file was replaced in place (a copy nobody owns); `original` holds its bytes.
-    #[default]
-    Replace,
-    /// An overlay wheel was installed with the environment's pip; the copy is untouched.
-    Pip,
-    /// An overlay `.deb` diverting the copy was installed with apt.
-    Dpkg,
-}
-
-/// The fixes folder: `$RCCLFIX_HOME/fixes`.
-pub fn fixes_dir() -> PathBuf {
-    crate::paths::home().join(FIXES_DIR)
-}
-
-/// [`fixes_dir`], refused when it exists and is anything but a real folder (a link to a folder
-/// elsewhere included): the kept originals never go through a link.
-///
-/// Errors: one line naming it and what it is.
-pub fn checked_fixes_dir() -> anyhow::Result<PathBuf> {
-    let dir = fixes_dir();
-    match std::fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() => Ok(dir),
-        Ok(m) if m.file_type().is_symlink() => {
-            anyhow::bail!("{}: a link, not a folder; refusing", dir.display())
-        }
-        Ok(m) => anyhow::bail!(
-            "{}: not a folder ({}); refusing",
-            dir.display(),
-            crate::fsutil::file_kind(&m)
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(dir),
-        Err(e) => anyhow::bail!("cannot read {}: {e}", dir.display()),
-    }
-}
-
-pub(super) fn fix_id(path: &Path, original_sha256: &str) -> String {
-    use sha2::Digest;
-    let mut h = sha2::Sha256::new();
-    h.update(path.as_os_str().as_encoded_bytes());
-    h.update([0u8]);
-    h.update(original_sha256.as_bytes());
-    hex::encode(h.finalize())[..16].to_string()
-}
-
-/// Whether `id` has the shape of a fix ID (16 lowercase hex digits).
-pub fn valid_id(id: &str) -> bool {
-    id.len() == 16
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+pub use super::record::{
+    fixes_dir, valid_id, FixRecord, Mechanism, FIXES_DIR, FIX_SCHEMA_VERSION, MAX_FIXES,
+    MAX_RECORD_BYTES,
+};
+pub use super::steps::check_bindings;
 
 /// Apply the proven patch to `copy`, which nobody owns, with the plan's `targets` (empty: all).
 /// Returns the record kept.
@@ -236,21 +142,6 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
     Ok(record)
 }
 
-/// The patched file must scan clean for every target the decision judged.
-pub(super) fn rescan_clean(patched: &Path, d: &Decision) -> anyhow::Result<()> {
-    let targets = match d {
-        Decision::Patch { targets, .. } | Decision::PatchAsserts { targets, .. } => targets,
-        _ => return Ok(()),
-    };
-    let report = crate::scan::scan_path(patched, &crate::scan::ScanOptions::default())?;
-    for (t, s) in report.target_states(targets) {
-        if !matches!(s, crate::scan::TargetState::Clean { .. }) {
-            anyhow::bail!("internal: the patched file does not scan clean for {t}: {s:?}; nothing was changed");
-        }
-    }
-    Ok(())
-}
-
 /// `path`'s metadata when it is a regular file and not a link.
 ///
 /// Errors: missing, a link, a folder, a FIFO, a device (one line naming it).
@@ -297,36 +188,6 @@ fn copy_hashed(from: &Path, to: &Path, mode: u32) -> anyhow::Result<String> {
     dst.set_permissions(std::fs::Permissions::from_mode(mode))?;
     dst.sync_all().ok();
     Ok(hex::encode(h.finalize()))
-}
-
-/// After applying: for each consumer found to bind to the copy, where the loader's search (read
-/// again from the files) now leads, and whether that file is the patched one. One line each,
-/// `Ok` when it is.
-pub fn check_bindings(copy: &Copy, record: &FixRecord) -> Vec<Result<String, String>> {
-    copy.consumers
-        .iter()
-        .map(|b| {
-            let c = b.consumer.display();
-            match super::find::rebind(b) {
-                Ok(Some(p)) if p == record.path => match crate::fsutil::sha256_file(&p) {
-                    Ok(s) if s == record.patched_sha256 => {
-                        Ok(format!("{c} binds {} (the patched file)", p.display()))
-                    }
-                    Ok(s) => Err(format!(
-                        "{c} binds {}, whose sha256 {s} is not the patched one",
-                        p.display()
-                    )),
-                    Err(e) => Err(format!(
-                        "{c} binds {}, which cannot be read: {e:#}",
-                        p.display()
-                    )),
-                },
-                Ok(Some(p)) => Err(format!("{c} now binds {}, not the fixed file", p.display())),
-                Ok(None) => Err(format!("{c}: the loader finds no {} now", b.needed)),
-                Err(e) => Err(format!("{c}: {e:#}")),
-            }
-        })
-        .collect()
 }
 
 /// One kept fix as `--list` shows it.
@@ -468,40 +329,6 @@ pub fn read_record(id: &str) -> anyhow::Result<FixRecord> {
         }
     }
     Ok(r)
-}
-
-/// Patch the planned `copy` with `opts` into `patched` (a file in a scratch folder), the first
-/// step of every apply (in place, pip, dpkg). Returns the fix id, the folder the fix will be kept
-/// in (`$RCCLFIX_HOME/fixes/<id>`) and the patch record.
-///
-/// Errors (nothing changed): a fix of this file is already kept; the patch fails; the file is no
-/// longer the one planned (its sha256).
-pub(super) fn patch_planned(
-    copy: &Copy,
-    opts: &crate::patch::PatchOptions,
-    patched: &Path,
-) -> anyhow::Result<(String, PathBuf, crate::patch::PatchRecord)> {
-    let path = &copy.path;
-    let id = fix_id(path, &copy.sha256);
-    let keep = checked_fixes_dir()?.join(&id);
-    if std::fs::symlink_metadata(&keep).is_ok() {
-        anyhow::bail!(
-            "{}: a fix of this file is already kept as {id} ({}); undo it first (rcclfix fix --undo {id})",
-            path.display(),
-            keep.display()
-        );
-    }
-    let rec = crate::patch::patch_file(path, patched, opts)
-        .with_context(|| format!("patching {}", path.display()))?;
-    if !rec.written || rec.input_sha256 != copy.sha256 {
-        anyhow::bail!(
-            "{}: changed since it was planned (sha256 {} now, {} in the plan); nothing was changed",
-            path.display(),
-            rec.input_sha256,
-            copy.sha256
-        );
-    }
-    Ok((id, keep, rec))
 }
 
 /// Undo fix `id`: give the file back its original bytes and mode, check its sha256, and remove

@@ -11,27 +11,15 @@
 use std::path::Path;
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
-use super::apply::{self, FixRecord, Mechanism};
+use super::record::{self, FixRecord, Mechanism};
+use super::steps;
 use super::{Copy, Owner};
+
+pub use super::record::DpkgFix;
 
 const APT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
 const DPKG_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// What a dpkg fix installed: the `dpkg` part of a [`FixRecord`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DpkgFix {
-    /// The overlay package, `rcclfix-fix-<id>`.
-    pub package: String,
-    /// The package that owns the copy (`rccl`, `librccl1:amd64`).
-    pub owner_package: String,
-    /// Its version when the fix was applied.
-    pub owner_version: String,
-    /// The `.deb`'s file name, kept in `fixes/<id>/`.
-    pub deb: String,
-}
 
 /// The overlay package's name for fix `id`.
 pub fn package_name(id: &str) -> String {
@@ -106,8 +94,8 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
     })?;
     let scratch = crate::fsutil::TempDir::new("rcclfix-fix-")?;
     let patched = scratch.path().join("library");
-    let (id, keep, rec) = apply::patch_planned(copy, &opts, &patched)?;
-    apply::rescan_clean(&patched, &copy.decision)?;
+    let (id, keep, rec) = steps::patch_planned(copy, &opts, &patched)?;
+    steps::rescan_clean(&patched, &copy.decision)?;
     let ours = package_name(&id);
     let info = crate::package::elf::ElfInfo::read(&patched)?;
     let owner_name = package.split(':').next().unwrap_or(package);
@@ -156,7 +144,7 @@ pub fn apply(copy: &Copy, targets: &[String]) -> anyhow::Result<FixRecord> {
         deb: spec.file_name(),
     };
     let record = FixRecord {
-        schema_version: apply::FIX_SCHEMA_VERSION,
+        schema_version: record::FIX_SCHEMA_VERSION,
         id: id.clone(),
         path: path.clone(),
         original_sha256: copy.sha256.clone(),
@@ -297,14 +285,14 @@ pub fn verify_clean(package: &str) -> anyhow::Result<()> {
 
 /// The self-test after a dpkg fix: the file is the patched one and scans clean, dpkg names the
 /// overlay as diverting it, `dpkg --verify` of the overlay is clean, and each consumer's loader
-/// search leads to it ([`apply::check_bindings`]). One line each, `Ok` when it holds.
+/// search leads to it ([`steps::check_bindings`]). One line each, `Ok` when it holds.
 pub fn check(copy: &Copy, r: &FixRecord) -> Vec<Result<String, String>> {
     let Some(d) = &r.dpkg else {
         return vec![Err("not a dpkg fix".into())];
     };
     let p = copy.path.display();
     let mut out = vec![match crate::fsutil::sha256_file(&copy.path) {
-        Ok(s) if s == r.patched_sha256 => apply::rescan_clean(&copy.path, &copy.decision)
+        Ok(s) if s == r.patched_sha256 => steps::rescan_clean(&copy.path, &copy.decision)
             .map(|_| format!("{p} is the patched file and scans clean"))
             .map_err(|e| format!("{e:#}")),
         Ok(s) => Err(format!("{p}: sha256 {s}, not the patched one")),
@@ -320,6 +308,6 @@ pub fn check(copy: &Copy, r: &FixRecord) -> Vec<Result<String, String>> {
             .map(|_| format!("dpkg --verify {} is clean", d.package))
             .map_err(|e| format!("{e:#}")),
     );
-    out.extend(apply::check_bindings(copy, r));
+    out.extend(steps::check_bindings(copy, r));
     out
 }

@@ -13,6 +13,9 @@
 //! [`soname`] giving it the SONAME its consumers need, and a self-test in a real process).
 //!
 //! A dpkg-owned copy gets a `.deb` overlay that diverts it, installed with apt ([`dpkg`]).
+//! The three applies share [`steps`] (patch into a scratch file, rescan, check the bindings) and
+//! write a [`record`] (`FixRecord`, with the pip and dpkg parts); [`apply`] also reads records
+//! back for `--list` and `--undo`, handing a pip or dpkg fix to [`pip`] or [`dpkg`].
 //! The rewritten kernels have not run on AMD hardware here; every plan says so and names
 //! `rcclfix verify --lib`.
 
@@ -22,17 +25,19 @@ pub mod dpkg;
 pub mod find;
 pub mod owner;
 pub mod pip;
+pub mod record;
 pub mod release;
 pub mod soname;
+pub mod steps;
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use apply::{FixRecord, Mechanism, FIXES_DIR};
 pub use decide::Decision;
 pub use find::{Binding, Sources};
 pub use owner::Owner;
+pub use record::{FixRecord, Mechanism, FIXES_DIR};
 
 /// Version of the plan's JSON shape (`rcclfix fix --dry-run --json`).
 pub const PLAN_SCHEMA_VERSION: u32 = 1;

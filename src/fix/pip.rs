@@ -16,10 +16,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::apply::{self, FixRecord, Mechanism};
+use super::record::{self, FixRecord, Mechanism};
+use super::steps;
 use super::{Copy, Owner};
+
+pub use super::record::PipFix;
 
 /// The overlay's distribution name (one per environment: `rcclfix_rccl/` is its import package).
 pub const DISTRIBUTION: &str = "rcclfix_rccl_fix";
@@ -27,24 +30,6 @@ pub const DISTRIBUTION: &str = "rcclfix_rccl_fix";
 pub const INSTALLED: &str = "rcclfix_rccl/lib/librccl.so.1";
 const PIP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
 const PROBE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// What a pip fix installed: the `pip` part of a [`FixRecord`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PipFix {
-    /// The interpreter whose pip installed the overlay (absolute).
-    pub python: PathBuf,
-    /// Its site-packages folder holding the owner's `RECORD` (absolute).
-    pub site: PathBuf,
-    /// The owner's `RECORD` (torch's), whose line for the copy must verify before and after.
-    pub owner_record: PathBuf,
-    /// The overlay's version, `1+<fix id>`.
-    pub version: String,
-    /// The wheel's file name, kept in `fixes/<id>/`.
-    pub wheel: String,
-    /// The SONAME the shipped copy was given, when it differs from the copy's.
-    pub soname: Option<String>,
-}
 
 impl PipFix {
     /// The installed library: `<site>/rcclfix_rccl/lib/librccl.so.1`.
@@ -96,9 +81,9 @@ pub fn apply(copy: &Copy, targets: &[String], python: &Path) -> anyhow::Result<F
     })?;
     let scratch = crate::fsutil::TempDir::new("rcclfix-fix-")?;
     let patched = scratch.path().join("librccl.so.1");
-    let (id, keep, rec) = apply::patch_planned(copy, &opts, &patched)?;
+    let (id, keep, rec) = steps::patch_planned(copy, &opts, &patched)?;
     let soname = give_needed_soname(&patched, copy)?;
-    apply::rescan_clean(&patched, &copy.decision)?;
+    steps::rescan_clean(&patched, &copy.decision)?;
     let version = format!("1+{id}");
     let w = crate::package::library::LibraryWheel {
         distribution: DISTRIBUTION.into(),
@@ -134,7 +119,7 @@ pub fn apply(copy: &Copy, targets: &[String], python: &Path) -> anyhow::Result<F
         soname,
     };
     let record_doc = FixRecord {
-        schema_version: apply::FIX_SCHEMA_VERSION,
+        schema_version: record::FIX_SCHEMA_VERSION,
         id: id.clone(),
         path: path.clone(),
         original_sha256: copy.sha256.clone(),
@@ -183,7 +168,7 @@ pub fn apply(copy: &Copy, targets: &[String], python: &Path) -> anyhow::Result<F
 }
 
 fn wheel_at(id: &str, pip: &PipFix) -> PathBuf {
-    apply::fixes_dir().join(id).join(&pip.wheel)
+    record::fixes_dir().join(id).join(&pip.wheel)
 }
 
 /// Give the patched file at `patched` the SONAME its consumers need, when they all need one name
@@ -417,7 +402,7 @@ pub fn check(copy: &Copy, r: &FixRecord) -> Vec<Result<String, String>> {
     };
     let installed = pip.installed();
     let mut out = vec![match crate::fsutil::sha256_file(&installed) {
-        Ok(s) if s == r.patched_sha256 => match apply::rescan_clean(&installed, &copy.decision) {
+        Ok(s) if s == r.patched_sha256 => match steps::rescan_clean(&installed, &copy.decision) {
             Ok(()) => Ok(format!(
                 "{} is the shipped file and scans clean",
                 installed.display()

@@ -40,7 +40,7 @@ use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian as LE;
 use serde::Serialize;
 
-use super::codeobj::{Refusal, RefusalKind};
+use super::refusal::{Refusal, RefusalKind};
 use crate::scan::callgraph::{trap_entry, Graph, Isa, Trace, User};
 
 /// The device-assert handler `--asserts` may rewrite, with what it does in HIP's headers

@@ -45,50 +45,14 @@ use super::asserts::{self, CutPath, InstructionRecord};
 use super::msgpack::{self, Item, Rewrite};
 use crate::scan::callgraph::{interrupt_sites, Isa};
 
+pub use super::refusal::{Refusal, RefusalKind};
+
 /// `NT_AMDGPU_METADATA`: the note type of the MessagePack metadata (code object v3+).
 pub const NT_AMDGPU_METADATA: u32 = 32;
 /// `R_AMDGPU_ABS32`, `R_AMDGPU_ABS64`, `R_AMDGPU_RELATIVE64` (llvm `ELFRelocs/AMDGPU.def`).
 const R_AMDGPU_ABS32: u32 = 6;
 const R_AMDGPU_ABS64: u32 = 3;
 const R_AMDGPU_RELATIVE64: u32 = 13;
-
-/// What a refusal is about; callers map it to an exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RefusalKind {
-    /// Hostcall code is present in the image: the declaration is real.
-    UsesHostcall,
-    /// Something the proof needs is missing or outside what it can reason about.
-    Unproven,
-}
-
-/// Why one code object cannot be patched.
-#[derive(Debug, Clone, Serialize)]
-pub struct Refusal {
-    /// What kind of refusal.
-    pub kind: RefusalKind,
-    /// The declaring kernels concerned (empty when the image could not be read that far).
-    pub kernels: Vec<String>,
-    /// One line: what was found, e.g. `symbol table stripped (no .symtab)`.
-    pub reason: String,
-}
-
-impl Refusal {
-    fn unproven(kernels: &[String], reason: impl Into<String>) -> Refusal {
-        Refusal {
-            kind: RefusalKind::Unproven,
-            kernels: kernels.to_vec(),
-            reason: reason.into(),
-        }
-    }
-    fn uses(kernels: &[String], reason: impl Into<String>) -> Refusal {
-        Refusal {
-            kind: RefusalKind::UsesHostcall,
-            kernels: kernels.to_vec(),
-            reason: reason.into(),
-        }
-    }
-}
 
 /// One rewritten kernel argument.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -9,8 +9,8 @@
 //! For every requested code object, [`codeobj`] proves that nothing in the image can use the
 //! hostcall buffer and rewrites each declaring argument to `hidden_none` at the same offset and
 //! size ([`msgpack`] keeps the note's length); [`walk`] finds the code objects in host ELFs,
-//! plain bundles and CCOBs and writes them back. Anything unproven refuses the whole file and
-//! nothing is written.
+//! plain bundles and CCOBs and writes them back. Anything unproven refuses the whole file (a
+//! [`Refusal`], [`refusal`]) and nothing is written.
 //!
 //! Spec basis for `hidden_none`: llvm `AMDGPUUsage.rst`, code object v3 kernel argument metadata
 //! ("an argument that is not used by the kernel; space needs to be left for it, but it does not
@@ -22,6 +22,7 @@ pub mod asserts;
 pub mod codeobj;
 mod explain;
 pub mod msgpack;
+pub mod refusal;
 pub mod walk;
 pub mod zfit;
 
@@ -31,7 +32,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 pub use asserts::{CutPath, InstructionRecord, ASSERT_HANDLERS};
-pub use codeobj::{KernelRecord, Proof, Refusal, RefusalKind};
+pub use codeobj::{KernelRecord, Proof};
+pub use refusal::{Refusal, RefusalKind};
 pub use walk::{CcobRecord, CleanImage, ImageRecord};
 
 /// Version of the [`PatchRecord`] JSON shape (2: `asserts`, and per image `instructions` and

@@ -23,7 +23,8 @@ use std::io::Read;
 use serde::Serialize;
 
 use super::asserts::{CutPath, InstructionRecord};
-use super::codeobj::{self, KernelRecord, NoteSpan, Outcome, Proof, Refusal, RefusalKind};
+use super::codeobj::{self, KernelRecord, NoteSpan, Outcome, Proof};
+use super::refusal::{Refusal, RefusalKind};
 use crate::scan::{bundle, ccob as sccob, elf as selfh, input, verdict};
 
 /// One rewritten code object.

@@ -51,6 +51,7 @@ mod flow_entry;
 mod flow_marks;
 mod flow_state;
 mod image;
+mod inst;
 mod isa;
 mod layout;
 mod reach;
@@ -58,9 +59,10 @@ mod salu_table;
 mod trace;
 mod vop3_table;
 
-pub use decode::{decode, Gen, Inst, Op};
-pub use flow::{FlowRefusal, FlowRoot, FlowStats};
-pub use flow_entry::kernel_descriptor;
+pub use decode::decode;
+pub use flow::FlowStats;
+pub use flow_entry::{kernel_descriptor, FlowRefusal, FlowRoot};
+pub use inst::{Gen, Inst, Op};
 pub use isa::{branch_offset, interrupt_sites, is_interrupt_msg, trap_entry, InterruptSites, Isa};
 pub use reach::{Reach, Reached};
 #[cfg(test)]

@@ -27,8 +27,10 @@ use super::walk::{self, Job, Part};
 use super::Settings;
 
 mod archive;
+mod budget;
 mod member;
 mod sparse;
+mod stream_bundle;
 mod stream_elf;
 mod tree;
 

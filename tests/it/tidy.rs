@@ -702,21 +702,6 @@ fn no_rust_file_over_its_line_limit() {
     report("files over their line limit", &bad);
 }
 
-/// The import circles among sibling modules still to be broken, each as its modules sorted and
-/// joined with ` ↔ ` (issue 41): the list may only shrink. `patch/` and `scan/callgraph/` are
-/// being reworked elsewhere, and `scan/input/`'s readers recurse into one another (a member holds
-/// an ELF whose bundle holds members).
-const KNOWN_CIRCLES: &[&str] = &[
-    // fix's apply/undo dispatch and the pip/dpkg overlays it dispatches to (they share the fix
-    // record's types): came in with two branches merged the same day; to be broken by moving the
-    // record and the dispatch out of apply.rs.
-    "fix::apply ↔ fix::dpkg ↔ fix::pip",
-    "patch::asserts ↔ patch::codeobj",
-    "scan::callgraph::decode ↔ scan::callgraph::decode_mem ↔ scan::callgraph::decode_salu",
-    "scan::callgraph::flow ↔ scan::callgraph::flow_entry",
-    "scan::input::archive ↔ scan::input::member ↔ scan::input::sparse ↔ scan::input::stream_elf",
-];
-
 /// The module path of a file under `base` (`src/doctor/vm.rs` → `["doctor", "vm"]`; `mod.rs`,
 /// `lib.rs` and `main.rs` name their folder).
 fn module_path(rel: &str) -> Vec<String> {
@@ -808,8 +793,8 @@ fn named_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
 
 /// Sibling modules import one another without a circle, in the whole crate and in the xtask
 /// (issue 41): an edge `a → b` between two files becomes one between the children of their
-/// common ancestor, and every strongly connected set of those is a circle; the ones not broken
-/// yet are [`KNOWN_CIRCLES`].
+/// common ancestor, and every strongly connected set of those is a circle, reported as its
+/// modules sorted and joined with ` ↔ `.
 #[test]
 fn no_module_imports_in_a_circle() {
     use std::collections::BTreeMap;
@@ -896,15 +881,9 @@ fn no_module_imports_in_a_circle() {
             circles.insert(format!("{prefix}{}", names.join(" ↔ ")));
         }
     }
-    let known: BTreeSet<String> = KNOWN_CIRCLES.iter().map(|c| c.to_string()).collect();
-    let mut bad: Vec<String> = circles
-        .difference(&known)
+    let bad: Vec<String> = circles
+        .iter()
         .map(|c| format!("modules import in a circle: {c}"))
         .collect();
-    bad.extend(
-        known
-            .difference(&circles)
-            .map(|c| format!("{c} is no circle any more: remove it from KNOWN_CIRCLES")),
-    );
     report("import circles", &bad);
 }

@@ -2,7 +2,7 @@
 //! MUBUF/MTBUF (and gfx12's VBUFFER), image instructions. Sources as there (llvm
 //! `SMInstructions.td`, `DSInstructions.td`, `FLATInstructions.td`, `BUFInstructions.td`).
 
-use super::decode::{Gen, Inst, Op, Reg};
+use super::inst::{Gen, Inst, Op, Reg};
 
 /// SMEM (64 bits): loads understood, everything else [`Op::Mem`].
 pub(super) fn smem(g: Gen, w: u32, w1: Option<u32>) -> Inst {

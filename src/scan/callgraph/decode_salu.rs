@@ -6,7 +6,7 @@
 //! generation decodes, or one whose mnemonic the table does not classify, reads SCC, may set it
 //! and may write exec, and has an effect beyond its registers ([`Inst::effect`]).
 
-use super::decode::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, RUNTIME, SCC, VCC};
+use super::inst::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, RUNTIME, SCC, VCC};
 use super::isa::branch_offset;
 use super::salu_table as t;
 

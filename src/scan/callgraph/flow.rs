@@ -9,7 +9,7 @@
 //!   low half's sum ([`Val::Carry`]), a code address the code computed from `s_getpc_b64`
 //!   ([`Val::Pc`]), or anything derived from those in a way not followed ([`Val::Any`]);
 //! - what a value decides is derived from it as well (implicit flows): SCC, `vcc`, `exec` and the
-//!   hardware registers are registers here ([`super::decode`]); a conditional branch on a
+//!   hardware registers are registers here ([`super::inst`]); a conditional branch on a
 //!   followed condition, a vector instruction under a followed `exec`, a followed value into an
 //!   instruction that acts beyond its registers (`s_setreg_b32`, `s_sleep_var`, …), are refused;
 //!   `s_cselect`, a lane a register chooses and a load's high half add what they depend on;
@@ -40,10 +40,11 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::{decode, Gen, Inst, Op, Reg, EXEC, SCC};
-use super::flow_entry::{kernel_entry, load_value};
+use super::decode::decode;
+use super::flow_entry::{kernel_entry, load_value, FlowRefusal, FlowRoot};
 use super::flow_marks;
 use super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
+use super::inst::{Gen, Inst, Op, Reg, EXEC, SCC};
 use super::{Graph, Isa};
 
 /// Whether control comes back after an instruction (a call to a sink does not).
@@ -51,24 +52,6 @@ use super::{Graph, Isa};
 enum Flow {
     On,
     Stops,
-}
-
-/// One kernel whose declaration a proof drops: where its code starts and what its kernel
-/// descriptor says the registers hold there.
-#[derive(Debug, Clone)]
-pub struct FlowRoot {
-    /// The kernel's name (for messages).
-    pub name: String,
-    /// Its function node.
-    pub node: u32,
-    /// Its kernel descriptor (64 bytes, llvm `AMDGPUUsage.rst`, "Kernel Descriptor").
-    pub kd: [u8; 64],
-    /// The address of its kernel descriptor.
-    pub kd_addr: u64,
-    /// Its `hidden_hostcall_buffer` `.offset` in the kernarg segment (bytes).
-    pub slot: u64,
-    /// Its `.kernarg_segment_size` (bytes).
-    pub kernarg_size: u64,
 }
 
 /// What the flow established.
@@ -80,14 +63,6 @@ pub struct FlowStats {
     pub instructions: usize,
     /// Loads through a kernarg pointer, each checked against the slot.
     pub kernarg_loads: usize,
-}
-
-/// Why the flow refuses: the function, the instruction's address and a reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowRefusal {
-    pub function: String,
-    pub at: u64,
-    pub reason: String,
 }
 
 /// How a constant lane number names a lane, from the wave size of the kernels followed (llvm

@@ -1,11 +1,37 @@
-//! The kernel's side of [`super::flow`]: its kernel descriptor, and what the registers hold at
-//! its first instruction (llvm `AMDGPUUsage.rst`, "Kernel Descriptor", "Initial Kernel
-//! Execution State"), and what a load through a followed pointer gives ([`load_value`]).
+//! The kernel's side of [`super::flow`]: the kernels it starts from ([`FlowRoot`]), their kernel
+//! descriptors, and what the registers hold at their first instruction (llvm `AMDGPUUsage.rst`,
+//! "Kernel Descriptor", "Initial Kernel Execution State"), and what a load through a followed
+//! pointer gives ([`load_value`]); and what the flow refuses with ([`FlowRefusal`]).
 
-use super::decode::Reg;
-use super::flow::{FlowRefusal, FlowRoot};
 use super::flow_state::{Base, Gate, State, Val};
+use super::inst::Reg;
 use super::Graph;
+
+/// One kernel whose declaration a proof drops: where its code starts and what its kernel
+/// descriptor says the registers hold there.
+#[derive(Debug, Clone)]
+pub struct FlowRoot {
+    /// The kernel's name (for messages).
+    pub name: String,
+    /// Its function node.
+    pub node: u32,
+    /// Its kernel descriptor (64 bytes, llvm `AMDGPUUsage.rst`, "Kernel Descriptor").
+    pub kd: [u8; 64],
+    /// The address of its kernel descriptor.
+    pub kd_addr: u64,
+    /// Its `hidden_hostcall_buffer` `.offset` in the kernarg segment (bytes).
+    pub slot: u64,
+    /// Its `.kernarg_segment_size` (bytes).
+    pub kernarg_size: u64,
+}
+
+/// Why the flow refuses: the function, the instruction's address and a reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowRefusal {
+    pub function: String,
+    pub at: u64,
+    pub reason: String,
+}
 
 /// The registers at a kernel's first instruction, from its kernel descriptor: the user SGPRs in
 /// their fixed order (private segment buffer 4, dispatch pointer 2, queue pointer 2, kernarg
@@ -48,7 +74,7 @@ pub(super) fn kernel_entry(
             st.set(t, Val::Any);
         }
     }
-    st.set(super::decode::RUNTIME, Val::Any);
+    st.set(super::inst::RUNTIME, Val::Any);
     // Each pointer is a pair: its low half, then its high half.
     if bit(1) {
         st.set(at, Val::Gate(Gate::Dispatch, 0));

@@ -46,9 +46,9 @@
 use std::collections::BTreeMap;
 
 use super::code::{pc_rel, sop1};
-use super::decode::{Inst, Op, Reg, EXEC, SCC, V};
 use super::flow_state::{lane_key, Code, Marks, State, LANES};
 use super::image::Image;
+use super::inst::{Inst, Op, Reg, EXEC, SCC, V};
 use super::isa::word;
 use super::layout::Layout;
 use super::{Graph, Raw};

@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::super::decode::{Inst, Op, Reg, EXEC, SCC, V};
 use super::super::flow_state::State;
 use super::super::flow_state::{join_marks, Code};
+use super::super::inst::{Inst, Op, Reg, EXEC, SCC, V};
 use super::{apply, control, made};
 
 fn key(l: u8) -> Option<u8> {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::{Reg, V};
+use super::inst::{Reg, V};
 
 /// An abstract value: what a register may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,14 +1,15 @@
 //! Archives, member by member: `ar` (.deb, .a), zip (.whl) and tar, uncompressed or gzip, xz or
 //! zstd. Members are sniffed by their first bytes and scanned through [`super::scan_buffer`];
-//! members over the memory budget go to [`super::member`]. An archive that was not read to its
-//! end is an unreadable record, never "no device code". Source: ar(5), deb(5), POSIX ustar,
-//! PKWARE APPNOTE, PEP 427.
+//! members over the memory budget are spilled to a mapped file ([`super::budget`]) or go to
+//! [`super::member`]. An archive that was not read to its end is an unreadable record, never "no
+//! device code". Source: ar(5), deb(5), POSIX ustar, PKWARE APPNOTE, PEP 427.
 
 use std::io::{self, Read};
 
 use anyhow::Context;
 
-use super::member::{spill, stream_member, Spill};
+use super::budget::{over_budget, size_lie, spill, Reopen, Spill};
+use super::member::stream_member;
 use super::sparse::{self, pax_records, Body, Member, Pax};
 use super::{io_unreadable, new_file, read_up_to, scan_buffer, sniff, Format, MAX_RESERVE};
 use crate::scan::model::{FileReport, Unreadable};
@@ -199,13 +200,6 @@ pub(super) fn scan_ar(
         files.push(f);
     }
     Ok(())
-}
-
-/// Reads a streamed member again from its start (the second and third passes over a member too
-/// large to hold).
-pub(super) trait Reopen {
-    /// The member from its first byte.
-    fn reopen(&mut self) -> io::Result<Box<dyn Read + '_>>;
 }
 
 struct ZipAgain<'z, 'a> {
@@ -404,18 +398,6 @@ fn ambiguous_directory(data: &[u8], start: u64, listed: usize) -> Option<String>
     }
     (records > listed + folders_again)
         .then(|| format!("it holds {records} records, but its end record counts {listed}"))
-}
-
-pub(super) fn size_lie(mname: &str, what: &str, claimed: u64, got: u64) -> FileReport {
-    io_unreadable(
-        mname,
-        "truncated",
-        format!(
-            "{what} claims {claimed} bytes but holds {}{}",
-            if got > claimed { "more than " } else { "" },
-            got.min(claimed)
-        ),
-    )
 }
 
 /// A fresh decoder over a compressed archive held in memory.
@@ -766,16 +748,5 @@ fn carries_file_data(ty: tar::EntryType) -> bool {
             | XHeader
             | GNULongName
             | GNULongLink
-    )
-}
-
-pub(super) fn over_budget(mname: &str, what: &str, size: u64, opts: &Settings) -> FileReport {
-    io_unreadable(
-        mname,
-        "too-large",
-        format!(
-            "{what}: {size} bytes, more than the {}-byte memory budget, and this kind of member cannot be streamed; raise it with --memory-budget SIZE or RCCLFIX_SCAN_MEMORY_BUDGET",
-            opts.memory_budget
-        ),
     )
 }

@@ -11,8 +11,7 @@
 
 use std::io::{self, Read};
 
-use super::archive::{over_budget, size_lie};
-use super::member::{spill, Spill};
+use super::budget::{over_budget, size_lie, spill, Spill};
 use super::{io_unreadable, read_up_to, sniff, MAX_RESERVE};
 use crate::scan::model::FileReport;
 use crate::scan::Settings;
@@ -294,7 +293,7 @@ pub(super) enum Member {
     Skip,
     /// Rebuilt in memory.
     Held(Vec<u8>),
-    /// Rebuilt into an unnamed temporary file ([`spill`]).
+    /// Rebuilt into an unnamed temporary file ([`super::budget::spill`]).
     Mapped(memmap2::Mmap),
     /// Unreadable, the archive goes on (a map that is refused, a member over the budget).
     Unread(FileReport),

@@ -26,8 +26,8 @@ use object::elf::{FileHeader64, ELFDATA2LSB, SHT_NOBITS};
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{LittleEndian, ReadRef};
 
-use super::archive::Reopen;
-use super::member::{stream_pointed, walk_stream};
+use super::budget::Reopen;
+use super::stream_bundle::{stream_pointed, walk_stream};
 use super::{new_file, read_up_to, MAX_ELF_TABLE};
 use crate::scan::elf::{self, HostElf};
 use crate::scan::host::{pointed, unreferenced};

@@ -1,0 +1,292 @@
+//! One decoded instruction ([`Inst`]: its length, what it does as an [`Op`], the registers it
+//! reads and may write), the register space it names them in, and the generations ([`Gen`]) the
+//! decoders tell apart: what [`mod@super::decode`] and its format decoders produce and the flow
+//! reads.
+//!
+//! Registers are numbered in one space: the scalar operand space 0–127 (`s0`–`s105`, `vcc`,
+//! `ttmp*`, `m0`, `exec`: llvm `SIRegisterInfo.td`), [`SCC`] and [`HWREG`] for state no register
+//! field names, then VGPRs from [`V`] (`v0` is 256). AGPRs share the VGPRs' numbers (an
+//! over-approximation: a write to either may be a write to both).
+
+use super::isa::Isa;
+
+/// A register: 0–127 the scalar operand space, [`V`]`+n` the VGPR (or AGPR) `n`.
+pub type Reg = u16;
+/// The first VGPR.
+pub const V: Reg = 256;
+/// `vcc` (its low half; `vcc_hi` is the next).
+pub(super) const VCC: Reg = 106;
+/// `exec` (its low half).
+pub(super) const EXEC: Reg = 126;
+/// SCC, the scalar condition code, as a register (253 is its operand code, `src_scc`).
+pub const SCC: Reg = 253;
+/// The hardware registers (`s_getreg_b32`/`s_setreg_b32`: MODE, its exception bits, …) as one
+/// register; no operand names it.
+pub const HWREG: Reg = 254;
+/// State the runtime sets up and no instruction of the image writes (the trap memory address
+/// `s_sendmsg_rtn` and `s_getreg_b32` may return), as one register; no operand names it.
+pub const RUNTIME: Reg = 250;
+
+/// The generation, as far as encodings go (gfx12 differs from gfx11 in SMEM and VMEM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gen {
+    /// gfx8, gfx9 (incl. gfx90a, gfx94x, gfx950).
+    G9,
+    /// gfx10.x.
+    G10,
+    /// gfx11.x.
+    G11,
+    /// gfx12.x up to gfx1201.
+    G12,
+}
+
+impl Gen {
+    /// The generation of a code object's instruction set ([`Isa`]); `gfx12` tells gfx12 from
+    /// gfx11, which [`Isa::Gfx11`] covers both of. `None` for gfx6/7, gfx125x and unknown sets.
+    pub fn of(isa: Isa, gfx12: bool) -> Option<Gen> {
+        match isa {
+            Isa::Gfx9 => Some(Gen::G9),
+            Isa::Gfx10 => Some(Gen::G10),
+            Isa::Gfx11 if gfx12 => Some(Gen::G12),
+            Isa::Gfx11 => Some(Gen::G11),
+            Isa::Gfx6 | Isa::Gfx1250 | Isa::Unknown => None,
+        }
+    }
+
+    pub(super) fn isa(self) -> Isa {
+        match self {
+            Gen::G9 => Isa::Gfx9,
+            Gen::G10 => Isa::Gfx10,
+            Gen::G11 | Gen::G12 => Isa::Gfx11,
+        }
+    }
+
+    /// `m0` in the scalar operand space (124 up to gfx10, 125 from gfx11 on, where 124 is
+    /// `null`).
+    pub fn m0(self) -> Reg {
+        match self {
+            Gen::G9 | Gen::G10 => 124,
+            Gen::G11 | Gen::G12 => 125,
+        }
+    }
+}
+
+/// What an instruction does, as far as the flow of a pointer goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Arithmetic or anything else that only moves values between registers: each register it
+    /// may write gets what its reads hold, combined.
+    Alu,
+    /// `s_getpc_b64`: `dst` and the next register get the address of the next instruction.
+    GetPc { dst: Reg },
+    /// An exact copy of `n` registers from `src` to `dst` (`s_mov_b32`, `s_mov_b64`,
+    /// `v_mov_b32`, `v_readfirstlane_b32`, `v_readlane_b32`).
+    Copy { dst: Reg, src: Reg, n: u16 },
+    /// `dst` gets `src` in one lane (`lane`, when a constant; else the lane its other reads
+    /// name) and keeps the rest (`v_writelane_b32`).
+    Merge {
+        dst: Reg,
+        src: Reg,
+        lane: Option<u8>,
+    },
+    /// `dst` gets lane `lane` (when a constant; else the lane its other reads name) of VGPR
+    /// `src` (`v_readlane_b32`).
+    ReadLane {
+        dst: Reg,
+        src: Reg,
+        lane: Option<u8>,
+    },
+    /// `dst` gets `a` or `b` (`n` registers; `None` is a constant), as SCC says:
+    /// `s_cselect_b32/b64`.
+    Select {
+        dst: Reg,
+        a: Option<Reg>,
+        b: Option<Reg>,
+        n: u16,
+    },
+    /// `dst = src + c` on 32 bits (`s_add_u32`/`s_sub_u32` with a constant operand: the low half
+    /// of a 64-bit pointer sum), setting SCC to the carry (borrow when `sub`); `raw` is the
+    /// constant's bits.
+    AddConst {
+        dst: Reg,
+        src: Reg,
+        c: i64,
+        raw: u32,
+        sub: bool,
+    },
+    /// `dst = src + k + SCC` (`s_addc_u32`), or `src - k - SCC` when `sub` (`s_subb_u32`), with
+    /// a constant `k`: the high half of a 64-bit pointer sum.
+    AddCarry {
+        dst: Reg,
+        src: Reg,
+        k: u32,
+        sub: bool,
+    },
+    /// `dst = a + b` (`s_add_u32` of two registers, setting SCC to the carry), or with `carry`
+    /// `a + b + SCC` (`s_addc_u32`): a table's address plus an index, for the marks of
+    /// [`super::flow_marks`]; otherwise an ALU operation of what it reads.
+    AddRegs {
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        carry: bool,
+    },
+    /// `dst = a ^ b` (`s_xor_b32`/`s_xor_b64` of two registers): how a waterfall loop takes the
+    /// lanes it has served out of `exec`, for [`super::flow_marks`]; otherwise an ALU operation.
+    Xor { dst: Reg, a: Reg, b: Reg, n: u16 },
+    /// `dst = exec; exec &= src` (`s_and_saveexec_b32/b64`, `n` registers), for
+    /// [`super::flow_marks`]; otherwise an ALU operation of what it reads.
+    AndSaveExec { dst: Reg, n: u16 },
+    /// `dst = sext(src[15:0])` (gfx11/gfx12 `s_sext_i32_i16`): what gfx12 does to the high half
+    /// of `s_getpc_b64`'s result, for [`super::flow_marks`]; otherwise an ALU operation.
+    Sext16 { dst: Reg, src: Reg },
+    /// `dst`, `dst+1` = the pair at `src` plus `c` on 64 bits (gfx12's `s_add_nc_u64`,
+    /// `s_sub_nc_u64` with a constant).
+    Add64 { dst: Reg, src: Reg, c: i64 },
+    /// A scalar load whose address is `base` (the low half of the pair, or the base word of a
+    /// buffer resource) plus `offset` bytes plus the register `soffset`, `bytes` wide, into
+    /// `dst`…: `s_load_*`, `s_buffer_load_*`.
+    SLoad {
+        base: Reg,
+        offset: i64,
+        soffset: Option<Reg>,
+        bytes: u32,
+        dst: Reg,
+    },
+    /// Any other memory access, export or message: what it reads may leave the registers.
+    Mem,
+    /// An image instruction (MIMG, VIMAGE, VSAMPLE), whose address registers are not read here;
+    /// gfx9's `s_set_gpr_idx_on`; an `s_setreg` that may change how later instructions read
+    /// their operands.
+    Opaque,
+    /// `s_branch`: to the word offset (from the next instruction).
+    Branch(i64),
+    /// A conditional branch (`s_cbranch_*`, SOPK branches): to the word offset, or on; its
+    /// reads are its condition.
+    CBranch(i64),
+    /// `s_endpgm`.
+    End,
+    /// `s_setpc_b64 s[30:31]`: a return.
+    Return,
+    /// `s_swappc_b64`, `s_call_b64`: a call, then on.
+    Call,
+    /// `s_setpc_b64` other than a return: a jump to a computed address (a tail call).
+    Jump,
+    /// Relative indexing (`s_movrels*`, `v_movrels*`, `v_swaprel`, gfx9's
+    /// `s_set_gpr_idx_on`): which registers it reads or writes depends on `m0`.
+    Relative,
+    /// A computed jump that is neither a call nor a return (`s_rfe_b64`, gfx8/9 fork and join).
+    Fork,
+    /// No format matches, or the instruction runs past the code.
+    Unknown,
+}
+
+/// One decoded instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inst {
+    /// Its length in 32-bit words (1–4).
+    pub words: usize,
+    /// What it does.
+    pub op: Op,
+    /// Registers it may read, as (first, count).
+    pub reads: Vec<(Reg, u16)>,
+    /// Registers it may write, as (first, count).
+    pub writes: Vec<(Reg, u16)>,
+    /// Registers it certainly writes, as (first, count) (a subset of `writes`).
+    pub kills: Vec<(Reg, u16)>,
+    /// Of `reads`, those a memory instruction forms its address from (the rest is data).
+    pub addr: Vec<(Reg, u16)>,
+    /// A vector instruction: which lanes it runs in is `exec`'s (and what `v_readfirstlane_b32`
+    /// reads).
+    pub vector: bool,
+    /// It does more than write its registers (`s_setreg_b32`, `s_sleep_var`, `s_setvskip`, an
+    /// opcode not classified): what it reads may act where the flow does not see.
+    pub effect: bool,
+}
+
+impl Inst {
+    pub(super) fn new(words: usize, op: Op) -> Inst {
+        Inst {
+            words,
+            op,
+            reads: Vec::new(),
+            writes: Vec::new(),
+            kills: Vec::new(),
+            addr: Vec::new(),
+            vector: false,
+            effect: false,
+        }
+    }
+
+    /// A vector ALU instruction: runs under `exec` and may set the exception bits of the
+    /// hardware registers ([`HWREG`]). What MODE decides (rounding, denormals) is no channel:
+    /// only a refused `s_setreg` of a followed value could make it depend on one.
+    pub(super) fn valu(mut self) -> Inst {
+        self.vector = true;
+        self.writes.push((HWREG, 1));
+        self
+    }
+
+    /// Mark the reads from index `from` on as address operands.
+    pub(super) fn addr_from(&mut self, from: usize) {
+        self.addr.extend_from_slice(&self.reads[from..]);
+    }
+
+    /// Read a scalar source operand (8 or 9 bits): a register when below 128, else a constant,
+    /// the literal or a special value; `n` registers.
+    pub(super) fn src(&mut self, s: u32, n: u16) {
+        match s {
+            _ if n == 0 => {}
+            0..128 => {
+                // A 64-bit scalar operand is an aligned pair: an odd register is read alone.
+                let n = if s % 2 == 1 { 1 } else { n.min(2) };
+                self.reads.push((s as Reg, n));
+            }
+            256..512 => self.reads.push((V + (s - 256) as Reg, n)),
+            // src_vccz, src_execz, src_scc: state read as a value.
+            251 => self.reads.push((VCC, 2)),
+            252 => self.reads.push((EXEC, 2)),
+            253 => self.reads.push((SCC, 1)),
+            // lds_direct (gfx9/gfx10): LDS at the address in m0 (124 there).
+            254 => self.reads.push((124, 1)),
+            _ => {}
+        }
+    }
+
+    pub(super) fn vsrc(&mut self, v: u32, n: u16) {
+        self.reads.push((V + (v & 0xff) as Reg, n));
+    }
+
+    pub(super) fn sdst(&mut self, d: u32, may: u16, must: u16) {
+        if d < 128 && may > 0 {
+            // A pair starts at an even register: an odd one is written alone.
+            let may = if may == 2 && d % 2 == 1 { 1 } else { may };
+            self.writes.push((d as Reg, may));
+            if must > 0 {
+                self.kills.push((d as Reg, must));
+            }
+        }
+    }
+
+    pub(super) fn vdst(&mut self, d: u32, may: u16, must: u16) {
+        self.writes.push((V + (d & 0xff) as Reg, may));
+        if must > 0 {
+            self.kills.push((V + (d & 0xff) as Reg, must));
+        }
+    }
+}
+
+/// The register of a scalar operand field, when it is one (below 106: `s0`–`s105`).
+pub(super) fn sgpr(s: u32) -> Option<Reg> {
+    (s < 106).then_some(s as Reg)
+}
+
+/// An inline constant (128–208) as a signed value, or the literal (255).
+pub(super) fn constant(s: u32, literal: Option<u32>) -> Option<i64> {
+    match s {
+        128..=192 => Some(i64::from(s) - 128),
+        193..=208 => Some(192 - i64::from(s)),
+        255 => literal.map(|l| i64::from(l as i32)),
+        _ => None,
+    }
+}
