@@ -110,7 +110,8 @@ pub struct BuildPlan {
     /// Whether the post-link patch runs on the library before the gate.
     pub post_link_patch: bool,
     /// The timing record the progress estimate reads and the build replaces:
-    /// `$RCCLFIX_HOME/records/<recipe>-<targets>.ninja_log`.
+    /// `$RCCLFIX_HOME/records/<recipe>-<targets>.ninja_log`, a control build's
+    /// `$RCCLFIX_HOME/records/control/<recipe>-<targets>.ninja_log` (its code is not the fix's).
     pub timing_record: PathBuf,
     /// The output folder.
     pub output: PlanOutput,
@@ -599,7 +600,17 @@ pub fn plan(recipe: &Recipe, opts: &BuildOptions, host: &HostFacts) -> anyhow::R
         ccache,
         steps,
         post_link_patch: recipe.build.post_link_patch,
-        timing_record: timing_record_in(&host.home, recipe.id(), &targets),
+        // A control build (no NDEBUG) compiles other code than the fix: its steps must not become
+        // the fix's estimate, so it keeps a record of its own, as it has a work folder of its own.
+        timing_record: if opts.control {
+            host.home.join("records/control").join(format!(
+                "{}-{}.ninja_log",
+                recipe.id(),
+                targets.join("+")
+            ))
+        } else {
+            timing_record_in(&host.home, recipe.id(), &targets)
+        },
         output: PlanOutput {
             dir: opts.out_dir.join(super::output_name(recipe, &targets)),
             written: !opts.control,

@@ -317,6 +317,18 @@ fn a_control_plan_and_a_ccache_plan_differ_only_where_they_should() {
         c.work.root,
         Path::new("/h/work/control/minihip-gfx1100+gfx1101")
     );
+    // The control's steps are never the fix's estimate: each keeps its own timing record.
+    assert_eq!(
+        c.timing_record,
+        Path::new("/h/records/control/minihip-gfx1100+gfx1101.ninja_log")
+    );
+    o.control = false;
+    assert_eq!(
+        plan(&recipe, &o, &host(Path::new("/h")))
+            .unwrap()
+            .timing_record,
+        Path::new("/h/records/minihip-gfx1100+gfx1101.ninja_log")
+    );
     assert!(!c.output.written && !c.cacheable);
     assert!(c.inject_compile_definition.is_none());
     assert_eq!(c.step("build").argv[3], "-j7");
@@ -699,7 +711,7 @@ fn a_host_toolchain_plan_runs_on_the_work_paths() {
 /// Two recipes of one RCCL version (`2.21.5` and `2.21.5-debian-sid`, the three 2.27.7 ones)
 /// shared `out/rccl-<version>-<targets>`, and a build of one replaced the other's output: every
 /// embedded recipe now plans its own output folder, work folder and timing record, and a control
-/// build's work folder is no recipe's own.
+/// build's work folder and timing record are no recipe's own.
 #[test]
 fn every_embedded_recipe_plans_its_own_output_and_work_folder() {
     let h = host(Path::new("/h"));
@@ -712,6 +724,7 @@ fn every_embedded_recipe_plans_its_own_output_and_work_folder() {
             let p = plan(r, &o, &h).unwrap();
             for key in [
                 p.work.root.clone(),
+                p.timing_record.clone(),
                 if control {
                     PathBuf::new()
                 } else {
