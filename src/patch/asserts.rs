@@ -114,9 +114,11 @@ pub enum Failed {
     Refused(Refusal),
 }
 
-/// The handler's `.symtab` entry, checked: (address, size). `Ok(None)` when the image defines
-/// none. Errors: a handler shorter than 8 bytes or outside every executable section's file data.
-fn handler_symbol(data: &[u8], ks: &[String]) -> Result<Option<(u64, u64)>, Refusal> {
+/// The handler's `.symtab` entries, checked: (address, size) of every defined `STT_FUNC` so
+/// named, in symbol-table order (an image linked from several partitions, as RCCL 2.21.5's control
+/// builds are, holds one local copy per partition); empty when the image defines none. Errors: a
+/// copy shorter than 8 bytes or outside every executable section's file data.
+fn handler_symbols(data: &[u8], ks: &[String]) -> Result<Vec<(u64, u64)>, Refusal> {
     let e = LE;
     let bad = |r: String| Refusal {
         kind: RefusalKind::Unproven,
@@ -131,29 +133,30 @@ fn handler_symbol(data: &[u8], ks: &[String]) -> Result<Option<(u64, u64)>, Refu
     let symtab = sections
         .symbols(e, data, elf::SHT_SYMTAB)
         .map_err(|err| bad(format!("symbol table: {err}")))?;
-    let Some(sym) = symtab.iter().find(|sym| {
+    let mut out = Vec::new();
+    for sym in symtab.iter().filter(|sym| {
         sym.st_type() == elf::STT_FUNC
             && sym.st_shndx(e) != elf::SHN_UNDEF
             && symtab.symbol_name(e, sym).ok() == Some(name.as_bytes())
-    }) else {
-        return Ok(None);
-    };
-    let (addr, size) = (sym.st_value(e), sym.st_size(e));
-    if size < 8 {
-        return Err(bad(format!(
-            "{name} at 0x{addr:x} is {size} bytes long, too short for {TRAP_TEXT}"
-        )));
+    }) {
+        let (addr, size) = (sym.st_value(e), sym.st_size(e));
+        if size < 8 {
+            return Err(bad(format!(
+                "{name} at 0x{addr:x} is {size} bytes long, too short for {TRAP_TEXT}"
+            )));
+        }
+        if code_range(data, addr, addr.saturating_add(8)).is_none() {
+            return Err(bad(format!(
+                "{name} at 0x{addr:x} lies in no executable section of the file"
+            )));
+        }
+        if !out.iter().any(|&(a, _)| a == addr) {
+            out.push((addr, size));
+        }
     }
-    if code_range(data, addr, addr.saturating_add(8)).is_none() {
-        return Err(bad(format!(
-            "{name} at 0x{addr:x} lies in no executable section of the file"
-        )));
-    }
-    Ok(Some((addr, size)))
+    Ok(out)
 }
 
-/// The code-object byte range of addresses `[start, end)`, when they lie in one executable
-/// section's file data.
 fn code_range(data: &[u8], start: u64, end: u64) -> Option<std::ops::Range<usize>> {
     let e = LE;
     let hdr = elf::FileHeader64::<LE>::parse(data).ok()?;
@@ -231,9 +234,10 @@ pub fn rewrite_and_prove(
             reason: format!("--asserts: {r}"),
         })
     };
-    let Some((h_addr, _)) = handler_symbol(data, ks).map_err(Failed::Refused)? else {
+    let handler_syms = handler_symbols(data, ks).map_err(Failed::Refused)?;
+    if handler_syms.is_empty() {
         return Err(Failed::NoHandler);
-    };
+    }
     let isa = Isa::from_e_flags(e_flags);
     // The bytes written follow e_flags (what the loader checks); the metadata must agree.
     if Isa::from_processor(processor) != isa {
@@ -247,17 +251,28 @@ pub fn rewrite_and_prove(
             e_flags & 0xff
         )));
     };
-    let handler = g
-        .node(ASSERT_HANDLERS[0].0)
-        .filter(|&h| g.reached(h).addr == Some(h_addr))
-        .ok_or_else(|| {
-            unproven(format!(
-                "{} has no function in the call graph",
-                ASSERT_HANDLERS[0].0
-            ))
-        })?;
-    let shape = g.handler_shape(handler);
-    let sinks: Vec<u32> = if shape.is_ok() { vec![handler] } else { vec![] };
+    // Every copy of the handler, each judged by its own code: a copy that shows it is the
+    // handler becomes a sink, one that does not is refused if a kernel reaches it.
+    let handlers: Vec<(u32, Result<(), String>)> = g
+        .nodes()
+        .filter(|&i| {
+            let f = g.reached(i);
+            f.name == ASSERT_HANDLERS[0].0
+                && f.addr.is_some_and(|a| handler_syms.iter().any(|&(h, _)| h == a))
+        })
+        .map(|i| (i, g.handler_shape(i)))
+        .collect();
+    if handlers.len() != handler_syms.len() {
+        return Err(unproven(format!(
+            "{} has no function in the call graph",
+            ASSERT_HANDLERS[0].0
+        )));
+    }
+    let sinks: Vec<u32> = handlers
+        .iter()
+        .filter(|(_, shape)| shape.is_ok())
+        .map(|&(i, _)| i)
+        .collect();
     let mut roots = Vec::new();
     for (name, symbol) in kernels {
         match g.node(symbol).or_else(|| g.node(name)) {
@@ -288,14 +303,13 @@ pub fn rewrite_and_prove(
         if sinks.contains(&i) {
             continue;
         }
-        if i == handler {
-            if let Err(why) = &shape {
-                return Err(unproven(format!(
-                    "{} at 0x{h_addr:x} is reached ({}) but is not rewritten: {why}; only a handler that never returns may be made to trap",
-                    f.name,
-                    path_text(&r.path(g, i))
-                )));
-            }
+        if let Some((_, Err(why))) = handlers.iter().find(|(h, _)| *h == i) {
+            return Err(unproven(format!(
+                "{} at 0x{:x} is reached ({}) but is not rewritten: {why}; only a handler that never returns may be made to trap",
+                f.name,
+                f.addr.unwrap_or(0),
+                path_text(&r.path(g, i))
+            )));
         }
         if let Some(u) = &f.user {
             return Err(Failed::Refused(still_reaches(g, &r, i, u)));
