@@ -258,7 +258,8 @@ pub fn rewrite_and_prove(
         .filter(|&i| {
             let f = g.reached(i);
             f.name == ASSERT_HANDLERS[0].0
-                && f.addr.is_some_and(|a| handler_syms.iter().any(|&(h, _)| h == a))
+                && f.addr
+                    .is_some_and(|a| handler_syms.iter().any(|&(h, _)| h == a))
         })
         .map(|i| (i, g.handler_shape(i)))
         .collect();

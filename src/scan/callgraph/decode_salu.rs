@@ -10,6 +10,11 @@ use super::inst::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, RUNTIME, SCC,
 use super::isa::branch_offset;
 use super::salu_table as t;
 
+/// The message ID (the SSRC0 field, not an inline constant) of `s_sendmsg_rtn` that returns the
+/// real-time counter: a clock, no address (llvm `SIDefines.h`, `ID_RTN_GET_REALTIME = 131`,
+/// gfx11 and gfx12).
+const MSG_RTN_GET_REALTIME: u32 = 131;
+
 /// The generated tables of format `fmt` ("SOP1", "SOP2", "SOPC", "SOPK", "SOPP"): its flags
 /// rows and its operand-width rows (none for SOPP).
 fn tables(g: Gen, fmt: &str) -> (&'static [u8], &'static [u8]) {
@@ -103,6 +108,11 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
     let (op, d, s) = ((w >> 8) & 0xff, (w >> 16) & 0x7f, w & 0xff);
     let mut x = Inst::new(if s == 255 { 2 } else { 1 }, Op::Alu);
     let (n0, _, nd, reads_d) = widths(g, "SOP1", op);
+    // s_sendmsg_rtn_b32/_b64 write SDST with the message's answer and read no register (the
+    // RDNA3 and RDNA4 ISA guides, "S_SENDMSG_RTN_B64"; llvm `SOPInstructions.td`: `outs $sdst`,
+    // `ins SendMsg:$src0`), whatever the table's conservative default says.
+    let rtn = matches!(g, Gen::G11 | Gen::G12) && matches!(op, 0x4c | 0x4d);
+    let reads_d = reads_d && !rtn;
     let f = row(g, "SOP1", op);
     let [mov32, mov64, getpc, setpc, swappc] = g.isa().sop1().expect("known generation");
     let relative = match g {
@@ -113,9 +123,9 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
     // The target of a jump or call is the first read (the flow looks there).
     x.src(s, n0);
     implicit(&mut x, f);
-    if matches!(g, Gen::G11 | Gen::G12) && matches!(op, 0x4c | 0x4d) {
+    if rtn && s != MSG_RTN_GET_REALTIME {
         // s_sendmsg_rtn_b32/_b64: what it returns is the runtime's (e.g. MSG_RTN_GET_TMA, the
-        // trap memory address, which leads to the queue).
+        // trap memory address, which leads to the queue); only the real-time clock is a number.
         x.reads.push((RUNTIME, 1));
     }
     if op == swappc {

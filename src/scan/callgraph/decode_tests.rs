@@ -1,6 +1,7 @@
 //! Rows for [`super`]: encodings assembled with llvm-mc 21.
 
 use super::*;
+use crate::scan::callgraph::inst::RUNTIME;
 
 fn words(bytes: &[u8]) -> Vec<u32> {
     bytes
@@ -179,4 +180,17 @@ fn scalar_loads_and_pointer_moves() {
     // v_movrels_b32_e32 v1, v2
     let i = decode(Gen::G11, &words(&[0x02, 0x87, 0x02, 0x7e]), 0);
     assert_eq!(i.op, Op::Relative);
+}
+
+/// `s_sendmsg_rtn_b64 s[0:1], sendmsg(MSG_RTN_GET_REALTIME)` (gfx1100 `0xBE804D83`) writes
+/// `s[0:1]` and reads no register (a clock); with `MSG_RTN_GET_TMA` (`0xBE804D82`) it reads what
+/// the runtime gives ([`RUNTIME`]), which leads to the queue.
+#[test]
+fn sendmsg_rtn_reads_the_runtime_unless_it_asks_for_the_clock() {
+    let clock = decode(Gen::G11, &[0xBE80_4D83], 0);
+    assert!(clock.reads.is_empty(), "{clock:?}");
+    assert!(clock.writes.contains(&(0, 2)), "{clock:?}");
+    let tma = decode(Gen::G11, &[0xBE80_4D82], 0);
+    assert!(tma.reads.contains(&(RUNTIME, 1)), "{tma:?}");
+    assert!(!tma.reads.iter().any(|&(r, _)| r == 0), "{tma:?}");
 }

@@ -345,14 +345,18 @@ impl Ctx<'_> {
                 self.budget -= 1;
                 self.seen.insert(pc);
                 let next = pc + 4 * inst.words as u64;
-                let stops = flow_marks::control(
-                    &inst,
-                    &st,
-                    &self.reached,
-                    &self.sinks,
-                    self.forged.as_deref(),
-                )
-                .map_err(|r| refuse(pc, r))?;
+                let long_branch = flow_marks::long_branch(&inst, &st, start, end);
+                let stops = match long_branch {
+                    Some(_) => false,
+                    None => flow_marks::control(
+                        &inst,
+                        &st,
+                        &self.reached,
+                        &self.sinks,
+                        self.forged.as_deref(),
+                    )
+                    .map_err(|r| refuse(pc, r))?,
+                };
                 let made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
                 let mut flow = self
                     .step(&inst, pc, next, &mut st)
@@ -372,6 +376,10 @@ impl Ctx<'_> {
                     Op::End => goes_on = false,
                     // A return through another pair, or a tail call through s[30:31]: the
                     // state goes where either goes.
+                    Op::Jump if long_branch.is_some() => {
+                        succ.extend(long_branch);
+                        goes_on = false;
+                    }
                     Op::Return | Op::Jump => {
                         rets.join_from(&st);
                         calls.join_from(&flow_marks::callee_view(&inst, &st));

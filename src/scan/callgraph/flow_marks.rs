@@ -619,6 +619,26 @@ pub(super) fn control(
     }
 }
 
+/// The target of a long branch at `inst` (llvm `SIInstrInfo::insertIndirectBranch`: an
+/// `s_setpc_b64` through a pair that holds, on every path, the exact `s_getpc_b64` sum
+/// [`Code::PcLo`]/[`Code::PcHi`] of an address inside the function `start..end` other than its
+/// start): control goes on there, as after a branch. `None` for anything else, which
+/// [`control`] judges.
+pub(super) fn long_branch(inst: &Inst, st: &State, start: u64, end: u64) -> Option<u64> {
+    if inst.op != Op::Jump {
+        return None;
+    }
+    let (&(r, _), m) = (inst.reads.first()?, st.1.as_ref()?);
+    match (m.get(&r), m.get(&(r + 1))) {
+        (Some(&Code::PcLo(y)), Some(&Code::PcHi(z)))
+            if y & 0xffff_ffff == z & 0xffff_ffff && z > start && z < end =>
+        {
+            Some(z)
+        }
+        _ => None,
+    }
+}
+
 /// What a call at `inst` leaves a callee (and a jump the function it enters): the link pair is
 /// the callee's own return address ([`Code::RetEntry`]); no other register holds one (the
 /// caller's own, kept in a callee-saved register or a lane, is the caller's, and a call's

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::super::flow_state::State;
 use super::super::flow_state::{join_marks, Code};
 use super::super::inst::{Inst, Op, Reg, EXEC, SCC, V};
-use super::{apply, control, made};
+use super::{apply, control, long_branch, made};
 
 fn key(l: u8) -> Option<u8> {
     Some(l & 31)
@@ -320,4 +320,21 @@ fn a_load_outside_every_table_is_no_entry() {
         control(&call(10), &st, &starts(&[]), &starts(&[]), None),
         Ok(false)
     );
+}
+
+/// A long branch (llvm `SIInstrInfo::insertIndirectBranch`): `s_setpc_b64` through the exact
+/// getpc sum of an address inside the function, not its start, goes on there; the function's
+/// start, an address outside it, a call, or an inexact pair are no long branch.
+#[test]
+fn a_long_branch_goes_on_inside_the_function() {
+    let mut st = reached();
+    get_pc_plus(&mut st, 0x100);
+    let mut jump = inst(Op::Jump, &[]);
+    jump.reads = vec![(4, 2)];
+    assert_eq!(long_branch(&jump, &st, 0x100, 0x300), Some(0x204));
+    assert_eq!(long_branch(&jump, &st, 0x204, 0x300), None, "its own start");
+    assert_eq!(long_branch(&jump, &st, 0x100, 0x204), None, "outside it");
+    assert_eq!(long_branch(&call(4), &st, 0x100, 0x300), None, "a call");
+    st.1.as_mut().unwrap().remove(&4);
+    assert_eq!(long_branch(&jump, &st, 0x100, 0x300), None, "half a sum");
 }
