@@ -35,6 +35,7 @@ mod package_deb_library;
 mod package_gate;
 mod package_install;
 mod package_real_tools;
+mod package_wheel_bytes;
 mod patch;
 mod patch_asserts;
 mod patch_soundness;
