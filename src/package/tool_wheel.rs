@@ -21,10 +21,9 @@ use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use sha2::Digest as _;
 
 use super::elf::{ElfInfo, Machine};
-use super::wheel::{record_hash, zip_time, HashingReader};
+use super::wheel_writer::WheelWriter;
 
 /// The distribution name on Python package indexes and in the file name.
 pub const DISTRIBUTION: &str = "rcclfix";
@@ -143,58 +142,19 @@ pub fn outside_manylinux(info: &ElfInfo) -> Option<&str> {
         .find(|n| !MANYLINUX_LIBRARIES.contains(n))
 }
 
-/// Write the wheel to `out`: the script, then `METADATA`, `WHEEL` and `RECORD` last (PEP 427
-/// recommends it), deflated, one fixed timestamp.
+/// Write the wheel to `out` through [`WheelWriter`] (the zip crate's default deflate level): the
+/// script, then `METADATA`, `WHEEL` and `RECORD` last (PEP 427 recommends it), one fixed
+/// timestamp.
 ///
 /// Errors: the binary cannot be read; an output write fails.
 pub fn write<W: Write + Seek>(w: &ToolWheel, out: W) -> anyhow::Result<W> {
-    // As in `wheel::write_wheel`: zip's `Drop` would print a failure to stderr after a failed
-    // write, so only `finish` below ends the archive.
-    let mut zip = std::mem::ManuallyDrop::new(zip::ZipWriter::new(out));
-    let mtime = zip_time(w.mtime)?;
-    let opts = |mode: u32| {
-        zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated)
-            .last_modified_time(mtime)
-            .unix_permissions(mode)
-    };
-    let mut record = String::new();
-    let mut add = |zip: &mut zip::ZipWriter<W>,
-                   path: &str,
-                   mode: u32,
-                   data: &mut dyn std::io::Read|
-     -> anyhow::Result<()> {
-        zip.start_file(path, opts(mode))
-            .with_context(|| format!("cannot add {path} to the wheel"))?;
-        let mut hr = HashingReader {
-            inner: data,
-            hash: sha2::Sha256::new(),
-            len: 0,
-        };
-        std::io::copy(&mut hr, zip)
-            .with_context(|| format!("cannot write {path} into the wheel"))?;
-        record.push_str(&format!("{path},{},{}\n", record_hash(hr.hash), hr.len));
-        Ok(())
-    };
+    let mut zip = WheelWriter::new(out, w.mtime, None)?;
     let mut bin = fs_err::File::open(&w.binary)?;
-    add(&mut zip, &w.script_entry(), 0o755, &mut bin)?;
+    zip.add(&w.script_entry(), 0o755, &mut bin)?;
     let di = w.dist_info();
-    add(
-        &mut zip,
-        &format!("{di}/METADATA"),
-        0o644,
-        &mut metadata(w).as_bytes(),
-    )?;
-    add(
-        &mut zip,
-        &format!("{di}/WHEEL"),
-        0o644,
-        &mut wheel_file(w).as_bytes(),
-    )?;
-    record.push_str(&format!("{di}/RECORD,,\n"));
-    zip.start_file(format!("{di}/RECORD"), opts(0o644))?;
-    zip.write_all(record.as_bytes())?;
-    Ok(std::mem::ManuallyDrop::into_inner(zip).finish()?)
+    zip.add_bytes(&format!("{di}/METADATA"), 0o644, metadata(w).as_bytes())?;
+    zip.add_bytes(&format!("{di}/WHEEL"), 0o644, wheel_file(w).as_bytes())?;
+    zip.finish(&di)
 }
 
 /// Write the wheel into folder `dir` (created if missing) under [`ToolWheel::file_name`],

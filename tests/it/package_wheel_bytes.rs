@@ -1,7 +1,9 @@
 //! The bytes of both wheels rcclfix writes, pinned: the overlay wheel
 //! (`rcclfix::package::wheel::write_wheel`) and the wheel that carries rcclfix itself
 //! (`rcclfix::package::tool_wheel::write`), each from fixed inputs, so a change to either
-//! wheel's bytes shows here.
+//! wheel's bytes shows here. Both go through one RECORD and zip writer
+//! (`src/package/wheel_writer.rs`); the pins were taken from the two separate writers before
+//! that, and hold after.
 //!
 //! The member list (name, mode, compression, CRC-32, size) and RECORD pin the content; the
 //! sha256 of the whole file pins the zip framing and the deflate stream as well, which an update
