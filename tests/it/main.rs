@@ -4,6 +4,7 @@ mod build_in_toolchain;
 mod build_plan;
 mod build_progress;
 mod cli;
+mod cli_docs;
 mod doctor;
 mod doctor_cases;
 mod doctor_inputs;
