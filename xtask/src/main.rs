@@ -20,8 +20,8 @@
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 //! - `patch-sweep`: generated HIP programs compiled with the real clang, `rcclfix patch` and
 //!   `patch --asserts` on each, checked against an LLVM-based reachability (issue 39).
-//! - `wheel [--out-dir DIR]`: the `pip install`-able wheel carrying the release `rcclfix`
-//!   (`target/wheels/rcclfix-<ver>-py3-none-manylinux_2_N_x86_64.whl`).
+//! - `wheel [--out-dir DIR]`: the `pip install`-able wheel carrying the release `rcclfix`, its man
+//!   pages and shell completions (`target/wheels/rcclfix-<ver>-py3-none-manylinux_2_N_x86_64.whl`).
 //! - `docs [--out-dir DIR]`: the release `rcclfix`'s shell completions and man pages, generated
 //!   from its clap definitions (`target/self-docs/{completions,man/man1}/`).
 
