@@ -493,7 +493,10 @@ pub fn create_log(path: &Path) -> anyhow::Result<std::fs::File> {
 
 /// [`check_output_file`] for an output folder: `path` may be missing or a folder (or a link to
 /// one), nothing else.
-fn check_output_dir(path: &Path) -> anyhow::Result<()> {
+///
+/// Errors (one line naming the path): `PATH: exists and is a regular file, not a folder; refusing
+/// to replace it`, or the `stat` error.
+pub fn check_output_dir(path: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(m) => anyhow::bail!(

@@ -66,6 +66,10 @@ pub enum Command {
     /// (`cargo xtask wheel` runs it from the release build).
     #[command(hide = true)]
     SelfWheel(crate::cmd::self_wheel::Args),
+    /// Internal: write the shell completions and man pages generated from these definitions
+    /// (`cargo xtask docs` runs it; `self-wheel` ships its output).
+    #[command(hide = true)]
+    SelfDocs(crate::cmd::self_docs::Args),
 }
 
 /// Parse the process's command line with clap's own messages coloured as `--color`/`NO_COLOR`

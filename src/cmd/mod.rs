@@ -4,6 +4,8 @@
 
 use std::process::ExitCode;
 
+use clap::CommandFactory as _;
+
 use crate::ui::Ui;
 use cli::{Cli, Command};
 
@@ -18,6 +20,7 @@ pub mod patch;
 pub mod prove;
 pub mod recipe;
 pub mod scan;
+pub mod self_docs;
 pub mod self_wheel;
 pub mod toolchain;
 pub mod verify;
@@ -42,5 +45,8 @@ pub fn run(cli: Cli, ui: &Ui) -> anyhow::Result<ExitCode> {
         Command::VerifyChild(a) => verify::run_child(a, ui),
         Command::Decode(a) => decode::run(a, ui),
         Command::SelfWheel(a) => self_wheel::run(a, ui),
+        // The clap definitions come in as a value: cli lists self_docs's Args, so self_docs
+        // cannot import cli without a circle.
+        Command::SelfDocs(a) => self_docs::run(a, Cli::command(), ui),
     }
 }

@@ -23,6 +23,7 @@ pub mod stock_deb;
 pub mod strip;
 pub mod tool_wheel;
 pub mod wheel;
+pub mod wheel_writer;
 
 pub use folder::{read_manifest, regular_file, BuildFolder, MAX_JSON_BYTES};
 use spec::{deb_spec, flavor, targets_slug, wheel_spec};

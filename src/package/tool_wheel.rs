@@ -7,6 +7,11 @@
 //! file in the output folder ([`write`]) → rename it to its PEP 427 name ([`write_into`]).
 //!
 //! Layout (nothing importable; no Python code runs at install or start-up):
+//! - `rcclfix-<ver>.data/data/share/…`: the man pages and shell completions ([`DataFile`], made
+//!   by `rcclfix self-docs`), mode 0644. pip copies a wheel's `.data/data/` into the
+//!   environment's prefix (the venv's root), so they land in `<venv>/share/man/man1/`,
+//!   `<venv>/share/bash-completion/completions/` and so on, and RECORD lists them for
+//!   `pip uninstall`;
 //! - `rcclfix-<ver>.data/scripts/rcclfix`: the executable, mode 0755. pip copies a wheel's
 //!   `.data/scripts/` into the environment's `bin/` and leaves a file that does not start with
 //!   `#!python` as it is;
@@ -21,10 +26,9 @@ use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use sha2::Digest as _;
 
 use super::elf::{ElfInfo, Machine};
-use super::wheel::{record_hash, zip_time, HashingReader};
+use super::wheel_writer::WheelWriter;
 
 /// The distribution name on Python package indexes and in the file name.
 pub const DISTRIBUTION: &str = "rcclfix";
@@ -46,6 +50,17 @@ pub const MANYLINUX_LIBRARIES: &[&str] = &[
     "ld-linux-aarch64.so.1",
 ];
 
+/// A file the wheel installs under the environment's prefix (`<venv>/<path>`), through the
+/// wheel's `.data/data/` folder (PEP 427: the `data` scheme is the prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFile {
+    /// Path under the prefix, `/`-separated and relative, e.g. `share/man/man1/rcclfix.1`
+    /// ([`check_data_path`]).
+    pub path: String,
+    /// Contents.
+    pub bytes: Vec<u8>,
+}
+
 /// What the tool wheel is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolWheel {
@@ -60,10 +75,13 @@ pub struct ToolWheel {
     /// Modification time of every entry, seconds since the epoch (`SOURCE_DATE_EPOCH` or a fixed
     /// date, [`super::source_date_epoch`]).
     pub mtime: u64,
+    /// The files installed under the prefix (man pages, completions), sorted by path.
+    pub data: Vec<DataFile>,
 }
 
 impl ToolWheel {
-    /// Plan the wheel for `binary` (an x86_64 or aarch64 ELF executable linked against glibc).
+    /// Plan the wheel for `binary` (an x86_64 or aarch64 ELF executable linked against glibc),
+    /// without data files ([`ToolWheel::with_data`] adds them).
     ///
     /// Errors (one line, naming the file): not a regular file, not a readable 64-bit
     /// little-endian ELF with a dynamic section, or importing no versioned glibc symbol
@@ -92,7 +110,24 @@ impl ToolWheel {
             binary: binary.to_owned(),
             binary_bytes: meta.len(),
             mtime: super::source_date_epoch()?,
+            data: vec![],
         })
+    }
+
+    /// Add `data` (installed under the prefix), sorted by path.
+    ///
+    /// Errors (one line, naming the path): a path [`check_data_path`] refuses, or one given
+    /// twice.
+    pub fn with_data(mut self, mut data: Vec<DataFile>) -> anyhow::Result<ToolWheel> {
+        data.sort_by(|a, b| a.path.cmp(&b.path));
+        for (i, d) in data.iter().enumerate() {
+            check_data_path(&d.path)?;
+            if i > 0 && data[i - 1].path == d.path {
+                anyhow::bail!("wheel data file {:?} given twice", d.path);
+            }
+        }
+        self.data = data;
+        Ok(self)
     }
 
     /// `py3-none-<platform>`: any Python 3, no ABI (nothing is imported).
@@ -111,6 +146,11 @@ impl ToolWheel {
             "{DISTRIBUTION}-{}.data/scripts/{DISTRIBUTION}",
             self.version
         )
+    }
+
+    /// The entry pip installs as `<prefix>/<path>`.
+    pub fn data_entry(&self, path: &str) -> String {
+        format!("{DISTRIBUTION}-{}.data/data/{path}", self.version)
     }
 
     fn dist_info(&self) -> String {
@@ -135,6 +175,27 @@ pub fn platform_of(info: &ElfInfo) -> anyhow::Result<String> {
     Ok(format!("manylinux_2_{minor}_{arch}"))
 }
 
+/// Check a [`DataFile`] path: relative, `/`-separated, each part non-empty, not `.` or `..`, of
+/// ASCII letters, digits, `.`, `_`, `-` and `+` (so RECORD, a CSV file, needs no quoting, and pip
+/// installs it inside the prefix).
+///
+/// Errors (one line): the path and what is wrong.
+pub fn check_data_path(path: &str) -> anyhow::Result<()> {
+    let ok_part = |p: &str| {
+        !p.is_empty()
+            && p != "."
+            && p != ".."
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b))
+    };
+    if !path.split('/').all(ok_part) {
+        anyhow::bail!(
+            "wheel data file {path:?}: not a relative path of letters, digits, '.', '_', '-' and '+'"
+        );
+    }
+    Ok(())
+}
+
 /// The first `DT_NEEDED` library of `info` that is not in [`MANYLINUX_LIBRARIES`], if any.
 pub fn outside_manylinux(info: &ElfInfo) -> Option<&str> {
     info.needed
@@ -143,58 +204,23 @@ pub fn outside_manylinux(info: &ElfInfo) -> Option<&str> {
         .find(|n| !MANYLINUX_LIBRARIES.contains(n))
 }
 
-/// Write the wheel to `out`: the script, then `METADATA`, `WHEEL` and `RECORD` last (PEP 427
-/// recommends it), deflated, one fixed timestamp.
+/// Write the wheel to `out` through [`WheelWriter`] (the zip crate's default deflate level): the
+/// data files, the script, then `METADATA`, `WHEEL` and `RECORD` last (PEP 427 recommends it), one
+/// fixed timestamp.
 ///
 /// Errors: the binary cannot be read; an output write fails.
 pub fn write<W: Write + Seek>(w: &ToolWheel, out: W) -> anyhow::Result<W> {
-    // As in `wheel::write_wheel`: zip's `Drop` would print a failure to stderr after a failed
-    // write, so only `finish` below ends the archive.
-    let mut zip = std::mem::ManuallyDrop::new(zip::ZipWriter::new(out));
-    let mtime = zip_time(w.mtime)?;
-    let opts = |mode: u32| {
-        zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated)
-            .last_modified_time(mtime)
-            .unix_permissions(mode)
-    };
-    let mut record = String::new();
-    let mut add = |zip: &mut zip::ZipWriter<W>,
-                   path: &str,
-                   mode: u32,
-                   data: &mut dyn std::io::Read|
-     -> anyhow::Result<()> {
-        zip.start_file(path, opts(mode))
-            .with_context(|| format!("cannot add {path} to the wheel"))?;
-        let mut hr = HashingReader {
-            inner: data,
-            hash: sha2::Sha256::new(),
-            len: 0,
-        };
-        std::io::copy(&mut hr, zip)
-            .with_context(|| format!("cannot write {path} into the wheel"))?;
-        record.push_str(&format!("{path},{},{}\n", record_hash(hr.hash), hr.len));
-        Ok(())
-    };
+    let mut zip = WheelWriter::new(out, w.mtime, None)?;
+    // Sorted: `.data/data/…` < `.data/scripts/…`.
+    for d in &w.data {
+        zip.add_bytes(&w.data_entry(&d.path), 0o644, &d.bytes)?;
+    }
     let mut bin = fs_err::File::open(&w.binary)?;
-    add(&mut zip, &w.script_entry(), 0o755, &mut bin)?;
+    zip.add(&w.script_entry(), 0o755, &mut bin)?;
     let di = w.dist_info();
-    add(
-        &mut zip,
-        &format!("{di}/METADATA"),
-        0o644,
-        &mut metadata(w).as_bytes(),
-    )?;
-    add(
-        &mut zip,
-        &format!("{di}/WHEEL"),
-        0o644,
-        &mut wheel_file(w).as_bytes(),
-    )?;
-    record.push_str(&format!("{di}/RECORD,,\n"));
-    zip.start_file(format!("{di}/RECORD"), opts(0o644))?;
-    zip.write_all(record.as_bytes())?;
-    Ok(std::mem::ManuallyDrop::into_inner(zip).finish()?)
+    zip.add_bytes(&format!("{di}/METADATA"), 0o644, metadata(w).as_bytes())?;
+    zip.add_bytes(&format!("{di}/WHEEL"), 0o644, wheel_file(w).as_bytes())?;
+    zip.finish(&di)
 }
 
 /// Write the wheel into folder `dir` (created if missing) under [`ToolWheel::file_name`],
@@ -290,12 +316,60 @@ mod tests {
             binary: "/x".into(),
             binary_bytes: 1,
             mtime: 0,
+            data: vec![],
         };
         assert_eq!(
             w.file_name(),
             "rcclfix-0.1.0-py3-none-manylinux_2_34_x86_64.whl"
         );
         assert_eq!(w.script_entry(), "rcclfix-0.1.0.data/scripts/rcclfix");
+        assert_eq!(
+            w.data_entry("share/man/man1/rcclfix.1"),
+            "rcclfix-0.1.0.data/data/share/man/man1/rcclfix.1"
+        );
         assert!(wheel_file(&w).contains("Tag: py3-none-manylinux_2_34_x86_64\n"));
+    }
+
+    #[test]
+    fn data_paths_stay_inside_the_prefix_and_are_sorted() {
+        let w = ToolWheel {
+            version: "0.1.0".into(),
+            platform: "manylinux_2_34_x86_64".into(),
+            binary: "/x".into(),
+            binary_bytes: 1,
+            mtime: 0,
+            data: vec![],
+        };
+        let file = |p: &str| DataFile {
+            path: p.into(),
+            bytes: vec![],
+        };
+        let w2 = w
+            .clone()
+            .with_data(vec![
+                file("share/man/man1/rcclfix.1"),
+                file("share/bash-completion/completions/rcclfix.bash"),
+            ])
+            .unwrap();
+        assert_eq!(
+            w2.data[0].path,
+            "share/bash-completion/completions/rcclfix.bash"
+        );
+        for bad in [
+            "/etc/x",
+            "share/../x",
+            "share//x",
+            "share/a,b",
+            "",
+            "share/x/",
+            "./x",
+        ] {
+            let e = w.clone().with_data(vec![file(bad)]).unwrap_err();
+            assert!(e.to_string().contains("not a relative path"), "{bad}: {e}");
+        }
+        let e = w
+            .with_data(vec![file("share/x"), file("share/x")])
+            .unwrap_err();
+        assert!(e.to_string().contains("given twice"), "{e}");
     }
 }

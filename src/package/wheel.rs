@@ -7,14 +7,13 @@
 //! Sources: PEP 427 (wheel format, RECORD), PEP 491 (wheel 1.9 draft: file name escaping), PEP 600
 //! (`manylinux_x_y` tags), PEP 376 / the "Recording installed projects" spec (RECORD hashes are
 //! urlsafe base64 without padding), core metadata 2.1, site(3) (`.pth` lines starting with `import`
-//! are executed), maturin `src/module_writer/{wheel_writer,util}.rs`.
+//! are executed), maturin `src/module_writer/{wheel_writer,util}.rs`. The zip and its RECORD are
+//! written by [`super::wheel_writer::WheelWriter`], which [`super::tool_wheel`] shares.
 
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::PathBuf;
 
-use anyhow::Context;
-use base64::Engine as _;
-use sha2::Digest as _;
+use super::wheel_writer::WheelWriter;
 
 /// The import package (folder in site-packages) every rcclfix wheel installs.
 pub const IMPORT_PACKAGE: &str = "rcclfix_rccl";
@@ -139,140 +138,35 @@ pub fn validate(spec: &WheelSpec) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A reader that hashes (sha256) and counts what passes through it.
-pub(super) struct HashingReader<R> {
-    pub(super) inner: R,
-    pub(super) hash: sha2::Sha256,
-    pub(super) len: u64,
-}
-
-impl<R: Read> Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hash.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-}
-
-/// A RECORD hash field: `sha256=` and the digest in urlsafe base64 without padding (PEP 376).
-pub(super) fn record_hash(h: sha2::Sha256) -> String {
-    format!(
-        "sha256={}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(h.finalize())
-    )
-}
-
-/// Write the wheel to `out`. Entries are in sorted order with the `.dist-info` folder last and
-/// `RECORD` its last entry (PEP 427 recommends it); mode 0644 (0755 for the library), one fixed
-/// timestamp. Errors: the library cannot be read; an output write fails.
+/// Write the wheel to `out` through [`WheelWriter`] (deflate level 9). Entries are in sorted
+/// order with the `.dist-info` folder last and `RECORD` its last entry (PEP 427 recommends it);
+/// mode 0644 (0755 for the library), one fixed timestamp. Errors: the library cannot be read; an
+/// output write fails.
 pub fn write_wheel<W: Write + Seek>(spec: &WheelSpec, out: W) -> anyhow::Result<W> {
     validate(spec)?;
-    // zip's `Drop` finishes the archive and prints a failure with `{:?}` to stderr; after a
-    // failed write (a full disk) there is nothing to finish, so only `finish` below may end it.
-    let mut zip = std::mem::ManuallyDrop::new(zip::ZipWriter::new(out));
-    let mtime = zip_time(spec.mtime)?;
-    let opts = |mode: u32| {
-        zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated)
-            .compression_level(Some(9))
-            .last_modified_time(mtime)
-            .unix_permissions(mode)
-    };
-    let mut record = String::new();
-    let mut add = |zip: &mut zip::ZipWriter<W>,
-                   path: &str,
-                   mode: u32,
-                   data: &mut dyn Read|
-     -> anyhow::Result<()> {
-        zip.start_file(path, opts(mode))
-            .with_context(|| format!("cannot add {path} to the wheel"))?;
-        let mut hr = HashingReader {
-            inner: data,
-            hash: sha2::Sha256::new(),
-            len: 0,
-        };
-        std::io::copy(&mut hr, zip)
-            .with_context(|| format!("cannot write {path} into the wheel"))?;
-        record.push_str(&format!("{path},{},{}\n", record_hash(hr.hash), hr.len));
-        Ok(())
-    };
+    let mut zip = WheelWriter::new(out, spec.mtime, Some(9))?;
 
     let pkg = IMPORT_PACKAGE;
     // Sorted: "rcclfix_rccl.pth" < "rcclfix_rccl/…" ('.' < '/').
-    add(
-        &mut zip,
-        &format!("{pkg}.pth"),
-        0o644,
-        &mut pth().as_bytes(),
-    )?;
-    add(
-        &mut zip,
+    zip.add_bytes(&format!("{pkg}.pth"), 0o644, pth().as_bytes())?;
+    zip.add_bytes(
         &format!("{pkg}/__init__.py"),
         0o644,
-        &mut init_py(spec).as_bytes(),
+        init_py(spec).as_bytes(),
     )?;
     let mut lib = fs_err::File::open(&spec.library)?;
-    add(
-        &mut zip,
-        &format!("{pkg}/lib/librccl.so.1"),
-        0o755,
-        &mut lib,
-    )?;
-    add(
-        &mut zip,
-        &format!("{pkg}/manifest.json"),
-        0o644,
-        &mut &spec.manifest_json[..],
-    )?;
-    add(
-        &mut zip,
-        &format!("{pkg}/scan.json"),
-        0o644,
-        &mut &spec.scan_json[..],
-    )?;
+    zip.add(&format!("{pkg}/lib/librccl.so.1"), 0o755, &mut lib)?;
+    zip.add_bytes(&format!("{pkg}/manifest.json"), 0o644, &spec.manifest_json)?;
+    zip.add_bytes(&format!("{pkg}/scan.json"), 0o644, &spec.scan_json)?;
     let di = spec.dist_info();
-    add(
-        &mut zip,
-        &format!("{di}/METADATA"),
-        0o644,
-        &mut metadata(spec).as_bytes(),
-    )?;
-    add(
-        &mut zip,
-        &format!("{di}/WHEEL"),
-        0o644,
-        &mut wheel_file(spec).as_bytes(),
-    )?;
-    add(
-        &mut zip,
+    zip.add_bytes(&format!("{di}/METADATA"), 0o644, metadata(spec).as_bytes())?;
+    zip.add_bytes(&format!("{di}/WHEEL"), 0o644, wheel_file(spec).as_bytes())?;
+    zip.add_bytes(
         &format!("{di}/top_level.txt"),
         0o644,
-        &mut format!("{pkg}\n").as_bytes(),
+        format!("{pkg}\n").as_bytes(),
     )?;
-    record.push_str(&format!("{di}/RECORD,,\n"));
-    zip.start_file(format!("{di}/RECORD"), opts(0o644))?;
-    zip.write_all(record.as_bytes())?;
-    Ok(std::mem::ManuallyDrop::into_inner(zip).finish()?)
-}
-
-/// `secs` since the epoch as a zip (DOS) time, clamped to 1980. Errors: after 2107.
-pub(super) fn zip_time(secs: u64) -> anyhow::Result<zip::DateTime> {
-    // zip (DOS) time starts in 1980; clamp earlier times (e.g. SOURCE_DATE_EPOCH=0).
-    let secs = secs.max(315_532_800);
-    let (y, m, d) = super::deb::civil_from_days((secs / 86400) as i64);
-    let r = secs % 86400;
-    zip::DateTime::from_date_and_time(
-        y as u16,
-        m as u8,
-        d as u8,
-        (r / 3600) as u8,
-        (r % 3600 / 60) as u8,
-        (r % 60) as u8,
-    )
-    .map_err(|_| {
-        anyhow::anyhow!("SOURCE_DATE_EPOCH {secs} is outside the zip date range (1980-2107)")
-    })
+    zip.finish(&di)
 }
 
 /// The `.pth` file: site.py executes lines that start with `import`.
@@ -388,15 +282,5 @@ mod tests {
             "manylinux_2_34_x86_64"
         );
         assert_eq!(platform_tag(None, "aarch64"), "manylinux_2_28_aarch64");
-    }
-
-    #[test]
-    fn record_hash_is_urlsafe_nopad() {
-        let mut h = sha2::Sha256::new();
-        h.update(b"");
-        assert_eq!(
-            record_hash(h),
-            "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
-        );
     }
 }

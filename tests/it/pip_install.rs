@@ -1,7 +1,8 @@
 //! `pip install rcclfix-<ver>-….whl` (slow): the wheel that carries the `rcclfix` executable
 //! (`rcclfix self-wheel`, which `cargo xtask wheel` runs from the release build) goes into a
-//! fresh venv with real pip, puts a working `rcclfix` in the venv's `bin/`, passes `pip check`,
-//! and `pip uninstall` takes it all away again.
+//! fresh venv with real pip, puts a working `rcclfix` in the venv's `bin/` and the man pages and
+//! shell completions of `rcclfix self-docs` under the venv's `share/` (where man and
+//! bash-completion find them), passes `pip check`, and `pip uninstall` takes it all away again.
 //!
 //! The wheel here carries the test build's executable (debug profile), not a release build: what
 //! is under test is the packaging (tag, layout, RECORD, pip's install and uninstall), which is the
@@ -96,16 +97,44 @@ fn the_wheel_installs_runs_and_uninstalls_with_real_pip() {
     .unwrap();
     let script = format!("rcclfix-{version}.data/scripts/rcclfix");
     let di = format!("rcclfix-{version}.dist-info");
-    assert_eq!(
-        checked["names"],
-        serde_json::json!([
-            script,
-            format!("{di}/METADATA"),
-            format!("{di}/WHEEL"),
-            format!("{di}/RECORD")
-        ])
-    );
+    // What `self-docs` writes, and where under the prefix each file belongs.
+    let docs = t.path().join("docs");
+    ok(rcclfix().args(["-q", "self-docs", "--out-dir"]).arg(&docs));
+    let data: Vec<(String, PathBuf)> = tree(&docs)
+        .into_iter()
+        .filter(|rel| docs.join(rel).is_file())
+        .map(|rel| {
+            let under = rcclfix::cmd::self_docs::prefix_path(&rel)
+                .unwrap_or_else(|| panic!("self-docs wrote {rel}, which has no prefix path"));
+            (under, docs.join(rel))
+        })
+        .collect();
+    for want in [
+        "share/man/man1/rcclfix.1",
+        "share/man/man1/rcclfix-build.1",
+        "share/man/man1/rcclfix-toolchain-run.1",
+        "share/bash-completion/completions/rcclfix.bash",
+        "share/zsh/site-functions/_rcclfix",
+        "share/fish/vendor_completions.d/rcclfix.fish",
+    ] {
+        assert!(data.iter().any(|(p, _)| p == want), "no {want} in {data:?}");
+    }
+    let mut entries: Vec<String> = data
+        .iter()
+        .map(|(p, _)| format!("rcclfix-{version}.data/data/{p}"))
+        .collect();
+    entries.sort();
+    entries.extend([
+        script.clone(),
+        format!("{di}/METADATA"),
+        format!("{di}/WHEEL"),
+        format!("{di}/RECORD"),
+    ]);
+    assert_eq!(checked["names"], serde_json::json!(entries));
     assert_eq!(checked["modes"][&script], 0o100755, "{checked}");
+    for e in entries.iter().filter(|e| e.contains(".data/data/")) {
+        assert_eq!(checked["modes"][e], 0o100644, "{e}");
+    }
     let wheel = checked["wheel"].as_str().unwrap();
     assert!(wheel.contains("Root-Is-Purelib: false\n"), "{wheel}");
     assert!(wheel.contains(&format!("Tag: {tag}\n")), "{wheel}");
@@ -142,6 +171,7 @@ fn the_wheel_installs_runs_and_uninstalls_with_real_pip() {
         .trim(),
     );
     let bin_before = tree(&venv.join("bin"));
+    let venv_before = files_under(&venv);
     let started = std::time::Instant::now();
     ok(Command::new(&py)
         .args(["-m", "pip", "install", "--no-index", "--no-deps", "-q"])
@@ -154,12 +184,55 @@ fn the_wheel_installs_runs_and_uninstalls_with_real_pip() {
     let show = ok(Command::new(&py).args(["-m", "pip", "show", "rcclfix"]));
     assert!(show.contains(&format!("Version: {version}")), "{show}");
 
+    // The man pages and completions are under the venv's prefix, byte for byte what
+    // self-docs wrote.
+    for (under, src) in &data {
+        let installed = venv.join(under);
+        assert_eq!(
+            std::fs::read(&installed).unwrap_or_else(|e| panic!("{installed:?}: {e}")),
+            std::fs::read(src).unwrap(),
+            "{under}"
+        );
+    }
+
     // The installed command runs, by its bare name on the venv's PATH.
     let path = format!(
         "{}:{}",
         venv.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    // man finds the page through PATH alone (man-db: `<dir>/../share/man` for `<dir>` on PATH),
+    // as in an activated venv; README says so.
+    let page = ok(Command::new(tool("man", "man-db"))
+        .args(["-w", "rcclfix-doctor"])
+        .env("PATH", &path)
+        .env_remove("MANPATH"));
+    assert_eq!(
+        Path::new(page.trim()),
+        venv.join("share/man/man1/rcclfix-doctor.1")
+    );
+    // bash-completion loads the completion from the venv's share/ once XDG_DATA_DIRS names it
+    // (README's instruction; bash-completion 2.12 and newer also look next to PATH's bin/).
+    let loader = "/usr/share/bash-completion/bash_completion";
+    assert!(
+        Path::new(loader).is_file(),
+        "{loader} is missing; install the Debian package bash-completion (listed in .ci/apt.d/package.txt)"
+    );
+    let spec = ok(Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {loader}; if declare -F _comp_load >/dev/null; then _comp_load rcclfix; \
+             else __load_completion rcclfix; fi; complete -p rcclfix"
+        ))
+        .env("PATH", &path)
+        .env(
+            "XDG_DATA_DIRS",
+            format!(
+                "{}:/usr/local/share:/usr/share",
+                venv.join("share").display()
+            ),
+        ));
+    assert!(spec.contains("-F _rcclfix rcclfix"), "{spec}");
     let v = ok(Command::new("rcclfix").arg("--version").env("PATH", &path));
     assert_eq!(v.trim(), format!("rcclfix {version}"));
     // doctor answers from the venv too: a verdict on stdout, whatever this machine's GPUs are
@@ -192,6 +265,21 @@ fn the_wheel_installs_runs_and_uninstalls_with_real_pip() {
         .filter(|p| p.contains("rcclfix"))
         .collect();
     assert!(left.is_empty(), "pip uninstall left {left:?}");
+    // No file at all is left under the venv: the man pages and completions went too. (pip
+    // removes the folders it emptied wholly, `man1/` and `completions/`, but leaves their
+    // parents such as `share/man/`, empty.)
+    assert_eq!(files_under(&venv), venv_before);
+    for (under, _) in &data {
+        assert!(!venv.join(under).exists(), "pip uninstall left {under}");
+    }
+}
+
+/// The files (not folders) under `dir`, relative, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    tree(dir)
+        .into_iter()
+        .filter(|p| !dir.join(p).is_dir())
+        .collect()
 }
 
 /// A file that is no glibc-linked executable gets no wheel, and a one-line error naming it.

@@ -20,8 +20,10 @@
 //! - `bench-verify`: `rcclfix verify`'s speed and busbw against nccl-tests, on two GPUs.
 //! - `patch-sweep`: generated HIP programs compiled with the real clang, `rcclfix patch` and
 //!   `patch --asserts` on each, checked against an LLVM-based reachability (issue 39).
-//! - `wheel [--out-dir DIR]`: the `pip install`-able wheel carrying the release `rcclfix`
-//!   (`target/wheels/rcclfix-<ver>-py3-none-manylinux_2_N_x86_64.whl`).
+//! - `wheel [--out-dir DIR]`: the `pip install`-able wheel carrying the release `rcclfix`, its man
+//!   pages and shell completions (`target/wheels/rcclfix-<ver>-py3-none-manylinux_2_N_x86_64.whl`).
+//! - `docs [--out-dir DIR]`: the release `rcclfix`'s shell completions and man pages, generated
+//!   from its clap definitions (`target/self-docs/{completions,man/man1}/`).
 
 mod bench_build;
 mod bench_build_rccl;
@@ -31,6 +33,7 @@ mod bench_scan;
 mod bench_scan_deb;
 mod bench_verify;
 mod comgr_reader;
+mod docs;
 mod doctor_fixtures;
 mod fixtures;
 mod fixtures_package;
@@ -68,7 +71,8 @@ fn main() -> anyhow::Result<()> {
         "bench-build" => bench_build::run(&sh, &rest),
         "patch-sweep" => patch_sweep::run(&sh, &rest),
         "wheel" => wheel::run(&sh, &rest),
-        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, bench-recompress, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build, patch-sweep, wheel"),
+        "docs" => docs::run(&sh, &rest),
+        _ => anyhow::bail!("unknown task {task:?}; tasks: test, toolchain, fixtures, inputs, bench-scan, bench-recompress, fixtures-patch, doctor-fixtures, comgr-reader, fixtures-package, ci-tools, bench-verify, bench-build, patch-sweep, wheel, docs"),
     }
 }
 

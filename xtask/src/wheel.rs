@@ -1,6 +1,7 @@
 //! `cargo xtask wheel [--out-dir DIR]`: the wheel that `pip install` takes, carrying the release
 //! `rcclfix` executable (`rcclfix-<ver>-py3-none-manylinux_2_N_x86_64.whl`, N measured from the
-//! executable's highest `GLIBC_2.N` symbol version).
+//! executable's highest `GLIBC_2.N` symbol version) and, under the environment's `share/`, the
+//! man pages and shell completions its `self-docs` writes (as `cargo xtask docs`).
 //!
 //! Builds `cargo build --release --locked --bin rcclfix`, then runs that binary's hidden
 //! `self-wheel` subcommand, so the wheel is written by the same code the pip test
