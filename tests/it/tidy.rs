@@ -662,6 +662,62 @@ fn the_readme_fits_a_newcomer() {
     report("README", &bad);
 }
 
+/// The sentences of one line of prose: each ends at `. `, `? `, `! ` or the end of the line,
+/// outside backticks (a `.` inside `` `a. b` `` ends nothing).
+fn sentences(line: &str) -> Vec<&str> {
+    let mut out = vec![];
+    let mut start = 0;
+    let mut code = false;
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '`' => code = !code,
+            '.' | '?' | '!' if !code && matches!(chars.peek(), Some((_, ' '))) => {
+                out.push(line[start..=i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(line[start..].trim());
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// ARCHITECTURE.md is a map a reader holds in mind, so its prose says one fact a sentence: no
+/// sentence is over 450 characters. A sentence ends at `. `, `? `, `! ` or the end of a line,
+/// outside backticks; code blocks and table rows are not prose. A break names each line and the
+/// length of each sentence over the limit.
+#[test]
+fn architecture_sentences_a_reader_can_hold() {
+    const LIMIT: usize = 450;
+    let text = read(Path::new("ARCHITECTURE.md"));
+    let mut bad = vec![];
+    let mut fence = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            fence = !fence;
+            continue;
+        }
+        if fence || t.starts_with('|') {
+            continue;
+        }
+        for s in sentences(line) {
+            let n = s.chars().count();
+            if n > LIMIT {
+                let head: String = s.chars().take(60).collect();
+                bad.push(format!(
+                    "ARCHITECTURE.md:{}: a sentence of {n} characters (limit {LIMIT}), \
+                     split it along its facts: {head}…",
+                    i + 1
+                ));
+            }
+        }
+    }
+    report("ARCHITECTURE.md sentences too long to hold", &bad);
+}
+
 /// The files still over their limit, each with its length when this check came (issue 41): it
 /// may shrink, never grow, and leaves this list once split.
 const OVER_THE_LIMIT: &[(&str, usize)] = &[];
