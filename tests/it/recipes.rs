@@ -118,12 +118,6 @@ const KNOWN_RECORD_DRIFT: &[(&str, &str)] = &[
         "2.21.5-debian-rocm7.2",
         "rccl-2.21-warp-size-constexpr.patch",
     ),
-    ("2.21.5-debian-sid", "rccl-2.21-drop-parallel-jobs.patch"),
-    (
-        "2.21.5-debian-sid",
-        "rccl-2.21-rocm-core-header-optional.patch",
-    ),
-    ("2.21.5-debian-sid", "rccl-2.21-rocm-version-file.patch"),
 ];
 
 /// A record's patch hashes are compared with the current `patches/` files, and every mismatch is
