@@ -202,7 +202,7 @@ pub(super) fn untracked_start(
     if let Some(ops) = img.isa.sop1() {
         for &(base, code) in &img.code {
             for i in 0..code.len() / 4 {
-                if !sop1(word(code, i)).is_some_and(|(op, _, _)| op == ops[2])
+                if sop1(word(code, i)).is_none_or(|(op, _, _)| op != ops[2])
                     || !runs_at(base + 4 * i as u64)
                 {
                     continue;
