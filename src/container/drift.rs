@@ -157,8 +157,19 @@ mod tests {
             msg.contains(&format!("differs from the one {folder} was made with (1 packages: hipcc 7.0.2+dfsg-3 -> 7.0.3+dfsg-1)")),
             "{msg}"
         );
-        // The embedded record predates toolchain_packages: nothing to compare.
-        check_record_versions(&recipe, &moved, None, true).unwrap();
+        // The embedded record carries the versions it was built with: they pass `--locked`, a
+        // moved `hipcc` does not.
+        let recorded = crate::manifest::Manifest::load(&src).unwrap().toolchain_packages;
+        assert!(!recorded.is_empty(), "{folder} has no toolchain_packages");
+        let recorded: Vec<&str> = recorded.iter().map(String::as_str).collect();
+        check_record_versions(&recipe, &tc(&recorded), None, true).unwrap();
+        let hipcc = recorded.iter().find(|p| p.starts_with("hipcc=")).unwrap();
+        let moved_now: Vec<&str> = recorded
+            .iter()
+            .map(|&p| if p == *hipcc { "hipcc=99.0-1" } else { p })
+            .collect();
+        let e = check_record_versions(&recipe, &tc(&moved_now), None, true).unwrap_err();
+        assert!(format!("{e:#}").contains("-> 99.0-1"), "{e:#}");
     }
 
     /// The package versions a built toolchain reports are its rootfs's dpkg database, not its
