@@ -402,9 +402,9 @@ pub fn render(plan: &Plan) -> String {
         let _ = writeln!(s, "not read: {}: {}", escape_path(&u.path), escape(&u.why));
     }
     if let Some(vm) = &plan.vm {
-        let _ = writeln!(s, "note: {vm}");
+        let _ = writeln!(s, "caveat: {vm}");
     }
-    let _ = writeln!(s, "note: {}", plan.unverified);
-    let _ = writeln!(s, "note: {}", plan.proof_caveat);
+    let _ = writeln!(s, "caveat: {}", plan.unverified);
+    let _ = writeln!(s, "caveat: {}", plan.proof_caveat);
     s
 }
