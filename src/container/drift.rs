@@ -159,7 +159,9 @@ mod tests {
         );
         // The embedded record carries the versions it was built with: they pass `--locked`, a
         // moved `hipcc` does not.
-        let recorded = crate::manifest::Manifest::load(&src).unwrap().toolchain_packages;
+        let recorded = crate::manifest::Manifest::load(&src)
+            .unwrap()
+            .toolchain_packages;
         assert!(!recorded.is_empty(), "{folder} has no toolchain_packages");
         let recorded: Vec<&str> = recorded.iter().map(String::as_str).collect();
         check_record_versions(&recipe, &tc(&recorded), None, true).unwrap();
