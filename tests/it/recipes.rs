@@ -113,10 +113,7 @@ fn every_recipe_is_consistent() {
 /// The records that no longer describe a patch they name (recipe, patch file): their manifests
 /// show what was built, with the patch bytes of then. The list may only shrink: a refreshed
 /// record must leave it, and a new drift fails until its record is refreshed (issue 41).
-const KNOWN_RECORD_DRIFT: &[(&str, &str)] = &[(
-    "2.21.5-debian-rocm7.2",
-    "rccl-2.21-warp-size-constexpr.patch",
-)];
+const KNOWN_RECORD_DRIFT: &[(&str, &str)] = &[];
 
 /// A record's patch hashes are compared with the current `patches/` files, and every mismatch is
 /// reported with both hashes and the command that refreshes the record, never accepted in
