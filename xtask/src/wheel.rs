@@ -14,17 +14,34 @@ use anyhow::{bail, Context};
 use xshell::{cmd, Shell};
 
 pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
-    let usage = "usage: cargo xtask wheel [--out-dir DIR]";
+    run_release_subcommand(sh, rest, "wheel", "wheels", "self-wheel")
+}
+
+/// `cargo xtask TASK [--out-dir DIR]` for a task that is one hidden subcommand of the release
+/// `rcclfix`: build it (`cargo build --release --locked --bin rcclfix`), run `rcclfix SUB
+/// --out-dir DIR` (default `DIR`: `DEFAULT` under the cargo target folder, `CARGO_TARGET_DIR` if
+/// set; a given one is taken relative to where the command was run) and print what it prints.
+/// Shared by `wheel` and `docs`.
+///
+/// Errors: an unknown argument, `--out-dir` without a value, the build or the subcommand fails.
+pub fn run_release_subcommand(
+    sh: &Shell,
+    rest: &[String],
+    task: &str,
+    default: &str,
+    sub: &str,
+) -> anyhow::Result<()> {
+    let usage = format!("usage: cargo xtask {task} [--out-dir DIR]");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::project_root().join("target"));
-    let mut out_dir = target.join("wheels");
+    let mut out_dir = target.join(default);
     let mut args = rest.iter();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--out-dir" => {
                 // Relative to where the command was run, not the repository root.
-                out_dir = std::path::absolute(args.next().context(usage)?)?;
+                out_dir = std::path::absolute(args.next().context(usage.clone())?)?;
             }
             "-h" | "--help" => {
                 println!("{usage}");
@@ -35,7 +52,7 @@ pub fn run(sh: &Shell, rest: &[String]) -> anyhow::Result<()> {
     }
     cmd!(sh, "cargo build --release --locked --bin rcclfix").run()?;
     let bin = target.join("release/rcclfix");
-    let path = cmd!(sh, "{bin} self-wheel --out-dir {out_dir}").read()?;
-    println!("{path}");
+    let printed = cmd!(sh, "{bin} {sub} --out-dir {out_dir}").read()?;
+    println!("{printed}");
     Ok(())
 }
