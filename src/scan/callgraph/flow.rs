@@ -176,6 +176,7 @@ impl Graph {
         } else {
             Lanes::Wave64
         };
+        let sums = flow_marks::getpc_sums(&img);
         let mut cx = Ctx {
             g: self,
             gen,
@@ -194,7 +195,7 @@ impl Graph {
                 .filter_map(|&k| self.nodes[k as usize].addr)
                 .collect(),
             tables: Vec::new(),
-            forged: flow_marks::forged_code_address(self, &img),
+            forged: flow_marks::forged_code_address(self, &img, &sums),
         };
         let funcs: Vec<u32> = reach
             .order()
@@ -239,7 +240,9 @@ impl Graph {
         all_starts.sort_unstable();
         cx.tables = flow_marks::function_tables(&img, &all_starts);
         if cx.forged.is_none() {
-            cx.forged = flow_marks::untracked_start(self, &img, sinks, &cx.reached, &cx.sinks);
+            let sums = sums.as_deref().unwrap_or_default();
+            cx.forged =
+                flow_marks::untracked_start(self, &img, sums, sinks, &cx.reached, &cx.sinks);
         }
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
         // in ttmp7–ttmp9 (llvm `AMDGPUUsage.rst`, "Initial Kernel Execution State").

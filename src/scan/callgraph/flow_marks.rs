@@ -70,15 +70,54 @@ pub(super) fn function_tables(img: &Image<'_>, starts: &[u64]) -> Vec<(u64, u64)
     runs
 }
 
+/// Every `s_getpc_b64` sum in the image's code as (its address, the address it makes), read at
+/// every word, not only where a linear decode starts an instruction: a branch may land in a
+/// literal that holds an `s_getpc_b64` (the ninth review's `tabhide`, `tabhide2`). Read once per
+/// image, by the flow, for [`forged_code_address`] and [`untracked_start`].
+///
+/// Errors (one line): the instruction set has no known `s_getpc_b64`, or a sum [`pc_rel`] does
+/// not read to an image address.
+pub(super) fn getpc_sums(img: &Image<'_>) -> Result<Vec<(u64, u64)>, String> {
+    let Some(ops) = img.isa.sop1() else {
+        return Err("its instruction set has no known s_getpc_b64".into());
+    };
+    let mut sums = Vec::new();
+    for &(base, code) in &img.code {
+        for i in 0..code.len() / 4 {
+            if sop1(word(code, i)).is_some_and(|(op, _, _)| op == ops[2]) {
+                match pc_rel(img, base, code, i) {
+                    Some((_, Raw::Addr(t, _), _)) => sums.push((base + 4 * i as u64, t)),
+                    _ => {
+                        return Err(format!(
+                            "the code at 0x{:x} computes a code address (s_getpc_b64) in a way this rcclfix does not follow",
+                            base + 4 * i as u64
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    Ok(sums)
+}
+
 /// Why the image may make a code address other than a function's start (one line), or `None`:
-/// an `s_getpc_b64` whose sum [`pc_rel`] does not read to an image address, or a reference into the middle of a
-/// function ([`Graph`]'s `inner_refs`: a pc-relative sum or a data relocation) that is not a long
-/// branch (a sum that goes straight to `s_setpc_b64` of the same pair, in the same function).
-pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> {
+/// an `s_getpc_b64` whose sum does not read to an image address ([`getpc_sums`]'s error), or a
+/// reference into the middle of a function (a sum of `sums`, or [`Graph`]'s `inner_refs`: a
+/// pc-relative sum or a data relocation) that is not a long branch (a sum that goes straight to
+/// `s_setpc_b64` of the same pair, in the same function).
+pub(super) fn forged_code_address(
+    g: &Graph,
+    img: &Image<'_>,
+    sums: &Result<Vec<(u64, u64)>, String>,
+) -> Option<String> {
+    let sums = match sums {
+        Ok(s) => s,
+        Err(why) => return Some(why.clone()),
+    };
     let Some(ops) = img.isa.sop1() else {
         return Some("its instruction set has no known s_getpc_b64".into());
     };
-    let (getpc, setpc) = (ops[2], ops[3]);
+    let setpc = ops[3];
     // Defined functions come first among the nodes, in address order.
     let lay = Layout {
         addrs: g.nodes.iter().map_while(|n| n.addr).collect(),
@@ -98,29 +137,11 @@ pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> 
             .find(|(b, c)| a >= *b && a < b + c.len() as u64)
             .map(|&(b, c)| (b, c, ((a - b) / 4) as usize))
     };
-    // Every word, not only the instructions a linear decode starts at: a branch may land in a
-    // literal that holds an `s_getpc_b64` (the ninth review's `tabhide`, `tabhide2`).
-    let mut computed: Vec<(u64, u64)> = Vec::new();
-    for &(base, code) in &img.code {
-        for i in 0..code.len() / 4 {
-            if sop1(word(code, i)).is_some_and(|(op, _, _)| op == getpc) {
-                match pc_rel(img, base, code, i) {
-                    Some((_, Raw::Addr(t, _), _)) => computed.push((base + 4 * i as u64, t)),
-                    _ => {
-                        return Some(format!(
-                            "the code at 0x{:x} computes a code address (s_getpc_b64) in a way this rcclfix does not follow",
-                            base + 4 * i as u64
-                        ))
-                    }
-                }
-            }
-        }
-    }
     let refs = g
         .inner_refs
         .iter()
         .copied()
-        .chain(computed.into_iter().filter(|&(_, t)| {
+        .chain(sums.iter().copied().filter(|&(_, t)| {
             lay.containing(t)
                 .is_some_and(|f| lay.addrs[f as usize] != t)
         }));
@@ -160,6 +181,7 @@ pub(super) fn forged_code_address(g: &Graph, img: &Image<'_>) -> Option<String> 
 pub(super) fn untracked_start(
     g: &Graph,
     img: &Image<'_>,
+    sums: &[(u64, u64)],
     sinks: &[u32],
     reached: &std::collections::HashSet<u64>,
     sink_starts: &std::collections::HashSet<u64>,
@@ -198,21 +220,10 @@ pub(super) fn untracked_start(
         .enumerate()
         .filter_map(|(f, n)| n.addr.map(|a| (a, f as u32)))
         .collect();
-    let mut hidden: Vec<u32> = Vec::new();
-    if let Some(ops) = img.isa.sop1() {
-        for &(base, code) in &img.code {
-            for i in 0..code.len() / 4 {
-                if sop1(word(code, i)).is_none_or(|(op, _, _)| op != ops[2])
-                    || !runs_at(base + 4 * i as u64)
-                {
-                    continue;
-                }
-                if let Some((_, Raw::Addr(t, _), _)) = pc_rel(img, base, code, i) {
-                    hidden.extend(node_at.get(&t).copied());
-                }
-            }
-        }
-    }
+    let hidden = sums
+        .iter()
+        .filter(|&&(site, _)| runs_at(site))
+        .filter_map(|(_, t)| node_at.get(t).copied());
     running
         .iter()
         .flat_map(|&f| g.nodes[f as usize].calls.iter().copied())
