@@ -660,17 +660,8 @@ fn a_virtual_machine_is_told_the_vm_fix_comes_first() {
 #[test]
 #[ignore = "needs RCCLFIX_CONTROL_LIBS: run with RCCLFIX_CONTROL_LIBS=<folder of librccl-2.21.5-*-control-gfx1100.so> (cargo xtask test runs ignored tests whose input is there)"]
 fn slow_rccl_control_builds_fix_refuses_and_changes_nothing() {
-    let folder = crate::support::required_input("RCCLFIX_CONTROL_LIBS");
     crate::support::require_tool("sid", "python3");
-    let libs: Vec<PathBuf> = std::fs::read_dir(&folder)
-        .unwrap_or_else(|e| panic!("RCCLFIX_CONTROL_LIBS: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-control-gfx1100.so"))
-        .collect();
-    assert!(
-        !libs.is_empty(),
-        "no librccl-2.21.5-*-control-gfx1100.so in {folder:?}"
-    );
+    let libs = crate::support::control_libs();
     for control in libs {
         let t = tempfile::tempdir().unwrap();
         let work = t.path();

@@ -431,16 +431,7 @@ fn asserts_cli_explains_and_says_what_is_unverified() {
 #[test]
 #[ignore = "needs RCCLFIX_CONTROL_LIBS: run with RCCLFIX_CONTROL_LIBS=<folder of librccl-2.21.5-*-control-gfx1100.so> (cargo xtask test runs ignored tests whose input is there)"]
 fn slow_rccl_control_builds_patch_with_asserts() {
-    let folder = crate::support::required_input("RCCLFIX_CONTROL_LIBS");
-    let libs: Vec<PathBuf> = std::fs::read_dir(&folder)
-        .unwrap_or_else(|e| panic!("RCCLFIX_CONTROL_LIBS: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-control-gfx1100.so"))
-        .collect();
-    assert!(
-        !libs.is_empty(),
-        "no librccl-2.21.5-*-control-gfx1100.so in {folder:?}"
-    );
+    let libs = crate::support::control_libs();
     for lib in libs {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();

@@ -39,6 +39,23 @@ pub(crate) fn required_input(var: &str) -> PathBuf {
     }
 }
 
+/// The RCCL 2.21.5 control builds (no NDEBUG) in `$RCCLFIX_CONTROL_LIBS`: its files named
+/// `librccl-2.21.5-*-control-gfx1100.so` (made by `rcclfix prove`; no download provides them).
+/// Panics when the variable is unset or the folder holds none.
+pub(crate) fn control_libs() -> Vec<PathBuf> {
+    let folder = required_input("RCCLFIX_CONTROL_LIBS");
+    let libs: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap_or_else(|e| panic!("RCCLFIX_CONTROL_LIBS: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-control-gfx1100.so"))
+        .collect();
+    assert!(
+        !libs.is_empty(),
+        "no librccl-2.21.5-*-control-gfx1100.so in {folder:?}"
+    );
+    libs
+}
+
 /// A command running the binary under test, with nothing set.
 pub(crate) fn rcclfix() -> Command {
     Command::new(BIN)
