@@ -455,6 +455,19 @@ fn toolchain_run_under_bubblewrap_works_from_a_folder_outside_tmp() {
     );
 }
 
+/// `tar -C root -cf tar .`: a folder as the rootfs tar an engine imports.
+fn tar_of(root: &Path, tar: &Path) {
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(root)
+        .arg("-cf")
+        .arg(tar)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar of {}", root.display());
+}
+
 /// Images this test made in the engine's store, removed when it ends.
 struct TestImages(Vec<String>);
 
@@ -492,15 +505,7 @@ fn toolchain_image_digest_is_pinned_and_a_retagged_image_is_refused() {
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("content"), body).unwrap();
         let tar = t.path().join(format!("{suffix}.tar"));
-        let st = Command::new("tar")
-            .arg("-C")
-            .arg(&root)
-            .arg("-cf")
-            .arg(&tar)
-            .arg(".")
-            .status()
-            .unwrap();
-        assert!(st.success());
+        tar_of(&root, &tar);
         let r = format!("{name}-{suffix}:latest");
         podman(&["import", tar.to_str().unwrap(), &r]);
         images.0.push(r);
@@ -616,15 +621,7 @@ fn pruning_toolchain_images_keeps_other_homes_images() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("content"), "x\n").unwrap();
     let tar = t.path().join("root.tar");
-    let st = Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(st.success());
+    tar_of(&root, &tar);
     let tc = Toolchain::image(&format!("{repo}:a1"), "containers/rocm-7.2.1/Containerfile");
     let engine = Engine::select(Some(EngineKind::Podman), &tc.root(), tc.name()).unwrap();
     let (a, b) = ("/home/a user/.cache/rcclfix", "/tmp/rcclfix home b");
