@@ -556,7 +556,7 @@ fn toolchain_image_digest_is_pinned_and_a_retagged_image_is_refused() {
 }
 
 /// `prove`'s peak RSS counts the container's processes under podman as under bubblewrap: a
-/// 300 MB `dd` buffer held for a few seconds inside the toolchain shows in the sampled peak of
+/// 300 MiB `dd` buffer held for 5 s inside the toolchain shows in the sampled peak of
 /// this test's process tree under both engines (under podman the container runs under `conmon`,
 /// not under the `rcclfix` that started it).
 #[test]
@@ -585,13 +585,15 @@ fn peak_rss_counts_the_container_under_every_engine() {
                 engine,
                 "debian-trixie",
             ])
+            // dd fills its 300 MiB buffer, then blocks writing it into a pipe nobody reads until
+            // `sleep` exits: the buffer stays resident for 5 s, whatever the machine's speed, so
+            // the once-a-second sampler sees it (a `dd` to /dev/null ended between two samples on
+            // a fast machine).
             .args([
                 "--",
-                "dd",
-                "if=/dev/zero",
-                "of=/dev/null",
-                "bs=300M",
-                "count=12",
+                "sh",
+                "-c",
+                "dd if=/dev/zero bs=300M count=1 status=none | sleep 5",
             ])
             .env("RCCLFIX_HOME", &home)
             .current_dir(t.path())
