@@ -36,7 +36,7 @@
 //! addresses to functions and tables; `code` reads one function's machine code; `build`
 //! assembles the [`Graph`]; `isa` holds the encodings and `trace` the per-kernel result.
 //! For a proof, `decode` (with `decode_mem` and the generated `vop3_table`) reads whole
-//! instructions, and `flow` (with `flow_entry`) follows the kernarg segment pointer through them
+//! instructions, and `flow` (with `flow_entry` and its passes in `flow/pass`) follows the kernarg segment pointer through them
 //! ([`Graph::slot_flow`]).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -22,6 +22,10 @@
 //! - where a call, jump or return goes is a must-analysis beside this one
 //!   ([`super::flow_marks`]): a function's start computed exactly, a function table's entry, or
 //!   (a return) the return address, on every path; anything else is refused;
+//! - once a call or jump goes through a function table's entry, which is trusted to hold a
+//!   function's start the image names, every other kernel of the image (what may write the
+//!   table) is followed as well, from its descriptor's registers with nothing followed in its
+//!   kernarg segment: what it makes of a code address is refused where it leaves the registers;
 //! - a function other than a kernel starts with what every call, jump and return of the
 //!   analysed code may leave in the registers (one state for all, to a fixpoint); after a call
 //!   the caller continues with what it had or what any return leaves; a jump's state goes to
@@ -46,6 +50,8 @@ use super::flow_marks;
 use super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
 use super::inst::{Gen, Inst, Op, Reg, EXEC, SCC};
 use super::{Graph, Isa};
+
+mod pass;
 
 /// Whether control comes back after an instruction (a call to a sink does not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +85,17 @@ enum Lanes {
 }
 
 impl Lanes {
+    /// The lanes of kernels whose wave sizes are `wave32` (true: wave32).
+    fn of(wave32: &[bool]) -> Lanes {
+        if wave32.iter().all(|&w| w) {
+            Lanes::Wave32
+        } else if wave32.iter().any(|&w| w) {
+            Lanes::Mixed
+        } else {
+            Lanes::Wave64
+        }
+    }
+
     fn key(self, l: u8) -> u8 {
         match self {
             Lanes::Wave64 => l & 63,
@@ -116,6 +133,10 @@ struct Ctx<'a> {
     /// Why the image may make a code address other than a function's start
     /// ([`flow_marks::forged_code_address`]).
     forged: Option<String>,
+    /// [`flow_marks::forged_code_address`]'s answer, which [`Ctx::forged`] starts from.
+    forged_image: Option<String>,
+    /// The first call or jump taken through a function table's entry: its function and address.
+    table_call: Option<(String, u64)>,
 }
 
 impl Graph {
@@ -168,14 +189,8 @@ impl Graph {
             .unwrap_or(0);
         let mut starts: Vec<u64> = self.nodes.iter().filter_map(|n| n.addr).collect();
         starts.sort_unstable();
-        let wave32 = |r: &FlowRoot| gen != Gen::G9 && r.kd[57] & (1 << 2) != 0;
-        let lanes = if roots.iter().all(wave32) {
-            Lanes::Wave32
-        } else if roots.iter().any(wave32) {
-            Lanes::Mixed
-        } else {
-            Lanes::Wave64
-        };
+        let wave32 = |kd: &[u8; 64]| gen != Gen::G9 && kd[57] & (1 << 2) != 0;
+        let lanes = Lanes::of(&roots.iter().map(|r| wave32(&r.kd)).collect::<Vec<_>>());
         let sums = flow_marks::getpc_sums(&img);
         let mut cx = Ctx {
             g: self,
@@ -195,55 +210,11 @@ impl Graph {
                 .filter_map(|&k| self.nodes[k as usize].addr)
                 .collect(),
             tables: Vec::new(),
-            forged: flow_marks::forged_code_address(self, &img, &sums),
+            forged: None,
+            forged_image: flow_marks::forged_code_address(self, &img, &sums),
+            table_call: None,
         };
-        let funcs: Vec<u32> = reach
-            .order()
-            .iter()
-            .copied()
-            .filter(|f| !sinks.contains(f))
-            .collect();
-        for &f in &funcs {
-            let nd = &self.nodes[f as usize];
-            if nd.addr.is_none() {
-                return Err(refuse(&nd.name, 0, "it is not defined in the image".into()));
-            }
-            if let Some(&j) = nd.jumps.iter().chain(&nd.inner).next() {
-                return Err(refuse(
-                    &nd.name,
-                    nd.addr.unwrap_or(0),
-                    format!(
-                        "its code enters {} other than at its start",
-                        self.nodes[j as usize].name
-                    ),
-                ));
-            }
-            if nd.loose {
-                return Err(refuse(
-                    &nd.name,
-                    nd.addr.unwrap_or(0),
-                    "it branches into code no function holds".into(),
-                ));
-            }
-        }
-        cx.reached_lows = funcs
-            .iter()
-            .chain(sinks)
-            .filter_map(|&f| self.nodes[f as usize].addr)
-            .map(|a| a & 0xffff_ffff)
-            .collect();
-        cx.reached = funcs
-            .iter()
-            .filter_map(|&f| self.nodes[f as usize].addr)
-            .collect();
-        let mut all_starts: Vec<u64> = cx.reached.iter().chain(&cx.sinks).copied().collect();
-        all_starts.sort_unstable();
-        cx.tables = flow_marks::function_tables(&img, &all_starts);
-        if cx.forged.is_none() {
-            let sums = sums.as_deref().unwrap_or_default();
-            cx.forged =
-                flow_marks::untracked_start(self, &img, sums, sinks, &cx.reached, &cx.sinks);
-        }
+        let funcs = cx.enter(&reach, sinks, &img, &sums, false)?;
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
         // in ttmp7–ttmp9 (llvm `AMDGPUUsage.rst`, "Initial Kernel Execution State").
         let architected = gen == Gen::G12
@@ -251,42 +222,77 @@ impl Graph {
                 .is_some_and(|n| n.starts_with("gfx94") || n.starts_with("gfx95"));
         let mut entries = Vec::new();
         for r in roots {
-            entries.push((r.node, kernel_entry(r, self, architected)?));
+            entries.push((r.node, kernel_entry(r, self, architected, true)?));
         }
-        let taken = |f: u32| {
-            self.address_taken.binary_search(&f).is_ok()
-                || self.materialized.binary_search(&f).is_ok()
+        cx.follow(&funcs, &entries)?;
+        let Some((function, at)) = cx.table_call.clone() else {
+            return Ok(FlowStats {
+                functions: funcs.len(),
+                instructions: cx.seen.len(),
+                kernarg_loads: cx.kernarg_loads,
+            });
         };
-        // Callee entry (every call, jump and return's state) and return state, to a fixpoint.
-        let (mut callee, mut ret) = (State::default(), State::default());
-        loop {
-            let (mut c2, mut r2) = (callee.clone(), ret.clone());
-            for &f in &funcs {
-                // A kernel starts with its descriptor's registers, and with what a call leaves
-                // as well when some code may call it (its address is taken).
-                let entry = match entries.iter().find(|(n, _)| *n == f) {
-                    Some((_, s)) if taken(f) => {
-                        let mut s = s.clone();
-                        s.join_from(&callee);
-                        s
-                    }
-                    Some((_, s)) => s.clone(),
-                    None => {
-                        let mut e = callee.clone();
-                        flow_marks::seed_callee(&mut e);
-                        e
-                    }
-                };
-                let (c, r) = cx.function(f, &entry, &ret)?;
-                c2.join_from(&c);
-                r2.join_from(&r);
+        // A table entry is trusted to be a function's start the image names: every code that
+        // may write a table must be followed, so that a code address it makes other than
+        // exactly (a return address plus a constant, the ninth review's `tabcall`) is refused
+        // where it leaves the registers. Every other kernel of the image is followed as well,
+        // from its descriptor's registers with nothing followed in its kernarg segment.
+        let mut all: Vec<u32> = roots.iter().map(|r| r.node).collect();
+        let mut followed: std::collections::HashSet<u32> = all.iter().copied().collect();
+        let mut lanes = roots.iter().map(|r| wave32(&r.kd)).collect::<Vec<_>>();
+        for (kd_addr, _, name) in &img.objects {
+            let Some(node) = name.strip_suffix(".kd").and_then(|_| self.node(name)) else {
+                continue;
+            };
+            if sinks.contains(&node) || !followed.insert(node) {
+                continue;
             }
-            c2.join_from(&r2.clone());
-            if c2 == callee && r2 == ret {
-                break;
-            }
-            callee = c2;
-            ret = r2;
+            let kd = super::flow_entry::kernel_descriptor(data, name)
+                .filter(|(a, _)| a == kd_addr)
+                .map(|(_, kd)| kd)
+                .ok_or_else(|| {
+                    refuse(
+                        name,
+                        *kd_addr,
+                        "a function table's entry is called, and this kernel descriptor, which may start code that writes the table, cannot be read".into(),
+                    )
+                })?;
+            let r = FlowRoot {
+                name: name.strip_suffix(".kd").unwrap_or(name).to_string(),
+                node,
+                kd,
+                kd_addr: *kd_addr,
+                slot: 0,
+                kernarg_size: 0,
+            };
+            entries.push((node, kernel_entry(&r, self, architected, false)?));
+            lanes.push(wave32(&kd));
+            all.push(node);
+        }
+        let more = all.len() > roots.len();
+        cx.lanes = Lanes::of(&lanes);
+        let reach = self.reach(&all, sinks);
+        let in_context = |r: FlowRefusal| {
+            FlowRefusal {
+            reason: format!(
+                "{} (a function table's entry is called at 0x{at:x} in {function}, so every kernel that may write the table is followed)",
+                r.reason
+            ),
+            ..r
+        }
+        };
+        let funcs = cx
+            .enter(&reach, sinks, &img, &sums, true)
+            .map_err(in_context)?;
+        if let Some(why) = &cx.forged {
+            return Err(refuse(
+                &function,
+                at,
+                format!("control goes to an entry of a function table, and {why}: a table entry may hold that address"),
+            ));
+        }
+        if more {
+            cx.follow(&funcs, &entries).map_err(in_context)?;
         }
         Ok(FlowStats {
             functions: funcs.len(),
@@ -349,6 +355,12 @@ impl Ctx<'_> {
                 self.seen.insert(pc);
                 let next = pc + 4 * inst.words as u64;
                 let long_branch = flow_marks::long_branch(&inst, &st, start, end);
+                if self.table_call.is_none()
+                    && long_branch.is_none()
+                    && flow_marks::table_call(&inst, &st)
+                {
+                    self.table_call = Some((name.clone(), pc));
+                }
                 let stops = match long_branch {
                     Some(_) => false,
                     None => flow_marks::control(

@@ -38,10 +38,15 @@ pub struct FlowRefusal {
 /// segment pointer 2, dispatch ID 2, flat scratch init 2, private segment size 1; then the
 /// preloaded kernarg dwords), and the trap temporaries and runtime state as anything followed
 /// (but ttmp7–ttmp9, the workgroup IDs, on a processor with `architected` SGPRs).
+///
+/// With `kernarg` false (a kernel whose declaration stays: it has no slot to follow), its
+/// kernarg segment pointer and preloaded kernarg dwords hold nothing followed; the dispatch
+/// packet and queue pointers are followed still (the packet's `kernel_object` is a code address).
 pub(super) fn kernel_entry(
     r: &FlowRoot,
     g: &Graph,
     architected: bool,
+    kernarg: bool,
 ) -> Result<State, FlowRefusal> {
     let refuse = |reason: String| FlowRefusal {
         function: r.name.clone(),
@@ -86,13 +91,13 @@ pub(super) fn kernel_entry(
         st.set(at + 1, Val::Hi(Base::Gate(Gate::Queue), 0));
         at += 2;
     }
-    if bit(3) {
+    if bit(3) && kernarg {
         let d = -(r.slot as i64);
         st.set(at, Val::Kernarg(d));
         st.set(at + 1, Val::Hi(Base::Kernarg, d));
     }
     let (len, off) = (u64::from(preload & 0x7f), u64::from(preload >> 7));
-    if len > 0 {
+    if len > 0 && kernarg {
         let (from, to) = (off * 4, (off + len) * 4);
         if to > r.slot {
             return Err(refuse(format!(

@@ -33,11 +33,18 @@
 //! data or any code that runs names is one the proof follows ([`untracked_start`]): code may
 //! write any of them into a table (the eighth review's `tabwrite`). Both read an `s_getpc_b64`
 //! at every word, not only where a linear decode starts an instruction: a branch may land in an
-//! instruction's literal (the ninth review's `tabhide`, `tabhide2`). Not checked: a function that stores its return
-//! address, or arithmetic on a return address or a loaded function address, in code the flow
-//! does not follow: `tests/fixtures/patch/findings9/tabcall.hip` makes a function's start from
-//! the return address of an `s_call_b64` to the next instruction, stores it in a table, and is
-//! patched (an open false proof).
+//! instruction's literal (the ninth review's `tabhide`, `tabhide2`). And once a table call is
+//! taken, every kernel of the image is followed, not only the declaring ones
+//! ([`super::Graph::slot_flow`]), so code that makes a code address from a return address (the
+//! ninth review's `tabcall`, an `s_call_b64` to the next instruction; `tabret`, a callee's
+//! `__builtin_return_address` plus an offset) is refused where it leaves the registers, and an
+//! `s_call_b64` to no function's start is refused wherever it is.
+//!
+//! Still assumed (documented, not built): a return address that leaves the registers whole (a
+//! spill, which the flow allows) and comes back from memory as a value nothing marks, then is
+//! moved by arithmetic into a table; a code address that a kernel which declares nothing reads
+//! from its own kernarg segment's hidden arguments (its queue pointer, and through it a packet's
+//! `kernel_object`), since such a kernel's kernarg segment is not followed.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` ("Call Convention": `s[30:31]` holds the return address),
 //! llvm `SIInstrInfo::insertIndirectBranch` (the long branch: `s_getpc_b64`, `s_add_u32`,
@@ -628,6 +635,19 @@ pub(super) fn control(
             r + 1
         )),
     }
+}
+
+/// Whether `inst` calls or jumps through a pair that holds a function table's entry
+/// ([`Code::FnLo`], [`Code::FnHi`]): what [`control`] takes on trust in the table's contents.
+pub(super) fn table_call(inst: &Inst, st: &State) -> bool {
+    let (Some(&(r, _)), Some(m)) = (inst.reads.first(), &st.1) else {
+        return false;
+    };
+    matches!(inst.op, Op::Call | Op::Jump)
+        && matches!(
+            (m.get(&r), m.get(&(r + 1))),
+            (Some(Code::FnLo(..)), Some(Code::FnHi(..)))
+        )
 }
 
 /// The target of a long branch at `inst` (llvm `SIInstrInfo::insertIndirectBranch`: an
