@@ -171,6 +171,43 @@ fn record_drift_is_reported_with_the_refresh_command() {
     }
 }
 
+/// Every recorded build names the toolchain's packages (`name=version`, as `dpkg-query` lists
+/// them), the compiler among them, so that a record says which hipcc and clang made the library,
+/// not only the image's digest (issue 41).
+#[test]
+fn every_record_names_its_toolchain_packages() {
+    let dir = root().join("recipes/records");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if !p.is_dir() {
+            continue;
+        }
+        let m = rcclfix::manifest::Manifest::load(&p.join("manifest.json")).unwrap();
+        let pkgs = &m.toolchain_packages;
+        assert!(
+            pkgs.len() > 50,
+            "{}: {} toolchain packages",
+            p.display(),
+            pkgs.len()
+        );
+        assert!(
+            pkgs.iter().all(|x| x
+                .split_once('=')
+                .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())),
+            "{}: an entry is not name=version",
+            p.display()
+        );
+        assert!(
+            pkgs.iter().any(|x| x.starts_with("hipcc=")),
+            "{}: no hipcc among {pkgs:?}",
+            p.display()
+        );
+        n += 1;
+    }
+    assert_eq!(n, 3, "records in {}", dir.display());
+}
+
 /// ROCm release → RCCL version, (sources: `makefiles/version.mk`
 /// at the ROCm/rccl tags, the releases page, rocm-systems `projects/rccl/CHANGELOG.md`).
 const REFERENCE: &[(&str, &str)] = &[
