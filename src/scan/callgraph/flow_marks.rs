@@ -40,6 +40,11 @@
 //! `__builtin_return_address` plus an offset) is refused where it leaves the registers, and an
 //! `s_call_b64` to no function's start is refused wherever it is.
 //!
+//! Open false proofs (`tests/fixtures/patch/findings10/README.md`): a load through a
+//! code-derived address gives a value nothing follows, so a code address can be laundered
+//! through an identity table; a table entry loaded through the table's exact address is nothing
+//! followed either, so an entry plus a constant can be stored back into the table.
+//!
 //! Still assumed (documented, not built): a return address that leaves the registers whole (a
 //! spill, which the flow allows) and comes back from memory as a value nothing marks, then is
 //! moved by arithmetic into a table; a code address that a kernel which declares nothing reads
