@@ -36,6 +36,26 @@ impl Part {
             unreadable: vec![u],
         }
     }
+
+    /// Add one bundle entry's record (as [`entry_record`] gives it): its image or why it is
+    /// unreadable; `None` (the host entry) adds nothing.
+    pub(crate) fn push(&mut self, r: Option<Result<ImageReport, Unreadable>>) {
+        match r {
+            Some(Ok(i)) => self.images.push(i),
+            Some(Err(u)) => self.unreadable.push(u),
+            None => {}
+        }
+    }
+
+    /// [`Part::push`] each record of a bundle's entries (with their bundle index).
+    pub(crate) fn push_records(
+        &mut self,
+        got: Vec<(usize, Option<Result<ImageReport, Unreadable>>)>,
+    ) {
+        for (_, r) in got {
+            self.push(r);
+        }
+    }
 }
 
 /// One unit of work over bytes in memory, independent of every other: a plain bundle, a CCOB,
@@ -302,30 +322,49 @@ fn scan_ccob_as(
     verify_hash: bool,
     opts: &Settings,
 ) -> (Part, Option<usize>) {
-    let label = header.label();
-    let payload_len = payload.len();
     let mut part = Part::default();
+    let used = ccob_bundle_into(&mut part, header, payload, base, verify_hash, opts);
+    (part, used.map(|u| consumed(header, payload.len(), u)))
+}
+
+/// Scan the offload bundle that the CCOB `header` decodes `payload` to (at file offset `at`)
+/// into `part`: its entries in bundle order, each as [`entry_or_too_large`] reads it, or what
+/// stopped the decompression or the bundle. Returns the bytes the zlib stream used (see
+/// [`consumed`]), `None` when the CCOB could not be decoded at all. Shared by the in-memory
+/// scan and the streamed one (`scan::input::stream_bundle`).
+pub(crate) fn ccob_bundle_into<P: std::io::BufRead>(
+    part: &mut Part,
+    header: &ccob::Header,
+    payload: P,
+    at: u64,
+    verify_hash: bool,
+    opts: &Settings,
+) -> Option<u64> {
+    let label = header.label();
     let r = ccob::decode_streamed(header, payload, verify_hash, |s| {
         let mut found = Vec::new();
-        let end = stream::read_bundle(
+        stream::read_bundle(
             s,
             header.uncompressed_size,
             opts.max_code_object,
             |e, body| {
                 found.push((
                     e.index,
-                    entry_or_too_large(e, body, base, &label, Some(&label), opts.kernels),
+                    entry_or_too_large(e, body, at, &label, Some(&label), opts.kernels),
                 ));
             },
         )?;
         found.sort_by_key(|(i, _)| *i);
-        Ok((found, end))
+        Ok(found)
     });
     match r {
-        Err(p) => (Part::unreadable(p.unreadable(base, None, None)), None),
+        Err(p) => {
+            part.unreadable.push(p.unreadable(at, None, None));
+            None
+        }
         Ok((Err(p), used)) => {
             part.unreadable.push(Unreadable {
-                offset: base,
+                offset: at,
                 processor: None,
                 entry_id: None,
                 class: p.class.to_owned(),
@@ -334,17 +373,11 @@ fn scan_ccob_as(
                     p.offset, p.reason
                 ),
             });
-            (part, Some(consumed(header, payload_len, used)))
+            Some(used)
         }
-        Ok((Ok((found, _)), used)) => {
-            for (_, r) in found {
-                match r {
-                    Some(Ok(img)) => part.images.push(img),
-                    Some(Err(u)) => part.unreadable.push(u),
-                    None => {}
-                }
-            }
-            (part, Some(consumed(header, payload_len, used)))
+        Ok((Ok(found), used)) => {
+            part.push_records(found);
+            Some(used)
         }
     }
 }
@@ -417,7 +450,7 @@ fn scan_entries(
     part: &mut Part,
 ) {
     for e in &b.entries {
-        match entry_record(
+        part.push(entry_record(
             e.id,
             e.offset,
             e.data,
@@ -425,11 +458,7 @@ fn scan_entries(
             container,
             inner,
             detail,
-        ) {
-            Some(Ok(img)) => part.images.push(img),
-            Some(Err(u)) => part.unreadable.push(u),
-            None => {}
-        }
+        ));
     }
 }
 

@@ -130,11 +130,11 @@ fn stream_item<R: Read>(
             let r = stream::read_bundle(s, len - pos, opts.max_code_object, |e, body| {
                 got.push((
                     e.index,
-                    stream_record(e, body, at, "plain", None, opts.kernels),
+                    walk::entry_or_too_large(e, body, at, "plain", None, opts.kernels),
                 ));
             });
             got.sort_by_key(|(i, _)| *i);
-            push_records(part, got);
+            part.push_records(got);
             match r {
                 Ok(_) => {}
                 Err(stream::Fail::Bad(p)) => {
@@ -171,42 +171,11 @@ fn stream_item<R: Read>(
             let total = header.total_size.unwrap_or(0);
             let payload_len = total - header.header_len as u64;
             s.consume(header.header_len);
-            let label = header.label();
             if let Err(p) = crate::scan::ccob::check_claim(&header, payload_len) {
                 part.unreadable.push(p.unreadable(at, None, None));
             } else {
                 let payload = io::BufReader::new((&mut *s).take(payload_len));
-                let r =
-                    crate::scan::ccob::decode_streamed(&header, payload, opts.verify_hash, |ds| {
-                        let mut got = Vec::new();
-                        stream::read_bundle(
-                            ds,
-                            header.uncompressed_size,
-                            opts.max_code_object,
-                            |e, body| {
-                                got.push((
-                                    e.index,
-                                    stream_record(e, body, at, &label, Some(&label), opts.kernels),
-                                ));
-                            },
-                        )?;
-                        got.sort_by_key(|(i, _)| *i);
-                        Ok(got)
-                    });
-                match r {
-                    Err(p) => part.unreadable.push(p.unreadable(at, None, None)),
-                    Ok((Err(p), _)) => part.unreadable.push(Unreadable {
-                        offset: at,
-                        processor: None,
-                        entry_id: None,
-                        class: p.class.to_owned(),
-                        reason: format!(
-                            "{label}: decompressed bundle at +{}: {}",
-                            p.offset, p.reason
-                        ),
-                    }),
-                    Ok((Ok(got), _)) => push_records(part, got),
-                }
+                walk::ccob_bundle_into(part, &header, payload, at, opts.verify_hash, opts);
             }
             let done = s.pos() - start - pos;
             if done < total && s.skip(total - done)? < total - done {
@@ -218,31 +187,4 @@ fn stream_item<R: Read>(
         }
     }
     Ok(())
-}
-
-fn stream_record(
-    e: &stream::StreamEntry,
-    body: stream::Body<'_>,
-    at: u64,
-    container: &str,
-    inner: Option<&str>,
-    detail: crate::scan::meta::Detail,
-) -> Option<Result<crate::scan::model::ImageReport, Unreadable>> {
-    walk::entry_or_too_large(e, body, at, container, inner, detail)
-}
-
-fn push_records(
-    part: &mut Part,
-    got: Vec<(
-        usize,
-        Option<Result<crate::scan::model::ImageReport, Unreadable>>,
-    )>,
-) {
-    for (_, r) in got {
-        match r {
-            Some(Ok(i)) => part.images.push(i),
-            Some(Err(u)) => part.unreadable.push(u),
-            None => {}
-        }
-    }
 }
