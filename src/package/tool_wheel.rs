@@ -308,16 +308,21 @@ mod tests {
         assert_eq!(outside_manylinux(&i), Some("liblzma.so.5"));
     }
 
-    #[test]
-    fn names_follow_pep_427() {
-        let w = ToolWheel {
+    /// A wheel of version 0.1.0 for `manylinux_2_34_x86_64` with no data files.
+    fn sample() -> ToolWheel {
+        ToolWheel {
             version: "0.1.0".into(),
             platform: "manylinux_2_34_x86_64".into(),
             binary: "/x".into(),
             binary_bytes: 1,
             mtime: 0,
             data: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn names_follow_pep_427() {
+        let w = sample();
         assert_eq!(
             w.file_name(),
             "rcclfix-0.1.0-py3-none-manylinux_2_34_x86_64.whl"
@@ -332,14 +337,7 @@ mod tests {
 
     #[test]
     fn data_paths_stay_inside_the_prefix_and_are_sorted() {
-        let w = ToolWheel {
-            version: "0.1.0".into(),
-            platform: "manylinux_2_34_x86_64".into(),
-            binary: "/x".into(),
-            binary_bytes: 1,
-            mtime: 0,
-            data: vec![],
-        };
+        let w = sample();
         let file = |p: &str| DataFile {
             path: p.into(),
             bytes: vec![],

@@ -189,11 +189,28 @@ pub(crate) fn venv_with(work: &Path, whl: &Path) -> (PathBuf, PathBuf) {
             "-q",
         ])
         .arg(whl));
-    let site = ok(Command::new(&py).args([
+    let site = platlib(&py);
+    (py, site)
+}
+
+/// A venv at `venv` without pip (`python3 -m venv --without-pip`); returns (python,
+/// site-packages).
+fn bare_venv(venv: &Path) -> (PathBuf, PathBuf) {
+    ok(Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(venv));
+    let py = venv.join("bin/python");
+    let site = platlib(&py);
+    (py, site)
+}
+
+/// The site-packages folder (`platlib`) of the venv whose interpreter is `py`.
+fn platlib(py: &Path) -> PathBuf {
+    let site = ok(Command::new(py).args([
         "-c",
         "import sysconfig; print(sysconfig.get_paths()['platlib'])",
     ]));
-    (py, PathBuf::from(site.trim()))
+    PathBuf::from(site.trim())
 }
 
 /// The `librccl` file the real loader maps when `python` loads `consumer` (`ctypes.CDLL`, then
@@ -563,19 +580,11 @@ fn unowned_torch_folder_apply_keeps_the_binding_and_undo_restores_it() {
     let t = tempfile::tempdir().unwrap();
     let work = t.path();
     let home = work.join("home");
-    let venv = work.join("venv");
-    ok(Command::new("python3")
-        .args(["-m", "venv", "--without-pip"])
-        .arg(&venv));
-    let py = venv.join("bin/python");
-    let site = ok(Command::new(&py).args([
-        "-c",
-        "import sysconfig; print(sysconfig.get_paths()['platlib'])",
-    ]));
-    let lib = PathBuf::from(site.trim()).join("torch/lib");
+    let (py, site) = bare_venv(&work.join("venv"));
+    let lib = site.join("torch/lib");
     std::fs::create_dir_all(&lib).unwrap();
     // A site-packages folder with a dist-info that does not list the copy.
-    let other = PathBuf::from(site.trim()).join("other-1.0.dist-info");
+    let other = site.join("other-1.0.dist-info");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("RECORD"), "other/__init__.py,,\n").unwrap();
     std::fs::write(other.join("METADATA"), "Name: other\nVersion: 1.0\n").unwrap();
@@ -666,16 +675,8 @@ fn slow_rccl_control_builds_fix_refuses_and_changes_nothing() {
         let t = tempfile::tempdir().unwrap();
         let work = t.path();
         let home = work.join("home");
-        let venv = work.join("venv");
-        ok(Command::new("python3")
-            .args(["-m", "venv", "--without-pip"])
-            .arg(&venv));
-        let py = venv.join("bin/python");
-        let site = ok(Command::new(&py).args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['platlib'])",
-        ]));
-        let lib = PathBuf::from(site.trim()).join("torch/lib");
+        let (py, site) = bare_venv(&work.join("venv"));
+        let lib = site.join("torch/lib");
         let copy = lib.join("librccl.so");
         std::fs::create_dir_all(&lib).unwrap();
         std::fs::copy(&control, &copy).unwrap();
