@@ -239,6 +239,25 @@ fn refused(dir: &Path, co: &str, asserts: bool) -> PatchRefused {
     }
 }
 
+/// A review row on gfx1100 and gfx90a: `<prefix>_<name>-<arch>.co` (the assert variant) under
+/// `patch --asserts`, `<prefix>p_<name>-<arch>.co` (the table-call variant) under plain `patch`
+/// and `patch --asserts`, each refused with a message that contains `says`.
+fn refused_saying(dir: &Path, prefix: &str, name: &str, says: &str) {
+    for a in ["gfx1100", "gfx90a"] {
+        for (co, asserts) in [
+            (format!("{prefix}_{name}-{a}.co"), true),
+            (format!("{prefix}p_{name}-{a}.co"), false),
+            (format!("{prefix}p_{name}-{a}.co"), true),
+        ] {
+            let r = refused(dir, &co, asserts);
+            assert!(
+                r.to_string().contains(says),
+                "{co} (asserts: {asserts}): {r}"
+            );
+        }
+    }
+}
+
 fn patched(dir: &Path, co: &str) -> (Vec<u8>, PatchRecord) {
     let data = std::fs::read(dir.join(co)).unwrap();
     patch_bytes(co, &data, &opts(true)).unwrap_or_else(|e| panic!("{co}: {e}"))
@@ -510,19 +529,7 @@ fn slow_findings_of_the_hostile_review() {
         ("tabwrite", "function table"),
         ("fakeret", "control goes to s[30:31]"),
     ] {
-        for a in ["gfx1100", "gfx90a"] {
-            for (co, asserts) in [
-                (format!("r8_{n}-{a}.co"), true),
-                (format!("r8p_{n}-{a}.co"), false),
-                (format!("r8p_{n}-{a}.co"), true),
-            ] {
-                let r = refused(&d.join("f8"), &co, asserts);
-                assert!(
-                    r.to_string().contains(says),
-                    "{co} (asserts: {asserts}): {r}"
-                );
-            }
-        }
+        refused_saying(&d.join("f8"), "r8", n, says);
     }
     // 4l. The ninth review's: the `s_getpc_b64` that makes the stored address hidden in a
     // literal a branch lands in, so the stepping readers never saw it: a start no path the proof
@@ -541,19 +548,7 @@ fn slow_findings_of_the_hostile_review() {
         ("tabcall", "which is no function's start the call graph reached (a function table's entry is called"),
         ("tabret", "leaves the registers (a store, an atomic, LDS, an export or a message) (a function table's entry is called"),
     ] {
-        for a in ["gfx1100", "gfx90a"] {
-            for (co, asserts) in [
-                (format!("r9_{n}-{a}.co"), true),
-                (format!("r9p_{n}-{a}.co"), false),
-                (format!("r9p_{n}-{a}.co"), true),
-            ] {
-                let r = refused(&d.join("f9"), &co, asserts);
-                assert!(
-                    r.to_string().contains(says),
-                    "{co} (asserts: {asserts}): {r}"
-                );
-            }
-        }
+        refused_saying(&d.join("f9"), "r9", n, says);
     }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
