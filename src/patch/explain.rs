@@ -136,12 +136,13 @@ pub(super) fn kernarg_flow(
     sizes: &[(String, u64)],
     declaring: &[String],
 ) -> Result<String, Unexplained> {
-    use crate::scan::callgraph::{kernel_descriptor, FlowRoot};
+    use crate::scan::callgraph::{kernel_descriptors, FlowRoot};
     let sinks: Vec<u32> = g
         .node("__assert_fail")
         .filter(|&h| g.handler_shape(h).is_ok())
         .into_iter()
         .collect();
+    let kds = kernel_descriptors(data);
     let mut roots = Vec::new();
     for k in declaring {
         let one = std::slice::from_ref(k);
@@ -157,7 +158,7 @@ pub(super) fn kernarg_flow(
         } else {
             format!("{symbol}.kd")
         };
-        let Some((kd_addr, kd)) = kernel_descriptor(data, &kd_name) else {
+        let Some((kd_addr, kd)) = kds.get(&kd_name).copied().flatten() else {
             return Err(Unexplained::new(
                 one,
                 format!("kernel {k} has no readable kernel descriptor ({kd_name})"),

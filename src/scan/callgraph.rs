@@ -61,7 +61,7 @@ mod vop3_table;
 
 pub use decode::decode;
 pub use flow::FlowStats;
-pub use flow_entry::{kernel_descriptor, FlowRefusal, FlowRoot};
+pub use flow_entry::{kernel_descriptors, FlowRefusal, FlowRoot};
 pub use inst::{Gen, Inst, Op};
 pub use isa::{branch_offset, interrupt_sites, is_interrupt_msg, trap_entry, InterruptSites, Isa};
 pub use reach::{Reach, Reached};

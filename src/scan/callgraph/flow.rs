@@ -240,6 +240,7 @@ impl Graph {
         let mut all: Vec<u32> = roots.iter().map(|r| r.node).collect();
         let mut followed: std::collections::HashSet<u32> = all.iter().copied().collect();
         let mut lanes = roots.iter().map(|r| wave32(&r.kd)).collect::<Vec<_>>();
+        let kds = super::flow_entry::kernel_descriptors(data);
         for (kd_addr, _, name) in &img.objects {
             let Some(node) = name.strip_suffix(".kd").and_then(|_| self.node(name)) else {
                 continue;
@@ -247,7 +248,10 @@ impl Graph {
             if sinks.contains(&node) || !followed.insert(node) {
                 continue;
             }
-            let kd = super::flow_entry::kernel_descriptor(data, name)
+            let kd = kds
+                .get(name)
+                .copied()
+                .flatten()
                 .filter(|(a, _)| a == kd_addr)
                 .map(|(_, kd)| kd)
                 .ok_or_else(|| {

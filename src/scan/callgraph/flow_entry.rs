@@ -3,6 +3,8 @@
 //! "Kernel Descriptor", "Initial Kernel Execution State"), and what a load through a followed
 //! pointer gives ([`load_value`]); and what the flow refuses with ([`FlowRefusal`]).
 
+use std::collections::HashMap;
+
 use super::flow_state::{Base, Gate, State, Val};
 use super::inst::Reg;
 use super::Graph;
@@ -108,36 +110,50 @@ pub(super) fn kernel_entry(
     Ok(st)
 }
 
-/// The kernel descriptor `name` (e.g. `k.kd`) of a linked code object: its address and its 64
-/// bytes, read through the section that holds it (`.symtab`, else `.dynsym`). `None` when there
-/// is no such symbol or its bytes lie outside the file.
-pub fn kernel_descriptor(data: &[u8], name: &str) -> Option<(u64, [u8; 64])> {
+/// The kernel descriptors (symbols named `*.kd`) of a linked code object, read once: name →
+/// its address and its 64 bytes (llvm `AMDGPUUsage.rst`, "Kernel Descriptor"), read through the
+/// section that holds it. `.symtab` is searched before `.dynsym` and a name's first symbol
+/// decides: `None` when its bytes lie outside its section or the file. A symbol name that cannot
+/// be read ends the search (names after it are absent, as unnamed). Empty when the file is no
+/// ELF64 object.
+pub fn kernel_descriptors(data: &[u8]) -> HashMap<String, Option<(u64, [u8; 64])>> {
     use object::read::elf::{FileHeader, SectionHeader, Sym};
     let e = object::LittleEndian;
-    let hdr = object::elf::FileHeader64::<object::LittleEndian>::parse(data).ok()?;
-    let sections = hdr.sections(e, data).ok()?;
+    let mut out = HashMap::new();
+    let Ok(hdr) = object::elf::FileHeader64::<object::LittleEndian>::parse(data) else {
+        return out;
+    };
+    let Ok(sections) = hdr.sections(e, data) else {
+        return out;
+    };
+    let bytes_of = |sym: &object::elf::Sym64<object::LittleEndian>| {
+        let addr = sym.st_value(e);
+        let s = sections
+            .section(object::SectionIndex(sym.st_shndx(e) as usize))
+            .ok()?;
+        let off = addr.checked_sub(s.sh_addr(e))?;
+        if s.sh_type(e) == object::elf::SHT_NOBITS || off.checked_add(64)? > s.sh_size(e) {
+            return None;
+        }
+        let at = usize::try_from(s.sh_offset(e).checked_add(off)?).ok()?;
+        let bytes: [u8; 64] = data.get(at..at.checked_add(64)?)?.try_into().ok()?;
+        Some((addr, bytes))
+    };
     for kind in [object::elf::SHT_SYMTAB, object::elf::SHT_DYNSYM] {
         let Ok(syms) = sections.symbols(e, data, kind) else {
             continue;
         };
         for sym in syms.iter() {
-            if syms.symbol_name(e, sym).ok()? != name.as_bytes() {
-                continue;
+            let Ok(name) = syms.symbol_name(e, sym) else {
+                return out;
+            };
+            if name.ends_with(b".kd") {
+                let name = String::from_utf8_lossy(name).into_owned();
+                out.entry(name).or_insert_with(|| bytes_of(sym));
             }
-            let addr = sym.st_value(e);
-            let s = sections
-                .section(object::SectionIndex(sym.st_shndx(e) as usize))
-                .ok()?;
-            let off = addr.checked_sub(s.sh_addr(e))?;
-            if s.sh_type(e) == object::elf::SHT_NOBITS || off.checked_add(64)? > s.sh_size(e) {
-                return None;
-            }
-            let at = usize::try_from(s.sh_offset(e).checked_add(off)?).ok()?;
-            let bytes: [u8; 64] = data.get(at..at.checked_add(64)?)?.try_into().ok()?;
-            return Some((addr, bytes));
         }
     }
-    None
+    out
 }
 
 /// Bytes after the slot that hold pointers to runtime structures, code object v5/v6
