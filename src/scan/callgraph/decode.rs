@@ -21,7 +21,7 @@
 
 use super::decode_mem::{ds, flat, flat12, mimg, mubuf, smem, vbuffer};
 use super::decode_salu::{sop1, sop2, sopc, sopk, sopp};
-use super::inst::{Gen, Inst, Op, Reg, EXEC, V, VCC};
+use super::inst::{Gen, Half, Inst, Op, Reg, EXEC, V, VCC};
 
 /// The instruction at word `i` of `code`, for generation `g`. Over-approximations: every
 /// scalar source is read as two registers and every destination may be two (a 64-bit operand
@@ -177,8 +177,10 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
                 half.push((r - 128, n));
             }
         }
-        for v in [vsrc1, vdst] {
-            if v >= 128 {
+        // VOPC's bits [24:17] and VOP1's [16:9] are its opcode, no register.
+        let (vopc, vop1) = (w >> 25 == 0x3E, w >> 25 == 0x3F);
+        for (v, register) in [(vsrc1, !vop1), (vdst, !vopc)] {
+            if register && v >= 128 {
                 half.push((V + (v - 128) as Reg, 1));
             }
         }
@@ -243,6 +245,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         // VOPC: writes vcc (and exec for v_cmpx, or an opcode whose VOP3 form is not known).
         x.words = 1 + extra;
         x.vsrc(vsrc1, 2);
+        x.eq_cmp = extra == 0 && super::inst::eq_compare(g, (w >> 17) & 0xff);
         x.sdst(u32::from(VCC), 2, 0);
         if short_row(g, w).is_none_or(|e| e & (1 << 11) != 0) {
             x.sdst(u32::from(EXEC), 2, 0);
@@ -342,11 +345,20 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
         // v_cmpx writes exec (with or without a scalar destination).
         x.sdst(u32::from(EXEC), 2, 0);
     }
+    if !packed && !dpp && op < 0x100 {
+        x.eq_cmp = super::inst::eq_compare(g, op as u32);
+    }
     if e & (1 << 12) != 0 {
         // v_div_fmas reads vcc without naming it.
         x.reads.push((VCC, 2));
     }
-    if e & (1 << 9) != 0 {
+    // A carry-out to `null` writes nothing (gfx10: 125, gfx11 on: 124, where m0 is the other).
+    let null = match g {
+        Gen::G9 => None,
+        Gen::G10 => Some(125),
+        Gen::G11 | Gen::G12 => Some(124),
+    };
+    if e & (1 << 9) != 0 && Some((w >> 8) & 0x7f) != null {
         x.sdst((w >> 8) & 0x7f, 2, 0);
     }
     if packed {
@@ -410,7 +422,12 @@ fn vinterp(w1: Option<u32>, w: u32) -> Inst {
     x
 }
 
-/// VOPD (gfx11+, 64 bits, plus a literal): two VALU operations at once.
+/// VOPD (gfx11+, 64 bits, plus a literal): two VALU operations at once ([`Op::Dual`]). The
+/// operations (llvm `VOPDInstructions.td`, `VOPD_X`/`VOPD_Y` opcodes): 0 `fmac` (reads its
+/// destination), 1 `fmaak`, 2 `fmamk`, 3–7 and 10, 11 two-source float operations, 8 `mov`
+/// (src0 only), 9 `cndmask` (reads `vcc`), 12, 13 `dot2acc` (reads its destination); Y also 16
+/// `add_nc_u32`, 17 `lshlrev_b32`, 18 `and_b32`. Any other opcode reads everything the
+/// instruction names.
 fn vopd(w: u32, w1: Option<u32>) -> Inst {
     let Some(w1) = w1 else {
         return Inst::new(2, Op::Unknown);
@@ -419,19 +436,34 @@ fn vopd(w: u32, w1: Option<u32>) -> Inst {
     let (srcx0, srcy0) = (w & 0x1ff, w1 & 0x1ff);
     let literal = srcx0 == 255 || srcy0 == 255 || matches!(opx, 1 | 2) || matches!(opy, 1 | 2);
     let mut x = Inst::new(if literal { 3 } else { 2 }, Op::Alu).valu();
-    x.src(srcx0, 1);
-    x.src(srcy0, 1);
-    x.vsrc(w >> 9, 1);
-    x.vsrc(w1 >> 9, 1);
     // vdstY's field (bits [23:17]) holds its register number without the low bit, which is
     // the opposite of vdstX's (llvm `VOPDInstructions.td`): both candidates are counted.
     let (vdstx, vdsty) = (w1 >> 24, ((w1 >> 17) & 0x7f) << 1);
-    // v_dual_fmac / cndmask read their destination and vcc.
-    x.reads.push((V + vdstx as Reg, 1));
-    x.reads.push((V + vdsty as Reg, 2));
-    x.reads.push((VCC, 1));
+    let half = |op: u32, src0: u32, vsrc1: u32, dst: (Reg, u16)| {
+        let mut h = Inst::new(1, Op::Alu);
+        h.src(src0, 1);
+        let known = op <= 13 || matches!(op, 16..=18);
+        if op != 8 || !known {
+            h.vsrc(vsrc1, 1);
+        }
+        if matches!(op, 0 | 12 | 13) || !known {
+            h.reads.push(dst);
+        }
+        if op == 9 || !known {
+            h.reads.push((VCC, 1));
+        }
+        Half {
+            dst,
+            reads: h.reads,
+            mov: op == 8,
+        }
+    };
+    let hx = half(opx, srcx0, w >> 9, (V + vdstx as Reg, 1));
+    let hy = half(opy, srcy0, w1 >> 9, (V + vdsty as Reg, 2));
+    x.reads.extend(hx.reads.iter().chain(&hy.reads).copied());
     x.vdst(vdstx, 1, 0);
     x.vdst(vdsty, 2, 0);
+    x.op = Op::Dual([hx, hy]);
     x
 }
 

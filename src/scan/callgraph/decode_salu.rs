@@ -383,6 +383,25 @@ pub(super) fn sopk(g: Gen, w: u32) -> Inst {
     x
 }
 
+/// Whether SOPP opcode `op` only waits, hints or orders (reads no register, writes none, sends
+/// nothing): `s_nop`, `s_waitcnt` (gfx12's `s_wait_*`), `s_barrier` (`s_barrier_wait`),
+/// `s_sleep`, `s_setprio`, `s_icache_inv`, `s_clause`, `s_delay_alu`, `s_waitcnt_depctr`
+/// (`s_wait_alu`), as llvm-mc 21 encodes them per generation.
+fn quiet_sopp(g: Gen, op: u32) -> bool {
+    match g {
+        Gen::G9 => matches!(op, 0x00 | 0x0a | 0x0c | 0x0e | 0x0f | 0x13),
+        Gen::G10 => matches!(op, 0x00 | 0x0a | 0x0c | 0x0e | 0x0f | 0x13 | 0x21 | 0x23),
+        Gen::G11 => matches!(
+            op,
+            0x00 | 0x03 | 0x05 | 0x07 | 0x08 | 0x09 | 0x35 | 0x3c | 0x3d
+        ),
+        Gen::G12 => matches!(
+            op,
+            0x00 | 0x03 | 0x05 | 0x07 | 0x08 | 0x09 | 0x14 | 0x35 | 0x3c | 0x40..=0x49
+        ),
+    }
+}
+
 /// SOPP: branches (whose condition is their read: SCC, `vcc` or `exec`), `s_endpgm`,
 /// messages (which may read `m0`).
 pub(super) fn sopp(g: Gen, w: u32) -> Inst {
@@ -393,7 +412,10 @@ pub(super) fn sopp(g: Gen, w: u32) -> Inst {
     };
     let mut x = Inst::new(1, Op::Mem);
     x.reads.push((g.m0(), 1));
-    if op == endpgm {
+    if quiet_sopp(g, op) {
+        x.reads.clear();
+        x.op = Op::Alu;
+    } else if op == endpgm {
         x.op = Op::End;
         x.reads.clear();
     } else if let Some(off) = branch_offset(w, g.isa()) {

@@ -194,3 +194,117 @@ fn sendmsg_rtn_reads_the_runtime_unless_it_asks_for_the_clock() {
     assert!(tma.reads.contains(&(RUNTIME, 1)), "{tma:?}");
     assert!(!tma.reads.iter().any(|&(r, _)| r == 0), "{tma:?}");
 }
+
+/// Integer equality compares, as llvm-mc 21 encodes them (`-show-encoding`), are [`Inst::eq_cmp`];
+/// an ordering or float compare of the same width is not.
+#[test]
+fn integer_equality_compares_are_told_apart() {
+    let cases: &[(Gen, &[u8], bool)] = &[
+        // gfx90a v_cmp_eq_u64_e32 vcc, v[0:1], v[2:3]
+        (Gen::G9, &[0x00, 0x05, 0xd4, 0x7d], true),
+        // gfx90a v_cmp_ne_i32_e32 vcc, v0, v1
+        (Gen::G9, &[0x00, 0x03, 0x8a, 0x7d], true),
+        // gfx90a v_cmp_lt_u32_e32 vcc, v0, v1
+        (Gen::G9, &[0x00, 0x03, 0x92, 0x7d], false),
+        // gfx90a v_cmpx_eq_u64_e32 vcc, v[0:1], v[2:3]
+        (Gen::G9, &[0x00, 0x05, 0xf4, 0x7d], true),
+        // gfx90a v_cmp_eq_f32_e32 vcc, v0, v1
+        (Gen::G9, &[0x00, 0x03, 0x84, 0x7c], false),
+        // gfx90a v_cmp_eq_u64_e64 s[0:1], s[2:3], v[0:1]
+        (Gen::G9, &[0x00, 0x00, 0xea, 0xd0, 0x02, 0x00, 0x02, 0x00], true),
+        // gfx90a v_cmp_gt_i64_e64 s[0:1], s[2:3], v[0:1]
+        (Gen::G9, &[0x00, 0x00, 0xe4, 0xd0, 0x02, 0x00, 0x02, 0x00], false),
+        // gfx1030 v_cmpx_eq_u64_e32 v[0:1], v[2:3]
+        (Gen::G10, &[0x00, 0x05, 0xe4, 0x7d], true),
+        // gfx1030 v_cmpx_eq_u64_e64 s[0:1], v[0:1]
+        (Gen::G10, &[0x7e, 0x00, 0xf2, 0xd4, 0x00, 0x00, 0x02, 0x00], true),
+        // gfx1030 v_cmp_le_u32_e64 s0, s1, v0
+        (Gen::G10, &[0x00, 0x00, 0xc3, 0xd4, 0x01, 0x00, 0x02, 0x00], false),
+        // gfx1100 v_cmpx_eq_u64_e32 v[0:1], v[2:3]
+        (Gen::G11, &[0x00, 0x05, 0xb4, 0x7d], true),
+        // gfx1100 v_cmpx_eq_u64_e64 s[0:1], v[0:1]
+        (Gen::G11, &[0x7e, 0x00, 0xda, 0xd4, 0x00, 0x00, 0x02, 0x00], true),
+        // gfx1100 v_cmp_eq_u32_e64 s0, s1, v0
+        (Gen::G11, &[0x00, 0x00, 0x4a, 0xd4, 0x01, 0x00, 0x02, 0x00], true),
+        // gfx1100 v_cmp_le_u32_e64 s0, s1, v0
+        (Gen::G11, &[0x00, 0x00, 0x4b, 0xd4, 0x01, 0x00, 0x02, 0x00], false),
+        // gfx1200 v_cmpx_eq_u64_e64 s[0:1], v[0:1]
+        (Gen::G12, &[0x7e, 0x00, 0xda, 0xd4, 0x00, 0x00, 0x02, 0x00], true),
+    ];
+    for (k, &(g, bytes, eq)) in cases.iter().enumerate() {
+        let i = decode(g, &words(bytes), 0);
+        assert_eq!(i.eq_cmp, eq, "case {k}: {i:?}");
+        assert_eq!(i.reads.len(), 2, "case {k}: {i:?}");
+    }
+}
+
+/// A VOPD instruction is two halves, each read on its own: `v_dual_mov_b32 v31, v40 ::
+/// v_dual_mov_b32 v0, s52` (gfx1100) moves v40 and s52 and reads nothing else; in
+/// `v_dual_add_f32 v1, v2, v3 :: v_dual_mov_b32 v4, v5` only the add reads two sources.
+#[test]
+fn vopd_halves_read_only_their_own_sources() {
+    let i = decode(
+        Gen::G11,
+        &words(&[0x28, 0x01, 0x10, 0xca, 0x34, 0x00, 0x00, 0x1f]),
+        0,
+    );
+    let Op::Dual([x, y]) = &i.op else {
+        panic!("{i:?}");
+    };
+    assert!(x.mov && y.mov, "{i:?}");
+    assert_eq!(x.reads, vec![(V + 40, 1)]);
+    assert_eq!(y.reads, vec![(52, 1)]);
+    assert_eq!(x.dst, (V + 31, 1));
+    assert_eq!(y.dst.0, V);
+    let i = decode(
+        Gen::G11,
+        &words(&[0x02, 0x07, 0x10, 0xc9, 0x05, 0x01, 0x04, 0x01]),
+        0,
+    );
+    let Op::Dual([x, y]) = &i.op else {
+        panic!("{i:?}");
+    };
+    assert!(!x.mov && y.mov, "{i:?}");
+    assert_eq!(x.reads, vec![(V + 2, 1), (V + 3, 1)]);
+    assert_eq!(y.reads, vec![(V + 5, 1)]);
+}
+
+/// The SOPPs that only wait or hint read no register (as llvm-mc 21 encodes them: gfx90a
+/// `s_waitcnt 0` `0xBF8C0000`, gfx1100 `s_waitcnt` `0xBF890000`, `s_delay_alu` `0xBF870000`,
+/// gfx1200 `s_wait_loadcnt` `0xBFC00000`); `s_sendmsg` (gfx1100 `0xBFB60001`) may read m0.
+#[test]
+fn waits_read_no_register_but_messages_read_m0() {
+    for (g, w) in [
+        (Gen::G9, 0xBF8C_0000),
+        (Gen::G11, 0xBF89_0000),
+        (Gen::G11, 0xBF87_0000),
+        (Gen::G12, 0xBFC0_0000),
+    ] {
+        let i = decode(g, &[w], 0);
+        assert!(i.reads.is_empty() && i.writes.is_empty(), "{w:#x}: {i:?}");
+    }
+    let msg = decode(Gen::G11, &[0xBFB6_0001], 0);
+    assert_eq!(msg.reads, vec![(125, 1)], "{msg:?}");
+}
+
+/// A VOP3b carry-out to `null` writes no register (gfx1100 `v_add_co_ci_u32_e64 v1, null, v1,
+/// v3, vcc_lo`: m0 is s125, `null` s124); to `vcc_lo` it writes vcc.
+#[test]
+fn a_carry_out_to_null_writes_nothing() {
+    let i = decode(
+        Gen::G11,
+        &words(&[0x01, 0x7c, 0x20, 0xd5, 0x01, 0x07, 0xaa, 0x01]),
+        0,
+    );
+    assert!(
+        !i.writes.iter().any(|&(r, n)| (r..r + n).contains(&125) || r == 124),
+        "{i:?}"
+    );
+    // v_add_co_u32 v0, vcc_lo, v0, v2
+    let i = decode(
+        Gen::G11,
+        &words(&[0x00, 0x6a, 0x00, 0xd7, 0x00, 0x05, 0x02, 0x00]),
+        0,
+    );
+    assert!(i.writes.iter().any(|&(r, _)| r == 106), "{i:?}");
+}

@@ -153,6 +153,9 @@ pub enum Op {
         bytes: u32,
         dst: Reg,
     },
+    /// VOPD (gfx11+): two VALU operations that read their sources before either writes; each
+    /// half's destination gets what that half reads (`reads` and `writes` hold both halves').
+    Dual([Half; 2]),
     /// Any other memory access, export or message: what it reads may leave the registers.
     Mem,
     /// An image instruction (MIMG, VIMAGE, VSAMPLE), whose address registers are not read here;
@@ -181,6 +184,17 @@ pub enum Op {
     Unknown,
 }
 
+/// One half of a VOPD instruction ([`Op::Dual`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Half {
+    /// The VGPRs it may write (`vdstY` is counted as both registers it may name).
+    pub dst: (Reg, u16),
+    /// What it reads (sources, and its destination and `vcc` where the operation does).
+    pub reads: Vec<(Reg, u16)>,
+    /// `v_dual_mov_b32`: the destination gets the source as it is.
+    pub mov: bool,
+}
+
 /// One decoded instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inst {
@@ -202,6 +216,10 @@ pub struct Inst {
     /// It does more than write its registers (`s_setreg_b32`, `s_sleep_var`, `s_setvskip`, an
     /// opcode not classified): what it reads may act where the flow does not see.
     pub effect: bool,
+    /// An integer equality compare (`v_cmp_eq`/`v_cmp_ne`, `v_cmpx_eq`/`v_cmpx_ne` of `i32`,
+    /// `u32`, `i64`, `u64`; [`eq_compare`]): what it writes says only whether its two sources
+    /// are equal.
+    pub eq_cmp: bool,
 }
 
 impl Inst {
@@ -215,6 +233,7 @@ impl Inst {
             addr: Vec::new(),
             vector: false,
             effect: false,
+            eq_cmp: false,
         }
     }
 
@@ -289,4 +308,18 @@ pub(super) fn constant(s: u32, literal: Option<u32>) -> Option<i64> {
         255 => literal.map(|l| i64::from(l as i32)),
         _ => None,
     }
+}
+
+/// Whether VOPC opcode `op` (its VOP3 form's opcode too, 0–255) is an integer equality compare:
+/// `v_cmp_eq`/`v_cmp_ne` (and `v_cmpx_*`) of `i32`, `u32`, `i64`, `u64`. Each type's eight
+/// compares start at a multiple of 8 (`f`, `lt`, `eq`, `le`, `gt`, `ne`/`lg`, `ge`, `t`): llvm
+/// `VOPCInstructions.td` (gfx8/gfx9 `0xc0`–`0xff`, gfx10 `0x80`–`0xff`, gfx11/gfx12 `0x40`–`0x5f`
+/// and `0xc0`–`0xdf`).
+pub(super) fn eq_compare(g: Gen, op: u32) -> bool {
+    let int = match g {
+        Gen::G9 => (0xc0..0x100).contains(&op),
+        Gen::G10 => (0x80..0x100).contains(&op),
+        Gen::G11 | Gen::G12 => (0x40..0x60).contains(&op) || (0xc0..0xe0).contains(&op),
+    };
+    int && matches!(op & 7, 2 | 5)
 }
