@@ -216,6 +216,29 @@ fn compile(dir: &Path) {
             ),
         ],
     );
+    // The tenth review's `lutret6`, `lutko6` and our `tabshift` (`findings10/`), `r10_`/`r10p_`.
+    let d10 = dir.join("f10");
+    std::fs::create_dir_all(&d10).unwrap();
+    for name in ["lutret6.hip", "lutko6.hip", "tabshift.hip"] {
+        std::fs::copy(
+            src.parent().unwrap().join("findings10").join(name),
+            d10.join(name),
+        )
+        .unwrap();
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d10,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for n in lutret6 lutko6 tabshift; do for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r10_$n-$a.co $n.hip 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r10p_$n-$a.co $n.hip 2>/dev/null; done; done"
+            ),
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -549,6 +572,20 @@ fn slow_findings_of_the_hostile_review() {
         ("tabret", "leaves the registers (a store, an atomic, LDS, an export or a message) (a function table's entry is called"),
     ] {
         refused_saying(&d.join("f9"), "r9", n, says);
+    }
+    // 4m. The tenth review's: a code address laundered through the address of a load (each
+    // byte of a return address plus a host constant, `lutret6`, or of the dispatch packet's
+    // `kernel_object`, `lutko6`, used as the offset into an identity table) and a table entry
+    // plus a host constant stored over another (`tabshift`, plain C++). All twelve images were
+    // patched at 423fe06 (false proofs); refused now that a load through an address a code
+    // address's bits chose is code-derived and no followed code may store into the image once
+    // a table call is taken.
+    for (n, says) in [
+        ("lutret6", "an address computed from a code address leaves the registers"),
+        ("lutko6", "an address computed from a code address leaves the registers"),
+        ("tabshift", "code stores into the image at"),
+    ] {
+        refused_saying(&d.join("f10"), "r10", n, says);
     }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(

@@ -7,7 +7,11 @@
 //!   offset from the slot ([`Val::Kernarg`]) or of a dispatch packet or queue pointer
 //!   ([`Val::Gate`]), the high half of one of those sums ([`Val::Hi`]), the carry out of the
 //!   low half's sum ([`Val::Carry`]), a code address the code computed from `s_getpc_b64`
-//!   ([`Val::Pc`]), or anything derived from those in a way not followed ([`Val::Any`]);
+//!   ([`Val::Pc`]), a return address ([`Val::Ret`]), an image address plus an offset nothing
+//!   code-derived chose ([`Val::Idx`], with its carry and high half, [`Val::ImgCarry`],
+//!   [`Val::ImgHi`]), a data address a relocation put in the image ([`Val::Entry`]), anything
+//!   else derived from code addresses ([`Val::PcAny`]) or from the followed pointers
+//!   ([`Val::Any`]);
 //! - what a value decides is derived from it as well (implicit flows): SCC, `vcc`, `exec` and the
 //!   hardware registers are registers here ([`super::inst`]); a conditional branch on a
 //!   followed condition, a vector instruction under a followed `exec`, a followed value into an
@@ -17,23 +21,36 @@
 //!   segment's bounds; one through `Any`, through a register offset, or a kernarg pointer in a
 //!   buffer resource, FLAT, GLOBAL, SCRATCH or image address is refused;
 //! - any tracked value that leaves the registers (a store, an atomic, LDS, an export, a message)
-//!   is refused; so is relative register indexing while anything is tracked, an instruction no
-//!   format matches;
+//!   is refused, but for an exact code or data address, a return address and [`Val::Entry`];
+//!   so is relative register indexing while anything is tracked, an instruction no format
+//!   matches;
+//! - a load through a code-derived address reads the image's own bytes when the offset is one
+//!   nothing code-derived chose (nothing followed, or [`Val::Entry`] where a relocation may have
+//!   put a data address), and a code-derived value otherwise (an identity table indexed by a
+//!   code address's bits launders nothing: the tenth review's `lutret6`, `lutko6`); a store at
+//!   an address a code address's bits chose is refused ([`place`]);
 //! - where a call, jump or return goes is a must-analysis beside this one
 //!   ([`super::flow_marks`]): a function's start computed exactly, a function table's entry, or
 //!   (a return) the return address, on every path; anything else is refused;
 //! - once a call or jump goes through a function table's entry, which is trusted to hold a
 //!   function's start the image names, every other kernel of the image (what may write the
 //!   table) is followed as well, from its descriptor's registers with nothing followed in its
-//!   kernarg segment: what it makes of a code address is refused where it leaves the registers;
+//!   kernarg segment: what it makes of a code address is refused where it leaves the registers,
+//!   and any store into the image (at an image address: where a table lies) or of a data
+//!   address of the image (through which a table could be written once read back) is refused,
+//!   so that no code the proof follows writes a table (the tenth review's `tabshift`, an entry
+//!   plus a constant stored over another);
 //! - a function other than a kernel starts with what every call, jump and return of the
 //!   analysed code may leave in the registers (one state for all, to a fixpoint); after a call
-//!   the caller continues with what it had or what any return leaves; a jump's state goes to
-//!   both (a return through another pair, a tail call).
+//!   the caller continues with what it had or what any return leaves (the callee-saved VGPRs
+//!   with what they had, by the calling convention [`super::flow_marks`] assumes); a jump's
+//!   state goes to both (a return through another pair, a tail call).
 //!
 //! Not seen, by construction: a code address the host computes into the middle of a function
-//! (no proof over the image can follow the host); what [`super::flow_marks`] assumes (a table
-//! holds what its relocations put there, a callee keeps the calling convention); memory reached
+//! (no proof over the image can follow the host), or a table's address it hands the device (a
+//! store through a pointer the host passes is not followed: a table holds what its relocations
+//! and the host put there); what [`super::flow_marks`] assumes (a callee keeps the calling
+//! convention); memory reached
 //! through pointers the flow does not follow is not the kernarg segment (a program that searches
 //! memory for it is not followed); timing is no channel.
 //!
@@ -45,13 +62,15 @@
 use std::collections::BTreeMap;
 
 use super::decode::decode;
-use super::flow_entry::{kernel_entry, load_value, FlowRefusal, FlowRoot};
+use super::flow_entry::{kernel_entry, FlowRefusal, FlowRoot};
 use super::flow_marks;
-use super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
-use super::inst::{Gen, Inst, Op, Reg, EXEC, SCC};
+use super::flow_state::{State, Val};
+use super::inst::{Gen, Op, Reg};
 use super::{Graph, Isa};
 
 mod pass;
+mod place;
+mod step;
 
 /// Whether control comes back after an instruction (a call to a sink does not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +156,15 @@ struct Ctx<'a> {
     forged_image: Option<String>,
     /// The first call or jump taken through a function table's entry: its function and address.
     table_call: Option<(String, u64)>,
+    /// The low halves of the slots (8 bytes each) of the image's data relocations that may put
+    /// an address other than a function's start there, sorted: where a load from the image may
+    /// read a data address ([`Val::Entry`]).
+    relocs: Vec<u64>,
+    /// The first store into the image (at an image address): it may write a function table.
+    image_store: Option<u64>,
+    /// The first store of a data address of the image (an exact one, [`Val::Entry`]): memory
+    /// may then hold a table's address, which a load reads back as nothing followed.
+    stored_data_addr: Option<u64>,
 }
 
 impl Graph {
@@ -213,6 +241,9 @@ impl Graph {
             forged: None,
             forged_image: flow_marks::forged_code_address(self, &img, &sums),
             table_call: None,
+            relocs: place::data_address_slots(&img, &starts),
+            image_store: None,
+            stored_data_addr: None,
         };
         let funcs = cx.enter(&reach, sinks, &img, &sums, false)?;
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
@@ -297,6 +328,26 @@ impl Graph {
         }
         if more {
             cx.follow(&funcs, &entries).map_err(in_context)?;
+        }
+        let owner = |pc: u64| {
+            self.nodes
+                .iter()
+                .find(|n| n.addr.is_some_and(|a| a <= pc && pc < n.end))
+                .map_or(String::new(), |n| n.name.clone())
+        };
+        if let Some(pc) = cx.image_store {
+            return Err(refuse(
+                &function,
+                at,
+                format!("control goes to an entry of a function table, and code stores into the image at 0x{pc:x} in {}: it may write the table", owner(pc)),
+            ));
+        }
+        if let Some(pc) = cx.stored_data_addr {
+            return Err(refuse(
+                &function,
+                at,
+                format!("control goes to an entry of a function table, and a data address of the image leaves the registers at 0x{pc:x} in {}: read back from memory it is an address nothing follows, through which code may write the table", owner(pc)),
+            ));
         }
         Ok(FlowStats {
             functions: funcs.len(),
@@ -411,7 +462,16 @@ impl Ctx<'_> {
                     Op::Call => {
                         calls.join_from(&flow_marks::callee_view(&inst, &st));
                         let pre = st.1.clone();
+                        // The callee-saved VGPRs hold what they held before the call, by the
+                        // calling convention the marks assume too ([`flow_marks::after_call`]).
+                        let saved: Vec<(Reg, Val)> =
+                            st.0.iter()
+                                .filter(|(&r, _)| flow_marks::saved_vgpr(r))
+                                .map(|(&r, &v)| (r, v))
+                                .collect();
                         st.join_from(ret);
+                        st.0.retain(|&r, _| !flow_marks::saved_vgpr(r));
+                        st.0.extend(saved);
                         flow_marks::after_call(&mut st, &pre, &ret.1);
                     }
                     _ => {}
@@ -444,340 +504,5 @@ impl Ctx<'_> {
             }
         }
         Ok((calls, rets))
-    }
-
-    /// Apply one instruction to `st`. Errors: why it is refused.
-    fn step(&mut self, inst: &Inst, pc: u64, next: u64, st: &mut State) -> Result<Flow, String> {
-        let tracked = |st: &State| st.tracked();
-
-        let read = inst
-            .reads
-            .iter()
-            .fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
-        let generic = |st: &mut State, v: Val| {
-            if v == Val::Clean {
-                for &(r, n) in &inst.kills {
-                    for k in r..r.saturating_add(n) {
-                        st.write(k, Val::Clean, true);
-                    }
-                }
-            } else {
-                for &(r, n) in &inst.writes {
-                    for k in r..r.saturating_add(n) {
-                        st.write(k, degrade(v), false);
-                    }
-                }
-            }
-        };
-        let describe = |v: Val| match v {
-            Val::Kernarg(d) => format!("a pointer to the kernarg segment (slot {d:+})"),
-            Val::Gate(Gate::Dispatch, _) => "the dispatch packet pointer".into(),
-            Val::Gate(Gate::Queue, _) => "the queue pointer".into(),
-            Val::Pc(a) => format!("a computed code address (0x{a:x})"),
-            Val::PcAny => "an address computed from a code address".into(),
-            Val::Ret => "a return address".into(),
-            Val::Hi(..) => "the high half of a followed pointer".into(),
-            Val::Carry(..) => "the carry out of a followed pointer's sum (SCC)".into(),
-            Val::Any | Val::Clean => "a value derived from the kernarg segment pointer".into(),
-        };
-        if inst.vector && st.range((EXEC, 2)) != Val::Clean {
-            return Err(format!(
-                "a vector instruction runs under an exec mask that is {}",
-                describe(st.range((EXEC, 2)))
-            ));
-        }
-        match inst.op {
-            Op::Unknown => {
-                return Err(format!(
-                    "an instruction this rcclfix does not decode (word 0x{:08x})",
-                    self.words_at(pc).map_or(0, |(w, i)| w[i])
-                ))
-            }
-            Op::Fork => return Err("a computed jump (s_rfe_b64, fork or join)".into()),
-            Op::Opaque if tracked(st) => {
-                return Err("an image instruction, gfx9's s_set_gpr_idx_on, or an s_setreg that may change how later operands are read, while a followed value is in a register".into())
-            }
-            Op::Opaque => generic(st, Val::Clean),
-            Op::Relative => {
-                // Which register it reads or writes depends on m0: a followed value written
-                // somewhere unknown is refused; what it reads is anything in the registers.
-                if read != Val::Clean {
-                    return Err(format!(
-                        "{} moved by relative register indexing",
-                        describe(read)
-                    ));
-                }
-                let all = st.0.values().fold(Val::Clean, |a, &v| join(a, v));
-                generic(st, degrade(all));
-            }
-            Op::Mem => {
-                // An address from the image's own code or data is fine; one from the kernarg
-                // segment pointer is not followed here. Data may not be anything followed.
-                let addr = inst
-                    .addr
-                    .iter()
-                    .fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
-                if !matches!(addr, Val::Clean | Val::Pc(_) | Val::PcAny | Val::Ret) {
-                    return Err(format!(
-                        "{} addresses memory this rcclfix does not follow (a buffer, FLAT, GLOBAL, SCRATCH or LDS access)",
-                        describe(addr)
-                    ));
-                }
-                let data = inst
-                    .reads
-                    .iter()
-                    .filter(|r| !inst.addr.contains(r))
-                    .fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
-                let read = data;
-                if self.sensitive(read) {
-                    return Err(format!(
-                        "{} leaves the registers (a store, an atomic, LDS, an export or a message)",
-                        describe(read)
-                    ));
-                }
-                generic(st, Val::Clean);
-            }
-            Op::Copy { dst, src, n } => {
-                let vals: Vec<Val> = (0..n).map(|k| st.range((src + k, 1))).collect();
-                for (k, v) in vals.into_iter().enumerate() {
-                    st.write(dst + k as Reg, v, true);
-                }
-                // SOP1 may write exec besides: nothing tracked goes there from a copy.
-            }
-            Op::ReadLane { dst, src, lane } => {
-                let v = match lane {
-                    Some(l) => st.lane(src, self.lanes.key(l)),
-                    None => st.range((src, 1)),
-                };
-                // Whatever else it reads chooses the lane (an SGPR, m0, src_scc …): a lane a
-                // followed value chooses tells that value.
-                let v = join(v, degrade(self.others(inst, st, &[src])));
-                st.write(dst, v, true);
-            }
-            Op::Merge { dst, src, lane } => {
-                let v = join(st.get(src), degrade(self.others(inst, st, &[src, dst])));
-                match lane {
-                    Some(l) => {
-                        let whole = join(st.get(dst), v);
-                        st.set(dst, whole);
-                        let k = self.lanes.key(l);
-                        let lv = if self.lanes.exact() {
-                            v
-                        } else {
-                            join(st.lane(dst, k), v)
-                        };
-                        st.0.insert(lane_key(dst, k), lv);
-                    }
-                    None => st.write(dst, v, false),
-                }
-            }
-            Op::Select { dst, a, b, n } => {
-                let vals: Vec<Val> = (0..n)
-                    .map(|k| {
-                        join(
-                            a.map_or(Val::Clean, |r| st.get(r + k)),
-                            b.map_or(Val::Clean, |r| st.get(r + k)),
-                        )
-                    })
-                    .collect();
-                // Which one SCC says: a followed SCC is in the result.
-                let cond = degrade(st.get(SCC));
-                for (k, v) in vals.into_iter().enumerate() {
-                    st.write(dst + k as Reg, join(v, cond), true);
-                }
-            }
-            Op::AddConst {
-                dst,
-                src,
-                c,
-                raw,
-                sub,
-            } => {
-                let s = st.get(src);
-                let v = match s {
-                    Val::Kernarg(d) => Val::Kernarg(wrap(d + c)),
-                    Val::Gate(k, d) => Val::Gate(k, wrap(d + c)),
-                    Val::Pc(a) => Val::Pc(u64::from((a as u32).wrapping_add(c as u32))),
-                    // A return address plus anything is no return address.
-                    Val::Ret => Val::PcAny,
-                    v => degrade(v),
-                };
-                // SCC is the carry: of a followed low half, what the high half's sum takes in.
-                let carry = match s.low() {
-                    Some((b, d)) => Val::Carry(b, d, raw, sub),
-                    None => degrade(s),
-                };
-                st.set(dst, v);
-                st.set(SCC, carry);
-            }
-            Op::AddCarry { dst, src, k, sub } => match (st.get(src), st.get(SCC)) {
-                (Val::Hi(b, hd), Val::Carry(cb, d, raw, csub))
-                    if b == cb && wrap(hd) == d && sub == csub =>
-                {
-                    // The high half of the same 64-bit sum: its offset moves by the constant
-                    // whose halves are `raw` and `k`.
-                    let delta = (u64::from(raw) | u64::from(k) << 32) as i64;
-                    let hd = if sub {
-                        hd.wrapping_sub(delta)
-                    } else {
-                        hd.wrapping_add(delta)
-                    };
-                    st.set(dst, Val::Hi(b, hd));
-                    st.set(SCC, Val::Any);
-                }
-                _ => generic(st, read),
-            },
-            Op::Add64 { dst, src, c } => {
-                let (lo, hi) = (st.get(src), st.get(src + 1));
-                match (lo.low(), hi) {
-                    (Some((b, d)), Val::Hi(hb, hd)) if hb == b && wrap(hd) == d => {
-                        st.set(dst, Val::of_low(b, wrap(d + c)));
-                        st.set(dst + 1, Val::Hi(b, hd.wrapping_add(c)));
-                    }
-                    _ => generic(st, read),
-                }
-            }
-            Op::SLoad {
-                base,
-                offset,
-                soffset,
-                bytes,
-                dst,
-            } => {
-                if let Some(so) = soffset {
-                    if st.range((so, 1)) != Val::Clean {
-                        return Err(format!("{} used as a load offset", describe(st.get(so))));
-                    }
-                }
-                let lo = st.get(base);
-                let v = self.load(lo, offset, soffset.is_some(), bytes)?;
-                // The address is both halves (and a buffer resource's size and flags): a load
-                // whose high half is not that of the same sum, or whose resource words are
-                // followed, reads memory at a followed address.
-                let buffer = inst.reads.contains(&(base, 4));
-                let rest = if buffer {
-                    st.range((base + 2, 2))
-                } else {
-                    Val::Clean
-                };
-                let v = if pair_holds(lo, st.get(base + 1)) && rest == Val::Clean {
-                    v
-                } else {
-                    join(v, Val::Any)
-                };
-                let regs = bytes.div_ceil(4) as Reg;
-                for k in dst..dst + regs {
-                    st.set(k, v);
-                }
-            }
-            Op::Call if inst.reads.is_empty() => {
-                // s_call_b64: a constant target, which must be a function's start.
-                let w = self.words_at(pc).map_or(0, |(w, i)| w[i]);
-                let t = next.wrapping_add_signed(4 * i64::from(w as u16 as i16));
-                if !self.reached_lows.contains(&(t & 0xffff_ffff)) {
-                    return Err(format!(
-                        "s_call_b64 to 0x{t:x}, which is no function's start the call graph reached"
-                    ));
-                }
-                for &(r, n) in &inst.kills {
-                    for k in r..r + n {
-                        st.set(k, Val::Clean);
-                    }
-                }
-                if let Some(&(r, _)) = inst.kills.first() {
-                    st.set(r, Val::Ret);
-                }
-            }
-            Op::Call | Op::Jump | Op::Return => {
-                let target = inst.reads.first().map_or(Val::Clean, |&(r, _)| st.get(r));
-                if let Some(&(r, _)) = inst.reads.first() {
-                    let hi = st.get(r + 1);
-                    if !hi.codeish() {
-                        return Err(format!(
-                            "control goes to an address whose high half is {} (s{})",
-                            describe(hi),
-                            r + 1
-                        ));
-                    }
-                    // Where it goes is the marks' to show ([`flow_marks::control`]); here only
-                    // that nothing followed decides it.
-                    match target {
-                        v if v.codeish() => {}
-                        v => {
-                            return Err(format!(
-                                "control goes to {} (s{r})",
-                                describe(v)
-                            ))
-                        }
-                    }
-                }
-                // s_swappc_b64 / s_call_b64 write the return address.
-                for &(r, n) in &inst.kills {
-                    for k in r..r + n {
-                        st.set(k, Val::Clean);
-                    }
-                }
-                if let (Op::Call, Some(&(r, _))) = (&inst.op, inst.kills.first()) {
-                    // The return address, as the callee sees it: a return through it is one,
-                    // anything computed from it a computed code address.
-                    st.set(r, Val::Ret);
-                }
-            }
-            Op::GetPc { dst } => {
-                // A code address the code computed: the next instruction's.
-                st.set(dst, Val::Pc(next & 0xffff_ffff));
-                st.set(dst + 1, Val::Clean);
-            }
-            Op::CBranch(_) if read != Val::Clean => {
-                return Err(format!("a branch decided by {}", describe(read)));
-            }
-            _ if inst.effect && read != Val::Clean => {
-                return Err(format!(
-                    "{} goes to an instruction that acts beyond its registers (s_setreg_b32, s_sleep_var, s_setvskip or one this rcclfix does not classify)",
-                    describe(read)
-                ));
-            }
-            _ => generic(st, read),
-        }
-        Ok(Flow::On)
-    }
-
-    /// What `inst` reads other than the registers `but` (their first register): joined.
-    fn others(&self, inst: &Inst, st: &State, but: &[Reg]) -> Val {
-        inst.reads
-            .iter()
-            .filter(|(r, _)| !but.contains(r))
-            .fold(Val::Clean, |acc, &r| join(acc, st.range(r)))
-    }
-
-    fn is_start_lo(&self, lo: u64) -> bool {
-        self.start_lows.contains(&lo)
-    }
-
-    /// Whether a value may not leave the registers: anything but nothing followed and an exact
-    /// code address of a function's start or of data (what a vtable or table store writes).
-    fn sensitive(&self, v: Val) -> bool {
-        match v {
-            Val::Clean => false,
-            Val::Pc(a) => !self.is_start_lo(a) && self.in_code_lo(a),
-            // A return address spilled with the callee-saved registers.
-            Val::Ret => false,
-            _ => true,
-        }
-    }
-
-    fn in_code_lo(&self, lo: u64) -> bool {
-        self.code
-            .iter()
-            .any(|(b, c)| (b & 0xffff_ffff..(b & 0xffff_ffff) + 4 * c.len() as u64).contains(&lo))
-    }
-
-    /// The value a load through `base` at `offset` (plus a register offset when `soffset`) of
-    /// `bytes` gives ([`load_value`]), counting loads through a kernarg pointer.
-    fn load(&mut self, base: Val, offset: i64, soffset: bool, bytes: u32) -> Result<Val, String> {
-        if matches!(base, Val::Kernarg(_)) && !soffset {
-            self.kernarg_loads += 1;
-        }
-        load_value(base, offset, soffset, bytes, self.bounds, self.cov)
     }
 }

@@ -215,7 +215,15 @@ pub(super) fn load_value(
             }
         }
         Val::Gate(Gate::Queue, _) => Ok(Val::Any),
-        Val::Pc(_) | Val::PcAny | Val::Ret => Ok(Val::Clean),
+        // Through a code-derived address: [`super::flow`] reads those (`flow/place.rs`); a
+        // caller that comes here anyway gets a code-derived value.
+        Val::Pc(_)
+        | Val::PcAny
+        | Val::Ret
+        | Val::Idx
+        | Val::ImgCarry(_)
+        | Val::ImgHi
+        | Val::Entry => Ok(Val::PcAny),
         Val::Any | Val::Hi(..) | Val::Carry(..) => Err("a load through a pointer derived from the kernarg segment pointer, at an offset not known".into()),
     }
 }

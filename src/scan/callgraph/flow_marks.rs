@@ -18,9 +18,10 @@
 //! plus a constant is no function's start.
 //!
 //! Assumed, not seen:
-//! - a table entry is a function's start the image names (code writes one only with such a start,
-//!   never with a loaded address plus a constant) and a table index stays inside the table (C++:
-//!   undefined behaviour otherwise);
+//! - a table entry is what its relocation put there, a function's start the image names (the
+//!   value flow refuses code that could write a table; the host could, through a table's address
+//!   it looks up and passes, which no proof over the image sees) and a table index stays inside
+//!   the table (C++: undefined behaviour otherwise);
 //! - a callee keeps the AMDGPU calling convention: `exec`, the lanes `exec` disables in every
 //!   VGPR, and the callee-saved VGPRs are as they were when it returns (the callee-saved SGPRs are
 //!   checked: every return must show them as they were entered, [`Code::Ident`]);
@@ -40,16 +41,12 @@
 //! `__builtin_return_address` plus an offset) is refused where it leaves the registers, and an
 //! `s_call_b64` to no function's start is refused wherever it is.
 //!
-//! Open false proofs (`tests/fixtures/patch/findings10/README.md`): a load through a
-//! code-derived address gives a value nothing follows, so a code address can be laundered
-//! through an identity table; a table entry loaded through the table's exact address is nothing
-//! followed either, so an entry plus a constant can be stored back into the table.
-//!
-//! Still assumed (documented, not built): a return address that leaves the registers whole (a
-//! spill, which the flow allows) and comes back from memory as a value nothing marks, then is
-//! moved by arithmetic into a table; a code address that a kernel which declares nothing reads
-//! from its own kernarg segment's hidden arguments (its queue pointer, and through it a packet's
-//! `kernel_object`), since such a kernel's kernarg segment is not followed.
+//! What keeps a table as its relocations made it is the value flow's ([`super::flow`]): once a
+//! table call is taken, no code it follows stores into the image or stores a data address of
+//! the image, and a load through an address a code address's bits chose gives a code-derived
+//! value (the tenth review's `lutret6`, `lutko6` and `tabshift`,
+//! `tests/fixtures/patch/findings10/README.md`). A table's address the host passes to the
+//! device, and a store through it, are not followed.
 //!
 //! Sources: llvm `AMDGPUUsage.rst` ("Call Convention": `s[30:31]` holds the return address),
 //! llvm `SIInstrInfo::insertIndirectBranch` (the long branch: `s_getpc_b64`, `s_add_u32`,
@@ -769,7 +766,7 @@ pub(super) fn after_call(st: &mut State, pre: &Marks, ret: &Marks) {
 
 /// Whether `r` is a callee-saved VGPR or one of its lanes (llvm `SICallingConv.td`,
 /// `CSR_AMDGPU_VGPRs`: v40–v47, v56–v63, … v248–v255, eight of every sixteen from v40).
-fn saved_vgpr(r: Reg) -> bool {
+pub(super) fn saved_vgpr(r: Reg) -> bool {
     let v = if r >= LANES {
         (r - LANES) / 64
     } else if r >= V {

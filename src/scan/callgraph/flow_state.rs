@@ -21,9 +21,29 @@ pub enum Val {
     /// The return address a call wrote (`s_swappc_b64`, `s_call_b64`), as the callee sees it:
     /// a return through it is a return; anything computed from it is [`Val::PcAny`].
     Ret,
-    /// Derived from code addresses only, in a way not followed (e.g. a table entry's address):
-    /// loads through it read the image, but it may not be jumped to or leave the registers.
+    /// Derived from code addresses only, in a way not followed (bits of one, a sum of two): a
+    /// load through it gives [`Val::PcAny`] (the address chose what it reads), a store at it is
+    /// refused, and it may not be jumped to or leave the registers.
     PcAny,
+    /// The low half of an image address ([`Val::Pc`], [`Val::Entry`]) plus an offset that nothing
+    /// followed chose (`s_add_u32` of a [`Val::Pc`] and a clean register): a load there reads
+    /// the image's bytes at an offset from `.0`, the same wherever the image is loaded. Anything
+    /// else computed from it is [`Val::PcAny`]; it may not leave the registers.
+    Idx,
+    /// SCC after adding (`true`: subtracting) a constant or a clean register to the low half of
+    /// an image address ([`Val::Pc`], [`Val::Idx`], [`Val::Entry`]): what the high half's
+    /// `s_addc_u32` (`s_subb_u32`) takes in.
+    ImgCarry(bool),
+    /// The high half of an image address: `s_getpc_b64`'s, plus clean values and the
+    /// [`Val::ImgCarry`] of its own low half's sum.
+    ImgHi,
+    /// A value loaded from the image through an image address ([`Val::Pc`], [`Val::Idx`]) where
+    /// a data relocation may have put a data address (a pointer to a table; a function table's
+    /// entries, whose relocations name functions' starts, load as [`Val::Clean`] and only the
+    /// marks know them): it may be copied, loaded through and compared for equality with
+    /// another; stored, it makes memory hold an image address; plus an offset it is
+    /// [`Val::Idx`], anything else computed from it [`Val::PcAny`].
+    Entry,
     /// The high half of the followed pointer `Base` plus this many bytes (on 64 bits): what a
     /// load needs beside the low half ([`Val::Kernarg`], [`Val::Gate`]) to be the access it
     /// looks like.
@@ -65,7 +85,21 @@ impl Val {
 
     /// Whether this is nothing followed or derived from code addresses only.
     pub(super) fn codeish(self) -> bool {
-        matches!(self, Val::Clean | Val::Pc(_) | Val::PcAny | Val::Ret)
+        self == Val::Clean || self.code()
+    }
+
+    /// Whether this is derived from code addresses only (and is not [`Val::Clean`]).
+    pub(super) fn code(self) -> bool {
+        matches!(
+            self,
+            Val::Pc(_)
+                | Val::PcAny
+                | Val::Ret
+                | Val::Idx
+                | Val::ImgCarry(_)
+                | Val::ImgHi
+                | Val::Entry
+        )
     }
 }
 
@@ -97,7 +131,7 @@ pub(super) fn join(a: Val, b: Val) -> Val {
     match (a, b) {
         (Val::Clean, x) | (x, Val::Clean) => x,
         (x, y) if x == y => x,
-        (Val::Pc(_) | Val::PcAny | Val::Ret, Val::Pc(_) | Val::PcAny | Val::Ret) => Val::PcAny,
+        (x, y) if x.code() && y.code() => Val::PcAny,
         _ => Val::Any,
     }
 }
@@ -107,7 +141,7 @@ pub(super) fn join(a: Val, b: Val) -> Val {
 pub(super) fn degrade(v: Val) -> Val {
     match v {
         Val::Clean => Val::Clean,
-        Val::Pc(_) | Val::PcAny | Val::Ret => Val::PcAny,
+        v if v.code() => Val::PcAny,
         _ => Val::Any,
     }
 }
