@@ -82,7 +82,7 @@ fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
             x
         }
         (Gen::G11 | Gen::G12, 0x32) => vopd(w, word(1)),
-        (_, 0x36) => ds(word(1)),
+        (_, 0x36) => ds(g, w, word(1)),
         (Gen::G9 | Gen::G10 | Gen::G11, 0x37) => flat(g, w, word(1)),
         (Gen::G12, 0x3B) => flat12(w, word(1), word(2)),
         (Gen::G9 | Gen::G10 | Gen::G11, 0x38 | 0x3A) => mubuf(g, w, word(1)),
@@ -437,8 +437,10 @@ fn vopd(w: u32, w1: Option<u32>) -> Inst {
     let literal = srcx0 == 255 || srcy0 == 255 || matches!(opx, 1 | 2) || matches!(opy, 1 | 2);
     let mut x = Inst::new(if literal { 3 } else { 2 }, Op::Alu).valu();
     // vdstY's field (bits [23:17]) holds its register number without the low bit, which is
-    // the opposite of vdstX's (llvm `VOPDInstructions.td`): both candidates are counted.
-    let (vdstx, vdsty) = (w1 >> 24, ((w1 >> 17) & 0x7f) << 1);
+    // the opposite of vdstX's (llvm `VOPDInstructions.td`; llvm-mc 21 encodes `v2 :: v3`,
+    // `v31 :: v0` and `v1 :: v4` so).
+    let vdstx = w1 >> 24;
+    let vdsty = ((w1 >> 17) & 0x7f) << 1 | ((vdstx & 1) ^ 1);
     let half = |op: u32, src0: u32, vsrc1: u32, dst: (Reg, u16)| {
         let mut h = Inst::new(1, Op::Alu);
         h.src(src0, 1);
@@ -459,10 +461,10 @@ fn vopd(w: u32, w1: Option<u32>) -> Inst {
         }
     };
     let hx = half(opx, srcx0, w >> 9, (V + vdstx as Reg, 1));
-    let hy = half(opy, srcy0, w1 >> 9, (V + vdsty as Reg, 2));
+    let hy = half(opy, srcy0, w1 >> 9, (V + vdsty as Reg, 1));
     x.reads.extend(hx.reads.iter().chain(&hy.reads).copied());
     x.vdst(vdstx, 1, 0);
-    x.vdst(vdsty, 2, 0);
+    x.vdst(vdsty, 1, 0);
     x.op = Op::Dual([hx, hy]);
     x
 }

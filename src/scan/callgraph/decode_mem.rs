@@ -81,7 +81,7 @@ pub(super) fn smem(g: Gen, w: u32, w1: Option<u32>) -> Inst {
 }
 
 /// DS (64 bits): address, two data operands, a destination.
-pub(super) fn ds(w1: Option<u32>) -> Inst {
+pub(super) fn ds(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     let Some(w1) = w1 else {
         return Inst::new(2, Op::Unknown);
     };
@@ -89,10 +89,28 @@ pub(super) fn ds(w1: Option<u32>) -> Inst {
     x.vector = true;
     x.vsrc(w1, 1);
     x.addr_from(0);
-    x.vsrc(w1 >> 8, 4);
-    x.vsrc(w1 >> 16, 4);
+    if !ds_load(g, w) {
+        x.vsrc(w1 >> 8, 4);
+        x.vsrc(w1 >> 16, 4);
+    }
     x.vdst(w1 >> 24, 4, 0);
     x
+}
+
+/// Whether DS word `w` is a plain load (`ds_read*`, `ds_load*`, their `_d16`, `2addr` and
+/// `addtid` forms), which reads no data field: the opcodes llvm-mc 21 disassembles so, per
+/// generation (op at bits [24:17] on gfx9, [25:18] from gfx10 on).
+fn ds_load(g: Gen, w: u32) -> bool {
+    match g {
+        Gen::G9 => matches!(
+            (w >> 17) & 0xff,
+            0x36..=0x3c | 0x56..=0x5b | 0x76..=0x78 | 0xb6 | 0xfe | 0xff
+        ),
+        Gen::G10 | Gen::G11 | Gen::G12 => matches!(
+            (w >> 18) & 0xff,
+            0x36..=0x3c | 0x76..=0x78 | 0xa2..=0xa7 | 0xb1 | 0xfe | 0xff
+        ),
+    }
 }
 
 /// FLAT, GLOBAL, SCRATCH up to gfx11 (64 bits).
@@ -107,9 +125,25 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     };
     let mut x = Inst::new(2, Op::Mem);
     x.vector = true;
-    x.vsrc(w1, 2);
     // GLOBAL's saddr is a 64-bit base, SCRATCH's a 32-bit offset.
     let saddr = (w1 >> 16) & 0x7f;
+    // The VGPR address: FLAT's is 64 bits; GLOBAL's is a 32-bit offset beside an SGPR base and
+    // 64 bits without one; SCRATCH reads one on gfx10 only without an SGPR offset, on gfx11
+    // where its SVE bit (bit 23 of the second word) says so (llvm-mc 21's encodings of
+    // `scratch_store_b32 off, v40, s32` and `v1, v40, off`), and always on gfx9 (gfx940 may
+    // use both).
+    let sgpr = saddr < 106;
+    let vaddr = match seg {
+        0 => 2,
+        1 if g == Gen::G11 => u16::from((w1 >> 23) & 1 != 0),
+        1 if g == Gen::G10 => u16::from(!sgpr),
+        1 => 1,
+        _ if sgpr => 1,
+        _ => 2,
+    };
+    if vaddr > 0 {
+        x.vsrc(w1, vaddr);
+    }
     if seg != 0 && saddr < 106 {
         x.reads.push((saddr as Reg, if seg == 1 { 1 } else { 2 }));
     }
@@ -118,7 +152,13 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     // 23 of the second word, aliases a VGPR here and is not counted as a certain write).
     let load = flat_load_width(g, (w >> 18) & 0x7f);
     if load == 0 {
-        x.vsrc(w1 >> 8, 4);
+        let op = (w >> 18) & 0x7f;
+        let n = if flat_store(g, op) {
+            store_width(g, op)
+        } else {
+            4
+        };
+        x.vsrc(w1 >> 8, n);
     }
     let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
     // A plain load writes its width and no more (FLAT has no TFE); a store writes no register;
@@ -151,6 +191,18 @@ pub(super) fn mubuf_store(g: Gen, op: u32) -> bool {
         Gen::G10 => matches!(op, 0x04..=0x07 | 0x18..=0x1F | 0x27),
         Gen::G11 => matches!(op, 0x04..=0x07 | 0x0C..=0x0F | 0x18..=0x1D | 0x24 | 0x25 | 0x27),
         Gen::G12 => false,
+    }
+}
+
+/// The registers a plain store opcode of FLAT/GLOBAL/SCRATCH or MUBUF (which share the
+/// numbers) up to gfx11 reads as data, 4 for any other opcode (llvm-mc 21's encodings of
+/// `*_store_dword` … `*_store_dwordx4`, gfx10's x3/x4 swapped, `*_store_b32` … `*_store_b128`).
+pub(super) fn store_width(g: Gen, op: u32) -> u16 {
+    match (g, op) {
+        (Gen::G9 | Gen::G10, 0x18..=0x1C) | (Gen::G11, 0x18..=0x1A | 0x24 | 0x25) => 1,
+        (Gen::G9 | Gen::G10, 0x1D) | (Gen::G11, 0x1B) => 2,
+        (Gen::G9, 0x1E) | (Gen::G10, 0x1F) | (Gen::G11, 0x1C) => 3,
+        _ => 4,
     }
 }
 
@@ -212,7 +264,8 @@ pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         0
     };
     if load == 0 {
-        x.vsrc(w1 >> 8, 4);
+        let plain = w >> 26 == 0x38 && mubuf_store(g, op);
+        x.vsrc(w1 >> 8, if plain { store_width(g, op) } else { 4 });
     }
     let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
     // TFE (one more register) is bit 23 of the second word up to gfx10 (gfx90a's ACC there), bit

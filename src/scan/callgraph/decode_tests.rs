@@ -211,25 +211,57 @@ fn integer_equality_compares_are_told_apart() {
         // gfx90a v_cmp_eq_f32_e32 vcc, v0, v1
         (Gen::G9, &[0x00, 0x03, 0x84, 0x7c], false),
         // gfx90a v_cmp_eq_u64_e64 s[0:1], s[2:3], v[0:1]
-        (Gen::G9, &[0x00, 0x00, 0xea, 0xd0, 0x02, 0x00, 0x02, 0x00], true),
+        (
+            Gen::G9,
+            &[0x00, 0x00, 0xea, 0xd0, 0x02, 0x00, 0x02, 0x00],
+            true,
+        ),
         // gfx90a v_cmp_gt_i64_e64 s[0:1], s[2:3], v[0:1]
-        (Gen::G9, &[0x00, 0x00, 0xe4, 0xd0, 0x02, 0x00, 0x02, 0x00], false),
+        (
+            Gen::G9,
+            &[0x00, 0x00, 0xe4, 0xd0, 0x02, 0x00, 0x02, 0x00],
+            false,
+        ),
         // gfx1030 v_cmpx_eq_u64_e32 v[0:1], v[2:3]
         (Gen::G10, &[0x00, 0x05, 0xe4, 0x7d], true),
         // gfx1030 v_cmpx_eq_u64_e64 s[0:1], v[0:1]
-        (Gen::G10, &[0x7e, 0x00, 0xf2, 0xd4, 0x00, 0x00, 0x02, 0x00], true),
+        (
+            Gen::G10,
+            &[0x7e, 0x00, 0xf2, 0xd4, 0x00, 0x00, 0x02, 0x00],
+            true,
+        ),
         // gfx1030 v_cmp_le_u32_e64 s0, s1, v0
-        (Gen::G10, &[0x00, 0x00, 0xc3, 0xd4, 0x01, 0x00, 0x02, 0x00], false),
+        (
+            Gen::G10,
+            &[0x00, 0x00, 0xc3, 0xd4, 0x01, 0x00, 0x02, 0x00],
+            false,
+        ),
         // gfx1100 v_cmpx_eq_u64_e32 v[0:1], v[2:3]
         (Gen::G11, &[0x00, 0x05, 0xb4, 0x7d], true),
         // gfx1100 v_cmpx_eq_u64_e64 s[0:1], v[0:1]
-        (Gen::G11, &[0x7e, 0x00, 0xda, 0xd4, 0x00, 0x00, 0x02, 0x00], true),
+        (
+            Gen::G11,
+            &[0x7e, 0x00, 0xda, 0xd4, 0x00, 0x00, 0x02, 0x00],
+            true,
+        ),
         // gfx1100 v_cmp_eq_u32_e64 s0, s1, v0
-        (Gen::G11, &[0x00, 0x00, 0x4a, 0xd4, 0x01, 0x00, 0x02, 0x00], true),
+        (
+            Gen::G11,
+            &[0x00, 0x00, 0x4a, 0xd4, 0x01, 0x00, 0x02, 0x00],
+            true,
+        ),
         // gfx1100 v_cmp_le_u32_e64 s0, s1, v0
-        (Gen::G11, &[0x00, 0x00, 0x4b, 0xd4, 0x01, 0x00, 0x02, 0x00], false),
+        (
+            Gen::G11,
+            &[0x00, 0x00, 0x4b, 0xd4, 0x01, 0x00, 0x02, 0x00],
+            false,
+        ),
         // gfx1200 v_cmpx_eq_u64_e64 s[0:1], v[0:1]
-        (Gen::G12, &[0x7e, 0x00, 0xda, 0xd4, 0x00, 0x00, 0x02, 0x00], true),
+        (
+            Gen::G12,
+            &[0x7e, 0x00, 0xda, 0xd4, 0x00, 0x00, 0x02, 0x00],
+            true,
+        ),
     ];
     for (k, &(g, bytes, eq)) in cases.iter().enumerate() {
         let i = decode(g, &words(bytes), 0);
@@ -255,7 +287,7 @@ fn vopd_halves_read_only_their_own_sources() {
     assert_eq!(x.reads, vec![(V + 40, 1)]);
     assert_eq!(y.reads, vec![(52, 1)]);
     assert_eq!(x.dst, (V + 31, 1));
-    assert_eq!(y.dst.0, V);
+    assert_eq!(y.dst, (V, 1));
     let i = decode(
         Gen::G11,
         &words(&[0x02, 0x07, 0x10, 0xc9, 0x05, 0x01, 0x04, 0x01]),
@@ -267,6 +299,21 @@ fn vopd_halves_read_only_their_own_sources() {
     assert!(!x.mov && y.mov, "{i:?}");
     assert_eq!(x.reads, vec![(V + 2, 1), (V + 3, 1)]);
     assert_eq!(y.reads, vec![(V + 5, 1)]);
+    assert_eq!((x.dst, y.dst), ((V + 1, 1), (V + 4, 1)));
+    // v_dual_mov_b32 v2, s2 :: v_dual_mov_b32 v3, s3: vdstY is vdstX's opposite parity.
+    let i = decode(
+        Gen::G11,
+        &words(&[0x02, 0x00, 0x10, 0xca, 0x03, 0x00, 0x02, 0x02]),
+        0,
+    );
+    let Op::Dual([x, y]) = &i.op else {
+        panic!("{i:?}");
+    };
+    assert_eq!((x.dst, y.dst), ((V + 2, 1), (V + 3, 1)));
+    assert_eq!(
+        (x.reads.clone(), y.reads.clone()),
+        (vec![(2, 1)], vec![(3, 1)])
+    );
 }
 
 /// The SOPPs that only wait or hint read no register (as llvm-mc 21 encodes them: gfx90a
@@ -297,7 +344,9 @@ fn a_carry_out_to_null_writes_nothing() {
         0,
     );
     assert!(
-        !i.writes.iter().any(|&(r, n)| (r..r + n).contains(&125) || r == 124),
+        !i.writes
+            .iter()
+            .any(|&(r, n)| (r..r + n).contains(&125) || r == 124),
         "{i:?}"
     );
     // v_add_co_u32 v0, vcc_lo, v0, v2
@@ -307,4 +356,54 @@ fn a_carry_out_to_null_writes_nothing() {
         0,
     );
     assert!(i.writes.iter().any(|&(r, _)| r == 106), "{i:?}");
+}
+
+/// The VGPR address a FLAT-family instruction reads (llvm-mc 21 encodings, gfx1100): none for
+/// `scratch_store_b32 off, v40, s32 offset:4` (SVE clear), one for `scratch_store_b32 v1, v40,
+/// s32 offset:4`, one beside an SGPR base for `global_store_b32 v1, v2, s[4:5]`, two for
+/// `global_store_b32 v[1:2], v2, off`.
+#[test]
+fn flat_reads_the_vgpr_address_it_uses() {
+    let addr = |b: &[u8]| decode(Gen::G11, &words(b), 0).addr;
+    assert_eq!(
+        addr(&[0x04, 0x00, 0x69, 0xdc, 0x00, 0x28, 0x20, 0x00]),
+        vec![(32, 1)]
+    );
+    assert_eq!(
+        addr(&[0x04, 0x00, 0x69, 0xdc, 0x01, 0x28, 0xa0, 0x00]),
+        vec![(V + 1, 1), (32, 1)]
+    );
+    assert_eq!(
+        addr(&[0x00, 0x00, 0x6a, 0xdc, 0x01, 0x02, 0x04, 0x00]),
+        vec![(V + 1, 1), (4, 2)]
+    );
+    assert_eq!(
+        addr(&[0x00, 0x00, 0x6a, 0xdc, 0x01, 0x02, 0x7c, 0x00]),
+        vec![(V + 1, 2)]
+    );
+}
+
+/// A DS load reads its address and no data field (gfx1100 `ds_load_u8 v0, v162 offset:3703`,
+/// `0xD8E80E77 0x000000A2`); `ds_store_b32 v1, v2` (`0xD8340000 0x00000201`) reads its data.
+#[test]
+fn ds_loads_read_no_data() {
+    let load = decode(Gen::G11, &[0xD8E8_0E77, 0x0000_00A2], 0);
+    assert_eq!(load.reads, vec![(V + 162, 1)], "{load:?}");
+    let store = decode(Gen::G11, &[0xD834_0000, 0x0000_0201], 0);
+    assert!(store.reads.contains(&(V + 2, 4)), "{store:?}");
+}
+
+/// A plain store reads its data width (llvm-mc 21 encodings): gfx1030 `buffer_store_dword v40,
+/// off, s[0:3], s33` reads v40 only; gfx1030 `global_store_dwordx3 v[0:1], v[2:4], off` (opcode
+/// 0x1f, x3 and x4 swapped on gfx10) reads three.
+#[test]
+fn stores_read_their_data_width() {
+    let st = decode(Gen::G10, &[0xE070_0000, 0x2100_2800], 0);
+    assert!(st.reads.contains(&(V + 40, 1)), "{st:?}");
+    assert!(
+        !st.reads.iter().any(|&(r, n)| r == V + 40 && n > 1),
+        "{st:?}"
+    );
+    let x3 = decode(Gen::G10, &[0xDC7C_8000, 0x007D_0200], 0);
+    assert!(x3.reads.contains(&(V + 2, 3)), "{x3:?}");
 }

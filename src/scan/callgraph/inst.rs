@@ -187,7 +187,7 @@ pub enum Op {
 /// One half of a VOPD instruction ([`Op::Dual`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Half {
-    /// The VGPRs it may write (`vdstY` is counted as both registers it may name).
+    /// The VGPR it may write (`.1` registers from `.0`).
     pub dst: (Reg, u16),
     /// What it reads (sources, and its destination and `vcc` where the operation does).
     pub reads: Vec<(Reg, u16)>,
