@@ -239,6 +239,29 @@ fn compile(dir: &Path) {
             ),
         ],
     );
+    // The eleventh review's `retspill` and `fnspill` (`findings11/`), `r11_`/`r11p_`.
+    let d11 = dir.join("f11");
+    std::fs::create_dir_all(&d11).unwrap();
+    for name in ["retspill.hip", "fnspill.hip"] {
+        std::fs::copy(
+            src.parent().unwrap().join("findings11").join(name),
+            d11.join(name),
+        )
+        .unwrap();
+    }
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d11,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for n in retspill fnspill; do for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r11_$n-$a.co $n.hip 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r11p_$n-$a.co $n.hip 2>/dev/null; done; done"
+            ),
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -581,11 +604,30 @@ fn slow_findings_of_the_hostile_review() {
     // address's bits chose is code-derived and no followed code may store into the image once
     // a table call is taken.
     for (n, says) in [
-        ("lutret6", "an address computed from a code address leaves the registers"),
-        ("lutko6", "an address computed from a code address leaves the registers"),
+        (
+            "lutret6",
+            "an address computed from a code address leaves the registers",
+        ),
+        (
+            "lutko6",
+            "an address computed from a code address leaves the registers",
+        ),
         ("tabshift", "code stores into the image at"),
     ] {
         refused_saying(&d.join("f10"), "r10", n, says);
+    }
+    // 4n. The eleventh review's: a return address (`retspill`, inline asm) or a function's
+    // start (`fnspill`, plain C++) stored to host memory and read back as nothing followed, from
+    // which a table's address and an address inside a function are computed; all eight images
+    // were patched at 9336ba1. Refused now: once a table call is taken, no code or data address
+    // may leave the registers.
+    for n in ["retspill", "fnspill"] {
+        refused_saying(
+            &d.join("f11"),
+            "r11",
+            n,
+            "a code or data address leaves the registers at",
+        );
     }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(

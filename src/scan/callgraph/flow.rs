@@ -36,15 +36,17 @@
 //!   function's start the image names, every other kernel of the image (what may write the
 //!   table) is followed as well, from its descriptor's registers with nothing followed in its
 //!   kernarg segment: what it makes of a code address is refused where it leaves the registers,
-//!   and any store into the image (at an image address: where a table lies) or of a data
-//!   address of the image (through which a table could be written once read back) is refused,
-//!   so that no code the proof follows writes a table (the tenth review's `tabshift`, an entry
-//!   plus a constant stored over another);
-//! - a function other than a kernel starts with what every call, jump and return of the
-//!   analysed code may leave in the registers (one state for all, to a fixpoint); after a call
-//!   the caller continues with what it had or what any return leaves (the callee-saved VGPRs
-//!   with what they had, by the calling convention [`super::flow_marks`] assumes); a jump's
-//!   state goes to both (a return through another pair, a tail call).
+//!   and any store into the image (at an image address: where a table lies) or of any code or
+//!   data address (read back, it is a value nothing follows, from which a table's address or
+//!   an address inside a function can be computed: the eleventh review's `retspill`, `fnspill`)
+//!   is refused, so that no code the proof follows writes a table (the tenth review's
+//!   `tabshift`, an entry plus a constant stored over another);
+//! - each function has its own entry state (what every call or jump to its exact start leaves,
+//!   and, where its address is taken, what every call through a table leaves) and its own return
+//!   state, to a fixpoint ([`pass`]); after a call the caller continues with what its callee's
+//!   returns leave (any function's, through a table), the callee-saved VGPRs with what they had,
+//!   by the calling convention [`super::flow_marks`] assumes; a tail call returns for its
+//!   function what its target's returns leave.
 //!
 //! Not seen, by construction: a code address the host computes into the middle of a function
 //! (no proof over the image can follow the host), or a table's address it hands the device (a
@@ -65,12 +67,13 @@ use super::decode::decode;
 use super::flow_entry::{kernel_entry, FlowRefusal, FlowRoot};
 use super::flow_marks;
 use super::flow_state::{State, Val};
-use super::inst::{Gen, Op, Reg};
+use super::inst::{Gen, Inst, Op, Reg};
 use super::{Graph, Isa};
 
 mod pass;
 mod place;
 mod step;
+use pass::{Dest, Out, Rets};
 
 /// Whether control comes back after an instruction (a call to a sink does not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +148,8 @@ struct Ctx<'a> {
     budget: usize,
     /// The analysed functions' starts: where a computed call or jump may go.
     reached: std::collections::HashSet<u64>,
+    /// The analysed functions by start.
+    fn_at: std::collections::HashMap<u64, u32>,
     /// The sinks' starts: a call there does not come back.
     sinks: std::collections::HashSet<u64>,
     /// The image's function tables ([`flow_marks::function_tables`]).
@@ -162,9 +167,10 @@ struct Ctx<'a> {
     relocs: Vec<u64>,
     /// The first store into the image (at an image address): it may write a function table.
     image_store: Option<u64>,
-    /// The first store of a data address of the image (an exact one, [`Val::Entry`]): memory
-    /// may then hold a table's address, which a load reads back as nothing followed.
-    stored_data_addr: Option<u64>,
+    /// The first store of a code or data address (an exact one, a return address,
+    /// [`Val::Entry`]): memory may then hold the low half of an image address, which a load
+    /// reads back as nothing followed (the eleventh review's `retspill`, `fnspill`).
+    stored_code: Option<u64>,
 }
 
 impl Graph {
@@ -233,6 +239,7 @@ impl Graph {
             seen: Default::default(),
             budget: 200_000_000,
             reached: Default::default(),
+            fn_at: Default::default(),
             sinks: sinks
                 .iter()
                 .filter_map(|&k| self.nodes[k as usize].addr)
@@ -243,7 +250,7 @@ impl Graph {
             table_call: None,
             relocs: place::data_address_slots(&img, &starts),
             image_store: None,
-            stored_data_addr: None,
+            stored_code: None,
         };
         let funcs = cx.enter(&reach, sinks, &img, &sums, false)?;
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
@@ -342,11 +349,11 @@ impl Graph {
                 format!("control goes to an entry of a function table, and code stores into the image at 0x{pc:x} in {}: it may write the table", owner(pc)),
             ));
         }
-        if let Some(pc) = cx.stored_data_addr {
+        if let Some(pc) = cx.stored_code {
             return Err(refuse(
                 &function,
                 at,
-                format!("control goes to an entry of a function table, and a data address of the image leaves the registers at 0x{pc:x} in {}: read back from memory it is an address nothing follows, through which code may write the table", owner(pc)),
+                format!("control goes to an entry of a function table, and a code or data address leaves the registers at 0x{pc:x} in {}: read back from memory it is a value nothing follows, from which code may compute a table's address or an address inside a function", owner(pc)),
             ));
         }
         Ok(FlowStats {
@@ -366,14 +373,25 @@ impl Ctx<'_> {
         })
     }
 
-    /// Analyse function `f` from `entry`; returns the join of its call/jump states and of its
-    /// return states.
-    fn function(
-        &mut self,
-        f: u32,
-        entry: &State,
-        ret: &State,
-    ) -> Result<(State, State), FlowRefusal> {
+    /// Where a call or jump `inst` at `pc` goes, from the state `st` before it: the start of a
+    /// function of this pass computed exactly (or `s_call_b64`'s constant target), the
+    /// function's own return address, or anything else (a table entry: [`Dest::Any`]).
+    fn dest(&self, inst: &Inst, pc: u64, next: u64, st: &State) -> Dest {
+        let at = |t: u64| self.fn_at.get(&t).map_or(Dest::Any, |&f| Dest::Fn(f));
+        let Some(&(r, _)) = inst.reads.first() else {
+            let w = self.words_at(pc).map_or(0, |(w, i)| w[i]);
+            return at(next.wrapping_add_signed(4 * i64::from(w as u16 as i16)));
+        };
+        match flow_marks::exact_target(st, r) {
+            Some(z) => at(z),
+            None if inst.op != Op::Call && flow_marks::is_return_pair(st, r) => Dest::Return,
+            None => Dest::Any,
+        }
+    }
+
+    /// Analyse function `f` from `entry`, a call continuing with what its callee's returns leave
+    /// (`rets`); returns where its calls and jumps go with which state, and its return states.
+    fn function(&mut self, f: u32, entry: &State, rets: &Rets) -> Result<Out, FlowRefusal> {
         let nd = &self.g.nodes[f as usize];
         let (start, end, name) = (nd.addr.unwrap_or(0), nd.end, nd.name.clone());
         let refuse = |at: u64, reason: String| FlowRefusal {
@@ -392,7 +410,10 @@ impl Ctx<'_> {
         let mut at_leader: BTreeMap<u64, State> = BTreeMap::new();
         at_leader.insert(start, entry.clone());
         let mut work = vec![start];
-        let (mut calls, mut rets) = (State::default(), State::default());
+        let mut out = Out::default();
+        let call = |out: &mut Out, d: Dest, s: State| {
+            out.calls.entry(d).or_default().join_from(&s);
+        };
         while let Some(leader) = work.pop() {
             let mut st = at_leader[&leader].clone();
             let mut pc = leader;
@@ -427,6 +448,10 @@ impl Ctx<'_> {
                     )
                     .map_err(|r| refuse(pc, r))?,
                 };
+                let dest = match inst.op {
+                    Op::Call | Op::Jump | Op::Return => self.dest(&inst, pc, next, &st),
+                    _ => Dest::Any,
+                };
                 let made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
                 let mut flow = self
                     .step(&inst, pc, next, &mut st)
@@ -450,17 +475,22 @@ impl Ctx<'_> {
                         succ.extend(long_branch);
                         goes_on = false;
                     }
+                    // A return (through the function's own return address, in any pair),
+                    // or a tail call, which returns for this function.
                     Op::Return | Op::Jump => {
-                        rets.join_from(&st);
-                        calls.join_from(&flow_marks::callee_view(&inst, &st));
+                        if dest == Dest::Return {
+                            out.rets.join_from(&st);
+                        } else {
+                            call(&mut out, dest, flow_marks::callee_view(&inst, &st));
+                            out.tails.push(dest);
+                        }
                         goes_on = false;
                     }
                     Op::Call if flow == Flow::Stops => {
-                        calls.join_from(&flow_marks::callee_view(&inst, &st));
                         goes_on = false;
                     }
                     Op::Call => {
-                        calls.join_from(&flow_marks::callee_view(&inst, &st));
+                        call(&mut out, dest, flow_marks::callee_view(&inst, &st));
                         let pre = st.1.clone();
                         // The callee-saved VGPRs hold what they held before the call, by the
                         // calling convention the marks assume too ([`flow_marks::after_call`]).
@@ -469,10 +499,15 @@ impl Ctx<'_> {
                                 .filter(|(&r, _)| flow_marks::saved_vgpr(r))
                                 .map(|(&r, &v)| (r, v))
                                 .collect();
+                        let ret = rets.of(dest);
                         st.join_from(ret);
+                        flow_marks::after_call(&mut st, &pre, &ret.1);
+                        // What the registers hold is what the callee's returns leave: its entry
+                        // state joins this call's (to the fixpoint), so a register it leaves
+                        // alone returns what it held here (and what other callers passed).
+                        st.0 = ret.0.clone();
                         st.0.retain(|&r, _| !flow_marks::saved_vgpr(r));
                         st.0.extend(saved);
-                        flow_marks::after_call(&mut st, &pre, &ret.1);
                     }
                     _ => {}
                 }
@@ -503,6 +538,6 @@ impl Ctx<'_> {
                 pc = next;
             }
         }
-        Ok((calls, rets))
+        Ok(out)
     }
 }

@@ -131,6 +131,9 @@ pub(super) fn join(a: Val, b: Val) -> Val {
     match (a, b) {
         (Val::Clean, x) | (x, Val::Clean) => x,
         (x, y) if x == y => x,
+        // One of two image addresses, as control flow chose (a branch on anything code-derived
+        // is refused): an image address plus an offset nothing code-derived chose.
+        (Val::Pc(_) | Val::Idx | Val::Entry, Val::Pc(_) | Val::Idx | Val::Entry) => Val::Idx,
         (x, y) if x.code() && y.code() => Val::PcAny,
         _ => Val::Any,
     }

@@ -6,6 +6,7 @@ use super::super::flow_entry::FlowRefusal;
 use super::super::flow_marks;
 use super::super::flow_state::State;
 use super::Ctx;
+use std::collections::HashMap;
 
 impl Ctx<'_> {
     /// The functions `reach` holds but the `sinks`, checked to be followable as wholes (defined,
@@ -57,6 +58,10 @@ impl Ctx<'_> {
             .iter()
             .filter_map(|&f| g.nodes[f as usize].addr)
             .collect();
+        self.fn_at = funcs
+            .iter()
+            .filter_map(|&f| g.nodes[f as usize].addr.map(|a| (a, f)))
+            .collect();
         let mut all_starts: Vec<u64> = self.reached.iter().chain(&self.sinks).copied().collect();
         all_starts.sort_unstable();
         self.tables = flow_marks::function_tables(img, &all_starts);
@@ -70,7 +75,11 @@ impl Ctx<'_> {
     }
 
     /// Follow `funcs` to a fixpoint, the kernels among them from their `entries` (see the module
-    /// docs). Errors: the first refusal.
+    /// docs). Each function has its own entry state (what every call or jump that goes to its
+    /// start leaves, [`Dest::Fn`]) and its own return state; a call or jump through a function
+    /// table ([`Dest::Any`]) leaves its state to every function whose start the image names
+    /// (what a table entry may hold) and continues with what any function's return leaves.
+    /// Errors: the first refusal.
     pub(super) fn follow(
         &mut self,
         funcs: &[u32],
@@ -80,36 +89,93 @@ impl Ctx<'_> {
         let taken = |f: u32| {
             g.address_taken.binary_search(&f).is_ok() || g.materialized.binary_search(&f).is_ok()
         };
-        // Callee entry (every call, jump and return's state) and return state, to a fixpoint.
-        let (mut callee, mut ret) = (State::default(), State::default());
+        let mut entry_of: HashMap<u32, State> = HashMap::new();
+        let mut any = State::default();
+        let mut rets = Rets::default();
         loop {
-            let (mut c2, mut r2) = (callee.clone(), ret.clone());
+            let (mut entry2, mut any2, mut rets2) =
+                (entry_of.clone(), any.clone(), rets.by_fn.clone());
             for &f in funcs {
-                // A kernel starts with its descriptor's registers, and with what a call leaves
-                // as well when some code may call it (its address is taken).
-                let entry = match entries.iter().find(|(n, _)| *n == f) {
-                    Some((_, s)) if taken(f) => {
-                        let mut s = s.clone();
-                        s.join_from(&callee);
-                        s
+                let mut entry = entry_of.get(&f).cloned().unwrap_or_default();
+                if taken(f) {
+                    entry.join_from(&any);
+                }
+                match entries.iter().find(|(n, _)| *n == f) {
+                    // A kernel starts with its descriptor's registers, and with what a call
+                    // leaves as well when some code may call it.
+                    Some((_, s)) => {
+                        entry.join_from(s);
                     }
-                    Some((_, s)) => s.clone(),
-                    None => {
-                        let mut e = callee.clone();
-                        flow_marks::seed_callee(&mut e);
-                        e
-                    }
-                };
-                let (c, r) = self.function(f, &entry, &ret)?;
-                c2.join_from(&c);
-                r2.join_from(&r);
+                    None => flow_marks::seed_callee(&mut entry),
+                }
+                let out = self.function(f, &entry, &rets)?;
+                for (d, s) in out.calls {
+                    match d {
+                        Dest::Fn(t) => entry2.entry(t).or_default().join_from(&s),
+                        Dest::Any | Dest::Return => any2.join_from(&s),
+                    };
+                }
+                let r = rets2.entry(f).or_default();
+                r.join_from(&out.rets);
+                // A tail call returns for this function: what its target's returns leave.
+                for d in out.tails {
+                    r.join_from(rets.of(d));
+                }
             }
-            c2.join_from(&r2.clone());
-            if c2 == callee && r2 == ret {
+            let mut any_ret = rets.any.clone();
+            for r in rets2.values() {
+                any_ret.join_from(r);
+            }
+            if entry2 == entry_of && any2 == any && rets2 == rets.by_fn && any_ret == rets.any {
                 return Ok(());
             }
-            callee = c2;
-            ret = r2;
+            entry_of = entry2;
+            any = any2;
+            rets = Rets {
+                by_fn: rets2,
+                any: any_ret,
+                none: State::default(),
+            };
         }
     }
+}
+
+/// Where a call or jump through a register pair goes, from the marks before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Dest {
+    /// The start of this function, computed exactly.
+    Fn(u32),
+    /// A function table's entry (or a start no function of this pass has): any function whose
+    /// start the image names.
+    Any,
+    /// The function's own return address: a return.
+    Return,
+}
+
+/// The return states of one pass: each function's, and their join.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Rets {
+    pub(super) by_fn: HashMap<u32, State>,
+    pub(super) any: State,
+    /// No path yet: a function not analysed so far returns nothing.
+    none: State,
+}
+
+impl Rets {
+    /// What a call to `d` continues with: its function's returns, or any function's.
+    pub(super) fn of(&self, d: Dest) -> &State {
+        match d {
+            Dest::Fn(f) => self.by_fn.get(&f).unwrap_or(&self.none),
+            _ => &self.any,
+        }
+    }
+}
+
+/// What one function's analysis leaves: the states its calls and jumps take to where they go,
+/// its return states, and where its tail calls go.
+#[derive(Debug, Default)]
+pub(super) struct Out {
+    pub(super) calls: HashMap<Dest, State>,
+    pub(super) rets: State,
+    pub(super) tails: Vec<Dest>,
 }

@@ -123,12 +123,11 @@ impl Ctx<'_> {
                         place::Place::Clean => {}
                     }
                 }
-                let data_addr = match read {
-                    Val::Pc(a) => !self.in_code_lo(a),
-                    v => v == Val::Entry,
-                };
-                if data_addr {
-                    self.stored_data_addr.get_or_insert(pc);
+                // A code or data address the flow allows out of the registers (an exact one, a
+                // return address, an address a relocation put in the image): memory then holds
+                // the low half of an image address, which a load reads back as nothing followed.
+                if read.code() {
+                    self.stored_code.get_or_insert(pc);
                 }
                 let v = self.read_at(at, 16);
                 for &(r, n) in &inst.writes {
@@ -386,14 +385,6 @@ impl Ctx<'_> {
                 st.write(HWREG, raised, false);
             }
             Op::AddRegs { .. } if self.image_sum(inst, st) => {}
-            // Two table entries compared for equality: which lanes hold the same function, the
-            // same wherever the image is loaded.
-            _ if inst.eq_cmp
-                && inst.reads.len() == 2
-                && inst.reads.iter().all(|&r| st.range(r) == Val::Entry) =>
-            {
-                generic(st, Val::Clean)
-            }
             Op::CBranch(_) if read != Val::Clean => {
                 return Err(format!("a branch decided by {}", describe(read)));
             }
@@ -427,7 +418,7 @@ impl Ctx<'_> {
             Val::Clean => false,
             Val::Pc(a) => !self.is_start_lo(a) && self.in_code_lo(a),
             // A return address spilled with the callee-saved registers; a data address the
-            // image's relocations put there ([`Ctx::stored_data_addr`]).
+            // image's relocations put there ([`Ctx::stored_code`]).
             Val::Ret | Val::Entry => false,
             _ => true,
         }
