@@ -382,9 +382,9 @@ impl Ctx<'_> {
             let w = self.words_at(pc).map_or(0, |(w, i)| w[i]);
             return at(next.wrapping_add_signed(4 * i64::from(w as u16 as i16)));
         };
-        match flow_marks::exact_target(st, r) {
+        match pass::exact_target(st, r) {
             Some(z) => at(z),
-            None if inst.op != Op::Call && flow_marks::is_return_pair(st, r) => Dest::Return,
+            None if inst.op != Op::Call && pass::is_return_pair(st, r) => Dest::Return,
             None => Dest::Any,
         }
     }

@@ -639,26 +639,6 @@ pub(super) fn control(
     }
 }
 
-/// The function start the pair `s[r:r+1]` holds on every path ([`Code::PcLo`] and
-/// [`Code::PcHi`] of one address), or `None`.
-pub(super) fn exact_target(st: &State, r: Reg) -> Option<u64> {
-    let m = st.1.as_ref()?;
-    match (m.get(&r), m.get(&(r + 1))) {
-        (Some(&Code::PcLo(y)), Some(&Code::PcHi(z))) if y & 0xffff_ffff == z & 0xffff_ffff => {
-            Some(z)
-        }
-        _ => None,
-    }
-}
-
-/// Whether the pair `s[r:r+1]` holds the function's own return address on every path
-/// ([`Code::RetEntry`]).
-pub(super) fn is_return_pair(st: &State, r: Reg) -> bool {
-    st.1.as_ref().is_some_and(|m| {
-        m.get(&r) == Some(&Code::RetEntry) && m.get(&(r + 1)) == Some(&Code::RetEntry)
-    })
-}
-
 /// Whether `inst` calls or jumps through a pair that holds a function table's entry
 /// ([`Code::FnLo`], [`Code::FnHi`]): what [`control`] takes on trust in the table's contents.
 pub(super) fn table_call(inst: &Inst, st: &State) -> bool {

@@ -1,10 +1,13 @@
 //! The passes of [`super::super::Graph::slot_flow`]: which functions a pass follows
 //! ([`Ctx::enter`]: each followable as a whole, and where computed calls may go), and following
-//! them from the kernels' entry states to a fixpoint ([`Ctx::follow`]).
+//! them from the kernels' entry states to a fixpoint ([`Ctx::follow`]), each function with its own
+//! entry and return state, and where a call goes from the marks ([`exact_target`],
+//! [`is_return_pair`]).
 
 use super::super::flow_entry::FlowRefusal;
 use super::super::flow_marks;
-use super::super::flow_state::State;
+use super::super::flow_state::{Code, State};
+use super::super::inst::Reg;
 use super::Ctx;
 use std::collections::HashMap;
 
@@ -178,4 +181,24 @@ pub(super) struct Out {
     pub(super) calls: HashMap<Dest, State>,
     pub(super) rets: State,
     pub(super) tails: Vec<Dest>,
+}
+
+/// The function start the pair `s[r:r+1]` holds on every path ([`Code::PcLo`] and
+/// [`Code::PcHi`] of one address), or `None`.
+pub(super) fn exact_target(st: &State, r: Reg) -> Option<u64> {
+    let m = st.1.as_ref()?;
+    match (m.get(&r), m.get(&(r + 1))) {
+        (Some(&Code::PcLo(y)), Some(&Code::PcHi(z))) if y & 0xffff_ffff == z & 0xffff_ffff => {
+            Some(z)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the pair `s[r:r+1]` holds the function's own return address on every path
+/// ([`Code::RetEntry`]).
+pub(super) fn is_return_pair(st: &State, r: Reg) -> bool {
+    st.1.as_ref().is_some_and(|m| {
+        m.get(&r) == Some(&Code::RetEntry) && m.get(&(r + 1)) == Some(&Code::RetEntry)
+    })
 }
