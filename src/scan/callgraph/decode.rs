@@ -245,7 +245,6 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         // VOPC: writes vcc (and exec for v_cmpx, or an opcode whose VOP3 form is not known).
         x.words = 1 + extra;
         x.vsrc(vsrc1, 2);
-        x.eq_cmp = extra == 0 && super::inst::eq_compare(g, (w >> 17) & 0xff);
         x.sdst(u32::from(VCC), 2, 0);
         if short_row(g, w).is_none_or(|e| e & (1 << 11) != 0) {
             x.sdst(u32::from(EXEC), 2, 0);
@@ -344,9 +343,6 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     if e & (1 << 11) != 0 {
         // v_cmpx writes exec (with or without a scalar destination).
         x.sdst(u32::from(EXEC), 2, 0);
-    }
-    if !packed && !dpp && op < 0x100 {
-        x.eq_cmp = super::inst::eq_compare(g, op as u32);
     }
     if e & (1 << 12) != 0 {
         // v_div_fmas reads vcc without naming it.

@@ -216,10 +216,6 @@ pub struct Inst {
     /// It does more than write its registers (`s_setreg_b32`, `s_sleep_var`, `s_setvskip`, an
     /// opcode not classified): what it reads may act where the flow does not see.
     pub effect: bool,
-    /// An integer equality compare (`v_cmp_eq`/`v_cmp_ne`, `v_cmpx_eq`/`v_cmpx_ne` of `i32`,
-    /// `u32`, `i64`, `u64`; [`eq_compare`]): what it writes says only whether its two sources
-    /// are equal.
-    pub eq_cmp: bool,
 }
 
 impl Inst {
@@ -233,7 +229,6 @@ impl Inst {
             addr: Vec::new(),
             vector: false,
             effect: false,
-            eq_cmp: false,
         }
     }
 
@@ -308,18 +303,4 @@ pub(super) fn constant(s: u32, literal: Option<u32>) -> Option<i64> {
         255 => literal.map(|l| i64::from(l as i32)),
         _ => None,
     }
-}
-
-/// Whether VOPC opcode `op` (its VOP3 form's opcode too, 0–255) is an integer equality compare:
-/// `v_cmp_eq`/`v_cmp_ne` (and `v_cmpx_*`) of `i32`, `u32`, `i64`, `u64`. Each type's eight
-/// compares start at a multiple of 8 (`f`, `lt`, `eq`, `le`, `gt`, `ne`/`lg`, `ge`, `t`): llvm
-/// `VOPCInstructions.td` (gfx8/gfx9 `0xc0`–`0xff`, gfx10 `0x80`–`0xff`, gfx11/gfx12 `0x40`–`0x5f`
-/// and `0xc0`–`0xdf`).
-pub(super) fn eq_compare(g: Gen, op: u32) -> bool {
-    let int = match g {
-        Gen::G9 => (0xc0..0x100).contains(&op),
-        Gen::G10 => (0x80..0x100).contains(&op),
-        Gen::G11 | Gen::G12 => (0x40..0x60).contains(&op) || (0xc0..0xe0).contains(&op),
-    };
-    int && matches!(op & 7, 2 | 5)
 }

@@ -103,10 +103,7 @@ impl Ctx<'_> {
                 _ => Place::Code,
             };
         }
-        match out {
-            Place::Image(_) => Place::Image(None),
-            p => p,
-        }
+        out
     }
 
     /// Apply a sum that keeps an image address one (`s_add_u32` of an image address and a clean
