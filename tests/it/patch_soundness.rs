@@ -21,6 +21,9 @@ fn opts(asserts: bool) -> PatchOptions {
 /// Compile every finding once (one toolchain call per suite and folder) into `dir`:
 /// `<name>-O3.co` and `<name>-O0.co` for gfx1100 from `findings/`, `r2_<name>.co` (-O3) from
 /// `findings2/`, `direct_gfx1250-O3.co` for gfx1250.
+/// The device-only hipcc command every review source is compiled with.
+const HIP: &str = "hipcc -x hip --offload-device-only --no-gpu-bundle-output";
+
 fn compile(dir: &Path) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/patch/findings");
     for e in std::fs::read_dir(&src).unwrap() {
@@ -28,7 +31,7 @@ fn compile(dir: &Path) {
         std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
     }
     crate::support::require_tool("sid", "hipcc");
-    let hip = "hipcc -x hip --offload-device-only --no-gpu-bundle-output";
+    let hip = HIP;
     crate::support::in_toolchain_ok(
         "sid",
         dir,
@@ -147,121 +150,30 @@ fn compile(dir: &Path) {
             ),
         ],
     );
-    // The seventh review's `ttmp_dispatch` (`findings7/`): the trap temporaries' dispatch
-    // pointer, `r7_`/`r7p_` for gfx1100 and gfx90a.
-    let d7 = dir.join("f7");
-    std::fs::create_dir_all(&d7).unwrap();
-    let src7 = src.parent().unwrap().join("findings7");
-    for name in [
-        "common.h",
-        "ttmp_dispatch.hip",
-        "midjump2.hip",
-        "midjump3.hip",
-    ] {
-        std::fs::copy(src7.join(name), d7.join(name)).unwrap();
-    }
-    crate::support::in_toolchain_ok(
-        "sid",
-        &d7,
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "set -e; for n in ttmp_dispatch midjump2 midjump3; do for a in gfx1100 gfx90a; do \
-                 {hip} --offload-arch=$a -O3 -o r7_$n-$a.co $n.hip 2>/dev/null; \
-                 {hip} --offload-arch=$a -O3 -DPLAIN -o r7p_$n-$a.co $n.hip 2>/dev/null; done; done"
-            ),
-        ],
+    // The seventh review's `ttmp_dispatch`, `midjump2`, `midjump3` (`findings7/`, with its
+    // `common.h`): the trap temporaries' dispatch pointer and two mid-function calls.
+    let fixtures = src.parent().unwrap();
+    review(
+        dir,
+        fixtures,
+        7,
+        &["ttmp_dispatch", "midjump2", "midjump3"],
+        &["common.h"],
     );
-    // The eighth review's `tabwrite` and `fakeret` (`findings8/`), `r8_`/`r8p_`.
-    let d8 = dir.join("f8");
-    std::fs::create_dir_all(&d8).unwrap();
-    let src8 = src.parent().unwrap().join("findings8");
-    for name in ["tabwrite.hip", "fakeret.hip"] {
-        std::fs::copy(src8.join(name), d8.join(name)).unwrap();
-    }
-    crate::support::in_toolchain_ok(
-        "sid",
-        &d8,
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "set -e; for n in tabwrite fakeret; do for a in gfx1100 gfx90a; do \
-                 {hip} --offload-arch=$a -O3 -o r8_$n-$a.co $n.hip 2>/dev/null; \
-                 {hip} --offload-arch=$a -O3 -DPLAIN -o r8p_$n-$a.co $n.hip 2>/dev/null; done; done"
-            ),
-        ],
+    // The eighth review's `tabwrite` and `fakeret` (`findings8/`).
+    review(dir, fixtures, 8, &["tabwrite", "fakeret"], &[]);
+    // The ninth review's `tabhide`, `tabhide2`, `tabcall`, `tabret` (`findings9/`).
+    review(
+        dir,
+        fixtures,
+        9,
+        &["tabhide", "tabhide2", "tabcall", "tabret"],
+        &[],
     );
-    // The ninth review's `tabhide` and `tabhide2` (`findings9/`), `r9_`/`r9p_`.
-    let d9 = dir.join("f9");
-    std::fs::create_dir_all(&d9).unwrap();
-    for name in ["tabhide.hip", "tabhide2.hip", "tabcall.hip", "tabret.hip"] {
-        std::fs::copy(
-            src.parent().unwrap().join("findings9").join(name),
-            d9.join(name),
-        )
-        .unwrap();
-    }
-    crate::support::in_toolchain_ok(
-        "sid",
-        &d9,
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "set -e; for n in tabhide tabhide2 tabcall tabret; do for a in gfx1100 gfx90a; do \
-                 {hip} --offload-arch=$a -O3 -o r9_$n-$a.co $n.hip 2>/dev/null; \
-                 {hip} --offload-arch=$a -O3 -DPLAIN -o r9p_$n-$a.co $n.hip 2>/dev/null; done; done"
-            ),
-        ],
-    );
-    // The tenth review's `lutret6`, `lutko6` and our `tabshift` (`findings10/`), `r10_`/`r10p_`.
-    let d10 = dir.join("f10");
-    std::fs::create_dir_all(&d10).unwrap();
-    for name in ["lutret6.hip", "lutko6.hip", "tabshift.hip"] {
-        std::fs::copy(
-            src.parent().unwrap().join("findings10").join(name),
-            d10.join(name),
-        )
-        .unwrap();
-    }
-    crate::support::in_toolchain_ok(
-        "sid",
-        &d10,
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "set -e; for n in lutret6 lutko6 tabshift; do for a in gfx1100 gfx90a; do \
-                 {hip} --offload-arch=$a -O3 -o r10_$n-$a.co $n.hip 2>/dev/null; \
-                 {hip} --offload-arch=$a -O3 -DPLAIN -o r10p_$n-$a.co $n.hip 2>/dev/null; done; done"
-            ),
-        ],
-    );
-    // The eleventh review's `retspill` and `fnspill` (`findings11/`), `r11_`/`r11p_`.
-    let d11 = dir.join("f11");
-    std::fs::create_dir_all(&d11).unwrap();
-    for name in ["retspill.hip", "fnspill.hip"] {
-        std::fs::copy(
-            src.parent().unwrap().join("findings11").join(name),
-            d11.join(name),
-        )
-        .unwrap();
-    }
-    crate::support::in_toolchain_ok(
-        "sid",
-        &d11,
-        &[
-            "sh",
-            "-c",
-            &format!(
-                "set -e; for n in retspill fnspill; do for a in gfx1100 gfx90a; do \
-                 {hip} --offload-arch=$a -O3 -o r11_$n-$a.co $n.hip 2>/dev/null; \
-                 {hip} --offload-arch=$a -O3 -DPLAIN -o r11p_$n-$a.co $n.hip 2>/dev/null; done; done"
-            ),
-        ],
-    );
+    // The tenth review's `lutret6`, `lutko6` and our `tabshift` (`findings10/`).
+    review(dir, fixtures, 10, &["lutret6", "lutko6", "tabshift"], &[]);
+    // The eleventh review's `retspill` and `fnspill` (`findings11/`).
+    review(dir, fixtures, 11, &["retspill", "fnspill"], &[]);
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -270,6 +182,35 @@ fn compile(dir: &Path) {
             "sh",
             "-c",
             &format!("{hip} --offload-arch=gfx1250 -O3 -o direct_gfx1250-O3.co direct_gfx1250.hip 2>/dev/null"),
+        ],
+    );
+}
+
+/// Review `k`'s sources (`findings<k>/<name>.hip`, and the headers `extra`) compiled in
+/// `dir/f<k>` for gfx1100 and gfx90a at -O3 in the debian-sid toolchain: `r<k>_<name>-<arch>.co`
+/// (the assert variant) and `r<k>p_<name>-<arch>.co` (`-DPLAIN`, the table-call variant), as
+/// [`refused_saying`] reads them. Panics when a source does not compile.
+fn review(dir: &Path, fixtures: &Path, k: u32, names: &[&str], extra: &[&str]) {
+    let d = dir.join(format!("f{k}"));
+    std::fs::create_dir_all(&d).unwrap();
+    let from = fixtures.join(format!("findings{k}"));
+    let files = names.iter().map(|m| format!("{m}.hip"));
+    for name in files.chain(extra.iter().map(|e| e.to_string())) {
+        std::fs::copy(from.join(&name), d.join(&name)).unwrap();
+    }
+    let hip = HIP;
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "set -e; for n in {}; do for a in gfx1100 gfx90a; do \
+                 {hip} --offload-arch=$a -O3 -o r{k}_$n-$a.co $n.hip 2>/dev/null; \
+                 {hip} --offload-arch=$a -O3 -DPLAIN -o r{k}p_$n-$a.co $n.hip 2>/dev/null; done; done",
+                names.join(" ")
+            ),
         ],
     );
 }
