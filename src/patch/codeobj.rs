@@ -230,6 +230,8 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
     let mut declaring: Vec<String> = Vec::new();
     // Every kernel: (name, symbol), for the reachability proof of `--asserts`.
     let mut all_kernels: Vec<(String, String)> = Vec::new();
+    // Each kernel's kernarg segment, for `Graph::slot_flow`.
+    let mut arg_ranges: Vec<crate::scan::callgraph::ArgSegment> = Vec::new();
     // Per kernel: whether it declares every optional hidden argument (the attributor gave up).
     let mut gave_up: Vec<(String, bool)> = Vec::new();
     // Per declaring kernel: its `hidden_hostcall_buffer` `.offset` in the kernarg segment.
@@ -257,6 +259,18 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
                 let field = |f: &str| k.get(f).and_then(Item::as_str).unwrap_or("").to_string();
                 all_kernels.push((field(".name"), field(".symbol")));
                 let args = k.get(".args").and_then(Item::as_array).unwrap_or(&[]);
+                let kd = match field(".symbol") {
+                    s if s.is_empty() => format!("{}.kd", field(".name")),
+                    s => s,
+                };
+                arg_ranges.push(crate::scan::callgraph::ArgSegment {
+                    kd,
+                    size: k
+                        .get(".kernarg_segment_size")
+                        .and_then(Item::as_u64)
+                        .unwrap_or(0),
+                    hazards: super::explain::arg_hazards(args),
+                });
                 let kinds: Vec<&str> = args
                     .iter()
                     .filter_map(|a| a.get(".value_kind").and_then(Item::as_str))
@@ -633,6 +647,7 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         &slots,
         &sizes,
         ks,
+        &arg_ranges,
     )
     .map_err(|u| Refusal::unproven(&u.kernels, u.reason))?;
     proof.statements.push(flow);

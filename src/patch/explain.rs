@@ -135,6 +135,7 @@ pub(super) fn kernarg_flow(
     slots: &[(String, u64)],
     sizes: &[(String, u64)],
     declaring: &[String],
+    args: &[crate::scan::callgraph::ArgSegment],
 ) -> Result<String, Unexplained> {
     use crate::scan::callgraph::{kernel_descriptors, FlowRoot};
     let sinks: Vec<u32> = g
@@ -182,7 +183,7 @@ pub(super) fn kernarg_flow(
             kernarg_size: size,
         });
     }
-    match g.slot_flow(data, e_flags, cov, &roots, &sinks) {
+    match g.slot_flow(data, e_flags, cov, &roots, &sinks, args) {
         Ok(s) => Ok(format!(
             "no declaring kernel reads its hostcall slot: its kernarg segment pointer (and the dispatch packet and queue pointers) followed through {} function(s) and {} instruction(s) on every path; {} load(s) through it, none at the slot",
             s.functions, s.instructions, s.kernarg_loads
@@ -195,6 +196,55 @@ pub(super) fn kernarg_flow(
             ),
         )),
     }
+}
+
+/// Value kinds whose bytes hold an argument the host or the runtime sets from the dispatch, never
+/// a pointer to a runtime structure (llvm `AMDGPUUsage.rst`, "Code Object V3 Metadata", "Code
+/// Object V5 Metadata"): explicit arguments but `queue`, and the scalar hidden arguments.
+const CLEAN_KINDS: &[&str] = &[
+    "by_value",
+    "global_buffer",
+    "dynamic_shared_pointer",
+    "image",
+    "sampler",
+    "pipe",
+    "hidden_global_offset_x",
+    "hidden_global_offset_y",
+    "hidden_global_offset_z",
+    "hidden_block_count_x",
+    "hidden_block_count_y",
+    "hidden_block_count_z",
+    "hidden_group_size_x",
+    "hidden_group_size_y",
+    "hidden_group_size_z",
+    "hidden_remainder_x",
+    "hidden_remainder_y",
+    "hidden_remainder_z",
+    "hidden_grid_dims",
+    "hidden_dynamic_lds_size",
+    "hidden_private_base",
+    "hidden_shared_base",
+];
+
+/// The byte ranges `[offset, offset + size)` of a kernel's metadata `.args` (msgpack items)
+/// whose value kind is not in [`CLEAN_KINDS`]: where a runtime pointer may lie. An argument
+/// without a readable kind, offset or size makes the whole segment one (`[0, u64::MAX)`).
+pub(super) fn arg_hazards(args: &[super::msgpack::Item]) -> Vec<(u64, u64)> {
+    use super::msgpack::Item;
+    let mut out = Vec::new();
+    for a in args {
+        let kind = a.get(".value_kind").and_then(Item::as_str);
+        if kind.is_some_and(|k| CLEAN_KINDS.contains(&k)) {
+            continue;
+        }
+        let off = a.get(".offset").and_then(Item::as_u64);
+        let size = a.get(".size").and_then(Item::as_u64);
+        match (kind, off, size) {
+            (Some(_), Some(o), Some(s)) => out.push((o, o.saturating_add(s))),
+            _ => return vec![(0, u64::MAX)],
+        }
+    }
+    out
 }
 
 /// The optional hidden arguments of code object version `cov` ([`OPTIONAL_V5`] from v5 on).

@@ -438,11 +438,14 @@ fn asserts_cli_explains_and_says_what_is_unverified() {
 /// The real RCCL 2.21.5 control builds (no NDEBUG) in `$RCCLFIX_CONTROL_LIBS`, as `rcclfix prove`
 /// builds them now: 4 of 124 gfx1100 kernels declare, through `__assert_fail`, of which the image
 /// holds two local copies (one per device-link partition; both are handlers). `patch --asserts`
-/// refuses them, and writes nothing: after a table call's waterfall loop, `exec` in the callee is
-/// derived from the compared table entries, and a callee's branch on a vector compare under that
-/// `exec` is a branch the flow cannot show launders no code address. That is a refusal of a
-/// right input (an over-approximation, not a false proof): when the flow learns that a
-/// waterfall's `exec` says only which lanes hold the same entry, this test must show the patch
+/// refuses them, and writes nothing: no VGPR write is taken as certain (one under `exec` keeps the
+/// other lanes), so the code addresses a caller leaves in VGPRs (the table call's entry, the
+/// function pointers of the waterfall) stay in a callee's VGPR values, and a callee's branch on
+/// a value loaded from LDS at an address computed from one such VGPR is a branch the flow cannot
+/// show launders no code address (`ncclDevFunc_ReduceScatter_RING_SIMPLE_SumPostDiv_u64` at
+/// 0x10205a0 on gfx1100). That is a refusal of a right input (an over-approximation, not a false
+/// proof): when the flow knows which VGPR writes cover every lane a later read sees, this test
+/// must show the patch
 /// (every declaring kernel rewritten, `llvm-readelf --notes` with none declaring, the code
 /// objects differing only at the listed instructions, `s_trap 2; s_endpgm` at each entry).
 #[test]

@@ -174,6 +174,8 @@ fn compile(dir: &Path) {
     review(dir, fixtures, 10, &["lutret6", "lutko6", "tabshift"], &[]);
     // The eleventh review's `retspill` and `fnspill` (`findings11/`).
     review(dir, fixtures, 11, &["retspill", "fnspill"], &[]);
+    // The twelfth review's `queuekd` (`findings12/`; its `entbase` is still patched, README).
+    review(dir, fixtures, 12, &["queuekd"], &[]);
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -570,6 +572,16 @@ fn slow_findings_of_the_hostile_review() {
             "a code or data address leaves the registers at",
         );
     }
+    // 4o. The twelfth review's `queuekd`: a kernel descriptor's address read through the queue
+    // a non-declaring kernel finds in its implicit arguments (`hidden_queue_ptr`), plus host
+    // constants: the table's address and `evil`'s start. All four images were patched at
+    // def205c. Refused now: a non-declaring kernel's runtime pointers are followed.
+    refused_saying(
+        &d.join("f12"),
+        "r12",
+        "queuekd",
+        "a load through a pointer derived from the kernarg segment pointer",
+    );
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

@@ -34,8 +34,10 @@
 //!   (a return) the return address, on every path; anything else is refused;
 //! - once a call or jump goes through a function table's entry, which is trusted to hold a
 //!   function's start the image names, every other kernel of the image (what may write the
-//!   table) is followed as well, from its descriptor's registers with nothing followed in its
-//!   kernarg segment: what it makes of a code address is refused where it leaves the registers,
+//!   table) is followed as well, from its descriptor's registers, its kernarg segment pointer
+//!   as [`super::flow_state::Gate::Args`] (only its explicit and scalar hidden arguments load as
+//!   nothing followed; `hidden_queue_ptr` leads to the packet's `kernel_object`, the twelfth
+//!   review's `queuekd`): what it makes of a code address is refused where it leaves the registers,
 //!   and any store into the image (at an image address: where a table lies) or of any code or
 //!   data address (read back, it is a value nothing follows, from which a table's address or
 //!   an address inside a function can be computed: the eleventh review's `retspill`, `fnspill`)
@@ -171,13 +173,35 @@ struct Ctx<'a> {
     /// [`Val::Entry`]): memory may then hold the low half of an image address, which a load
     /// reads back as nothing followed (the eleventh review's `retspill`, `fnspill`).
     stored_code: Option<u64>,
+    /// Each kernel followed only because a table call is taken ([`super::flow_state::Gate::Args`]
+    /// indexes it): its kernarg segment.
+    args: Vec<ArgSegment>,
+}
+
+/// One kernel's kernarg segment, from its metadata (llvm `AMDGPUUsage.rst`, "Code Object V3
+/// Metadata" `.kernarg_segment_size` and `.args`), for a kernel whose declaration stays: a load
+/// through its segment pointer reads nothing followed inside `[0, size)` and outside every
+/// `hazard`, else a followed value.
+#[derive(Debug, Clone, Default)]
+pub struct ArgSegment {
+    /// Its kernel descriptor's symbol (`name.kd`).
+    pub kd: String,
+    /// `.kernarg_segment_size`, bytes (0 when not known: every load is followed).
+    pub size: u64,
+    /// Byte ranges `[from, to)` of the arguments that may hold a pointer to a runtime structure
+    /// (`hidden_queue_ptr`, `hidden_default_queue`, …; any kind but the explicit arguments other
+    /// than `queue` and the scalar hidden arguments), or whose place is not known.
+    pub hazards: Vec<(u64, u64)>,
 }
 
 impl Graph {
     /// Follow the kernarg segment pointer of every kernel in `roots` through every function they
     /// reach (without entering `sinks`: the handlers `--asserts` makes trap), for the code object
     /// `data` (its executable sections are read again) of instruction set `e_flags` and code
-    /// object version `cov`. See the module docs for what is refused.
+    /// object version `cov`. See the module docs for what is refused. `args` describes each
+    /// kernel's kernarg segment by its kernel descriptor's symbol ([`ArgSegment`]): what a load
+    /// through the segment pointer of a kernel followed only because a table call is taken reads
+    /// (a kernel not described there reads a followed value everywhere).
     ///
     /// Errors: the first [`FlowRefusal`].
     pub fn slot_flow(
@@ -187,6 +211,7 @@ impl Graph {
         cov: u32,
         roots: &[FlowRoot],
         sinks: &[u32],
+        args: &[ArgSegment],
     ) -> Result<FlowStats, FlowRefusal> {
         let refuse = |function: &str, at: u64, reason: String| FlowRefusal {
             function: function.to_string(),
@@ -251,6 +276,7 @@ impl Graph {
             relocs: place::data_address_slots(&img, &starts),
             image_store: None,
             stored_code: None,
+            args: Vec::new(),
         };
         let funcs = cx.enter(&reach, sinks, &img, &sums, false)?;
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
@@ -260,7 +286,7 @@ impl Graph {
                 .is_some_and(|n| n.starts_with("gfx94") || n.starts_with("gfx95"));
         let mut entries = Vec::new();
         for r in roots {
-            entries.push((r.node, kernel_entry(r, self, architected, true)?));
+            entries.push((r.node, kernel_entry(r, self, architected, None)?));
         }
         cx.follow(&funcs, &entries)?;
         let Some((function, at)) = cx.table_call.clone() else {
@@ -307,7 +333,20 @@ impl Graph {
                 slot: 0,
                 kernarg_size: 0,
             };
-            entries.push((node, kernel_entry(&r, self, architected, false)?));
+            let Ok(k) = u16::try_from(cx.args.len()) else {
+                return Err(refuse(
+                    name,
+                    *kd_addr,
+                    "a function table's entry is called, and the image has more kernels than this rcclfix follows".into(),
+                ));
+            };
+            let segment = args
+                .iter()
+                .find(|a| &a.kd == name)
+                .cloned()
+                .unwrap_or_default();
+            cx.args.push(segment);
+            entries.push((node, kernel_entry(&r, self, architected, Some(k))?));
             lanes.push(wave32(&kd));
             all.push(node);
         }

@@ -41,14 +41,15 @@ pub struct FlowRefusal {
 /// preloaded kernarg dwords), and the trap temporaries and runtime state as anything followed
 /// (but ttmp7–ttmp9, the workgroup IDs, on a processor with `architected` SGPRs).
 ///
-/// With `kernarg` false (a kernel whose declaration stays: it has no slot to follow), its
-/// kernarg segment pointer and preloaded kernarg dwords hold nothing followed; the dispatch
-/// packet and queue pointers are followed still (the packet's `kernel_object` is a code address).
+/// With `other` (a kernel whose declaration stays, followed because a table call is taken: it
+/// has no slot to follow), its kernarg segment pointer is [`Gate::Args`] of that index and no
+/// kernarg dword may be preloaded; the dispatch packet and queue pointers are followed still
+/// (the packet's `kernel_object` is a code address).
 pub(super) fn kernel_entry(
     r: &FlowRoot,
     g: &Graph,
     architected: bool,
-    kernarg: bool,
+    other: Option<u16>,
 ) -> Result<State, FlowRefusal> {
     let refuse = |reason: String| FlowRefusal {
         function: r.name.clone(),
@@ -93,13 +94,25 @@ pub(super) fn kernel_entry(
         st.set(at + 1, Val::Hi(Base::Gate(Gate::Queue), 0));
         at += 2;
     }
-    if bit(3) && kernarg {
-        let d = -(r.slot as i64);
-        st.set(at, Val::Kernarg(d));
-        st.set(at + 1, Val::Hi(Base::Kernarg, d));
+    match other {
+        _ if !bit(3) => {}
+        None => {
+            let d = -(r.slot as i64);
+            st.set(at, Val::Kernarg(d));
+            st.set(at + 1, Val::Hi(Base::Kernarg, d));
+        }
+        Some(k) => {
+            st.set(at, Val::Gate(Gate::Args(k), 0));
+            st.set(at + 1, Val::Hi(Base::Gate(Gate::Args(k)), 0));
+        }
     }
     let (len, off) = (u64::from(preload & 0x7f), u64::from(preload >> 7));
-    if len > 0 && kernarg {
+    if len > 0 && other.is_some() {
+        return Err(refuse(
+            "its kernel descriptor preloads kernarg dwords into SGPRs, which this rcclfix does not follow for a kernel whose declaration stays".into(),
+        ));
+    }
+    if len > 0 {
         let (from, to) = (off * 4, (off + len) * 4);
         if to > r.slot {
             return Err(refuse(format!(
@@ -168,7 +181,8 @@ fn hazards(cov: u32) -> &'static [(i64, i64)] {
 }
 
 /// The value a load through `base` at `offset` (plus a register offset when `soffset`) of
-/// `bytes` gives. Errors: the load may read the slot or something this rcclfix cannot bound.
+/// `bytes` gives; `args` are the segments of the [`Gate::Args`] kernels. Errors: the load may
+/// read the slot or something this rcclfix cannot bound.
 pub(super) fn load_value(
     base: Val,
     offset: i64,
@@ -176,6 +190,7 @@ pub(super) fn load_value(
     bytes: u32,
     bounds: (i64, i64),
     cov: u32,
+    args: &[super::flow::ArgSegment],
 ) -> Result<Val, String> {
     let b = i64::from(bytes);
     match base {
@@ -215,6 +230,23 @@ pub(super) fn load_value(
             }
         }
         Val::Gate(Gate::Queue, _) => Ok(Val::Any),
+        Val::Gate(Gate::Args(k), d) => {
+            let (a, b) = (d + offset, i64::from(bytes));
+            let clean = args.get(usize::from(k)).is_some_and(|s| {
+                let end = i64::try_from(s.size).unwrap_or(0);
+                a >= 0
+                    && a + b <= end
+                    && !s.hazards.iter().any(|&(lo, hi)| {
+                        let (lo, hi) = (lo.min(i64::MAX as u64) as i64, hi.min(i64::MAX as u64) as i64);
+                        a < hi && a + b > lo
+                    })
+            });
+            Ok(if !soffset && clean {
+                Val::Clean
+            } else {
+                Val::Any
+            })
+        }
         // Through a code-derived address: [`super::flow`] reads those (`flow/place.rs`); a
         // caller that comes here anyway gets a code-derived value.
         Val::Pc(_)

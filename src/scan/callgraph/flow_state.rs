@@ -125,6 +125,12 @@ pub enum Gate {
     Dispatch,
     /// The queue (`amd_queue_t`: its ring holds the packets).
     Queue,
+    /// The kernarg segment of kernel `.0` of those followed only because a table call is taken
+    /// (it declares no slot this proof drops): its explicit arguments and scalar hidden
+    /// arguments load as nothing followed, anything else (a runtime pointer such as
+    /// `hidden_queue_ptr`, which leads to the dispatch packet's `kernel_object`, a gap, a byte
+    /// outside the segment) as followed ([`super::flow_entry::load_value`]).
+    Args(u16),
 }
 
 pub(super) fn join(a: Val, b: Val) -> Val {

@@ -40,6 +40,10 @@ impl Ctx<'_> {
             Val::Kernarg(d) => format!("a pointer to the kernarg segment (slot {d:+})"),
             Val::Gate(Gate::Dispatch, _) => "the dispatch packet pointer".into(),
             Val::Gate(Gate::Queue, _) => "the queue pointer".into(),
+            Val::Gate(Gate::Args(_), _) => {
+                "the kernarg segment pointer of a kernel followed because a table call is taken"
+                    .into()
+            }
             Val::Pc(a) => format!("a computed code address (0x{a:x})"),
             Val::PcAny | Val::ImgCarry(_) | Val::ImgHi => {
                 "an address computed from a code address".into()
@@ -436,6 +440,14 @@ impl Ctx<'_> {
         if matches!(base, Val::Kernarg(_)) && !soffset {
             self.kernarg_loads += 1;
         }
-        load_value(base, offset, soffset, bytes, self.bounds, self.cov)
+        load_value(
+            base,
+            offset,
+            soffset,
+            bytes,
+            self.bounds,
+            self.cov,
+            &self.args,
+        )
     }
 }
