@@ -60,8 +60,8 @@ mod trace;
 mod vop3_table;
 
 pub use decode::decode;
-pub use flow::{ArgSegment, FlowStats};
-pub use flow_entry::{kernel_descriptors, FlowRefusal, FlowRoot};
+pub use flow::FlowStats;
+pub use flow_entry::{kernel_descriptors, ArgSegment, FlowRefusal, FlowRoot};
 pub use inst::{Gen, Inst, Op};
 pub use isa::{branch_offset, interrupt_sites, is_interrupt_msg, trap_entry, InterruptSites, Isa};
 pub use reach::{Reach, Reached};

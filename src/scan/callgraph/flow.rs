@@ -66,7 +66,7 @@
 use std::collections::BTreeMap;
 
 use super::decode::decode;
-use super::flow_entry::{kernel_entry, FlowRefusal, FlowRoot};
+use super::flow_entry::{kernel_entry, ArgSegment, FlowRefusal, FlowRoot};
 use super::flow_marks;
 use super::flow_state::{State, Val};
 use super::inst::{Gen, Inst, Op, Reg};
@@ -176,22 +176,6 @@ struct Ctx<'a> {
     /// Each kernel followed only because a table call is taken ([`super::flow_state::Gate::Args`]
     /// indexes it): its kernarg segment.
     args: Vec<ArgSegment>,
-}
-
-/// One kernel's kernarg segment, from its metadata (llvm `AMDGPUUsage.rst`, "Code Object V3
-/// Metadata" `.kernarg_segment_size` and `.args`), for a kernel whose declaration stays: a load
-/// through its segment pointer reads nothing followed inside `[0, size)` and outside every
-/// `hazard`, else a followed value.
-#[derive(Debug, Clone, Default)]
-pub struct ArgSegment {
-    /// Its kernel descriptor's symbol (`name.kd`).
-    pub kd: String,
-    /// `.kernarg_segment_size`, bytes (0 when not known: every load is followed).
-    pub size: u64,
-    /// Byte ranges `[from, to)` of the arguments that may hold a pointer to a runtime structure
-    /// (`hidden_queue_ptr`, `hidden_default_queue`, …; any kind but the explicit arguments other
-    /// than `queue` and the scalar hidden arguments), or whose place is not known.
-    pub hazards: Vec<(u64, u64)>,
 }
 
 impl Graph {

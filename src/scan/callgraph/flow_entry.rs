@@ -27,6 +27,22 @@ pub struct FlowRoot {
     pub kernarg_size: u64,
 }
 
+/// One kernel's kernarg segment, from its metadata (llvm `AMDGPUUsage.rst`, "Code Object V3
+/// Metadata" `.kernarg_segment_size` and `.args`), for a kernel whose declaration stays: a load
+/// through its segment pointer reads nothing followed inside `[0, size)` and outside every
+/// `hazard`, else a followed value.
+#[derive(Debug, Clone, Default)]
+pub struct ArgSegment {
+    /// Its kernel descriptor's symbol (`name.kd`).
+    pub kd: String,
+    /// `.kernarg_segment_size`, bytes (0 when not known: every load is followed).
+    pub size: u64,
+    /// Byte ranges `[from, to)` of the arguments that may hold a pointer to a runtime structure
+    /// (`hidden_queue_ptr`, `hidden_default_queue`, …; any kind but the explicit arguments other
+    /// than `queue` and the scalar hidden arguments), or whose place is not known.
+    pub hazards: Vec<(u64, u64)>,
+}
+
 /// Why the flow refuses: the function, the instruction's address and a reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowRefusal {
@@ -190,7 +206,7 @@ pub(super) fn load_value(
     bytes: u32,
     bounds: (i64, i64),
     cov: u32,
-    args: &[super::flow::ArgSegment],
+    args: &[ArgSegment],
 ) -> Result<Val, String> {
     let b = i64::from(bytes);
     match base {
