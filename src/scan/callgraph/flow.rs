@@ -35,9 +35,9 @@
 //! - once a call or jump goes through a function table's entry, which is trusted to hold a
 //!   function's start the image names, every other kernel of the image (what may write the
 //!   table) is followed as well, from its descriptor's registers, its kernarg segment pointer
-//!   as [`super::flow_state::Gate::Args`] (only its explicit and scalar hidden arguments load as
-//!   nothing followed; `hidden_queue_ptr` leads to the packet's `kernel_object`, the twelfth
-//!   review's `queuekd`): what it makes of a code address is refused where it leaves the registers,
+//!   as [`super::flow_state::Gate::Args`] (a load of an argument that may hold a runtime
+//!   pointer, or outside the segment, gives a followed value: `hidden_queue_ptr` leads to the
+//!   packet's `kernel_object`, the twelfth review's `queuekd`): what it makes of a code address is refused where it leaves the registers,
 //!   and any store into the image (at an image address: where a table lies) or of any code or
 //!   data address (read back, it is a value nothing follows, from which a table's address or
 //!   an address inside a function can be computed: the eleventh review's `retspill`, `fnspill`)
@@ -289,6 +289,11 @@ impl Graph {
         let mut followed: std::collections::HashSet<u32> = all.iter().copied().collect();
         let mut lanes = roots.iter().map(|r| wave32(&r.kd)).collect::<Vec<_>>();
         let kds = super::flow_entry::kernel_descriptors(data);
+        // Each kernel descriptor symbol's segment, the first one `args` lists for it.
+        let mut segments: std::collections::HashMap<&str, &ArgSegment> = Default::default();
+        for a in args {
+            segments.entry(a.kd.as_str()).or_insert(a);
+        }
         for (kd_addr, _, name) in &img.objects {
             let Some(node) = name.strip_suffix(".kd").and_then(|_| self.node(name)) else {
                 continue;
@@ -324,12 +329,8 @@ impl Graph {
                     "a function table's entry is called, and the image has more kernels than this rcclfix follows".into(),
                 ));
             };
-            let segment = args
-                .iter()
-                .find(|a| &a.kd == name)
-                .cloned()
-                .unwrap_or_default();
-            cx.args.push(segment);
+            let segment = segments.get(name.as_str()).copied().cloned();
+            cx.args.push(segment.unwrap_or_default());
             entries.push((node, kernel_entry(&r, self, architected, Some(k))?));
             lanes.push(wave32(&kd));
             all.push(node);

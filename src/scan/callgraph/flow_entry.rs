@@ -247,15 +247,16 @@ pub(super) fn load_value(
         }
         Val::Gate(Gate::Queue, _) => Ok(Val::Any),
         Val::Gate(Gate::Args(k), d) => {
-            let (a, b) = (d + offset, i64::from(bytes));
+            let a = d + offset;
             let clean = args.get(usize::from(k)).is_some_and(|s| {
                 let end = i64::try_from(s.size).unwrap_or(0);
+                // Both ends are non-negative once inside the segment.
                 a >= 0
                     && a + b <= end
-                    && !s.hazards.iter().any(|&(lo, hi)| {
-                        let (lo, hi) = (lo.min(i64::MAX as u64) as i64, hi.min(i64::MAX as u64) as i64);
-                        a < hi && a + b > lo
-                    })
+                    && !s
+                        .hazards
+                        .iter()
+                        .any(|&(lo, hi)| (a as u64) < hi && ((a + b) as u64) > lo)
             });
             Ok(if !soffset && clean {
                 Val::Clean

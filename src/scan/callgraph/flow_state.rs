@@ -126,10 +126,10 @@ pub enum Gate {
     /// The queue (`amd_queue_t`: its ring holds the packets).
     Queue,
     /// The kernarg segment of kernel `.0` of those followed only because a table call is taken
-    /// (it declares no slot this proof drops): its explicit arguments and scalar hidden
-    /// arguments load as nothing followed, anything else (a runtime pointer such as
-    /// `hidden_queue_ptr`, which leads to the dispatch packet's `kernel_object`, a gap, a byte
-    /// outside the segment) as followed ([`super::flow_entry::load_value`]).
+    /// (it declares no slot this proof drops): a load inside the segment and clear of every
+    /// argument that may hold a runtime pointer (such as `hidden_queue_ptr`, which leads to the
+    /// dispatch packet's `kernel_object`) gives nothing followed, anything else a followed value
+    /// ([`super::flow_entry::ArgSegment`], [`super::flow_entry::load_value`]).
     Args(u16),
 }
 
