@@ -57,6 +57,7 @@ mod layout;
 mod reach;
 mod salu_table;
 mod trace;
+mod valu_full;
 mod vop3_table;
 
 pub use decode::decode;

@@ -191,6 +191,10 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
             x.kills.retain(|&(r, _)| r != V + vdst as Reg);
         }
     }
+    // No DPP or SDWA word, and (gfx11+) a destination field no true16 half may hide in: what
+    // [`Inst::full`] and [`Inst::lanewise`] need.
+    let t16 = matches!(g, Gen::G11 | Gen::G12) && vdst >= 128;
+    let plain = !(dpp || sdwa || t16);
     if w >> 25 == 0x3F {
         // VOP1: op [16:9]. `v_swap_b32` reads its destination too.
         let op = vsrc1;
@@ -227,6 +231,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
             }
         } else {
             x.vdst(vdst, 2, if relative { 0 } else { 1 });
+            x.full = plain && !relative && super::valu_full::vop1(g, op);
             if op == mov && extra == 0 && !(106..256).contains(&src0) {
                 x.op = Op::Copy {
                     dst: V + vdst as Reg,
@@ -239,12 +244,18 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
                 };
             }
         }
+        if x.full {
+            exact_operands(&mut x, g, w, None, false);
+        }
+        x.lanewise = x.full;
         return x;
     }
     if w >> 25 == 0x3E {
         // VOPC: writes vcc (and exec for v_cmpx, or an opcode whose VOP3 form is not known).
         x.words = 1 + extra;
         x.vsrc(vsrc1, 2);
+        x.lanewise = !dpp && !sdwa;
+        x.eq_cmp = extra == 0 && super::inst::eq_compare(g, (w >> 17) & 0xff);
         x.sdst(u32::from(VCC), 2, 0);
         if short_row(g, w).is_none_or(|e| e & (1 << 11) != 0) {
             x.sdst(u32::from(EXEC), 2, 0);
@@ -271,7 +282,48 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         x.sdst(u32::from(VCC), 2, 0);
     }
     x.vdst(vdst, 2, 1);
+    x.full = plain && super::valu_full::vop2(g, op);
+    if x.full {
+        // v_mac_f32 (gfx9) and v_fmac_f32 add to their destination.
+        let mac = match g {
+            Gen::G9 => matches!(op, 0x16 | 0x3b),
+            _ => op == 0x2b,
+        };
+        exact_operands(&mut x, g, w, Some(vsrc1), mac);
+    }
+    x.lanewise = x.full;
     x
+}
+
+/// The operands of a VOP1 or VOP2 word whose opcode [`super::valu_full`] lists, as its VOP3
+/// form's row says (the widths the general decode over-approximates as two registers): src0,
+/// `vsrc1` (VOP2), `vcc` (the carry-in and `v_cndmask_b32` read it), the destination when the
+/// operation adds to it (`mac`); the destination written whole at the row's width. Left as decoded
+/// where the row is not known (then [`Inst::full`] is cleared).
+fn exact_operands(x: &mut Inst, g: Gen, w: u32, vsrc1: Option<u32>, mac: bool) {
+    let Some(e) = short_row(g, w) else {
+        x.full = false;
+        return;
+    };
+    let width = |c: u16| match c & 3 {
+        1 => 1,
+        2 => 2,
+        _ => 0,
+    };
+    let (n0, n1, nd) = (width(e), width(e >> 2), width(e >> 7).max(1));
+    let vdst = (w >> 17) & 0xff;
+    x.reads.clear();
+    x.src(w & 0x1ff, n0.max(1));
+    if let Some(v) = vsrc1 {
+        x.vsrc(v, n1.max(1));
+        x.reads.push((VCC, 2));
+    }
+    if mac {
+        x.reads.push((V + vdst as Reg, nd));
+    }
+    x.writes.retain(|&(r, _)| r < V);
+    x.kills.retain(|&(r, _)| r < V);
+    x.vdst(vdst, nd, nd);
 }
 
 /// VOP3 and VOP3P (64 bits, plus a literal or a DPP word from gfx10/gfx11 on): which sources
@@ -360,6 +412,25 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     if packed {
         return x;
     }
+    // op_sel (bits [14:11]) picks 16-bit halves; a VOP3b's scalar carry-out sits there instead.
+    let halves = e & (1 << 9) == 0 && (w >> 11) & 0xf != 0;
+    if !dpp && op < 0x100 {
+        // A compare: a lane mask of what each enabled lane compares.
+        x.lanewise = true;
+        x.eq_cmp = super::inst::eq_compare(g, op as u32);
+    } else if !dpp && !halves && e & (1 << 6) == 0 && super::valu_full::vop3(g, op as u32) {
+        x.full = true;
+        x.lanewise = true;
+        x.kills.push((V + vdst as Reg, dn));
+        // v_mac_f32/v_fmac_f32 in VOP3 form add to their destination.
+        let mac = match g {
+            Gen::G9 => matches!(op, 0x116 | 0x13b),
+            _ => op == 0x12b,
+        };
+        if mac {
+            x.reads.push((V + vdst as Reg, dn));
+        }
+    }
     let (vop1_base, readlane, writelane) = match g {
         Gen::G9 => (0x140, 0x289, 0x28a),
         _ => (0x180, 0x360, 0x361),
@@ -375,10 +446,12 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
         if relative {
             x.op = Op::Relative;
         }
-        if srcs[0] >= 256 {
-            x.vdst(srcs[0] - 256, 1, 0);
+        if !x.full {
+            if srcs[0] >= 256 {
+                x.vdst(srcs[0] - 256, 1, 0);
+            }
+            x.reads.push((V + vdst as Reg, 1));
         }
-        x.reads.push((V + vdst as Reg, 1));
     }
     if words != 2 {
         return x;
@@ -459,8 +532,13 @@ fn vopd(w: u32, w1: Option<u32>) -> Inst {
     let hx = half(opx, srcx0, w >> 9, (V + vdstx as Reg, 1));
     let hy = half(opy, srcy0, w1 >> 9, (V + vdsty as Reg, 1));
     x.reads.extend(hx.reads.iter().chain(&hy.reads).copied());
-    x.vdst(vdstx, 1, 0);
-    x.vdst(vdsty, 1, 0);
+    // Every VOPD operation has a 32-bit result (llvm `VOPDInstructions.td`).
+    let known = |op: u32| op <= 13 || matches!(op, 16..=18);
+    let full = known(opx) && known(opy);
+    x.vdst(vdstx, 1, u16::from(full));
+    x.vdst(vdsty, 1, u16::from(full));
+    x.full = full;
+    x.lanewise = full;
     x.op = Op::Dual([hx, hy]);
     x
 }

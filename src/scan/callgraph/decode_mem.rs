@@ -93,7 +93,24 @@ pub(super) fn ds(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         x.vsrc(w1 >> 8, 4);
         x.vsrc(w1 >> 16, 4);
     }
-    x.vdst(w1 >> 24, 4, 0);
+    // A plain load whose result fills its registers (`ds_read_b32`/`_b64`/`_b96`/`_b128`, the
+    // `2addr` forms, the 8- and 16-bit loads that extend to 32 bits; not `_d16`), from gfx10 on
+    // (gfx90a's ACC bit would make the destination an AGPR): it writes those registers whole in
+    // the lanes `exec` enables.
+    let whole = match (w >> 18) & 0xff {
+        0x36 | 0x39..=0x3c => 1,
+        0x37 | 0x38 | 0x76 => 2,
+        0xfe => 3,
+        0x77 | 0x78 | 0xff => 4,
+        _ => 0,
+    };
+    if g != Gen::G9 && whole > 0 {
+        x.vdst(w1 >> 24, 4, whole);
+        x.full = true;
+        x.lanewise = true;
+    } else {
+        x.vdst(w1 >> 24, 4, 0);
+    }
     x
 }
 
@@ -161,15 +178,21 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         x.vsrc(w1 >> 8, n);
     }
     let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
+    // gfx9/gfx10's LDS bit (13): the load goes to LDS, not to its destination.
+    let lds = g != Gen::G11 && (w >> 13) & 1 != 0;
     // A plain load writes its width and no more (FLAT has no TFE); a store writes no register;
     // anything else (an atomic that may return) up to four.
     if !flat_store(g, (w >> 18) & 0x7f) {
         x.vdst(
             w1 >> 24,
             if load > 0 { load } else { 4 },
-            if acc { 0 } else { load },
+            if acc || lds { 0 } else { load },
         );
     }
+    // FLAT, GLOBAL and SCRATCH read and write registers only in the lanes exec enables; a plain
+    // load (8 and 16 bits extended to 32, never `_d16`) fills what it writes.
+    x.lanewise = true;
+    x.full = load > 0 && !acc && !lds;
     x
 }
 
@@ -232,11 +255,21 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     }
     x.vsrc(w2, 2);
     x.addr_from(0);
-    let load = flat_load_width(Gen::G12, (w >> 14) & 0xff);
+    let op = (w >> 14) & 0xff;
+    let load = flat_load_width(Gen::G12, op);
+    // gfx12 numbers its plain stores as gfx11 does (llvm-mc 21: `global_store_b8` 0x18 …
+    // `_b128` 0x1D, `_d16_hi_b8`/`_b16` 0x24/0x25, in all three segments); a store writes no
+    // register.
+    let store = flat_store(Gen::G11, op);
     if load == 0 {
-        x.vsrc(w1 >> 23, 4);
+        let n = if store { store_width(Gen::G11, op) } else { 4 };
+        x.vsrc(w1 >> 23, n);
     }
-    x.vdst(w1, if load > 0 { load } else { 4 }, load);
+    if !store {
+        x.vdst(w1, if load > 0 { load } else { 4 }, load);
+    }
+    x.lanewise = true;
+    x.full = load > 0;
     x
 }
 

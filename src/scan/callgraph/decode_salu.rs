@@ -184,6 +184,16 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
         if n > 0 && d < 106 {
             x.op = Op::AndSaveExec { dst: d as Reg, n };
         }
+        // s_or_saveexec_b32/b64 (llvm-mc 21: 0x21 gfx9 (b64); 0x3D/0x25 gfx10; 0x22/0x23 gfx11
+        // and gfx12): a prologue's "every lane on".
+        let n = match (g, op) {
+            (Gen::G9, 0x21) | (Gen::G10, 0x25) | (Gen::G11 | Gen::G12, 0x23) => 2,
+            (Gen::G10, 0x3D) | (Gen::G11 | Gen::G12, 0x22) => 1,
+            _ => 0,
+        };
+        if n > 0 && d < 106 {
+            x.op = Op::OrSaveExec { dst: d as Reg, n };
+        }
     }
     x
 }
@@ -292,6 +302,21 @@ pub(super) fn sop2(g: Gen, w: u32, literal: Option<u32>) -> Inst {
             let reg = |s: u32| sgpr(s).or((s == u32::from(EXEC)).then_some(EXEC));
             if let (Some(a), Some(b)) = (reg(s0), reg(s1)) {
                 x.op = Op::Xor { dst, a, b, n: n0 };
+            }
+        }
+        // s_and, s_or, s_andn2 (s_and_not1) b32/b64 (llvm-mc 21: 0x0C/0x0D, 0x0E/0x0F,
+        // 0x12/0x13 gfx9; 0x0E/0x0F, 0x10/0x11, 0x14/0x15 gfx10; 0x16/0x17, 0x18/0x19, 0x22/0x23
+        // gfx11 and gfx12).
+        _ if logic(g, op).is_some() => {
+            let reg = |s: u32| sgpr(s).or((s == u32::from(EXEC)).then_some(EXEC));
+            if let (Some(a), Some(b), Some(kind)) = (reg(s0), reg(s1), logic(g, op)) {
+                x.op = Op::Logic {
+                    dst,
+                    a,
+                    b,
+                    n: n0,
+                    kind,
+                };
             }
         }
         // A select of anything else (vcc, m0, exec, ttmps, src_scc …) is read as an ALU op of
@@ -443,4 +468,20 @@ pub(super) fn sopp(g: Gen, w: u32) -> Inst {
         };
     }
     x
+}
+
+/// The bitwise operation of SOP2 opcode `op`, when it is `s_and`, `s_or` or `s_andn2`
+/// (`s_and_not1`) of 32 or 64 bits.
+fn logic(g: Gen, op: u32) -> Option<super::inst::Logic> {
+    use super::inst::Logic;
+    let base = match g {
+        Gen::G9 => [0x0C, 0x0E, 0x12],
+        Gen::G10 => [0x0E, 0x10, 0x14],
+        Gen::G11 | Gen::G12 => [0x16, 0x18, 0x22],
+    };
+    let kinds = [Logic::And, Logic::Or, Logic::AndNot];
+    base.iter()
+        .zip(kinds)
+        .find(|(&b, _)| op == b || op == b + 1)
+        .map(|(_, k)| k)
 }

@@ -374,3 +374,237 @@ fn stores_read_their_data_width() {
     let x3 = decode(Gen::G10, &[0xDC7C_8000, 0x007D_0200], 0);
     assert!(x3.reads.contains(&(V + 2, 3)), "{x3:?}");
 }
+
+/// Which writes fill their VGPR destination in every lane `exec` enables ([`Inst::full`]), which
+/// read and write only those lanes ([`Inst::lanewise`]), and the operands of a listed opcode read
+/// exactly (llvm-mc 21 `-show-encoding`): what [`super::super::flow_exec`] replaces a VGPR's
+/// value on.
+#[test]
+fn full_and_lanewise_writes() {
+    // (generation, bytes, full, lanewise, VGPRs it certainly writes)
+    type Row<'a> = (Gen, &'a [u8], bool, bool, &'a [(Reg, u16)]);
+    let cases: &[Row] = &[
+        // gfx1100 v_sub_nc_u32_e32 v5, 0, v0
+        (
+            Gen::G11,
+            &[0x80, 0x00, 0x0a, 0x4c],
+            true,
+            true,
+            &[(V + 5, 1)],
+        ),
+        // gfx1100 v_add_f16_e32 v5, v0, v1: 16 bits, the other half kept
+        (Gen::G11, &[0x00, 0x03, 0x0a, 0x64], false, false, &[]),
+        // gfx1100 v_mov_b32_dpp v1, v2 quad_perm:[0,1,2,3] row_mask:0xf bank_mask:0xf
+        (
+            Gen::G11,
+            &[0xfa, 0x02, 0x02, 0x7e, 0x02, 0xe4, 0x00, 0xff],
+            false,
+            false,
+            &[],
+        ),
+        // gfx1100 v_add_co_u32 v0, vcc_lo, v0, v2 (VOP3b: the carry-out field is no op_sel)
+        (
+            Gen::G11,
+            &[0x00, 0x6a, 0x00, 0xd7, 0x00, 0x05, 0x02, 0x00],
+            true,
+            true,
+            &[(V, 1)],
+        ),
+        // gfx1100 v_add_nc_u16 v0, v1, v2 op_sel:[0,0,1]
+        (
+            Gen::G11,
+            &[0x00, 0x40, 0x03, 0xd7, 0x01, 0x05, 0x02, 0x00],
+            false,
+            false,
+            &[],
+        ),
+        // gfx1100 v_mad_u64_u32 v[1:2], null, s5, s0, v[3:4]
+        (
+            Gen::G11,
+            &[0x01, 0x7c, 0xfe, 0xd6, 0x05, 0x00, 0x0c, 0x04],
+            true,
+            true,
+            &[(V + 1, 2)],
+        ),
+        // gfx1100 global_load_b32 v1, v[2:3], off
+        (
+            Gen::G11,
+            &[0x00, 0x00, 0x52, 0xdc, 0x02, 0x00, 0x7c, 0x01],
+            true,
+            true,
+            &[(V + 1, 1)],
+        ),
+        // gfx1100 global_load_d16_b16 v1, v[2:3], off
+        (
+            Gen::G11,
+            &[0x00, 0x00, 0x82, 0xdc, 0x02, 0x00, 0x7c, 0x01],
+            false,
+            true,
+            &[],
+        ),
+        // gfx1100 ds_load_b32 v1, v2
+        (
+            Gen::G11,
+            &[0x00, 0x00, 0xd8, 0xd8, 0x02, 0x00, 0x00, 0x01],
+            true,
+            true,
+            &[(V + 1, 1)],
+        ),
+        // gfx1100 ds_load_u16_d16 v1, v2
+        (
+            Gen::G11,
+            &[0x00, 0x00, 0x98, 0xda, 0x02, 0x00, 0x00, 0x01],
+            false,
+            false,
+            &[],
+        ),
+        // gfx1100 v_readfirstlane_b32 s0, v4: reads the first lane exec enables, or lane 0
+        (Gen::G11, &[0x04, 0x05, 0x00, 0x7e], false, false, &[]),
+        // gfx90a v_add_u32_e32 v1, v2, v3
+        (
+            Gen::G9,
+            &[0x02, 0x07, 0x02, 0x68],
+            true,
+            true,
+            &[(V + 1, 1)],
+        ),
+        // gfx90a v_add_u16_e32 v1, v2, v3
+        (Gen::G9, &[0x02, 0x07, 0x02, 0x4c], false, false, &[]),
+        // gfx90a ds_read_b32 v1, v2 (gfx90a's ACC bit could name an AGPR: not counted)
+        (
+            Gen::G9,
+            &[0x00, 0x00, 0x6c, 0xd8, 0x02, 0x00, 0x00, 0x01],
+            false,
+            false,
+            &[],
+        ),
+    ];
+    for (k, &(g, bytes, full, lanewise, kills)) in cases.iter().enumerate() {
+        let i = decode(g, &words(bytes), 0);
+        assert_eq!((i.full, i.lanewise), (full, lanewise), "case {k}: {i:?}");
+        let vk: Vec<(Reg, u16)> = i.kills.iter().copied().filter(|&(r, _)| r >= V).collect();
+        if full {
+            assert_eq!(vk, kills, "case {k}: {i:?}");
+        }
+    }
+    // gfx1100 v_sub_nc_u32_e32 v5, 0, v0 reads v0 alone (not v1, not its destination).
+    let sub = decode(Gen::G11, &words(&[0x80, 0x00, 0x0a, 0x4c]), 0);
+    let vr: Vec<(Reg, u16)> = sub.reads.iter().copied().filter(|&(r, _)| r >= V).collect();
+    assert_eq!(vr, [(V, 1)], "{sub:?}");
+    // v_fmac_f32 adds to its destination, in both forms.
+    for b in [
+        &[0x02, 0x07, 0x02, 0x56][..],
+        &[0x01, 0x00, 0x2b, 0xd5, 0x02, 0x07, 0x02, 0x00][..],
+    ] {
+        let i = decode(Gen::G11, &words(b), 0);
+        assert!(i.full && i.reads.contains(&(V + 1, 1)), "{i:?}");
+    }
+    // gfx1100 v_cmpx_eq_u64_e64 s[0:1], v[4:5]: an equality compare, lanewise.
+    let cmp = decode(
+        Gen::G11,
+        &words(&[0x7e, 0x00, 0xda, 0xd4, 0x00, 0x08, 0x02, 0x00]),
+        0,
+    );
+    assert!(cmp.eq_cmp && cmp.lanewise && !cmp.full, "{cmp:?}");
+}
+
+/// gfx12's plain stores read their data's width and write no register (llvm-mc 21).
+#[test]
+fn gfx12_stores_read_their_width() {
+    // global_store_b32 v[0:1], v2, off; global_store_b128 v[0:1], v[2:5], off
+    for (bytes, n) in [
+        (
+            &[
+                0x7c, 0x80, 0x06, 0xee, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+            ],
+            1,
+        ),
+        (
+            &[
+                0x7c, 0x40, 0x07, 0xee, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+            ],
+            4,
+        ),
+    ] {
+        let i = decode(Gen::G12, &words(bytes), 0);
+        assert!(i.reads.contains(&(V + 2, n)), "{i:?}");
+        assert!(!i.writes.iter().any(|&(r, _)| r >= V), "{i:?}");
+    }
+}
+
+/// The exec moves the lane split follows (llvm-mc 21): `s_or_saveexec` with every lane on, and
+/// `s_and`, `s_or`, `s_andn2` (`s_and_not1`) of `exec` with a register.
+#[test]
+fn exec_moves_are_decoded() {
+    use crate::scan::callgraph::inst::Logic;
+    let cases: &[(Gen, &[u8], Op)] = &[
+        // gfx1100 s_or_saveexec_b32 s0, -1
+        (
+            Gen::G11,
+            &[0xc1, 0x22, 0x80, 0xbe],
+            Op::OrSaveExec { dst: 0, n: 1 },
+        ),
+        // gfx90a s_or_saveexec_b64 s[0:1], -1
+        (
+            Gen::G9,
+            &[0xc1, 0x21, 0x80, 0xbe],
+            Op::OrSaveExec { dst: 0, n: 2 },
+        ),
+        // gfx1100 s_and_b32 exec_lo, exec_lo, s0
+        (
+            Gen::G11,
+            &[0x7e, 0x00, 0x7e, 0x8b],
+            Op::Logic {
+                dst: EXEC,
+                a: EXEC,
+                b: 0,
+                n: 1,
+                kind: Logic::And,
+            },
+        ),
+        // gfx1100 s_or_b32 exec_lo, exec_lo, s21
+        (
+            Gen::G11,
+            &[0x7e, 0x15, 0x7e, 0x8c],
+            Op::Logic {
+                dst: EXEC,
+                a: EXEC,
+                b: 21,
+                n: 1,
+                kind: Logic::Or,
+            },
+        ),
+        // gfx1100 s_and_not1_b32 exec_lo, exec_lo, s0
+        (
+            Gen::G11,
+            &[0x7e, 0x00, 0x7e, 0x91],
+            Op::Logic {
+                dst: EXEC,
+                a: EXEC,
+                b: 0,
+                n: 1,
+                kind: Logic::AndNot,
+            },
+        ),
+        // gfx90a s_andn2_b64 exec, exec, s[0:1]
+        (
+            Gen::G9,
+            &[0x7e, 0x00, 0xfe, 0x89],
+            Op::Logic {
+                dst: EXEC,
+                a: EXEC,
+                b: 0,
+                n: 2,
+                kind: Logic::AndNot,
+            },
+        ),
+    ];
+    for (k, (g, bytes, op)) in cases.iter().enumerate() {
+        let i = decode(*g, &words(bytes), 0);
+        assert_eq!(&i.op, op, "case {k}: {i:?}");
+        assert!(
+            i.writes.iter().any(|&(r, n)| (r..r + n).contains(&EXEC)),
+            "case {k}: {i:?}"
+        );
+    }
+}

@@ -137,6 +137,20 @@ pub enum Op {
     /// `dst = exec; exec &= src` (`s_and_saveexec_b32/b64`, `n` registers), for
     /// [`super::flow_marks`]; otherwise an ALU operation of what it reads.
     AndSaveExec { dst: Reg, n: u16 },
+    /// `dst = exec; exec |= src` (`s_or_saveexec_b32/b64`, `n` registers: how a function's
+    /// prologue turns on every lane to save a VGPR whole), for [`super::flow_exec`]; otherwise an
+    /// ALU operation of what it reads.
+    OrSaveExec { dst: Reg, n: u16 },
+    /// `dst = a & b`, `a | b` or `a & !b` of two registers (`s_and_b32/b64`, `s_or_b32/b64`,
+    /// `s_andn2_b32/b64` / `s_and_not1_*`): how code narrows and restores `exec`, for
+    /// [`super::flow_exec`]; otherwise an ALU operation of what it reads.
+    Logic {
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        n: u16,
+        kind: Logic,
+    },
     /// `dst = sext(src[15:0])` (gfx11/gfx12 `s_sext_i32_i16`): what gfx12 does to the high half
     /// of `s_getpc_b64`'s result, for [`super::flow_marks`]; otherwise an ALU operation.
     Sext16 { dst: Reg, src: Reg },
@@ -184,6 +198,17 @@ pub enum Op {
     Unknown,
 }
 
+/// Which bitwise operation an [`Op::Logic`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logic {
+    /// `a & b`.
+    And,
+    /// `a | b`.
+    Or,
+    /// `a & !b`.
+    AndNot,
+}
+
 /// One half of a VOPD instruction ([`Op::Dual`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Half {
@@ -216,6 +241,18 @@ pub struct Inst {
     /// It does more than write its registers (`s_setreg_b32`, `s_sleep_var`, `s_setvskip`, an
     /// opcode not classified): what it reads may act where the flow does not see.
     pub effect: bool,
+    /// It reads and writes VGPRs only in the lanes `exec` enables, each lane its own (no DPP,
+    /// no lane-crossing operation): under an `exec` within the function's entry `exec` it
+    /// touches none of the lanes outside that ([`super::flow_exec`]).
+    pub lanewise: bool,
+    /// Lanewise, and every VGPR of `kills` gets all 32 bits in every lane `exec` enables (a
+    /// 32-bit or 64-bit result, no 16-bit half, `d16` load, SDWA or DPP row mask): what the
+    /// register held in those lanes is gone ([`super::valu_full`]).
+    pub full: bool,
+    /// An integer equality compare (`v_cmp_eq`/`v_cmp_ne`, `v_cmpx_eq`/`v_cmpx_ne` of `i32`,
+    /// `u32`, `i64`, `u64`; [`eq_compare`]): what it writes says only whether its two sources
+    /// are equal.
+    pub eq_cmp: bool,
 }
 
 impl Inst {
@@ -229,6 +266,9 @@ impl Inst {
             addr: Vec::new(),
             vector: false,
             effect: false,
+            lanewise: false,
+            full: false,
+            eq_cmp: false,
         }
     }
 
@@ -303,4 +343,18 @@ pub(super) fn constant(s: u32, literal: Option<u32>) -> Option<i64> {
         255 => literal.map(|l| i64::from(l as i32)),
         _ => None,
     }
+}
+
+/// Whether VOPC opcode `op` (its VOP3 form's opcode too, 0–255) is an integer equality compare:
+/// `v_cmp_eq`/`v_cmp_ne` (and `v_cmpx_*`) of `i32`, `u32`, `i64`, `u64`. Each type's eight
+/// compares start at a multiple of 8 (`f`, `lt`, `eq`, `le`, `gt`, `ne`/`lg`, `ge`, `t`): llvm
+/// `VOPCInstructions.td` (gfx8/gfx9 `0xc0`–`0xff`, gfx10 `0x80`–`0xff`, gfx11/gfx12 `0x40`–`0x5f`
+/// and `0xc0`–`0xdf`).
+pub(super) fn eq_compare(g: Gen, op: u32) -> bool {
+    let int = match g {
+        Gen::G9 => (0xc0..0x100).contains(&op),
+        Gen::G10 => (0x80..0x100).contains(&op),
+        Gen::G11 | Gen::G12 => (0x40..0x60).contains(&op) || (0xc0..0xe0).contains(&op),
+    };
+    int && matches!(op & 7, 2 | 5)
 }
