@@ -48,6 +48,7 @@ mod decode_mem;
 mod decode_salu;
 mod flow;
 mod flow_entry;
+mod flow_exec;
 mod flow_marks;
 mod flow_state;
 mod image;

@@ -174,8 +174,8 @@ fn compile(dir: &Path) {
     review(dir, fixtures, 10, &["lutret6", "lutko6", "tabshift"], &[]);
     // The eleventh review's `retspill` and `fnspill` (`findings11/`).
     review(dir, fixtures, 11, &["retspill", "fnspill"], &[]);
-    // The twelfth review's `queuekd` (`findings12/`; its `entbase` is still patched, README).
-    review(dir, fixtures, 12, &["queuekd"], &[]);
+    // The twelfth review's `queuekd` and `entbase` (`findings12/`).
+    review(dir, fixtures, 12, &["queuekd", "entbase"], &[]);
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -232,6 +232,11 @@ fn refused(dir: &Path, co: &str, asserts: bool) -> PatchRefused {
 /// `patch --asserts`, `<prefix>p_<name>-<arch>.co` (the table-call variant) under plain `patch`
 /// and `patch --asserts`, each refused with a message that contains `says`.
 fn refused_saying(dir: &Path, prefix: &str, name: &str, says: &str) {
+    refused_saying_one_of(dir, prefix, name, &[says]);
+}
+
+/// As [`refused_saying`], the refusal naming any one of `says`.
+fn refused_saying_one_of(dir: &Path, prefix: &str, name: &str, says: &[&str]) {
     for a in ["gfx1100", "gfx90a"] {
         for (co, asserts) in [
             (format!("{prefix}_{name}-{a}.co"), true),
@@ -240,7 +245,7 @@ fn refused_saying(dir: &Path, prefix: &str, name: &str, says: &str) {
         ] {
             let r = refused(dir, &co, asserts);
             assert!(
-                r.to_string().contains(says),
+                says.iter().any(|s| r.to_string().contains(s)),
                 "{co} (asserts: {asserts}): {r}"
             );
         }
@@ -545,7 +550,8 @@ fn slow_findings_of_the_hostile_review() {
     // plus a host constant stored over another (`tabshift`, plain C++). All twelve images were
     // patched at 423fe06 (false proofs); refused now that a load through an address a code
     // address's bits chose is code-derived and no followed code may store into the image once
-    // a table call is taken.
+    // a table call is taken. Since the twelfth review's `entbase` (row 4p) a table's entry loads
+    // as a code address, so `tabshift`'s entry plus a constant is refused before its store.
     for (n, says) in [
         (
             "lutret6",
@@ -555,7 +561,10 @@ fn slow_findings_of_the_hostile_review() {
             "lutko6",
             "an address computed from a code address leaves the registers",
         ),
-        ("tabshift", "code stores into the image at"),
+        (
+            "tabshift",
+            "an address computed from a code address leaves the registers",
+        ),
     ] {
         refused_saying(&d.join("f10"), "r10", n, says);
     }
@@ -563,13 +572,18 @@ fn slow_findings_of_the_hostile_review() {
     // start (`fnspill`, plain C++) stored to host memory and read back as nothing followed, from
     // which a table's address and an address inside a function are computed; all eight images
     // were patched at 9336ba1. Refused now: once a table call is taken, no code or data address
-    // may leave the registers.
+    // may leave the registers. Since row 4p a value loaded back from the image where a
+    // relocation lies is a code address too, so some are refused at the arithmetic before the
+    // store.
     for n in ["retspill", "fnspill"] {
-        refused_saying(
+        refused_saying_one_of(
             &d.join("f11"),
             "r11",
             n,
-            "a code or data address leaves the registers at",
+            &[
+                "a code or data address leaves the registers at",
+                "an address computed from a code address leaves the registers",
+            ],
         );
     }
     // 4o. The twelfth review's `queuekd`: a kernel descriptor's address read through the queue
@@ -581,6 +595,17 @@ fn slow_findings_of_the_hostile_review() {
         "r12",
         "queuekd",
         "a load through a pointer derived from the kernarg segment pointer",
+    );
+    // 4p. The twelfth review's `entbase`: a function table's entry loaded by a kernel declaring
+    // nothing, plus host constants: the table's address and `evil`'s start. All four images were
+    // patched at def205c (and still at d7c0996). Refused now: a table's entry loads as a code
+    // address, and the waterfall loops that load one into VGPRs still prove, since a VGPR write
+    // replaces the lanes exec enables (`flow_exec`).
+    refused_saying(
+        &d.join("f12"),
+        "r12",
+        "entbase",
+        "an address computed from a code address leaves the registers",
     );
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(

@@ -9,7 +9,7 @@
 //!   low half's sum ([`Val::Carry`]), a code address the code computed from `s_getpc_b64`
 //!   ([`Val::Pc`]), a return address ([`Val::Ret`]), an image address plus an offset nothing
 //!   code-derived chose ([`Val::Idx`], with its carry and high half, [`Val::ImgCarry`],
-//!   [`Val::ImgHi`]), a data address a relocation put in the image ([`Val::Entry`]), anything
+//!   [`Val::ImgHi`]), an address a relocation put in the image ([`Val::Entry`]), anything
 //!   else derived from code addresses ([`Val::PcAny`]) or from the followed pointers
 //!   ([`Val::Any`]);
 //! - what a value decides is derived from it as well (implicit flows): SCC, `vcc`, `exec` and the
@@ -17,6 +17,9 @@
 //!   followed condition, a vector instruction under a followed `exec`, a followed value into an
 //!   instruction that acts beyond its registers (`s_setreg_b32`, `s_sleep_var`, …), are refused;
 //!   `s_cselect`, a lane a register chooses and a load's high half add what they depend on;
+//! - a VGPR's value is split into what the lanes `exec` enables hold and what the others hold,
+//!   and a write replaces the first only where the instruction fills its destination in every
+//!   lane it runs in ([`super::flow_exec`]): anything else joins what the register held;
 //! - a load through a kernarg pointer is checked against the slot (8 bytes) and the kernarg
 //!   segment's bounds; one through `Any`, through a register offset, or a kernarg pointer in a
 //!   buffer resource, FLAT, GLOBAL, SCRATCH or image address is refused;
@@ -67,6 +70,7 @@ use std::collections::BTreeMap;
 
 use super::decode::decode;
 use super::flow_entry::{kernel_entry, ArgSegment, FlowRefusal, FlowRoot};
+use super::flow_exec;
 use super::flow_marks;
 use super::flow_state::{State, Val};
 use super::inst::{Gen, Inst, Op, Reg};
@@ -257,7 +261,7 @@ impl Graph {
             forged: None,
             forged_image: flow_marks::forged_code_address(self, &img, &sums),
             table_call: None,
-            relocs: place::data_address_slots(&img, &starts),
+            relocs: place::data_address_slots(&img),
             image_store: None,
             stored_code: None,
             args: Vec::new(),
@@ -476,11 +480,22 @@ impl Ctx<'_> {
                     Op::Call | Op::Jump | Op::Return => self.dest(&inst, pc, next, &st),
                     _ => Dest::Any,
                 };
-                let made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
+                let mut made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
+                // What the instruction does to exec, and the lanes as it runs (a call's callee
+                // is entered with them).
+                let exec = flow_exec::transition(&inst, &st, wave32 == Some(true));
+                made.extend(flow_exec::made(&inst, &st, exec));
+                let wide = flow_exec::wide(&st);
+                let callee = |st: &State| {
+                    let mut s = flow_marks::callee_view(&inst, st);
+                    flow_exec::to_callee(&mut s, wide);
+                    s
+                };
                 let mut flow = self
                     .step(&inst, pc, next, &mut st)
                     .map_err(|r| refuse(pc, r))?;
                 flow_marks::apply(&inst, &mut st, made, &key);
+                flow_exec::apply(exec, &mut st);
                 if stops {
                     flow = Flow::Stops;
                 }
@@ -505,7 +520,7 @@ impl Ctx<'_> {
                         if dest == Dest::Return {
                             out.rets.join_from(&st);
                         } else {
-                            call(&mut out, dest, flow_marks::callee_view(&inst, &st));
+                            call(&mut out, dest, callee(&st));
                             out.tails.push(dest);
                         }
                         goes_on = false;
@@ -514,7 +529,8 @@ impl Ctx<'_> {
                         goes_on = false;
                     }
                     Op::Call => {
-                        call(&mut out, dest, flow_marks::callee_view(&inst, &st));
+                        call(&mut out, dest, callee(&st));
+                        let before = st.clone();
                         let pre = st.1.clone();
                         // The callee-saved VGPRs hold what they held before the call, by the
                         // calling convention the marks assume too ([`flow_marks::after_call`]).
@@ -532,6 +548,7 @@ impl Ctx<'_> {
                         st.0 = ret.0.clone();
                         st.0.retain(|&r, _| !flow_marks::saved_vgpr(r));
                         st.0.extend(saved);
+                        flow_exec::after_call(&mut st, &before, wide, flow_marks::saved_vgpr);
                     }
                     _ => {}
                 }

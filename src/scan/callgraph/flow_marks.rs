@@ -566,6 +566,9 @@ pub(super) fn apply(
     for &(r, n) in inst.writes.iter().chain(&inst.kills) {
         for k in r..r.saturating_add(n) {
             m.remove(&k);
+            if k < 128 {
+                m.remove(&super::flow_exec::mask_key(k));
+            }
             if k == EXEC + 1 {
                 // exec_hi: what the mark on exec says of the whole mask.
                 m.remove(&EXEC);
@@ -736,10 +739,14 @@ pub(super) fn after_call(st: &mut State, pre: &Marks, ret: &Marks) {
         Code::FnLo(..) | Code::FnHi(..) => !(V..LANES).contains(&r),
         _ => true,
     });
+    let mut kept_sgprs = Vec::new();
     for r in SAVED_SGPRS {
         let kept = ret
             .as_ref()
             .is_none_or(|ret| ret.get(&r) == Some(&Code::Ident(r)));
+        if kept {
+            kept_sgprs.push(r);
+        }
         match pre.get(&r) {
             Some(&c) if kept => {
                 m.insert(r, c);
@@ -762,6 +769,7 @@ pub(super) fn after_call(st: &mut State, pre: &Marks, ret: &Marks) {
             m.insert(r, c);
         }
     }
+    super::flow_exec::after_call_masks(st, pre, &kept_sgprs);
 }
 
 /// Whether `r` is a callee-saved VGPR or one of its lanes (llvm `SICallingConv.td`,

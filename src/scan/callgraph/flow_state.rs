@@ -38,11 +38,12 @@ pub enum Val {
     /// [`Val::ImgCarry`] of its own low half's sum.
     ImgHi,
     /// A value loaded from the image through an image address ([`Val::Pc`], [`Val::Idx`]) where
-    /// a data relocation may have put a data address (a pointer to a table; a function table's
-    /// entries, whose relocations name functions' starts, load as [`Val::Clean`] and only the
-    /// marks know them): it may be copied, loaded through and compared for equality with
-    /// another; stored, it makes memory hold an image address; plus an offset it is
-    /// [`Val::Idx`], anything else computed from it [`Val::PcAny`].
+    /// a data relocation may have put an address (a pointer to a table, or a function table's
+    /// entry: a function's start, which the marks follow as a call target): it may be copied,
+    /// loaded through, called through (where the marks show an entry) and compared for equality
+    /// with another entry; stored, it makes memory hold an image address; plus an offset it is
+    /// [`Val::Idx`], anything else computed from it [`Val::PcAny`] (the twelfth review's
+    /// `entbase`).
     Entry,
     /// The high half of the followed pointer `Base` plus this many bytes (on 64 bits): what a
     /// load needs beside the low half ([`Val::Kernarg`], [`Val::Gate`]) to be the access it
@@ -173,6 +174,21 @@ pub(super) fn lane_key(v: Reg, l: u8) -> Reg {
 /// The first lane key.
 pub(super) const LANES: Reg = 1024;
 
+/// The key of what VGPR `v` (`v` ≥ [`V`]) holds in the lanes outside the split's mask (`exec`, but
+/// where a prologue turned every lane on: [`super::flow_exec`]); the register's own key holds the
+/// lanes inside it. Absent: nothing followed there.
+pub(super) fn out_key(v: Reg) -> Reg {
+    OUT + (v - V)
+}
+
+/// The first [`out_key`].
+pub(super) const OUT: Reg = 512;
+
+/// Whether `r` is a VGPR's own key (not an [`out_key`] or a lane's).
+pub(super) fn is_vgpr(r: Reg) -> bool {
+    (V..OUT).contains(&r)
+}
+
 impl State {
     pub(super) fn get(&self, r: Reg) -> Val {
         self.0.get(&r).copied().unwrap_or(Val::Clean)
@@ -186,12 +202,41 @@ impl State {
         }
     }
 
-    /// Lane `l` of VGPR `v`: its own value when one was set, else the whole register's.
+    /// Lane `l` of VGPR `v`: its own value when one was set, else the whole register's (inside
+    /// or outside `exec`: which one lane `l` is, is not known).
     pub(super) fn lane(&self, v: Reg, l: u8) -> Val {
         self.0
             .get(&lane_key(v, l))
             .copied()
-            .unwrap_or_else(|| self.get(v))
+            .unwrap_or_else(|| join(self.get(v), self.out(v)))
+    }
+
+    /// What VGPR `v` holds in the lanes outside `exec` (outside the split's mask).
+    pub(super) fn out(&self, v: Reg) -> Val {
+        if is_vgpr(v) {
+            self.get(out_key(v))
+        } else {
+            Val::Clean
+        }
+    }
+
+    /// A write of VGPR `r` in the lanes inside `exec` (the split's mask) only: `exact` when it
+    /// replaces what every one of them held (a [`super::inst::Inst::full`] write,
+    /// [`super::flow_exec`]). The lanes set one by one may be either, so they only join `v`.
+    pub(super) fn write_in(&mut self, r: Reg, v: Val, exact: bool) {
+        if !is_vgpr(r) {
+            self.write(r, v, exact);
+            return;
+        }
+        for (k, x) in self.lanes_of(r) {
+            self.set(k, join(x, v));
+        }
+        if exact {
+            self.set(r, v);
+        } else {
+            let old = self.get(r);
+            self.set(r, join(old, v));
+        }
     }
 
     pub(super) fn lanes_of(&self, v: Reg) -> Vec<(Reg, Val)> {
@@ -208,7 +253,8 @@ impl State {
     /// hold `v` as well).
     pub(super) fn write(&mut self, r: Reg, v: Val, exact: bool) {
         // A vector register is written only in the lanes `exec` enables (and DPP's row and bank
-        // masks): never certainly overwritten. AGPRs share the VGPRs' numbers, so a write to
+        // masks): here never certainly overwritten, in any lane (a write that replaces the lanes
+        // exec enables is [`State::write_in`]). AGPRs share the VGPRs' numbers, so a write to
         // one never clears the other either.
         let exact = exact && r < V;
         let lanes = self.lanes_of(r);
@@ -223,6 +269,11 @@ impl State {
             }
             let old = self.get(r);
             self.set(r, join(old, v));
+            if is_vgpr(r) {
+                // Any lane: those outside exec too.
+                let out = self.out(r);
+                self.set(out_key(r), join(out, v));
+            }
         }
     }
 
@@ -235,9 +286,10 @@ impl State {
         keys.dedup();
         let whole = |st: &State, k: Reg| {
             if k >= LANES {
-                st.0.get(&k)
-                    .copied()
-                    .unwrap_or_else(|| st.get(V + (k - LANES) / 64))
+                st.0.get(&k).copied().unwrap_or_else(|| {
+                    let v = V + (k - LANES) / 64;
+                    join(st.get(v), st.out(v))
+                })
             } else {
                 st.get(k)
             }
@@ -258,7 +310,19 @@ impl State {
         *self != before
     }
 
+    /// What registers `first`… hold, joined: every lane of a VGPR, inside and outside `exec`.
     pub(super) fn range(&self, (first, n): (Reg, u16)) -> Val {
+        (first..first.saturating_add(n).min(LANES)).fold(Val::Clean, |acc, r| {
+            let whole = join(join(acc, self.get(r)), self.out(r));
+            self.lanes_of(r)
+                .into_iter()
+                .fold(whole, |a, (_, x)| join(a, x))
+        })
+    }
+
+    /// What registers `first`… hold in the lanes inside `exec` (and the lanes set one by one,
+    /// which may be there), joined: what a lanewise instruction reads ([`super::flow_exec`]).
+    pub(super) fn range_in(&self, (first, n): (Reg, u16)) -> Val {
         (first..first.saturating_add(n).min(LANES)).fold(Val::Clean, |acc, r| {
             let whole = join(acc, self.get(r));
             self.lanes_of(r)
@@ -309,6 +373,13 @@ pub enum Code {
     Serve(u64, Reg),
     /// A copy of `exec` made under [`Code::Disj`] of the load at `.0`.
     SavedExec(u64),
+    /// On the [`super::flow_exec::mask_key`] of a scalar register: it holds half `.0` (0: the
+    /// low 32 lanes, 1: the high) of the lane mask the VGPRs' split into lanes inside and
+    /// outside is made by ([`super::flow_exec`]).
+    Split(u8),
+    /// On the [`super::flow_exec::mask_key`] of `exec`: `exec` holds every lane of the split's
+    /// mask and maybe more (a prologue's `s_or_saveexec` with every lane on).
+    Wide,
     /// What register `.0` held when the function was entered (a callee-saved SGPR, seeded by
     /// [`super::flow_marks::seed_callee`]): at a return, the caller's own mark of `.0` still holds.
     Ident(Reg),

@@ -39,16 +39,14 @@ pub(super) fn place(lo: Val, hi: Val, off: Option<i64>) -> Place {
     }
 }
 
-/// The low halves of the data relocation slots of `img` that may put an address other than one
-/// of `starts` (the functions' starts, sorted) in the image: a data address, an external
-/// symbol's. Sorted, deduplicated.
-pub(super) fn data_address_slots(img: &super::super::image::Image<'_>, starts: &[u64]) -> Vec<u64> {
+/// The low halves of the data relocation slots of `img`: where a relocation may put an address
+/// in the image (a data address, an external symbol's, a function's start in a function table:
+/// each a code or data address, which a load gives as [`Val::Entry`], the twelfth review's
+/// `entbase`). Sorted, deduplicated.
+pub(super) fn data_address_slots(img: &super::super::image::Image<'_>) -> Vec<u64> {
     let mut r: Vec<u64> = img
         .data_relocs
         .iter()
-        .filter(|(_, raw)| {
-            !matches!(raw, super::super::Raw::Addr(a, _) if starts.binary_search(a).is_ok())
-        })
         .map(|(at, _)| at & 0xffff_ffff)
         .collect();
     r.sort_unstable();
@@ -58,8 +56,9 @@ pub(super) fn data_address_slots(img: &super::super::image::Image<'_>, starts: &
 
 impl Ctx<'_> {
     /// What a load of `bytes` at `p` gives: [`Val::Entry`] where the 8 bytes of a data
-    /// relocation that may put a data address there ([`data_address_slots`]) may overlap it (anywhere, when the offset is not known and the image has any), else nothing
-    /// followed; [`Val::PcAny`] at a place a code address chose.
+    /// relocation slot ([`data_address_slots`]) may overlap it (anywhere, when the offset is not
+    /// known and the image has any), else nothing followed; [`Val::PcAny`] at a place a code
+    /// address chose.
     pub(super) fn read_at(&self, p: Place, bytes: u32) -> Val {
         let any = !self.relocs.is_empty();
         match p {
@@ -79,21 +78,27 @@ impl Ctx<'_> {
         }
     }
 
-    /// The place of a memory instruction's address registers (`inst.addr`, each code-ish): a
-    /// run of two or more registers is a pair (low, high) and what follows it (a buffer
-    /// resource's size and flags), a single register an offset; two image addresses in one
-    /// address, or any code-derived offset, are [`Place::Code`].
-    pub(super) fn mem_place(&self, inst: &Inst, st: &State) -> Place {
+    /// The place of a memory instruction's address registers (`inst.addr`, each code-ish, read
+    /// as `rd` reads them: the VGPRs' lanes `exec` enables, for a lanewise access): a run of two
+    /// or more registers is a pair (low, high) and what follows it (a buffer resource's size and
+    /// flags), a single register an offset; two image addresses in one address, or any
+    /// code-derived offset, are [`Place::Code`].
+    pub(super) fn mem_place(
+        &self,
+        inst: &Inst,
+        st: &State,
+        rd: &dyn Fn(&State, (Reg, u16)) -> Val,
+    ) -> Place {
         let mut out = Place::Clean;
         for &(r, n) in &inst.addr {
             let p = if n >= 2 {
-                let rest = st.range((r + 2, n - 2));
+                let rest = rd(st, (r + 2, n - 2));
                 if rest != Val::Clean {
                     Place::Code
                 } else {
-                    place(st.range((r, 1)), st.range((r + 1, 1)), None)
+                    place(rd(st, (r, 1)), rd(st, (r + 1, 1)), None)
                 }
-            } else if st.range((r, n)) == Val::Clean {
+            } else if rd(st, (r, n)) == Val::Clean {
                 Place::Clean
             } else {
                 Place::Code

@@ -2,8 +2,12 @@
 //! refuses (see [`super`]'s module docs for the rules), and the loads it checks against the slot.
 
 use super::super::flow_entry::load_value;
-use super::super::flow_state::{degrade, join, lane_key, pair_holds, wrap, Gate, State, Val};
-use super::super::inst::{Inst, Op, Reg, EXEC, HWREG, SCC};
+use super::super::flow_exec;
+use super::super::flow_state::Code;
+use super::super::flow_state::{
+    degrade, is_vgpr, join, lane_key, out_key, pair_holds, wrap, Gate, State, Val,
+};
+use super::super::inst::{Inst, Op, Reg, EXEC, HWREG, SCC, V};
 use super::{place, Ctx, Flow};
 
 impl Ctx<'_> {
@@ -16,22 +20,55 @@ impl Ctx<'_> {
         st: &mut State,
     ) -> Result<Flow, String> {
         let tracked = |st: &State| st.tracked();
+        // A lanewise instruction reads and writes only the VGPR lanes exec enables; one that
+        // fills its destination replaces what they held; with every lane on (a prologue's
+        // s_or_saveexec) it reads the others too and may write them
+        // ([`super::super::flow_exec`]).
+        let lanewise = inst.vector && inst.lanewise;
+        let wide = flow_exec::wide(st);
+        let killed = |k: Reg| {
+            inst.kills
+                .iter()
+                .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
+        };
+        let rd = |st: &State, r: (Reg, u16)| {
+            if lanewise && !wide {
+                st.range_in(r)
+            } else {
+                st.range(r)
+            }
+        };
+        // A write of register `k`, exact when the instruction certainly writes it (a VGPR: only
+        // when it fills it, and then only the lanes exec enables).
+        let put = |st: &mut State, k: Reg, v: Val, exact: bool| {
+            if is_vgpr(k) && lanewise {
+                st.write_in(k, v, exact && inst.full);
+                if wide {
+                    let o = st.out(k);
+                    st.set(out_key(k), join(o, v));
+                }
+            } else {
+                st.write(k, v, exact);
+            }
+        };
 
         let read = inst
             .reads
             .iter()
-            .fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
+            .fold(Val::Clean, |acc, &r| join(acc, rd(st, r)));
         let generic = |st: &mut State, v: Val| {
             if v == Val::Clean {
                 for &(r, n) in &inst.kills {
                     for k in r..r.saturating_add(n) {
-                        st.write(k, Val::Clean, true);
+                        put(st, k, Val::Clean, true);
                     }
                 }
             } else {
                 for &(r, n) in &inst.writes {
                     for k in r..r.saturating_add(n) {
-                        st.write(k, degrade(v), false);
+                        // A VGPR it fills gets the value alone; anything else may keep what
+                        // it held.
+                        put(st, k, degrade(v), is_vgpr(k) && killed(k));
                     }
                 }
             }
@@ -93,7 +130,7 @@ impl Ctx<'_> {
                 let addr = inst
                     .addr
                     .iter()
-                    .fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
+                    .fold(Val::Clean, |acc, &r| join(acc, rd(st, r)));
                 if !addr.codeish() {
                     return Err(format!(
                         "{} addresses memory this rcclfix does not follow (a buffer, FLAT, GLOBAL, SCRATCH or LDS access)",
@@ -108,14 +145,14 @@ impl Ctx<'_> {
                     .collect();
                 let read = data_regs
                     .iter()
-                    .fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
+                    .fold(Val::Clean, |acc, &r| join(acc, rd(st, r)));
                 if self.sensitive(read) {
                     return Err(format!(
                         "{} leaves the registers (a store, an atomic, LDS, an export or a message)",
                         describe(read)
                     ));
                 }
-                let at = self.mem_place(inst, st);
+                let at = self.mem_place(inst, st, &rd);
                 if !data_regs.is_empty() {
                     match at {
                         place::Place::Code => return Err(
@@ -136,18 +173,14 @@ impl Ctx<'_> {
                 let v = self.read_at(at, 16);
                 for &(r, n) in &inst.writes {
                     for k in r..r.saturating_add(n) {
-                        let exact = inst
-                            .kills
-                            .iter()
-                            .any(|&(kr, kn)| (kr..kr.saturating_add(kn)).contains(&k));
-                        st.write(k, v, exact);
+                        put(st, k, v, killed(k));
                     }
                 }
             }
             Op::Copy { dst, src, n } => {
-                let vals: Vec<Val> = (0..n).map(|k| st.range((src + k, 1))).collect();
+                let vals: Vec<Val> = (0..n).map(|k| rd(st, (src + k, 1))).collect();
                 for (k, v) in vals.into_iter().enumerate() {
-                    st.write(dst + k as Reg, v, true);
+                    put(st, dst + k as Reg, v, true);
                 }
                 // SOP1 may write exec besides: nothing tracked goes there from a copy.
             }
@@ -368,7 +401,7 @@ impl Ctx<'_> {
                 let vals: Vec<Val> = halves
                     .iter()
                     .map(|h| {
-                        let v = h.reads.iter().fold(Val::Clean, |acc, &r| join(acc, st.range(r)));
+                        let v = h.reads.iter().fold(Val::Clean, |acc, &r| join(acc, rd(st, r)));
                         if h.mov {
                             v
                         } else {
@@ -380,7 +413,7 @@ impl Ctx<'_> {
                 let mut raised = Val::Clean;
                 for (h, v) in halves.iter().zip(vals) {
                     for k in h.dst.0..h.dst.0 + h.dst.1 {
-                        st.write(k, v, false);
+                        put(st, k, v, killed(k));
                     }
                     if !h.mov {
                         raised = join(raised, v);
@@ -389,6 +422,16 @@ impl Ctx<'_> {
                 st.write(HWREG, raised, false);
             }
             Op::AddRegs { .. } if self.image_sum(inst, st) => {}
+            // Two function tables' entries compared for equality (a waterfall loop's compare of
+            // the first lane's entry with every lane's): which lanes call the same function,
+            // nothing of where it lies. Both must certainly be entries, by the marks: an entry
+            // compared with anything else could be guessed a value at a time.
+            _ if inst.eq_cmp
+                && inst.reads.len() == 2
+                && inst.reads.iter().all(|&(r, n)| n == 2 && entry_pair(st, r)) =>
+            {
+                generic(st, Val::Clean)
+            }
             Op::CBranch(_) if read != Val::Clean => {
                 return Err(format!("a branch decided by {}", describe(read)));
             }
@@ -450,4 +493,25 @@ impl Ctx<'_> {
             &self.args,
         )
     }
+}
+
+/// Whether the pair at `r` certainly holds a function table's entry in every lane that runs: an
+/// SGPR pair marked so ([`Code::FnLo`], [`Code::FnHi`] of one entry), or a VGPR pair marked so
+/// under an `exec` within the lanes its load wrote and nothing touched since ([`Code::Disj`],
+/// [`Code::Same`], [`Code::Serve`] of that load).
+fn entry_pair(st: &State, r: Reg) -> bool {
+    let Some(m) = &st.1 else { return false };
+    let (Some(&Code::FnLo(p, i)), Some(&Code::FnHi(q, j))) = (m.get(&r), m.get(&(r + 1))) else {
+        return false;
+    };
+    if p != q || i != j {
+        return false;
+    }
+    if r < V {
+        return true;
+    }
+    matches!(
+        m.get(&EXEC),
+        Some(&(Code::Disj(l) | Code::Same(l, _) | Code::Serve(l, _))) if l == p
+    )
 }

@@ -1,0 +1,262 @@
+//! Which lanes a VGPR write replaces. Each VGPR's value is split in two: what the lanes `exec`
+//! enables hold (the register's own key) and what the others hold
+//! ([`super::flow_state::out_key`]). A lanewise instruction ([`Inst::lanewise`]) reads and writes
+//! only the first; one that fills its destination ([`Inst::full`]) replaces it. So a value a
+//! register held once (a function table's entry a waterfall loop loaded, which the flow follows
+//! as a code address since the twelfth review's `entbase`, `tests/fixtures/patch/findings12/`)
+//! is gone from the lanes a later write covers, and stays only in the others.
+//!
+//! How `exec` moves the split, from what an instruction does to `exec` ([`transition`]):
+//! - narrowing it (`s_and_saveexec`, `s_and`/`s_andn2` of `exec` with anything, any vector
+//!   instruction that writes a lane mask to `exec`, such as `v_cmpx`, which writes 0 for the lanes
+//!   it does not run in): the lanes inside stay inside, those that leave join the others
+//!   ([`Exec::Narrow`]);
+//! - every lane on while a copy of `exec` is kept (`s_or_saveexec` in a prologue, which saves a
+//!   VGPR whole): the split stays where it was ([`Code::Split`] on the copy, [`Code::Wide`] on
+//!   `exec`); a lanewise instruction then reads both sides, and writes the inside and may write
+//!   the outside; a copy of that saved mask back into `exec` ends it ([`Exec::Restore`]);
+//! - anything else (a restore to a wider mask, a waterfall loop's `s_xor`, a mask from memory):
+//!   every lane may hold what any lane held ([`Exec::Reset`]), and the split starts again at the
+//!   new `exec`.
+//!
+//! A call leaves its callee the split as it is (the callee's `exec` is the caller's); after it,
+//! the lanes inside hold what the callee's returns leave there, and the lanes outside what they
+//! held, by the calling convention [`super::flow_marks`] assumes (llvm `AMDGPUUsage.rst`, "Call
+//! Convention": `exec`, the lanes it disables and the callee-saved VGPRs are preserved).
+//!
+//! Sources: the ISA manuals' `EXEC` ("vector instructions write only the lanes EXEC enables"),
+//! `V_CMPX_*`, `S_AND_SAVEEXEC_B32/B64`, `S_OR_SAVEEXEC_B32/B64`.
+
+use super::flow_state::{join, out_key, Code, State, OUT};
+use super::inst::{Inst, Logic, Op, Reg, EXEC, V};
+use std::collections::BTreeMap;
+
+/// The first [`mask_key`].
+const MASKS: Reg = 768;
+
+/// The key, among the marks, of what is known of scalar register `r` (below 128) as a lane mask
+/// ([`Code::Split`], [`Code::Wide`]).
+pub(super) fn mask_key(r: Reg) -> Reg {
+    MASKS + r
+}
+
+fn clear(m: &mut BTreeMap<Reg, Code>) {
+    m.retain(|&k, _| !(MASKS..MASKS + 128).contains(&k));
+}
+
+/// How lanewise instructions see the VGPRs in `st`: `false` the split is `exec`'s (read and write
+/// the inside), `true` `exec` holds every lane of the split's mask and maybe more
+/// ([`Code::Wide`]: read both sides, write the inside and maybe the outside).
+pub(super) fn wide(st: &State) -> bool {
+    st.1.as_ref()
+        .is_some_and(|m| m.get(&mask_key(EXEC)) == Some(&Code::Wide))
+}
+
+/// What an instruction does to `exec`, as far as the split goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Exec {
+    /// It does not write `exec`, or writes what was there.
+    Same,
+    /// `exec` becomes a subset of what it was.
+    Narrow,
+    /// Every lane on, a copy of the old `exec` kept ([`made`] marks both).
+    Widen,
+    /// `exec` becomes the split's mask again.
+    Restore,
+    /// Anything else.
+    Reset,
+}
+
+/// What `inst` does to `exec`, from the marks of `st` before it. `wave32`: every kernel followed
+/// runs wave32 (`exec_hi` means nothing there, so a 32-bit write restores all of `exec`).
+pub(super) fn transition(inst: &Inst, st: &State, wave32: bool) -> Exec {
+    let writes = |k: Reg| {
+        inst.writes
+            .iter()
+            .chain(&inst.kills)
+            .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
+    };
+    if !writes(EXEC) && !writes(EXEC + 1) {
+        return Exec::Same;
+    }
+    let Some(m) = &st.1 else { return Exec::Reset };
+    let wide = m.get(&mask_key(EXEC)) == Some(&Code::Wide);
+    // Registers `r`… hold the split's mask, half by half from the low one.
+    let split = |r: Reg, n: u16| {
+        (0..n).all(|k| r + k < 128 && m.get(&mask_key(r + k)) == Some(&Code::Split(k as u8)))
+    };
+    let narrow = if wide { Exec::Reset } else { Exec::Narrow };
+    let whole = |n: u16| n == 2 || wave32;
+    match inst.op {
+        Op::AndSaveExec { .. } => narrow,
+        Op::Logic {
+            dst: EXEC,
+            a,
+            b,
+            kind: Logic::And,
+            ..
+        } if a == EXEC || b == EXEC => narrow,
+        Op::Logic {
+            dst: EXEC,
+            a: EXEC,
+            kind: Logic::AndNot,
+            ..
+        } => narrow,
+        // exec | the split's mask: exec again (it holds the split's mask, wide or not).
+        Op::Logic {
+            dst: EXEC,
+            a,
+            b,
+            n,
+            kind: Logic::Or,
+        } if (a == EXEC && split(b, n)) || (b == EXEC && split(a, n)) => Exec::Same,
+        Op::Copy { dst: EXEC, src, n } if whole(n) && split(src, n) => {
+            if wide {
+                Exec::Restore
+            } else {
+                Exec::Same
+            }
+        }
+        Op::OrSaveExec { dst, n } if whole(n) && dst + n <= 128 && !wide => Exec::Widen,
+        Op::OrSaveExec { .. } if wide => Exec::Same,
+        _ if inst.vector
+            && !matches!(
+                inst.op,
+                Op::ReadLane { .. } | Op::Merge { .. } | Op::Copy { dst: 0..V, .. }
+            ) =>
+        {
+            narrow
+        }
+        _ => Exec::Reset,
+    }
+}
+
+/// The [`Code::Split`] and [`Code::Wide`] marks `inst` makes, from the marks before it (applied
+/// after the marks of the registers it writes are dropped, [`super::flow_marks::apply`]; `t` is
+/// [`transition`]'s answer).
+pub(super) fn made(inst: &Inst, st: &State, t: Exec) -> Vec<(Reg, Option<Code>)> {
+    let Some(m) = &st.1 else { return Vec::new() };
+    let wide = m.get(&mask_key(EXEC)) == Some(&Code::Wide);
+    let mut out = Vec::new();
+    match inst.op {
+        // A copy of exec while the split is exec's is the split's mask; a copy of such a copy too.
+        Op::Copy { dst, src, n } if dst + n <= 128 && src + n <= 128 => {
+            for k in 0..n {
+                let c = if src + k == EXEC || src + k == EXEC + 1 {
+                    (!wide).then_some(Code::Split((src + k - EXEC) as u8))
+                } else {
+                    m.get(&mask_key(src + k))
+                        .copied()
+                        .filter(|c| matches!(c, Code::Split(_)))
+                };
+                out.push((mask_key(dst + k), c));
+            }
+        }
+        Op::OrSaveExec { dst, n } if t == Exec::Widen => {
+            for k in 0..n {
+                out.push((mask_key(dst + k), Some(Code::Split(k as u8))));
+            }
+            out.push((mask_key(EXEC), Some(Code::Wide)));
+        }
+        Op::OrSaveExec { .. } if wide && t == Exec::Same => {
+            out.push((mask_key(EXEC), Some(Code::Wide)));
+        }
+        Op::Logic { dst: EXEC, .. } if wide && t == Exec::Same => {
+            out.push((mask_key(EXEC), Some(Code::Wide)));
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The VGPRs `st` holds anything for, inside or outside the split.
+fn vgprs(st: &State) -> Vec<Reg> {
+    let mut v: Vec<Reg> =
+        st.0.range(V..OUT + 256)
+            .map(|(&k, _)| if k >= OUT { V + (k - OUT) } else { k })
+            .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Every lane may hold what any lane held.
+fn mix(st: &mut State) {
+    for v in vgprs(st) {
+        let all = join(st.get(v), st.out(v));
+        st.set(v, all);
+        st.set(out_key(v), all);
+    }
+}
+
+/// Apply transition `t` to the values of `st` after the instruction's other effects (and its
+/// marks): a narrowing moves what the inside held to the outside too, a reset mixes every lane;
+/// both end what the split's masks said.
+pub(super) fn apply(t: Exec, st: &mut State) {
+    match t {
+        Exec::Same | Exec::Widen | Exec::Restore => {}
+        Exec::Narrow => {
+            for v in vgprs(st) {
+                let both = join(st.get(v), st.out(v));
+                st.set(out_key(v), both);
+            }
+        }
+        Exec::Reset => mix(st),
+    }
+    if matches!(t, Exec::Narrow | Exec::Reset) {
+        if let Some(m) = st.1.as_mut() {
+            clear(m);
+        }
+    }
+}
+
+/// What a call or jump leaves its target, from the caller's `st` (its marks already the
+/// callee's, [`super::flow_marks::callee_view`]): the split as it is, no mask known (the callee's
+/// own `exec` is its split). `wide`: the call runs with every lane on ([`wide`] before it), so the
+/// callee's lanes are any of the caller's.
+pub(super) fn to_callee(st: &mut State, wide: bool) {
+    if let Some(m) = st.1.as_mut() {
+        clear(m);
+    }
+    if wide {
+        mix(st);
+    }
+}
+
+/// The caller's VGPRs after a call, from `st` (what the callee's returns leave, the callee-saved
+/// VGPRs already set back to `pre`'s) and `pre` (the caller's state before the call): inside, what
+/// the callee left (a callee-saved VGPR: what it held); outside, what they held. `wide`: the call
+/// ran with every lane on. `saved` tells a callee-saved VGPR.
+pub(super) fn after_call(st: &mut State, pre: &State, wide: bool, saved: fn(Reg) -> bool) {
+    let mut regs = vgprs(st);
+    regs.extend(vgprs(pre));
+    regs.sort_unstable();
+    regs.dedup();
+    for v in regs {
+        let i = if saved(v) { pre.get(v) } else { st.get(v) };
+        st.set(v, i);
+        st.set(out_key(v), pre.out(v));
+    }
+    if wide {
+        mix(st);
+    }
+}
+
+/// The caller's masks after a call (`pre`: its marks before the call): `exec` is as it was, by
+/// the calling convention, and so is each callee-saved SGPR of `kept` (those every return shows
+/// as entered); no other scalar register's mask is known.
+pub(super) fn after_call_masks(st: &mut State, pre: &BTreeMap<Reg, Code>, kept: &[Reg]) {
+    let Some(m) = st.1.as_mut() else {
+        return;
+    };
+    clear(m);
+    for &r in [EXEC, EXEC + 1].iter().chain(kept) {
+        if let Some(&c) = pre.get(&mask_key(r)) {
+            m.insert(mask_key(r), c);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "flow_exec_tests.rs"]
+mod tests;

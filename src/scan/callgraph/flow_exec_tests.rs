@@ -1,0 +1,122 @@
+//! Rows for [`super`]: what `exec` moves do to the split, on instructions built by hand (the
+//! decoder's side is `decode_tests.rs`; the whole flow's, the waterfall fixtures of
+//! `tests/it/patch_asserts.rs` and row 4p of `tests/it/patch_soundness.rs`).
+
+use super::*;
+use crate::scan::callgraph::flow_state::Val;
+
+fn inst(op: Op, writes: &[(Reg, u16)]) -> Inst {
+    let mut i = Inst::new(1, op);
+    i.writes = writes.to_vec();
+    i
+}
+
+fn marked(marks: &[(Reg, Code)]) -> State {
+    let mut st = State(Default::default(), Some(Default::default()));
+    for &(r, c) in marks {
+        st.1.as_mut().unwrap().insert(mask_key(r), c);
+    }
+    st
+}
+
+#[test]
+fn exec_moves_are_classified() {
+    let and = inst(Op::AndSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
+    assert_eq!(transition(&and, &marked(&[]), true), Exec::Narrow);
+    // With every lane on, a narrowing may keep lanes outside the split.
+    let wide = marked(&[(EXEC, Code::Wide), (0, Code::Split(0))]);
+    assert_eq!(transition(&and, &wide, true), Exec::Reset);
+    // The saved mask copied back: the split's exec again (wave32: one register is all of it).
+    let back = inst(
+        Op::Copy {
+            dst: EXEC,
+            src: 0,
+            n: 1,
+        },
+        &[(EXEC, 1)],
+    );
+    assert_eq!(transition(&back, &wide, true), Exec::Restore);
+    assert_eq!(transition(&back, &wide, false), Exec::Reset);
+    // Two copies of exec's low half are no copy of exec.
+    let lo_lo = marked(&[(EXEC, Code::Wide), (0, Code::Split(0)), (1, Code::Split(0))]);
+    let back64 = inst(
+        Op::Copy {
+            dst: EXEC,
+            src: 0,
+            n: 2,
+        },
+        &[(EXEC, 2)],
+    );
+    assert_eq!(transition(&back64, &lo_lo, false), Exec::Reset);
+    let lo_hi = marked(&[(EXEC, Code::Wide), (0, Code::Split(0)), (1, Code::Split(1))]);
+    assert_eq!(transition(&back64, &lo_hi, false), Exec::Restore);
+    // A waterfall's s_xor of exec with a copy: not a subset of exec.
+    let xor = inst(
+        Op::Xor {
+            dst: EXEC,
+            a: EXEC,
+            b: 53,
+            n: 1,
+        },
+        &[(EXEC, 1), (crate::scan::callgraph::inst::SCC, 1)],
+    );
+    assert_eq!(transition(&xor, &marked(&[]), true), Exec::Reset);
+    // v_cmpx: a vector instruction that writes exec.
+    let mut cmpx = inst(Op::Alu, &[(EXEC, 2)]);
+    cmpx.vector = true;
+    assert_eq!(transition(&cmpx, &marked(&[]), true), Exec::Narrow);
+    // s_or_saveexec with every lane on, then the marks it makes.
+    let or = inst(Op::OrSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
+    let st = marked(&[]);
+    assert_eq!(transition(&or, &st, true), Exec::Widen);
+    let made = made(&or, &st, Exec::Widen);
+    assert!(
+        made.contains(&(mask_key(0), Some(Code::Split(0)))),
+        "{made:?}"
+    );
+    assert!(
+        made.contains(&(mask_key(EXEC), Some(Code::Wide))),
+        "{made:?}"
+    );
+}
+
+#[test]
+fn narrowing_moves_the_inside_out_and_a_reset_mixes() {
+    let v4 = V + 4;
+    let mut st = marked(&[(0, Code::Split(0))]);
+    st.set(v4, Val::Entry);
+    apply(Exec::Narrow, &mut st);
+    assert_eq!((st.get(v4), st.out(v4)), (Val::Entry, Val::Entry));
+    // The lanes exec enables written whole: what they held is gone; the others keep it.
+    st.write_in(v4, Val::Clean, true);
+    assert_eq!((st.get(v4), st.out(v4)), (Val::Clean, Val::Entry));
+    assert_eq!(st.range_in((v4, 1)), Val::Clean);
+    assert_eq!(st.range((v4, 1)), Val::Entry);
+    // A narrowing ends what the masks said.
+    assert_eq!(st.1.as_ref().unwrap().get(&mask_key(0)), None);
+    apply(Exec::Reset, &mut st);
+    assert_eq!((st.get(v4), st.out(v4)), (Val::Entry, Val::Entry));
+}
+
+#[test]
+fn a_call_keeps_the_lanes_it_does_not_run() {
+    let (v0, v40) = (V, V + 40);
+    let mut pre = marked(&[]);
+    pre.set(v0, Val::Entry);
+    pre.set(out_key(v0), Val::Idx);
+    pre.set(v40, Val::Ret);
+    // The callee's returns: v0 written, v40 (callee-saved) clobbered, an outside lane too.
+    let mut st = marked(&[]);
+    st.set(v0, Val::Clean);
+    st.set(out_key(v0), Val::PcAny);
+    st.set(v40, Val::PcAny);
+    let saved = |r: Reg| r == V + 40;
+    after_call(&mut st, &pre, false, saved);
+    assert_eq!((st.get(v0), st.out(v0)), (Val::Clean, Val::Idx));
+    assert_eq!(st.get(v40), Val::Ret);
+    // With every lane on at the call, any lane may be any.
+    let mut st2 = marked(&[]);
+    st2.set(v0, Val::Clean);
+    after_call(&mut st2, &pre, true, saved);
+    assert_eq!(st2.get(v0), Val::Idx);
+}
