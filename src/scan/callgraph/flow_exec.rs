@@ -76,6 +76,11 @@ pub(super) fn transition(inst: &Inst, st: &State, wave32: bool) -> Exec {
             .chain(&inst.kills)
             .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
     };
+    // Relative indexing (`s_movreld`: m0 picks the register), gfx9's index mode, an image
+    // instruction or a computed jump may write exec where no operand says.
+    if matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork) {
+        return Exec::Reset;
+    }
     if !writes(EXEC) && !writes(EXEC + 1) {
         return Exec::Same;
     }

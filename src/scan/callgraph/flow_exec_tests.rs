@@ -65,6 +65,9 @@ fn exec_moves_are_classified() {
     let mut cmpx = inst(Op::Alu, &[(EXEC, 2)]);
     cmpx.vector = true;
     assert_eq!(transition(&cmpx, &marked(&[]), true), Exec::Narrow);
+    // s_movreld: m0 may point it at exec, which no operand names.
+    let rel = inst(Op::Relative, &[(0, 1)]);
+    assert_eq!(transition(&rel, &marked(&[]), true), Exec::Reset);
     // s_or_saveexec with every lane on, then the marks it makes.
     let or = inst(Op::OrSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
     let st = marked(&[]);
