@@ -123,3 +123,16 @@ fn a_call_keeps_the_lanes_it_does_not_run() {
     after_call(&mut st2, &pre, true, saved);
     assert_eq!(st2.get(v0), Val::Idx);
 }
+
+/// Where one path has every lane on and the other the split's exec, the join may have every lane
+/// on: lanewise reads there read both sides (a must-mark would drop it and read the inside only).
+#[test]
+fn a_join_keeps_every_lane_on_from_either_side() {
+    let mut a = marked(&[(0, Code::Split(0))]);
+    let b = marked(&[(EXEC, Code::Wide), (0, Code::Split(0))]);
+    a.join_from(&b);
+    assert!(wide(&a));
+    let mut c = marked(&[(EXEC, Code::Wide)]);
+    c.join_from(&marked(&[]));
+    assert!(wide(&c));
+}

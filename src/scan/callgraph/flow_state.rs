@@ -398,8 +398,19 @@ pub(super) fn join_marks(mine: &mut Marks, other: &Marks) -> bool {
         }
         (Some(m), Some(o)) => {
             let n = m.len();
-            m.retain(|k, v| o.get(k) == Some(v));
-            m.len() != n
+            // Every mark is what both sides hold, but [`Code::Wide`]: it says `exec` may hold more
+            // than the split's mask, which the side without it holds too (its `exec` is that
+            // mask), so either side's stays ([`super::flow_exec`]).
+            let wide: Vec<Reg> = o
+                .iter()
+                .filter(|(k, c)| **c == Code::Wide && m.get(k) != Some(&Code::Wide))
+                .map(|(&k, _)| k)
+                .collect();
+            m.retain(|k, v| o.get(k) == Some(v) || *v == Code::Wide);
+            for k in &wide {
+                m.insert(*k, Code::Wide);
+            }
+            m.len() != n || !wide.is_empty()
         }
     }
 }
