@@ -21,8 +21,10 @@
 //!
 //! A call leaves its callee the split as it is (the callee's `exec` is the caller's); after it,
 //! the lanes inside hold what the callee's returns leave there, and the lanes outside what they
-//! held, by the calling convention [`super::flow_marks`] assumes (llvm `AMDGPUUsage.rst`, "Call
-//! Convention": `exec`, the lanes it disables and the callee-saved VGPRs are preserved).
+//! held or what the callee's returns leave there (the calling convention says a callee keeps
+//! them, llvm `AMDGPUUsage.rst`, "Call Convention", but code in the image need not: the
+//! thirteenth review's `callout`). On gfx9 no write replaces a VGPR's value: an AGPR shares its
+//! number here (`agpr2`).
 //!
 //! Sources: the ISA manuals' `EXEC` ("vector instructions write only the lanes EXEC enables"),
 //! `V_CMPX_*`, `S_AND_SAVEEXEC_B32/B64`, `S_OR_SAVEEXEC_B32/B64`.
@@ -124,14 +126,10 @@ pub(super) fn transition(inst: &Inst, st: &State, wave32: bool) -> Exec {
         }
         Op::OrSaveExec { dst, n } if whole(n) && dst + n <= 128 && !wide => Exec::Widen,
         Op::OrSaveExec { .. } if wide => Exec::Same,
-        _ if inst.vector
-            && !matches!(
-                inst.op,
-                Op::ReadLane { .. } | Op::Merge { .. } | Op::Copy { dst: 0..V, .. }
-            ) =>
-        {
-            narrow
-        }
+        // A lanewise vector instruction (a compare, a carry-out) writes 0 for the lanes it does
+        // not run in; anything else that writes exec (`v_readfirstlane_b32` of a constant, the
+        // thirteenth review's `rfl`) may turn any lane on.
+        _ if inst.vector && inst.lanewise => narrow,
         _ => Exec::Reset,
     }
 }
@@ -230,17 +228,28 @@ pub(super) fn to_callee(st: &mut State, wide: bool) {
 
 /// The caller's VGPRs after a call, from `st` (what the callee's returns leave, the callee-saved
 /// VGPRs already set back to `pre`'s) and `pre` (the caller's state before the call): inside, what
-/// the callee left (a callee-saved VGPR: what it held); outside, what they held. `wide`: the call
-/// ran with every lane on. `saved` tells a callee-saved VGPR.
+/// the callee left (a callee-saved VGPR: what it held); outside, what they held joined with what
+/// the callee's returns leave there. `wide`: the call ran with every lane on. `saved` tells a
+/// callee-saved VGPR.
 pub(super) fn after_call(st: &mut State, pre: &State, wide: bool, saved: fn(Reg) -> bool) {
     let mut regs = vgprs(st);
     regs.extend(vgprs(pre));
     regs.sort_unstable();
     regs.dedup();
+    // The outside lanes: what they held, and what the callee may have written there with every
+    // lane on (the calling convention says it restores them; code in the image need not keep
+    // it, the thirteenth review's `callout`). The callee's outside lanes started as the caller's.
+    // A callee-saved VGPR is as it was, in every lane: the convention the flow already assumes
+    // for those (`flow.rs`, `flow_marks::after_call`), which a prologue's whole-register save
+    // and restore keeps.
     for v in regs {
-        let i = if saved(v) { pre.get(v) } else { st.get(v) };
+        let (i, o) = if saved(v) {
+            (pre.get(v), pre.out(v))
+        } else {
+            (st.get(v), join(pre.out(v), st.out(v)))
+        };
         st.set(v, i);
-        st.set(out_key(v), pre.out(v));
+        st.set(out_key(v), o);
     }
     if wide {
         mix(st);

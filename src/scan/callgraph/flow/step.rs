@@ -7,7 +7,7 @@ use super::super::flow_state::Code;
 use super::super::flow_state::{
     degrade, is_vgpr, join, lane_key, out_key, pair_holds, wrap, Gate, State, Val,
 };
-use super::super::inst::{Inst, Op, Reg, EXEC, HWREG, SCC, V};
+use super::super::inst::{Gen, Inst, Op, Reg, EXEC, HWREG, SCC, V};
 use super::{place, Ctx, Flow};
 
 impl Ctx<'_> {
@@ -25,6 +25,10 @@ impl Ctx<'_> {
         // s_or_saveexec) it reads the others too and may write them
         // ([`super::super::flow_exec`]).
         let lanewise = inst.vector && inst.lanewise;
+        // gfx9's AGPRs share the VGPRs' numbers here (`a4` is `v4`): a write to one replaces
+        // nothing of the other, so no write there replaces a register's value (the thirteenth
+        // review's `agpr2`).
+        let fills = inst.full && self.gen != Gen::G9;
         let wide = flow_exec::wide(st);
         let killed = |k: Reg| {
             inst.kills
@@ -42,7 +46,7 @@ impl Ctx<'_> {
         // when it fills it, and then only the lanes exec enables).
         let put = |st: &mut State, k: Reg, v: Val, exact: bool| {
             if is_vgpr(k) && lanewise {
-                st.write_in(k, v, exact && inst.full);
+                st.write_in(k, v, exact && fills);
                 if wide {
                     let o = st.out(k);
                     st.set(out_key(k), join(o, v));
