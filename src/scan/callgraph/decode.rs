@@ -284,11 +284,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
     x.vdst(vdst, 2, 1);
     x.full = plain && super::valu_full::vop2(g, op);
     if x.full {
-        // v_mac_f32 (gfx9) and v_fmac_f32 add to their destination.
-        let mac = match g {
-            Gen::G9 => matches!(op, 0x16 | 0x3b),
-            _ => op == 0x2b,
-        };
+        let mac = super::valu_full::adds_to_destination(g, op);
         exact_operands(&mut x, g, w, Some(vsrc1), mac);
     }
     x.lanewise = x.full;
@@ -422,11 +418,10 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
         x.full = true;
         x.lanewise = true;
         x.kills.push((V + vdst as Reg, dn));
-        // v_mac_f32/v_fmac_f32 in VOP3 form add to their destination.
-        let mac = match g {
-            Gen::G9 => matches!(op, 0x116 | 0x13b),
-            _ => op == 0x12b,
-        };
+        // v_mac_f32/v_fmac_f32 in VOP3 form (a VOP2 opcode plus 0x100).
+        let mac = op
+            .checked_sub(0x100)
+            .is_some_and(|o| super::valu_full::adds_to_destination(g, o as u32));
         if mac {
             x.reads.push((V + vdst as Reg, dn));
         }

@@ -175,24 +175,23 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
         // One that does not read its destination writes all of it.
         x.sdst(d, nd, if reads_d { 0 } else { nd });
         // s_and_saveexec_b32/b64 (llvm-mc 21: 0x20 gfx9 (b64); 0x3C/0x24 gfx10; 0x20/0x21 gfx11
-        // and gfx12): how a waterfall loop narrows exec, for the marks of `flow_marks`.
-        let n = match (g, op) {
-            (Gen::G9, 0x20) | (Gen::G10, 0x24) | (Gen::G11 | Gen::G12, 0x21) => 2,
-            (Gen::G10, 0x3C) | (Gen::G11 | Gen::G12, 0x20) => 1,
-            _ => 0,
+        // and gfx12): how a waterfall loop narrows exec, for the marks of `flow_marks`;
+        // s_or_saveexec_b32/b64 (0x21 gfx9 (b64); 0x3D/0x25 gfx10; 0x22/0x23 gfx11 and gfx12): a
+        // prologue's "every lane on", for `flow_exec`.
+        let dst = d as Reg;
+        let op = match (g, op) {
+            (Gen::G9, 0x20) | (Gen::G10, 0x24) | (Gen::G11 | Gen::G12, 0x21) => {
+                Some(Op::AndSaveExec { dst, n: 2 })
+            }
+            (Gen::G10, 0x3C) | (Gen::G11 | Gen::G12, 0x20) => Some(Op::AndSaveExec { dst, n: 1 }),
+            (Gen::G9, 0x21) | (Gen::G10, 0x25) | (Gen::G11 | Gen::G12, 0x23) => {
+                Some(Op::OrSaveExec { dst, n: 2 })
+            }
+            (Gen::G10, 0x3D) | (Gen::G11 | Gen::G12, 0x22) => Some(Op::OrSaveExec { dst, n: 1 }),
+            _ => None,
         };
-        if n > 0 && d < 106 {
-            x.op = Op::AndSaveExec { dst: d as Reg, n };
-        }
-        // s_or_saveexec_b32/b64 (llvm-mc 21: 0x21 gfx9 (b64); 0x3D/0x25 gfx10; 0x22/0x23 gfx11
-        // and gfx12): a prologue's "every lane on".
-        let n = match (g, op) {
-            (Gen::G9, 0x21) | (Gen::G10, 0x25) | (Gen::G11 | Gen::G12, 0x23) => 2,
-            (Gen::G10, 0x3D) | (Gen::G11 | Gen::G12, 0x22) => 1,
-            _ => 0,
-        };
-        if n > 0 && d < 106 {
-            x.op = Op::OrSaveExec { dst: d as Reg, n };
+        if let Some(op) = op.filter(|_| d < 106) {
+            x.op = op;
         }
     }
     x

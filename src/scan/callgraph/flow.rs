@@ -531,7 +531,6 @@ impl Ctx<'_> {
                     Op::Call => {
                         call(&mut out, dest, callee(&st));
                         let before = st.clone();
-                        let pre = st.1.clone();
                         // The callee-saved VGPRs hold what they held before the call, by the
                         // calling convention the marks assume too ([`flow_marks::after_call`]).
                         let saved: Vec<(Reg, Val)> =
@@ -541,7 +540,7 @@ impl Ctx<'_> {
                                 .collect();
                         let ret = rets.of(dest);
                         st.join_from(ret);
-                        flow_marks::after_call(&mut st, &pre, &ret.1);
+                        flow_marks::after_call(&mut st, &before.1, &ret.1);
                         // What the registers hold is what the callee's returns leave: its entry
                         // state joins this call's (to the fixpoint), so a register it leaves
                         // alone returns what it held here (and what other callers passed).

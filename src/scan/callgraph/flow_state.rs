@@ -312,12 +312,8 @@ impl State {
 
     /// What registers `first`… hold, joined: every lane of a VGPR, inside and outside `exec`.
     pub(super) fn range(&self, (first, n): (Reg, u16)) -> Val {
-        (first..first.saturating_add(n).min(LANES)).fold(Val::Clean, |acc, r| {
-            let whole = join(join(acc, self.get(r)), self.out(r));
-            self.lanes_of(r)
-                .into_iter()
-                .fold(whole, |a, (_, x)| join(a, x))
-        })
+        (first..first.saturating_add(n).min(LANES))
+            .fold(self.range_in((first, n)), |acc, r| join(acc, self.out(r)))
     }
 
     /// What registers `first`… hold in the lanes inside `exec` (and the lanes set one by one,

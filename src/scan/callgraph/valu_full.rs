@@ -63,6 +63,15 @@ pub(super) fn vop2(g: Gen, op: u32) -> bool {
     }
 }
 
+/// Whether listed VOP2 opcode `op` adds to its destination, which it then reads as well:
+/// `v_mac_f32` (gfx9) and `v_fmac_f32`.
+pub(super) fn adds_to_destination(g: Gen, op: u32) -> bool {
+    match g {
+        Gen::G9 => matches!(op, 0x16 | 0x3b),
+        Gen::G10 | Gen::G11 | Gen::G12 => op == 0x2b,
+    }
+}
+
 /// VOP3 (not VOP3P): the listed VOP1 and VOP2 opcodes in VOP3 form, and `v_mad_u32_u24`,
 /// `v_bfe_{u32,i32}`, `v_bfi_b32`, `v_fma_f32`, `v_fma_f64`, `v_alignbit_b32`,
 /// `v_alignbyte_b32`, `v_{min3,max3,med3}_{i32,u32}`, `v_perm_b32`, `v_xad_u32`,
