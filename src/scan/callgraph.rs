@@ -51,6 +51,7 @@ mod flow_entry;
 mod flow_exec;
 mod flow_marks;
 mod flow_state;
+mod flow_wait;
 mod image;
 mod inst;
 mod isa;

@@ -176,6 +176,14 @@ fn compile(dir: &Path) {
     review(dir, fixtures, 11, &["retspill", "fnspill"], &[]);
     // The twelfth review's `queuekd` and `entbase` (`findings12/`).
     review(dir, fixtures, 12, &["queuekd", "entbase"], &[]);
+    // The thirteenth review's `ldrace` and ours beside it (`findings13/`, with `ldcommon.h`).
+    review(
+        dir,
+        fixtures,
+        13,
+        &["ldrace", "ldsmem", "ldyoung", "ldflat", "ldwaw"],
+        &["ldcommon.h"],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -607,6 +615,25 @@ fn slow_findings_of_the_hostile_review() {
         "entbase",
         "an address computed from a code address leaves the registers",
     );
+    // 4q. The thirteenth review's `ldrace` and four of ours: a load's destination read before the
+    // wait that says it returned (VGPRs, `ldrace`; SGPRs, `ldsmem`), after a wait that leaves a
+    // younger load of the same queue out (`ldyoung`) or a FLAT load, which may return out of
+    // order (`ldflat`), and a write to a load's destination before its wait, which the load
+    // overwrites when it lands (`ldwaw`). At 6ac99bd `ldrace` was patched on gfx1100 and
+    // `ldsmem` on both targets, `ldyoung`, `ldflat` and `ldwaw` on gfx1100, each in both modes
+    // (12 false proofs, as `findings7/build.sh` runs them). Refused now: a load's registers are pending until a wait settles it
+    // (`flow_wait.rs`).
+    for n in ["ldrace", "ldsmem", "ldyoung", "ldflat", "ldwaw"] {
+        refused_saying_one_of(
+            &d.join("f13"),
+            "r13",
+            n,
+            &[
+                "an address computed from a code address leaves the registers",
+                "addresses memory this rcclfix does not follow",
+            ],
+        );
+    }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

@@ -21,7 +21,7 @@
 
 use super::decode_mem::{ds, flat, flat12, mimg, mubuf, smem, vbuffer};
 use super::decode_salu::{sop1, sop2, sopc, sopk, sopp};
-use super::inst::{Gen, Half, Inst, Op, Reg, EXEC, V, VCC};
+use super::inst::{cnt, Gen, Half, Inst, Op, Reg, EXEC, NO_WAIT, V, VCC};
 
 /// The instruction at word `i` of `code`, for generation `g`. Over-approximations: every
 /// scalar source is read as two registers and every destination may be two (a 64-bit operand
@@ -33,6 +33,13 @@ pub fn decode(g: Gen, code: &[u32], i: usize) -> Inst {
     let mut inst = decode_word(g, w, word);
     if i + inst.words > n {
         inst = Inst::new(1, Op::Unknown);
+    }
+    // A scalar instruction that acts beyond its registers (`s_sendmsg_rtn`, gfx12's
+    // `s_get_barrier_state`, an opcode not classified) may answer later, on any counter; a wait
+    // (`s_waitcnt_vscnt null, 0`) does not.
+    let waits = inst.waits != 0 || inst.left != [NO_WAIT; 2];
+    if inst.effect && !inst.vector && inst.counts == 0 && !waits {
+        inst.counts = cnt::ALL;
     }
     inst
 }
@@ -66,9 +73,12 @@ fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
         (Gen::G10 | Gen::G11 | Gen::G12, 0x33) if top8 == 0xCC => vop3(g, w, word(1), true),
         (Gen::G11 | Gen::G12, 0x33) if top8 == 0xCD => vinterp(word(1), w),
         (Gen::G11 | Gen::G12, 0x33) if top8 == 0xCE => {
-            // LDSDIR / VDSDIR: vdst, reads m0.
+            // LDSDIR / VDSDIR: vdst, reads m0; what it writes comes back on a counter this
+            // rcclfix does not tell (`expcnt` by llvm `SIInsertWaitcnts.cpp`): only a wait
+            // for every counter settles it.
             let mut x = Inst::new(1, Op::Mem);
             x.vector = true;
+            x.counts = cnt::ALL;
             x.reads.push((g.m0(), 1));
             x.vdst(w, 1, 0);
             x

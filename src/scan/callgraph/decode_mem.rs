@@ -2,7 +2,7 @@
 //! MUBUF/MTBUF (and gfx12's VBUFFER), image instructions. Sources as there (llvm
 //! `SMInstructions.td`, `DSInstructions.td`, `FLATInstructions.td`, `BUFInstructions.td`).
 
-use super::inst::{Gen, Inst, Op, Reg};
+use super::inst::{cnt, Gen, Inst, Op, Queue, Reg};
 
 /// SMEM (64 bits): loads understood, everything else [`Op::Mem`].
 pub(super) fn smem(g: Gen, w: u32, w1: Option<u32>) -> Inst {
@@ -53,6 +53,8 @@ pub(super) fn smem(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         },
     };
     let mut x = Inst::new(2, Op::Mem);
+    // What it writes comes back on `lgkmcnt` (gfx12 `kmcnt`).
+    x.counts = cnt::KM;
     if let Some(so) = soffset {
         x.src(so, 1);
     }
@@ -87,11 +89,18 @@ pub(super) fn ds(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     };
     let mut x = Inst::new(2, Op::Mem);
     x.vector = true;
+    x.counts = cnt::DS;
     x.vsrc(w1, 1);
     x.addr_from(0);
     if !ds_load(g, w) {
         x.vsrc(w1 >> 8, 4);
         x.vsrc(w1 >> 16, 4);
+    }
+    // An LDS load returns in order with the others (GDS, up to gfx11: bit 16 on gfx9, 17 on
+    // gfx10 and gfx11, llvm-mc 21's encodings of `ds_read_b32 v1, v2 gds`, is another unit).
+    let gds = g != Gen::G12 && (w >> if g == Gen::G9 { 16 } else { 17 }) & 1 != 0;
+    if ds_load(g, w) && !gds {
+        x.queue = Queue::DsLoad;
     }
     // A plain load whose result fills its registers (`ds_read_b32`/`_b64`/`_b96`/`_b128`, the
     // `2addr` forms, the 8- and 16-bit loads that extend to 32 bits; not `_d16`), from gfx10 on
@@ -142,6 +151,12 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     };
     let mut x = Inst::new(2, Op::Mem);
     x.vector = true;
+    // FLAT may reach LDS as well (`vmcnt` and `lgkmcnt`), GLOBAL and SCRATCH only memory.
+    x.counts = if seg == 0 {
+        cnt::LOAD | cnt::DS
+    } else {
+        cnt::LOAD
+    };
     // GLOBAL's saddr is a 64-bit base, SCRATCH's a 32-bit offset.
     let saddr = (w1 >> 16) & 0x7f;
     // The VGPR address: FLAT's is 64 bits; GLOBAL's is a 32-bit offset beside an SGPR base and
@@ -193,6 +208,9 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     // load (8 and 16 bits extended to 32, never `_d16`) fills what it writes.
     x.lanewise = true;
     x.full = load > 0 && !acc && !lds;
+    if seg != 0 && load > 0 && !lds {
+        x.queue = Queue::VmLoad;
+    }
     x
 }
 
@@ -248,6 +266,12 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     };
     let mut x = Inst::new(3, Op::Mem);
     x.vector = true;
+    // VFLAT (segment 0) may reach LDS as well (`loadcnt` and `dscnt`).
+    x.counts = if (w >> 24) & 3 == 0 {
+        cnt::LOAD | cnt::DS
+    } else {
+        cnt::LOAD
+    };
     let saddr = w & 0x7f;
     if saddr < 106 {
         let scratch = (w >> 24) & 3 == 1;
@@ -270,6 +294,9 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     }
     x.lanewise = true;
     x.full = load > 0;
+    if (w >> 24) & 3 != 0 && load > 0 {
+        x.queue = Queue::VmLoad;
+    }
     x
 }
 
@@ -280,6 +307,7 @@ pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     };
     let mut x = Inst::new(2, Op::Mem);
     x.vector = true;
+    x.counts = cnt::LOAD;
     x.vsrc(w1, 2);
     x.reads.push(((((w1 >> 16) & 0x1f) * 4) as Reg, 4));
     x.src(w1 >> 24, 1);
@@ -308,6 +336,11 @@ pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         _ => (w1 >> 23) & 1 != 0,
     };
     let may = if load > 0 && !tfe { load } else { 4 };
+    // A plain MUBUF load into registers (bit 16, LDS, clear: llvm-mc 21's encodings of
+    // `buffer_load_dword off, s[8:11], s3 lds` for gfx900 and gfx1030) returns in order.
+    if load > 0 && (w >> 16) & 1 == 0 {
+        x.queue = Queue::VmLoad;
+    }
     if !(w >> 26 == 0x38 && mubuf_store(g, op)) {
         x.vdst(w1 >> 8, may, if acc { 0 } else { load });
     }
@@ -321,6 +354,7 @@ pub(super) fn vbuffer(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     };
     let mut x = Inst::new(3, Op::Mem);
     x.vector = true;
+    x.counts = cnt::LOAD;
     x.src(w & 0xff, 1);
     x.reads.push((((w1 >> 9) & 0x7f) as Reg, 4));
     if let Some(w2) = w2 {
@@ -336,5 +370,6 @@ pub(super) fn vbuffer(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
 pub(super) fn mimg(extra: usize) -> Inst {
     let mut x = Inst::new(1 + extra, Op::Opaque);
     x.vector = true;
+    x.counts = cnt::VM;
     x
 }

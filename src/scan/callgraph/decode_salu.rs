@@ -6,7 +6,9 @@
 //! generation decodes, or one whose mnemonic the table does not classify, reads SCC, may set it
 //! and may write exec, and has an effect beyond its registers ([`Inst::effect`]).
 
-use super::inst::{constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, RUNTIME, SCC, VCC};
+use super::inst::{
+    cnt, constant, sgpr, Gen, Inst, Op, Reg, EXEC, HWREG, NO_WAIT, RUNTIME, SCC, VCC,
+};
 use super::isa::branch_offset;
 use super::salu_table as t;
 
@@ -366,6 +368,8 @@ pub(super) fn sopk(g: Gen, w: u32) -> Inst {
     }
     x.sdst(d, nd, 0);
     implicit(&mut x, row(g, "SOPK", op));
+    x.waits = sopk_waits(g, op, d, w & 0xffff);
+    x.left = sopk_left(g, op, d, w & 0xffff);
     let simm = i64::from(w as u16 as i16);
     // s_setreg_b32 (0x12 on gfx9 and gfx11/12, 0x13 on gfx10) and s_setreg_imm32_b32, from
     // `xtask/salu_table.py`'s listing: one that may change more than MODE's rounding, denormal
@@ -426,6 +430,98 @@ fn quiet_sopp(g: Gen, op: u32) -> bool {
     }
 }
 
+/// The counters ([`cnt`]) SOPP opcode `op` with constant `s` waits to reach zero: `s_waitcnt`
+/// (0x0C up to gfx10, 0x09 on gfx11; `vmcnt` in bits 3:0 and 15:14, `expcnt` 6:4, `lgkmcnt` 11:8
+/// on gfx9 and 13:8 on gfx10; on gfx11 `expcnt` 2:0, `lgkmcnt` 9:4, `vmcnt` 15:10) and gfx12's
+/// `s_wait_loadcnt` … `s_wait_kmcnt` (0x40–0x47, the count in the whole constant) and
+/// `s_wait_loadcnt_dscnt`, `s_wait_storecnt_dscnt` (0x48, 0x49: the first in bits 15:8, `dscnt`
+/// in 7:0). llvm `AMDGPUBaseInfo.cpp` (`encodeWaitcnt`, `getLoadcntStorecntBitShift`), checked
+/// against llvm-mc 21's encodings for gfx900, gfx90a, gfx942, gfx1010, gfx1030, gfx1100 and
+/// gfx1200. A field is read as zero only where every bit the hardware may read is zero.
+fn sopp_waits(g: Gen, op: u32, s: u32) -> u8 {
+    let zero = |bits: u32, c: u8| if bits == 0 { c } else { 0 };
+    match (g, op) {
+        (Gen::G9 | Gen::G10, 0x0C) => {
+            let lgkm = if g == Gen::G9 { 0xf00 } else { 0x3f00 };
+            zero(s & 0xc00f, cnt::VM) | zero(s & 0x70, cnt::EXP) | zero(s & lgkm, cnt::LGKM)
+        }
+        (Gen::G11, 0x09) => {
+            zero(s & 0xfc00, cnt::VM) | zero(s & 0x3f0, cnt::LGKM) | zero(s & 7, cnt::EXP)
+        }
+        (Gen::G12, 0x40..=0x47) => {
+            let c = [
+                cnt::LOAD,
+                cnt::STORE,
+                cnt::SAMPLE,
+                cnt::BVH,
+                cnt::EXP,
+                0,
+                cnt::DS,
+                cnt::KM,
+            ];
+            zero(s, c[(op - 0x40) as usize])
+        }
+        (Gen::G12, 0x48 | 0x49) => {
+            let first = if op == 0x48 { cnt::LOAD } else { cnt::STORE };
+            zero(s >> 8, first) | zero(s & 0xff, cnt::DS)
+        }
+        _ => 0,
+    }
+}
+
+/// The counts of `vmcnt` and `lgkmcnt` (gfx12: `loadcnt` and `dscnt`) SOPP opcode `op` with
+/// constant `s` waits down to (`s_waitcnt`, fields as [`sopp_waits`] reads them; gfx12's
+/// `s_wait_loadcnt`, `s_wait_dscnt`, `s_wait_loadcnt_dscnt`, `s_wait_storecnt_dscnt`, read as
+/// the whole constant or byte, never below the bits the hardware reads; [`NO_WAIT`] elsewhere).
+fn sopp_left(g: Gen, op: u32, s: u32) -> [u8; 2] {
+    let n = |x: u32| x.min(u32::from(NO_WAIT) - 1) as u8;
+    match (g, op) {
+        (Gen::G12, 0x40) => [n(s), NO_WAIT],
+        (Gen::G12, 0x46) => [NO_WAIT, n(s)],
+        (Gen::G12, 0x48) => [n(s >> 8), n(s & 0xff)],
+        (Gen::G12, 0x49) => [NO_WAIT, n(s & 0xff)],
+        (Gen::G9 | Gen::G10, 0x0C) => {
+            let vm = (s & 0xf) | ((s >> 14) & 3) << 4;
+            let lgkm = (s >> 8) & if g == Gen::G9 { 0xf } else { 0x3f };
+            [vm as u8, lgkm as u8]
+        }
+        (Gen::G11, 0x09) => [((s >> 10) & 0x3f) as u8, ((s >> 4) & 0x3f) as u8],
+        _ => [NO_WAIT; 2],
+    }
+}
+
+/// The counters ([`cnt`]) SOPK opcode `op` with destination field `d` and constant `s` waits to
+/// reach zero: gfx10's and gfx11's `s_waitcnt_vscnt`, `_vmcnt`, `_expcnt`, `_lgkmcnt` (0x17–0x1A
+/// on gfx10, 0x18–0x1B on gfx11, llvm-mc 21), which wait for the counter to reach the SGPR `d`
+/// plus `s`: zero only with `null` (0x7D, 0x7C) and 0.
+fn sopk_waits(g: Gen, op: u32, d: u32, s: u32) -> u8 {
+    let (first, null) = match g {
+        Gen::G10 => (0x17, 0x7D),
+        Gen::G11 => (0x18, 0x7C),
+        Gen::G9 | Gen::G12 => return 0,
+    };
+    if d != null || s != 0 || !(first..first + 4).contains(&op) {
+        return 0;
+    }
+    [cnt::STORE, cnt::VM, cnt::EXP, cnt::LGKM][(op - first) as usize]
+}
+
+/// The counts of `vmcnt` and `lgkmcnt` SOPK opcode `op` waits down to: gfx10's and gfx11's
+/// `s_waitcnt_vmcnt` and `s_waitcnt_lgkmcnt` with `null` ([`sopk_waits`]); [`NO_WAIT`] elsewhere.
+fn sopk_left(g: Gen, op: u32, d: u32, s: u32) -> [u8; 2] {
+    let (first, null) = match g {
+        Gen::G10 => (0x17, 0x7D),
+        Gen::G11 => (0x18, 0x7C),
+        Gen::G9 | Gen::G12 => return [NO_WAIT; 2],
+    };
+    let n = u8::try_from(s).ok().filter(|&n| n < NO_WAIT && d == null);
+    match (op.wrapping_sub(first), n) {
+        (1, Some(n)) => [n, NO_WAIT],
+        (3, Some(n)) => [NO_WAIT, n],
+        _ => [NO_WAIT; 2],
+    }
+}
+
 /// SOPP: branches (whose condition is their read: SCC, `vcc` or `exec`), `s_endpgm`,
 /// messages (which may read `m0`).
 pub(super) fn sopp(g: Gen, w: u32) -> Inst {
@@ -439,6 +535,8 @@ pub(super) fn sopp(g: Gen, w: u32) -> Inst {
     if quiet_sopp(g, op) {
         x.reads.clear();
         x.op = Op::Alu;
+        x.waits = sopp_waits(g, op, w & 0xffff);
+        x.left = sopp_left(g, op, w & 0xffff);
     } else if op == endpgm {
         x.op = Op::End;
         x.reads.clear();

@@ -20,6 +20,8 @@
 //! - a VGPR's value is split into what the lanes `exec` enables hold and what the others hold,
 //!   and a write replaces the first only where the instruction fills its destination in every
 //!   lane it runs in ([`super::flow_exec`]): anything else joins what the register held;
+//! - a load's destinations hold what they held or what it returns until a wait settles it, and
+//!   a write to them meanwhile may be overwritten when it lands ([`super::flow_wait`]);
 //! - a load through a kernarg pointer is checked against the slot (8 bytes) and the kernarg
 //!   segment's bounds; one through `Any`, through a register offset, or a kernarg pointer in a
 //!   buffer resource, FLAT, GLOBAL, SCRATCH or image address is refused;
@@ -73,6 +75,7 @@ use super::flow_entry::{kernel_entry, ArgSegment, FlowRefusal, FlowRoot};
 use super::flow_exec;
 use super::flow_marks;
 use super::flow_state::{State, Val};
+use super::flow_wait;
 use super::inst::{Gen, Inst, Op, Reg};
 use super::{Graph, Isa};
 
@@ -180,6 +183,9 @@ struct Ctx<'a> {
     /// Each kernel followed only because a table call is taken ([`super::flow_state::Gate::Args`]
     /// indexes it): its kernarg segment.
     args: Vec<ArgSegment>,
+    /// The registers the last instruction stepped writes late, with what it writes and whether
+    /// it fills them ([`super::flow_wait::settle`]).
+    issued: Vec<(Reg, Val, bool)>,
 }
 
 impl Graph {
@@ -265,6 +271,7 @@ impl Graph {
             image_store: None,
             stored_code: None,
             args: Vec::new(),
+            issued: Vec::new(),
         };
         let funcs = cx.enter(&reach, sinks, &img, &sums, false)?;
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
@@ -491,11 +498,23 @@ impl Ctx<'_> {
                     flow_exec::to_callee(&mut s, wide);
                     s
                 };
+                self.issued.clear();
                 let mut flow = self
                     .step(&inst, pc, next, &mut st)
                     .map_err(|r| refuse(pc, r))?;
+                // The marks a load makes of its destinations wait until it is done.
+                let mut held = Vec::new();
+                made.retain(|&(r, c)| {
+                    if !self.issued.iter().any(|&(k, _, _)| k == r) {
+                        return true;
+                    }
+                    held.extend(c.map(|c| (r, c)));
+                    false
+                });
                 flow_marks::apply(&inst, &mut st, made, &key);
                 flow_exec::apply(exec, &mut st);
+                flow_wait::settle(&inst, exec, &mut st, &self.issued, &held)
+                    .map_err(|r| refuse(pc, r))?;
                 if stops {
                     flow = Flow::Stops;
                 }
@@ -548,6 +567,7 @@ impl Ctx<'_> {
                         st.0.retain(|&r, _| !flow_marks::saved_vgpr(r));
                         st.0.extend(saved);
                         flow_exec::after_call(&mut st, &before, wide, flow_marks::saved_vgpr);
+                        flow_wait::after_call(&mut st);
                     }
                     _ => {}
                 }

@@ -223,6 +223,7 @@ pub(super) fn to_callee(st: &mut State, wide: bool) {
     }
     if wide {
         mix(st);
+        st.inexact(true);
     }
 }
 

@@ -13,7 +13,7 @@ fn key(l: u8) -> Option<u8> {
 }
 
 fn reached() -> State {
-    State(BTreeMap::new(), Some(BTreeMap::new()))
+    State(BTreeMap::new(), Some(BTreeMap::new()), Default::default())
 }
 
 /// Run `inst` at `pc` on `st` as the flow does (marks only).

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::inst::{Reg, V};
+use super::inst::{Queue, Reg, V};
 
 /// An abstract value: what a register may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +164,8 @@ pub(super) struct State(
     pub(super) BTreeMap<Reg, Val>,
     /// Where control may go ([`super::flow_marks`]): `None` until a path reaches the state.
     pub(super) Marks,
+    /// The registers a load (or a message that answers) may still write ([`Pend`]).
+    pub(super) Pending,
 );
 
 /// The key of lane `l` of VGPR `v` (`v` ≥ [`V`]) in a [`State`].
@@ -306,6 +308,7 @@ impl State {
                 self.set(k, v);
             }
         }
+        join_pending(&mut self.2, &other.2, self.1.is_none(), other.1.is_none());
         join_marks(&mut self.1, &other.1);
         *self != before
     }
@@ -327,9 +330,89 @@ impl State {
         })
     }
 
+    /// No pending VGPR (`vgprs_only`) or register is exact any more ([`Pend::exact`]): its lanes
+    /// moved, or a call ran.
+    pub(super) fn inexact(&mut self, vgprs_only: bool) {
+        for (&r, p) in self.2.iter_mut() {
+            if !vgprs_only || is_vgpr(r) {
+                p.exact = false;
+                p.mark = None;
+            }
+        }
+    }
+
     /// Whether anything is tracked (a clean lane entry is not).
     pub(super) fn tracked(&self) -> bool {
         self.0.values().any(|&v| v != Val::Clean)
+    }
+}
+
+/// A register a load may still write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pend {
+    /// The counters ([`super::inst::cnt`]) that must all reach zero before the load is done.
+    pub(super) counts: u8,
+    /// What the load writes there.
+    pub(super) val: Val,
+    /// Whether the register holds `val` alone once the load is done (in a VGPR's lanes inside
+    /// the split): the load fills it, and on every path since, nothing wrote it and `exec`'s
+    /// lanes did not move.
+    pub(super) exact: bool,
+    /// The mark the load makes of the register ([`Code::FnLo`], [`Code::FnHi`]), set when it is
+    /// done where [`Pend::exact`].
+    pub(super) mark: Option<Code>,
+    /// The in-order queue of the load ([`super::inst::Queue::None`] where two loads or paths differ).
+    pub(super) queue: Queue,
+    /// How many loads of that queue issued after it, on every path (at most 254): a wait that
+    /// leaves no more of its counter outstanding has seen it return.
+    pub(super) younger: u8,
+}
+
+/// The pending registers of a state, by register (a VGPR by its own number).
+pub(super) type Pending = BTreeMap<Reg, Pend>;
+
+/// Join `other`'s pending registers into `mine` (the two states' `unreached`: no path has
+/// reached it yet, so it holds nothing). A register pending on one path only is not exact: the
+/// other path's value must stay when the load is done.
+pub(super) fn join_pending(
+    mine: &mut Pending,
+    other: &Pending,
+    mine_unreached: bool,
+    other_unreached: bool,
+) {
+    if other_unreached {
+        return;
+    }
+    if mine_unreached {
+        mine.clone_from(other);
+        return;
+    }
+    for (r, p) in mine.iter_mut() {
+        match other.get(r) {
+            Some(o) => {
+                p.counts |= o.counts;
+                p.val = join(p.val, o.val);
+                p.exact &= o.exact;
+                if p.mark != o.mark {
+                    p.mark = None;
+                }
+                if p.queue != o.queue {
+                    p.queue = Queue::None;
+                }
+                p.younger = p.younger.min(o.younger);
+            }
+            None => {
+                p.exact = false;
+                p.mark = None;
+            }
+        }
+    }
+    for (&r, o) in other {
+        mine.entry(r).or_insert(Pend {
+            exact: false,
+            mark: None,
+            ..*o
+        });
     }
 }
 

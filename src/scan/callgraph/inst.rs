@@ -27,6 +27,34 @@ pub const HWREG: Reg = 254;
 /// `s_sendmsg_rtn` and `s_getreg_b32` may return), as one register; no operand names it.
 pub const RUNTIME: Reg = 250;
 
+/// The counters a wave's outstanding memory operations are counted on, as bits of
+/// [`Inst::counts`] and [`Inst::waits`] (the ISA guides' "Data Dependency Resolution" and
+/// `S_WAITCNT`; llvm `SIInsertWaitcnts.cpp`, `AMDGPUBaseInfo.cpp` for the encodings). Up to gfx11
+/// `vmcnt` counts what gfx12 splits into [`cnt::LOAD`], [`cnt::SAMPLE`] and [`cnt::BVH`], and
+/// `lgkmcnt` what gfx12 splits into [`cnt::KM`] and [`cnt::DS`].
+pub mod cnt {
+    /// Vector memory loads and atomics that return (`vmcnt`; gfx12 `loadcnt`).
+    pub const LOAD: u8 = 1;
+    /// Image samples (`vmcnt`; gfx12 `samplecnt`).
+    pub const SAMPLE: u8 = 2;
+    /// Ray-tracing BVH loads (`vmcnt`; gfx12 `bvhcnt`).
+    pub const BVH: u8 = 4;
+    /// Scalar memory and messages that answer (`lgkmcnt`; gfx12 `kmcnt`).
+    pub const KM: u8 = 8;
+    /// LDS and GDS (`lgkmcnt`; gfx12 `dscnt`).
+    pub const DS: u8 = 16;
+    /// Exports and LDS parameter loads (`expcnt`).
+    pub const EXP: u8 = 32;
+    /// Vector memory stores (gfx10+ `vscnt`; gfx12 `storecnt`).
+    pub const STORE: u8 = 64;
+    /// `vmcnt` up to gfx11.
+    pub const VM: u8 = LOAD | SAMPLE | BVH;
+    /// `lgkmcnt` up to gfx12.
+    pub const LGKM: u8 = KM | DS;
+    /// Every counter: what only a wait for all of them resolves.
+    pub const ALL: u8 = 127;
+}
+
 /// The generation, as far as encodings go (gfx12 differs from gfx11 in SMEM and VMEM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gen {
@@ -253,6 +281,40 @@ pub struct Inst {
     /// `u32`, `i64`, `u64`; [`eq_compare`]): what it writes says only whether its two sources
     /// are equal.
     pub eq_cmp: bool,
+    /// The counters ([`cnt`]) that count it where it writes its registers when its data
+    /// returns, after later instructions have run (a memory load, an atomic that returns, a
+    /// message that answers): until a wait ([`Inst::waits`]) brings every one of them to zero,
+    /// its destinations hold what they held or what it returns, and a write to them may be
+    /// overwritten when it returns. 0: it writes as it runs.
+    pub counts: u8,
+    /// The counters ([`cnt`]) it waits to reach zero (`s_waitcnt` with a zero field,
+    /// `s_waitcnt_vscnt null, 0`, gfx12's `s_wait_loadcnt 0` …).
+    pub waits: u8,
+    /// The counts of `vmcnt` and `lgkmcnt` (gfx12: `loadcnt` and `dscnt`) it waits down to
+    /// ([`NO_WAIT`]: it does not wait for that counter).
+    pub left: [u8; 2],
+    /// The queue whose loads return in the order they issue that it is one of ([`Queue`]).
+    pub queue: Queue,
+}
+
+/// [`Inst::left`] of a counter an instruction does not wait for.
+pub const NO_WAIT: u8 = 0xff;
+
+/// Loads that return in the order they issue (the GCN3, Vega, CDNA and RDNA1–RDNA4 ISA guides,
+/// `S_WAITCNT`, `S_WAIT_LOADCNT`: vector memory reads of one kind return in the order they were
+/// issued; LDS instructions return in order; scalar memory may return out of order; llvm
+/// `SIInsertWaitcnts.cpp` waits for a count above zero on these alone): a wait that leaves `n`
+/// of its counter outstanding has seen a load of the queue return when `n` more of the same
+/// queue issued after it ([`super::flow_wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    /// None of these.
+    None,
+    /// A plain GLOBAL, SCRATCH or (up to gfx11) buffer load into registers (`vmcnt`, gfx12
+    /// `loadcnt`): no FLAT, image, LDS-bit load, atomic or store.
+    VmLoad,
+    /// A DS load into registers, not GDS (`lgkmcnt`, gfx12 `dscnt`).
+    DsLoad,
 }
 
 impl Inst {
@@ -269,6 +331,10 @@ impl Inst {
             lanewise: false,
             full: false,
             eq_cmp: false,
+            counts: 0,
+            waits: 0,
+            left: [NO_WAIT; 2],
+            queue: Queue::None,
         }
     }
 

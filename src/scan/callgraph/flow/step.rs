@@ -43,16 +43,26 @@ impl Ctx<'_> {
             }
         };
         // A write of register `k`, exact when the instruction certainly writes it (a VGPR: only
-        // when it fills it, and then only the lanes exec enables).
+        // when it fills it, and then only the lanes exec enables). One that lands late (a load)
+        // only joins `v` in; it is pending until a wait ([`super::super::flow_wait`]), which
+        // `issued` tells with whether it would have been exact.
+        let late = inst.counts != 0;
+        let issued = std::cell::RefCell::new(Vec::new());
         let put = |st: &mut State, k: Reg, v: Val, exact: bool| {
             if is_vgpr(k) && lanewise {
-                st.write_in(k, v, exact && fills);
+                if late {
+                    issued.borrow_mut().push((k, v, exact && fills && !wide));
+                }
+                st.write_in(k, v, exact && fills && !late);
                 if wide {
                     let o = st.out(k);
                     st.set(out_key(k), join(o, v));
                 }
             } else {
-                st.write(k, v, exact);
+                if late {
+                    issued.borrow_mut().push((k, v, exact && k < V));
+                }
+                st.write(k, v, exact && !late);
             }
         };
 
@@ -339,7 +349,7 @@ impl Ctx<'_> {
                 };
                 let regs = bytes.div_ceil(4) as Reg;
                 for k in dst..dst + regs {
-                    st.set(k, v);
+                    put(st, k, v, true);
                 }
             }
             Op::Call if inst.reads.is_empty() => {
@@ -447,6 +457,7 @@ impl Ctx<'_> {
             }
             _ => generic(st, read),
         }
+        self.issued = issued.into_inner();
         Ok(Flow::On)
     }
 

@@ -1,0 +1,180 @@
+//! Writes that land late. A memory load (an atomic that returns, a message that answers) writes
+//! its destination registers when its data comes back, after the instructions that follow it
+//! have run; the code must wait for the counter that counts it (`s_waitcnt`, gfx12's
+//! `s_wait_*`) before it reads them, and nothing makes it. Until then a read of such a register
+//! gives what it held before or what the load returns, and a write to it may be overwritten
+//! when the load returns (the thirteenth review's `ldrace`, `tests/fixtures/patch/findings13/`:
+//! a table's entry read from a register a load was about to replace).
+//!
+//! So each register a load writes is pending ([`super::flow_state::Pend`]) from the load until a wait brings every
+//! counter that counts the load ([`super::inst::Inst::counts`]) to zero
+//! ([`super::inst::Inst::waits`]):
+//! - the load itself only joins what it returns into the register ([`super::flow`]'s step
+//!   writes it as a possible write, never an exact one);
+//! - a write to a pending register joins what the load returns into it, in every lane;
+//! - a pending register has no mark ([`super::flow_marks`]): what the marks say of it is not
+//!   certain while the load may still land; the marks the load makes wait in [`super::flow_state::Pend::mark`];
+//! - the wait replaces the register's value with what the load returned, and sets the load's
+//!   marks, only where the load fills the register and nothing wrote it or moved `exec`'s lanes
+//!   since, on every path to the wait ([`super::flow_state::Pend::exact`]); otherwise the joined value stays.
+//!
+//! A wait settles a load when it brings every counter that counts the load to zero, or, for a
+//! load of a queue that returns in issue order ([`Queue`]: plain vector memory
+//! loads on `vmcnt` or `loadcnt`, LDS loads on `lgkmcnt` or `dscnt`), when it leaves at most as many of its counter
+//! outstanding as loads of the same queue issued after it on every path: were the load still
+//! out, so would they be, and the counter above the count. Nothing else is followed (FLAT, an
+//! image, a scalar load settle only at zero). A load into `exec` is refused, since it would move
+//! the lanes at a moment no instruction marks.
+//!
+//! Sources: the RDNA1–RDNA4 and CDNA1–CDNA3 ISA guides ("Data Dependency Resolution":
+//! "the shader must use S_WAITCNT … before using the data", `S_WAITCNT`); llvm
+//! `SIInsertWaitcnts.cpp` (which counters count which instruction).
+
+use super::flow_exec::{mask_key, Exec};
+use super::flow_state::{is_vgpr, join, lane_key, out_key, Code, Pend, State, Val};
+use super::inst::{Inst, Op, Queue, Reg, EXEC, NO_WAIT};
+
+/// What `inst` does to the pending registers of `st`, after its other effects (its values, its
+/// marks and [`Exec`] transition `exec`): `issued` are the registers it writes late, each with
+/// what it writes and whether it fills it ([`super::flow`]'s step); `marks` the marks its load
+/// makes of them, held until it is done. Errors: a late write into `exec`.
+pub(super) fn settle(
+    inst: &Inst,
+    exec: Exec,
+    st: &mut State,
+    issued: &[(Reg, Val, bool)],
+    marks: &[(Reg, Code)],
+) -> Result<(), String> {
+    if issued.iter().any(|&(r, _, _)| r == EXEC || r == EXEC + 1) {
+        return Err("a load into exec (it would change the lanes when it returns)".into());
+    }
+    // A write to a pending register: the load may land after it. Relative indexing (m0 picks
+    // the register), an image instruction or a computed jump may write any.
+    let any = matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork);
+    let written = |k: Reg| {
+        any || inst
+            .writes
+            .iter()
+            .chain(&inst.kills)
+            .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
+    };
+    let hit: Vec<(Reg, Val)> =
+        st.2.iter()
+            .filter(|(&r, _)| written(r))
+            .map(|(&r, p)| (r, p.val))
+            .collect();
+    for (r, v) in hit {
+        land(st, r, v);
+        if let Some(p) = st.2.get_mut(&r) {
+            p.exact = false;
+            p.mark = None;
+        }
+    }
+    if exec != Exec::Same {
+        st.inexact(true);
+    }
+    // A load of an in-order queue: one more after each pending load of that queue.
+    if inst.queue != Queue::None {
+        for p in st.2.values_mut().filter(|p| p.queue == inst.queue) {
+            p.younger = p.younger.saturating_add(1).min(NO_WAIT - 1);
+        }
+    }
+    let returned = |p: &Pend| {
+        let left = match p.queue {
+            Queue::VmLoad => inst.left[0],
+            Queue::DsLoad => inst.left[1],
+            Queue::None => NO_WAIT,
+        };
+        p.counts & !inst.waits == 0 || (left != NO_WAIT && p.younger >= left)
+    };
+    if inst.waits != 0 || inst.left != [NO_WAIT; 2] {
+        let done: Vec<(Reg, Pend)> =
+            st.2.iter()
+                .filter(|(_, p)| returned(p))
+                .map(|(&r, &p)| (r, p))
+                .collect();
+        for (r, p) in done {
+            st.2.remove(&r);
+            if p.exact {
+                if is_vgpr(r) {
+                    st.write_in(r, p.val, true);
+                } else {
+                    st.write(r, p.val, true);
+                }
+                if let (Some(m), Some(c)) = (st.1.as_mut(), p.mark) {
+                    m.insert(r, c);
+                }
+            }
+        }
+    }
+    for &(r, v, exact) in issued {
+        let mark = marks.iter().find(|(k, _)| *k == r).map(|&(_, c)| c);
+        let p = match st.2.get(&r) {
+            // Two loads in flight to one register: either may land last.
+            Some(old) => Pend {
+                counts: old.counts | inst.counts,
+                val: join(old.val, v),
+                exact: false,
+                mark: None,
+                queue: Queue::None,
+                younger: 0,
+            },
+            None => Pend {
+                counts: inst.counts,
+                val: v,
+                exact,
+                mark,
+                queue: inst.queue,
+                younger: 0,
+            },
+        };
+        st.2.insert(r, p);
+    }
+    strip(st);
+    Ok(())
+}
+
+/// What a late write of `v` may leave in register `r`: `v` in any of its lanes.
+fn land(st: &mut State, r: Reg, v: Val) {
+    let old = st.get(r);
+    st.set(r, join(old, v));
+    if is_vgpr(r) {
+        let out = st.out(r);
+        st.set(out_key(r), join(out, v));
+        for (k, x) in st.lanes_of(r) {
+            st.set(k, join(x, v));
+        }
+    }
+}
+
+/// The state after a call, from the caller's pending registers and the callee's returns' (both
+/// joined into `st` already): none exact (a callee's returns are every caller's), and no marks
+/// on any.
+pub(super) fn after_call(st: &mut State) {
+    st.inexact(false);
+    strip(st);
+}
+
+/// Drop the marks of every pending register (its lanes', and what it says as a lane mask).
+pub(super) fn strip(st: &mut State) {
+    let Some(m) = st.1.as_mut() else { return };
+    for &r in st.2.keys() {
+        m.remove(&r);
+        if r < 128 {
+            m.remove(&mask_key(r));
+        }
+        if is_vgpr(r) {
+            let lanes: Vec<Reg> = m
+                .range(lane_key(r, 0)..=lane_key(r, 63))
+                .map(|(&k, _)| k)
+                .collect();
+            for k in lanes {
+                m.remove(&k);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "flow_wait_tests.rs"]
+mod tests;

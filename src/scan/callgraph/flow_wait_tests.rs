@@ -1,0 +1,173 @@
+//! Rows for [`super`]: a load's registers hold the old value or the loaded one until a wait, on
+//! instructions built by hand (the decoder's side is `decode_tests.rs`, `waits_and_late_writes`;
+//! the whole flow's, row 4q of `tests/it/patch_soundness.rs`, the thirteenth review's `ldrace`).
+
+use super::*;
+use crate::scan::callgraph::inst::{cnt, V};
+
+fn reached() -> State {
+    State(
+        Default::default(),
+        Some(Default::default()),
+        Default::default(),
+    )
+}
+
+fn wait(c: u8) -> Inst {
+    let mut i = Inst::new(1, Op::Alu);
+    i.waits = c;
+    i
+}
+
+fn write(r: Reg) -> Inst {
+    let mut i = Inst::new(1, Op::Alu);
+    i.writes.push((r, 1));
+    i.kills.push((r, 1));
+    i
+}
+
+fn load(c: u8) -> Inst {
+    let mut i = Inst::new(2, Op::Mem);
+    i.counts = c;
+    i
+}
+
+#[test]
+fn a_wait_for_every_counter_settles_the_load() {
+    let v = V + 3;
+    let mut st = reached();
+    // What the step leaves: the entry the register held, joined with what the load returns.
+    st.set(v, Val::Entry);
+    let mark = Code::FnLo(0x100, 0);
+    settle(
+        &load(cnt::LOAD | cnt::DS),
+        Exec::Same,
+        &mut st,
+        &[(v, Val::Clean, true)],
+        &[(v, mark)],
+    )
+    .unwrap();
+    assert_eq!(st.get(v), Val::Entry);
+    assert!(
+        st.1.as_ref().unwrap().get(&v).is_none(),
+        "no mark while pending"
+    );
+    // A wait for one of the two counters settles nothing.
+    settle(&wait(cnt::LOAD), Exec::Same, &mut st, &[], &[]).unwrap();
+    assert_eq!(st.get(v), Val::Entry);
+    assert!(st.2.contains_key(&v));
+    settle(&wait(cnt::LOAD | cnt::DS), Exec::Same, &mut st, &[], &[]).unwrap();
+    assert_eq!(st.get(v), Val::Clean);
+    assert!(st.2.is_empty());
+    assert_eq!(st.1.as_ref().unwrap().get(&v), Some(&mark));
+}
+
+#[test]
+fn a_write_before_the_wait_may_be_overwritten() {
+    let s = 4;
+    let mut st = reached();
+    settle(
+        &load(cnt::KM),
+        Exec::Same,
+        &mut st,
+        &[(s, Val::Entry, true)],
+        &[],
+    )
+    .unwrap();
+    // An exact write of a clean value: the load may land after it.
+    st.write(s, Val::Clean, true);
+    settle(&write(s), Exec::Same, &mut st, &[], &[]).unwrap();
+    assert_eq!(st.get(s), Val::Entry);
+    settle(&wait(cnt::LGKM), Exec::Same, &mut st, &[], &[]).unwrap();
+    assert_eq!(
+        st.get(s),
+        Val::Entry,
+        "the later write may have landed first"
+    );
+    assert!(st.2.is_empty());
+}
+
+#[test]
+fn moved_lanes_and_one_sided_joins_are_not_exact() {
+    let v = V + 7;
+    let mut st = reached();
+    st.set(v, Val::Entry);
+    settle(
+        &load(cnt::LOAD),
+        Exec::Same,
+        &mut st,
+        &[(v, Val::Clean, true)],
+        &[],
+    )
+    .unwrap();
+    let mut narrowed = st.clone();
+    settle(
+        &Inst::new(1, Op::Alu),
+        Exec::Narrow,
+        &mut narrowed,
+        &[],
+        &[],
+    )
+    .unwrap();
+    settle(&wait(cnt::VM), Exec::Same, &mut narrowed, &[], &[]).unwrap();
+    assert_eq!(narrowed.get(v), Val::Entry);
+    // Joined with a path where nothing is pending: that path's value stays.
+    let mut other = reached();
+    other.set(v, Val::Entry);
+    let mut joined = st.clone();
+    joined.join_from(&other);
+    settle(&wait(cnt::VM), Exec::Same, &mut joined, &[], &[]).unwrap();
+    assert_eq!(joined.get(v), Val::Entry);
+    // Both paths pending and exact: the wait settles it.
+    let mut both = st.clone();
+    both.join_from(&st);
+    settle(&wait(cnt::VM), Exec::Same, &mut both, &[], &[]).unwrap();
+    assert_eq!(both.get(v), Val::Clean);
+}
+
+#[test]
+fn a_load_into_exec_is_refused() {
+    let mut st = reached();
+    let err = settle(
+        &load(cnt::KM),
+        Exec::Reset,
+        &mut st,
+        &[(EXEC, Val::Clean, true)],
+        &[],
+    );
+    assert!(err.unwrap_err().contains("exec"));
+}
+
+#[test]
+fn in_order_loads_settle_when_enough_younger_ones_may_be_out() {
+    use crate::scan::callgraph::inst::{Queue, NO_WAIT};
+    let (a, b) = (V + 4, V + 2);
+    let mut vm = load(cnt::LOAD);
+    vm.queue = Queue::VmLoad;
+    let mut st = reached();
+    settle(&vm, Exec::Same, &mut st, &[(a, Val::Clean, true)], &[]).unwrap();
+    st.set(b, Val::Entry);
+    // A FLAT load may return out of order: it counts for nothing.
+    settle(&load(cnt::LOAD | cnt::DS), Exec::Same, &mut st, &[], &[]).unwrap();
+    let mut left1 = wait(0);
+    left1.left = [1, NO_WAIT];
+    let mut early = st.clone();
+    settle(&left1, Exec::Same, &mut early, &[], &[]).unwrap();
+    assert!(
+        early.2.contains_key(&a),
+        "one load may be out: it may be this one"
+    );
+    settle(&vm, Exec::Same, &mut st, &[(b, Val::Clean, true)], &[]).unwrap();
+    settle(&left1, Exec::Same, &mut st, &[], &[]).unwrap();
+    assert!(
+        !st.2.contains_key(&a),
+        "the younger load is the one that may be out"
+    );
+    assert_eq!(st.get(b), Val::Entry);
+    assert!(st.2.contains_key(&b));
+    // lgkmcnt says nothing of vmcnt's queue.
+    let mut lgkm0 = wait(cnt::LGKM);
+    lgkm0.left = [NO_WAIT, 0];
+    settle(&lgkm0, Exec::Same, &mut st, &[], &[]).unwrap();
+    assert!(st.2.contains_key(&b));
+}
