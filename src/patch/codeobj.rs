@@ -648,6 +648,12 @@ pub fn patch(data: &[u8], asserts: bool) -> Result<Outcome, Refusal> {
         &sizes,
         ks,
         &arg_ranges,
+        &trapped
+            .instructions
+            .iter()
+            .filter(|i| i.why == "device-assert handler")
+            .map(|i| i.address)
+            .collect::<Vec<_>>(),
     )
     .map_err(|u| Refusal::unproven(&u.kernels, u.reason))?;
     proof.statements.push(flow);

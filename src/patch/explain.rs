@@ -65,11 +65,16 @@ pub(super) fn explain_declarations(
             ),
         ));
     }
-    // The handler `--asserts` would make trap is a sink: its own reads are a user's.
+    // The handlers `--asserts` would make trap are sinks: their own reads are a user's. Every
+    // copy (an image linked from several partitions, as RCCL's are, holds one per partition).
     let sinks: Vec<u32> = g
-        .node("__assert_fail")
-        .filter(|&h| g.handler_shape(h).is_ok())
-        .into_iter()
+        .nodes()
+        .filter(|&h| {
+            let f = g.reached(h);
+            f.name == super::asserts::ASSERT_HANDLERS[0].0
+                && f.addr.is_some()
+                && g.handler_shape(h).is_ok()
+        })
         .collect();
     let (mut by_user, mut by_indirect) = (0, 0);
     for k in declaring {
@@ -120,10 +125,12 @@ pub(super) fn explain_declarations(
 
 /// Check that no declaring kernel can read its hostcall slot, by following its kernarg segment
 /// pointer (and the dispatch packet and queue pointers) through every instruction of the code
-/// it may run ([`crate::scan::callgraph::Graph::slot_flow`]; the handler `--asserts` makes trap is
-/// not entered). `data` is the code object, `e_flags` its ELF flags, `cov` its version, `kernels`
-/// every kernel `(name, symbol)`, `slots` and `sizes` the declaring kernels' slot offsets and
-/// kernarg segment sizes (bytes), `declaring` their names. Returns the proof's sentence.
+/// it may run ([`crate::scan::callgraph::Graph::slot_flow`]; the handlers `--asserts` made trap,
+/// whose start addresses are `trapped`, are not entered: every copy of `__assert_fail`, one per
+/// partition the image was linked from). `data` is the code object, `e_flags` its ELF flags,
+/// `cov` its version, `kernels` every kernel `(name, symbol)`, `slots` and `sizes` the declaring
+/// kernels' slot offsets and kernarg segment sizes (bytes), `declaring` their names. Returns the
+/// proof's sentence.
 /// Errors: the flow refuses, or a kernel's descriptor or function cannot be found.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn kernarg_flow(
@@ -136,12 +143,13 @@ pub(super) fn kernarg_flow(
     sizes: &[(String, u64)],
     declaring: &[String],
     args: &[crate::scan::callgraph::ArgSegment],
+    trapped: &[u64],
 ) -> Result<String, Unexplained> {
     use crate::scan::callgraph::{kernel_descriptors, FlowRoot};
+    // Exactly the functions `--asserts` filled with traps: entered anywhere, the wave traps.
     let sinks: Vec<u32> = g
-        .node("__assert_fail")
-        .filter(|&h| g.handler_shape(h).is_ok())
-        .into_iter()
+        .nodes()
+        .filter(|&h| g.reached(h).addr.is_some_and(|a| trapped.contains(&a)))
         .collect();
     let kds = kernel_descriptors(data);
     let mut roots = Vec::new();

@@ -181,7 +181,14 @@ fn compile(dir: &Path) {
         dir,
         fixtures,
         13,
-        &["ldrace", "ldsmem", "ldyoung", "ldflat", "ldwaw"],
+        &[
+            "ldrace",
+            "ldsmem",
+            "ldyoung",
+            "ldflat",
+            "ldwaw",
+            "passwrite",
+        ],
         &["ldcommon.h"],
     );
     crate::support::require_tool("rocm7.2", "hipcc");
@@ -634,6 +641,16 @@ fn slow_findings_of_the_hostile_review() {
             ],
         );
     }
+    // 4r. Ours: a register a callee's callee writes (`passwrite`): `a2` reads what `g`, called
+    // through `f`, left in v[4:5]. After a call the flow keeps what a register held only where
+    // no function the call may reach writes it (`flow/pass.rs`, `Writes`); without the callee's
+    // callees in that set all four images are patched (a mutant, checked once by hand).
+    refused_saying(
+        &d.join("f13"),
+        "r13",
+        "passwrite",
+        "an address computed from a code address leaves the registers",
+    );
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

@@ -394,7 +394,11 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     let vdst = w & 0xff;
     let dn = width(e >> 7).max(1);
     if e & (1 << 6) != 0 {
-        x.sdst(vdst, dn, 0);
+        // A compare's lane mask: every bit of its low register (the whole mask in wave32, the
+        // low half in wave64), 0 for the lanes it does not run in (the ISA guides, "VOPC":
+        // inactive lanes' bits are written with zero).
+        let compare = !packed && op < 0x100 && !dpp;
+        x.sdst(vdst, dn, u16::from(compare));
     } else {
         x.vdst(vdst, dn, 0);
     }

@@ -125,6 +125,10 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
     // The target of a jump or call is the first read (the flow looks there).
     x.src(s, n0);
     implicit(&mut x, f);
+    if rtn {
+        // It answers on `lgkmcnt` (gfx12 `kmcnt`): llvm `SIInsertWaitcnts.cpp`, `SQ_MESSAGE`.
+        x.counts = cnt::KM;
+    }
     if rtn && s != MSG_RTN_GET_REALTIME {
         // s_sendmsg_rtn_b32/_b64: what it returns is the runtime's (e.g. MSG_RTN_GET_TMA, the
         // trap memory address, which leads to the queue); only the real-time clock is a number.

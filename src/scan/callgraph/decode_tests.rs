@@ -687,7 +687,8 @@ fn waits_and_late_writes() {
     }
     let late: &[(Gen, &[u8], u8)] = &[
         // gfx1100 s_load_b64, ds_load_b32, global_load_b32, flat_load_b32, scratch_load_b32,
-        // buffer_load_b32, s_sendmsg_rtn_b32, v_mov_b32, lds_direct_load
+        // buffer_load_b32, s_sendmsg_rtn_b32 (`lgkmcnt`: llvm `SIInsertWaitcnts.cpp`,
+        // `SQ_MESSAGE`), v_mov_b32, lds_direct_load
         (
             Gen::G11,
             &[0x01, 0x00, 0x04, 0xf4, 0x00, 0x00, 0x00, 0xf8],
@@ -718,7 +719,9 @@ fn waits_and_late_writes() {
             &[0x00, 0x00, 0x50, 0xe0, 0x02, 0x01, 0x42, 0x03],
             LOAD,
         ),
-        (Gen::G11, &[0x83, 0x4c, 0x80, 0xbe], ALL),
+        (Gen::G11, &[0x83, 0x4c, 0x80, 0xbe], KM),
+        // gfx1200 s_get_barrier_state s0, -1: not followed, any counter.
+        (Gen::G12, &[0xc1, 0x50, 0x80, 0xbe], ALL),
         (Gen::G11, &[0x02, 0x03, 0x02, 0x7e], 0),
         (Gen::G11, &[0x01, 0x00, 0x10, 0xce], ALL),
         // gfx1200 flat_load_b32, global_load_b32
@@ -757,4 +760,14 @@ fn waits_and_late_writes() {
         let x = decode(g, &words(b), 0);
         assert_eq!((x.counts, x.waits), (c, 0), "{g:?} {b:02x?}: {x:?}");
     }
+}
+
+/// A VOP3 compare writes every bit of its scalar destination's low register (inactive lanes
+/// write 0): gfx1100 `v_cmp_lt_i32_e64 s0, v53, v65`; a packed (VOP3P) opcode below 0x100 is no
+/// compare.
+#[test]
+fn a_compare_writes_its_low_mask_register_whole() {
+    let x = decode(Gen::G11, &[0xd441_0000, 0x0002_8335], 0);
+    assert!(x.kills.contains(&(0, 1)), "{x:?}");
+    assert!(x.writes.iter().any(|&(r, _)| r == 0), "{x:?}");
 }

@@ -74,7 +74,7 @@ use super::decode::decode;
 use super::flow_entry::{kernel_entry, ArgSegment, FlowRefusal, FlowRoot};
 use super::flow_exec;
 use super::flow_marks;
-use super::flow_state::{State, Val};
+use super::flow_state::{base, State, Val};
 use super::flow_wait;
 use super::inst::{Gen, Inst, Op, Reg};
 use super::{Graph, Isa};
@@ -498,6 +498,16 @@ impl Ctx<'_> {
                     flow_exec::to_callee(&mut s, wide);
                     s
                 };
+                // What this function may write, for its callers ([`pass::Writes`]): what the
+                // decoder lists, by format for an opcode it does not know; anything where
+                // the registers written are not in the encoding.
+                if matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork | Op::Unknown) {
+                    out.writes.all = true;
+                } else {
+                    for &(r, n) in inst.writes.iter().chain(&inst.kills) {
+                        out.writes.regs.extend(r..r.saturating_add(n));
+                    }
+                }
                 self.issued.clear();
                 let mut flow = self
                     .step(&inst, pc, next, &mut st)
@@ -566,6 +576,17 @@ impl Ctx<'_> {
                         st.0 = ret.0.clone();
                         st.0.retain(|&r, _| !flow_marks::saved_vgpr(r));
                         st.0.extend(saved);
+                        // A register no callee writes holds what it held here, not what the
+                        // callee's other callers passed.
+                        let w = rets.writes_of(dest);
+                        if !w.all {
+                            st.0.retain(|&k, _| w.may(base(k)));
+                            for (&k, &v) in &before.0 {
+                                if !w.may(base(k)) {
+                                    st.0.insert(k, v);
+                                }
+                            }
+                        }
                         flow_exec::after_call(&mut st, &before, wide, flow_marks::saved_vgpr);
                         flow_wait::after_call(&mut st);
                     }

@@ -186,6 +186,18 @@ pub(super) fn out_key(v: Reg) -> Reg {
 /// The first [`out_key`].
 pub(super) const OUT: Reg = 512;
 
+/// The register a [`State`] key belongs to: a VGPR's own number for its [`out_key`] and its
+/// lanes' keys ([`lane_key`]), the key itself otherwise.
+pub(super) fn base(k: Reg) -> Reg {
+    if k >= LANES {
+        V + (k - LANES) / 64
+    } else if (OUT..OUT + 256).contains(&k) {
+        V + (k - OUT)
+    } else {
+        k
+    }
+}
+
 /// Whether `r` is a VGPR's own key (not an [`out_key`] or a lane's).
 pub(super) fn is_vgpr(r: Reg) -> bool {
     (V..OUT).contains(&r)

@@ -98,6 +98,7 @@ impl Ctx<'_> {
         loop {
             let (mut entry2, mut any2, mut rets2) =
                 (entry_of.clone(), any.clone(), rets.by_fn.clone());
+            let mut writes2 = rets.writes.clone();
             for &f in funcs {
                 let mut entry = entry_of.get(&f).cloned().unwrap_or_default();
                 if taken(f) {
@@ -112,6 +113,12 @@ impl Ctx<'_> {
                     None => flow_marks::seed_callee(&mut entry),
                 }
                 let out = self.function(f, &entry, &rets)?;
+                // What it writes: its own instructions, and what its callees write.
+                let w = writes2.entry(f).or_default();
+                w.add(&out.writes);
+                for d in out.calls.keys().chain(&out.tails) {
+                    w.add(&rets.writes_of(*d));
+                }
                 for (d, s) in out.calls {
                     match d {
                         Dest::Fn(t) => entry2.entry(t).or_default().join_from(&s),
@@ -129,7 +136,17 @@ impl Ctx<'_> {
             for r in rets2.values() {
                 any_ret.join_from(r);
             }
-            if entry2 == entry_of && any2 == any && rets2 == rets.by_fn && any_ret == rets.any {
+            let mut writes_any = rets.writes_any.clone();
+            for w in writes2.values() {
+                writes_any.add(w);
+            }
+            if entry2 == entry_of
+                && any2 == any
+                && rets2 == rets.by_fn
+                && any_ret == rets.any
+                && writes2 == rets.writes
+                && writes_any == rets.writes_any
+            {
                 return Ok(());
             }
             entry_of = entry2;
@@ -138,6 +155,8 @@ impl Ctx<'_> {
                 by_fn: rets2,
                 any: any_ret,
                 none: State::default(),
+                writes: writes2,
+                writes_any,
             };
         }
     }
@@ -155,13 +174,17 @@ pub(super) enum Dest {
     Return,
 }
 
-/// The return states of one pass: each function's, and their join.
+/// The return states of one pass: each function's, and their join; and the registers each
+/// function may write, its callees' included ([`Writes`]).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Rets {
     pub(super) by_fn: HashMap<u32, State>,
     pub(super) any: State,
     /// No path yet: a function not analysed so far returns nothing.
     none: State,
+    pub(super) writes: HashMap<u32, Writes>,
+    /// What any function may write (a call through a table).
+    pub(super) writes_any: Writes,
 }
 
 impl Rets {
@@ -172,15 +195,55 @@ impl Rets {
             _ => &self.any,
         }
     }
+
+    /// The registers a call to `d` may write: its function's, or any function's. A function not
+    /// analysed so far writes nothing yet (it returns nothing either).
+    pub(super) fn writes_of(&self, d: Dest) -> Writes {
+        match d {
+            Dest::Fn(f) => self.writes.get(&f).cloned().unwrap_or_default(),
+            _ => self.writes_any.clone(),
+        }
+    }
+}
+
+/// The registers a function's code may write, as numbered in [`super::super::inst`] (a VGPR by its
+/// own number: all of its lanes), or every register (`all`: relative indexing, an image
+/// instruction, a computed jump, an instruction not classified or one that acts beyond its
+/// registers). A register a callee never writes holds, after the call, what it held before it:
+/// not what the callee's other callers passed (its entry state is every caller's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Writes {
+    pub(super) all: bool,
+    pub(super) regs: std::collections::BTreeSet<Reg>,
+}
+
+impl Writes {
+    /// Add `o`'s registers; whether anything changed.
+    pub(super) fn add(&mut self, o: &Writes) -> bool {
+        let before = (self.all, self.regs.len());
+        self.all |= o.all;
+        if !self.all {
+            self.regs.extend(o.regs.iter().copied());
+        } else {
+            self.regs.clear();
+        }
+        (self.all, self.regs.len()) != before
+    }
+
+    /// Whether register `r` (a VGPR's own number for all of its keys) may be written.
+    pub(super) fn may(&self, r: Reg) -> bool {
+        self.all || self.regs.contains(&r)
+    }
 }
 
 /// What one function's analysis leaves: the states its calls and jumps take to where they go,
-/// its return states, and where its tail calls go.
+/// its return states, where its tail calls go, and what its own instructions may write.
 #[derive(Debug, Default)]
 pub(super) struct Out {
     pub(super) calls: HashMap<Dest, State>,
     pub(super) rets: State,
     pub(super) tails: Vec<Dest>,
+    pub(super) writes: Writes,
 }
 
 /// The function start the pair `s[r:r+1]` holds on every path ([`Code::PcLo`] and
