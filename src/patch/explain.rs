@@ -71,9 +71,7 @@ pub(super) fn explain_declarations(
         .nodes()
         .filter(|&h| {
             let f = g.reached(h);
-            f.name == super::asserts::ASSERT_HANDLERS[0].0
-                && f.addr.is_some()
-                && g.handler_shape(h).is_ok()
+            f.name == "__assert_fail" && f.addr.is_some() && g.handler_shape(h).is_ok()
         })
         .collect();
     let (mut by_user, mut by_indirect) = (0, 0);

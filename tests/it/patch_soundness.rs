@@ -191,6 +191,22 @@ fn compile(dir: &Path) {
         ],
         &["ldcommon.h"],
     );
+    // The fourteenth review's sources (`findings14/`), each on the targets it assembles for.
+    review_on(
+        dir,
+        fixtures,
+        14,
+        &[
+            ("stlate", &["gfx1100", "gfx90a", "gfx1201"]),
+            ("sgprhaz", &["gfx90a"]),
+            ("mfmawar", &["gfx90a"]),
+            ("xnack", &["gfx90a"]),
+            ("lddma", &["gfx90a"]),
+            ("exec0", &["gfx1100"]),
+            ("pendjmp", &["gfx1100"]),
+        ],
+        &["ldcommon.h", "arch.h"],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -230,6 +246,54 @@ fn review(dir: &Path, fixtures: &Path, k: u32, names: &[&str], extra: &[&str]) {
             ),
         ],
     );
+}
+
+/// As [`review`], each source on its own targets (`names`: name and targets).
+fn review_on(dir: &Path, fixtures: &Path, k: u32, names: &[(&str, &[&str])], extra: &[&str]) {
+    let d = dir.join(format!("f{k}"));
+    std::fs::create_dir_all(&d).unwrap();
+    let from = fixtures.join(format!("findings{k}"));
+    for name in names
+        .iter()
+        .map(|(n, _)| format!("{n}.hip"))
+        .chain(extra.iter().map(|e| e.to_string()))
+    {
+        std::fs::copy(from.join(&name), d.join(&name)).unwrap();
+    }
+    let hip = HIP;
+    let script: Vec<String> = names
+        .iter()
+        .flat_map(|(n, archs)| {
+            archs.iter().map(move |a| {
+                format!(
+                    "{hip} --offload-arch={a} -O3 -o r{k}_{n}-{a}.co {n}.hip 2>/dev/null; \
+                     {hip} --offload-arch={a} -O3 -DPLAIN -o r{k}p_{n}-{a}.co {n}.hip 2>/dev/null"
+                )
+            })
+        })
+        .collect();
+    crate::support::in_toolchain_ok(
+        "sid",
+        &d,
+        &["sh", "-c", &format!("set -e; {}", script.join("; "))],
+    );
+}
+
+/// As [`refused_saying_one_of`], on the targets `archs`.
+fn refused_on(dir: &Path, prefix: &str, name: &str, archs: &[&str], says: &[&str]) {
+    for a in archs {
+        for (co, asserts) in [
+            (format!("{prefix}_{name}-{a}.co"), true),
+            (format!("{prefix}p_{name}-{a}.co"), false),
+            (format!("{prefix}p_{name}-{a}.co"), true),
+        ] {
+            let r = refused(dir, &co, asserts);
+            assert!(
+                says.iter().any(|s| r.to_string().contains(s)),
+                "{co} (asserts: {asserts}): {r}"
+            );
+        }
+    }
 }
 
 fn refused(dir: &Path, co: &str, asserts: bool) -> PatchRefused {
@@ -651,6 +715,38 @@ fn slow_findings_of_the_hostile_review() {
         "passwrite",
         "an address computed from a code address leaves the registers",
     );
+    // 4s. The fourteenth review's: hazards (a store of more than 64 bits that reads its data
+    // after the next instruction wrote a table's entry there, `stlate`; a VALU-written SGPR a
+    // VMEM instruction reads stale, `sgprhaz`; an MFMA's source written after it, `mfmawar`; a
+    // clause replayed under XNACK through an address a later load overwrote, `xnack`) and an LDS
+    // DMA load of a table's entry (`lddma`). All patched at 4f36bbc (and at 6ac99bd), both modes.
+    // `exec0` and `pendjmp` were refused already. `transuse` (gfx11, a transcendental's result
+    // read stale) stays open: `findings14/README.md`.
+    let f14 = d.join("f14");
+    for (n, archs) in [
+        ("stlate", &["gfx1100", "gfx90a", "gfx1201"][..]),
+        ("sgprhaz", &["gfx90a"]),
+        ("mfmawar", &["gfx90a"]),
+        ("xnack", &["gfx90a"]),
+        ("lddma", &["gfx90a"]),
+        ("exec0", &["gfx1100"]),
+        ("pendjmp", &["gfx1100"]),
+    ] {
+        refused_on(
+            &f14,
+            "r14",
+            n,
+            archs,
+            &[
+                "may still read its data",
+                "may still read its sources",
+                "a code or data address leaves the registers",
+                "an address computed from a code address leaves the registers",
+                "control goes to s[20:21]",
+                "may be copied into LDS",
+            ],
+        );
+    }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

@@ -387,6 +387,9 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     for &(s, n) in &used {
         x.src(s, n);
     }
+    // gfx9's VOP3P opcodes from 0x40 on (`v_mfma_*`, `v_smfmac_*`, `v_accvgpr_*`, llvm
+    // `VOP3PInstructions.td`): the matrix ones read their sources late.
+    x.reads_late = packed && g == Gen::G9 && op >= 0x40;
     if dpp {
         // The DPP word's low byte is the real first source.
         x.reads.push((V, 256));

@@ -208,6 +208,9 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     // load (8 and 16 bits extended to 32, never `_d16`) fills what it writes.
     x.lanewise = true;
     x.full = load > 0 && !acc && !lds;
+    // The LDS bit, or an opcode neither a plain load nor a plain store (an atomic, gfx94x's
+    // `global_load_lds_dword`, 0x2A, llvm-mc 21): what it reads may go to LDS.
+    x.lds_dma = lds || (load == 0 && !flat_store(g, (w >> 18) & 0x7f));
     if seg != 0 && load > 0 && !lds {
         x.queue = Queue::VmLoad;
     }
@@ -294,6 +297,7 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     }
     x.lanewise = true;
     x.full = load > 0;
+    x.lds_dma = load == 0 && !store;
     if (w >> 24) & 3 != 0 && load > 0 {
         x.queue = Queue::VmLoad;
     }
@@ -336,6 +340,10 @@ pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
         _ => (w1 >> 23) & 1 != 0,
     };
     let may = if load > 0 && !tfe { load } else { 4 };
+    // gfx9/gfx10's LDS bit (16: llvm-mc 21's `buffer_load_dword off, s[8:11], s3 lds`), or an
+    // opcode neither a plain load nor a plain store: what it reads may go to LDS.
+    let plain_store = w >> 26 == 0x38 && mubuf_store(g, op);
+    x.lds_dma = (g != Gen::G11 && (w >> 16) & 1 != 0) || (load == 0 && !plain_store);
     // A plain MUBUF load into registers (bit 16, LDS, clear: llvm-mc 21's encodings of
     // `buffer_load_dword off, s[8:11], s3 lds` for gfx900 and gfx1030) returns in order.
     if load > 0 && (w >> 16) & 1 == 0 {
@@ -363,6 +371,8 @@ pub(super) fn vbuffer(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     x.addr_from(0);
     x.vsrc(w1, 4);
     x.vdst(w1, 4, 0);
+    // Loads and stores are not told apart here: what it reads may go anywhere.
+    x.lds_dma = true;
     x
 }
 

@@ -186,6 +186,9 @@ struct Ctx<'a> {
     /// The registers the last instruction stepped writes late, with what it writes and whether
     /// it fills them ([`super::flow_wait::settle`]).
     issued: Vec<(Reg, Val, bool)>,
+    /// XNACK may be on (the code object's `e_flags` say on or any, or, before code object v4,
+    /// on): a faulting clause of vector memory instructions is replayed.
+    xnack: bool,
 }
 
 impl Graph {
@@ -272,6 +275,9 @@ impl Graph {
             stored_code: None,
             args: Vec::new(),
             issued: Vec::new(),
+            // EF_AMDGPU_FEATURE_XNACK_V3 (on), _ANY_V4 and _ON_V4 all set 0x100 (llvm
+            // `AMDGPUUsage.rst`, "ELF Header").
+            xnack: e_flags & 0x100 != 0,
         };
         let funcs = cx.enter(&reach, sinks, &img, &sums, false)?;
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
@@ -487,6 +493,14 @@ impl Ctx<'_> {
                     Op::Call | Op::Jump | Op::Return => self.dest(&inst, pc, next, &st),
                     _ => Dest::Any,
                 };
+                // A read inside a hazard window may see what a register held before its last
+                // write ([`flow_wait::read_stale`]): the instruction's marks and values come from
+                // that.
+                let before = st.clone();
+                let stale = flow_wait::read_stale(&inst, &st);
+                if let Some((patched, _)) = &stale {
+                    st = patched.clone();
+                }
                 let mut made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
                 // What the instruction does to exec, and the lanes as it runs (a call's callee
                 // is entered with them).
@@ -512,6 +526,9 @@ impl Ctx<'_> {
                 let mut flow = self
                     .step(&inst, pc, next, &mut st)
                     .map_err(|r| refuse(pc, r))?;
+                if let Some((_, keys)) = &stale {
+                    flow_wait::unread_stale(&inst, &mut st, &before, keys);
+                }
                 // The marks a load makes of its destinations wait until it is done.
                 let mut held = Vec::new();
                 made.retain(|&(r, c)| {
@@ -525,6 +542,47 @@ impl Ctx<'_> {
                 flow_exec::apply(exec, &mut st);
                 flow_wait::settle(&inst, exec, &mut st, &self.issued, &held)
                     .map_err(|r| refuse(pc, r))?;
+                // What an earlier store may still read as data: the same as a store of it. A
+                // vector memory store of more than 64 bits reads its data late (llvm
+                // `GCNHazardRecognizer::createsVALUHazard`: FLAT, MUBUF/MTBUF, MIMG; not DS or
+                // exports); an operand whose width the decoder does not know counts as wide.
+                let vmem = inst.counts & super::inst::cnt::LOAD != 0;
+                let data: Vec<(Reg, u16)> = if inst.vector && inst.op == Op::Mem && vmem {
+                    inst.reads
+                        .iter()
+                        .filter(|r| !inst.addr.contains(r) && r.0 >= super::inst::V && r.1 > 2)
+                        .copied()
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                // An MFMA reads its sources late; with XNACK on, a faulting clause of vector
+                // memory instructions is replayed and reads its addresses again (llvm
+                // `GCNHazardRecognizer::checkSoftClauseHazards`).
+                let strict: Vec<(Reg, u16)> = if inst.reads_late {
+                    inst.reads.clone()
+                } else if self.xnack && inst.vector && inst.op == Op::Mem && vmem {
+                    inst.addr.clone()
+                } else {
+                    Vec::new()
+                };
+                let (late, strict_late) =
+                    flow_wait::windows(&inst, &mut st, &before, &data, &strict, self.gen.m0());
+                if self.late_store(late) {
+                    return Err(refuse(
+                        pc,
+                        "a value that may leave the registers is written where an earlier store of more than 64 bits may still read its data".into(),
+                    ));
+                }
+                if late.code() {
+                    self.stored_code.get_or_insert(pc);
+                }
+                if strict_late != Val::Clean {
+                    return Err(refuse(
+                        pc,
+                        "a followed value is written where an earlier MFMA may still read its sources, or a replayed clause its address (XNACK)".into(),
+                    ));
+                }
                 if stops {
                     flow = Flow::Stops;
                 }

@@ -87,6 +87,7 @@ pub(super) fn kernel_entry(
         Default::default(),
         Some(Default::default()),
         Default::default(),
+        Default::default(),
     );
     let mut at: Reg = 0;
     let bit = |b: u16| props & (1 << b) != 0;

@@ -16,6 +16,7 @@ fn marked(marks: &[(Reg, Code)]) -> State {
         Default::default(),
         Some(Default::default()),
         Default::default(),
+        Default::default(),
     );
     for &(r, c) in marks {
         st.1.as_mut().unwrap().insert(mask_key(r), c);

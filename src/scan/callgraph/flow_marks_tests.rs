@@ -13,7 +13,12 @@ fn key(l: u8) -> Option<u8> {
 }
 
 fn reached() -> State {
-    State(BTreeMap::new(), Some(BTreeMap::new()), Default::default())
+    State(
+        BTreeMap::new(),
+        Some(BTreeMap::new()),
+        Default::default(),
+        Default::default(),
+    )
 }
 
 /// Run `inst` at `pc` on `st` as the flow does (marks only).

@@ -166,6 +166,8 @@ pub(super) struct State(
     pub(super) Marks,
     /// The registers a load (or a message that answers) may still write ([`Pend`]).
     pub(super) Pending,
+    /// Hazard windows: what an instruction may still read, or read stale ([`Windows`]).
+    pub(super) Windows,
 );
 
 /// The key of lane `l` of VGPR `v` (`v` ≥ [`V`]) in a [`State`].
@@ -321,6 +323,7 @@ impl State {
             }
         }
         join_pending(&mut self.2, &other.2, self.1.is_none(), other.1.is_none());
+        self.3.join_from(&other.3);
         join_marks(&mut self.1, &other.1);
         *self != before
     }
@@ -425,6 +428,33 @@ pub(super) fn join_pending(
             mark: None,
             ..*o
         });
+    }
+}
+
+/// The hazard windows of a state: registers a memory instruction may still read as data
+/// (`late`: instructions left, [`super::flow_wait::windows`]), and what registers held before they were overwritten, which a
+/// read may still see (`stale`: by [`State`] key, the old value and instructions left). Joined
+/// by union: the later end and what either side held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Windows {
+    /// By register: instructions left, and whether any followed value written there is refused
+    /// (`true`: an MFMA's source, an address a replayed clause may read again) or only one that
+    /// may not leave the registers (`false`: a store's data).
+    pub(super) late: BTreeMap<Reg, (u8, bool)>,
+    pub(super) stale: BTreeMap<Reg, (Val, u8)>,
+}
+
+impl Windows {
+    /// Join `o` in.
+    pub(super) fn join_from(&mut self, o: &Windows) {
+        for (&r, &(n, strict)) in &o.late {
+            let m = self.late.entry(r).or_insert((n, strict));
+            *m = (m.0.max(n), m.1 || strict);
+        }
+        for (&k, &(v, n)) in &o.stale {
+            let m = self.stale.entry(k).or_insert((v, n));
+            *m = (join(m.0, v), m.1.max(n));
+        }
     }
 }
 

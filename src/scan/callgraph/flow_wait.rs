@@ -31,7 +31,7 @@
 //! `SIInsertWaitcnts.cpp` (which counters count which instruction).
 
 use super::flow_exec::{mask_key, Exec};
-use super::flow_state::{is_vgpr, join, lane_key, out_key, Code, Pend, State, Val};
+use super::flow_state::{base, is_vgpr, join, lane_key, out_key, Code, Pend, State, Val};
 use super::inst::{Inst, Op, Queue, Reg, EXEC, NO_WAIT};
 
 /// What `inst` does to the pending registers of `st`, after its other effects (its values, its
@@ -145,6 +145,175 @@ fn land(st: &mut State, r: Reg, v: Val) {
             st.set(k, join(x, v));
         }
     }
+}
+
+/// How many instructions after a vector memory store of more than 64 bits issues it may still
+/// read its data registers: llvm `GCNHazardRecognizer.cpp` (`createsVALUHazard`,
+/// `checkVALUHazards`) asks for one wait state between such a store and a VALU write of its
+/// data, two on gfx94x; two here, for every generation and any writer.
+pub(super) const LATE_READ: u8 = 2;
+
+/// How many instructions after a register is overwritten a vector or scalar memory instruction
+/// or a vector ALU instruction may still read what it held: the longest wait-state requirement
+/// llvm `GCNHazardRecognizer.cpp` knows between a write and such a read is 18 (an MFMA's
+/// result read by a VALU on gfx90a; a VALU write of an SGPR read by a VMEM instruction on gfx9
+/// needs 5, a transcendental result read by a VALU on gfx11 up to 5, a DPP read 2). Every
+/// instruction counts as one wait state here, an `s_nop` too, which makes the window longer,
+/// never shorter.
+pub(super) const STALE_READ: u8 = 20;
+
+/// Whether `inst` reads what a register held before its last write, inside the window
+/// ([`STALE_READ`]): a memory instruction's SGPR operands (VMEM, FLAT, DS, SMEM: gfx9's VALU
+/// write of an SGPR a VMEM instruction reads needs 5 wait states, the fourteenth review's
+/// `sgprhaz`; its VGPR operands are interlocked) or any operand of a vector
+/// instruction that is not lanewise (DPP, `v_readlane`/`v_writelane` with a lane select, which
+/// need 2 and 4 on gfx9). A lanewise VALU instruction and scalar ALU instructions are taken to
+/// wait for their operands: not so for a transcendental result on gfx11 (`transuse`) and an
+/// SGPR a VALU wrote on gfx12 (`s_wait_alu`), which stay open.
+pub(super) fn reads_stale(inst: &Inst) -> bool {
+    memory(inst) || (inst.vector && !inst.lanewise)
+}
+
+/// A memory instruction that reads registers ([`reads_stale`]).
+fn memory(inst: &Inst) -> bool {
+    inst.counts != 0 && matches!(inst.op, Op::Mem | Op::SLoad { .. } | Op::Opaque)
+}
+
+/// The state `inst` reads, from `st`: each register it reads that was overwritten inside the
+/// window holds what it holds now or what it held, and has no mark. Returns that state and the
+/// keys so changed, with their value and whether they had marks, for [`unread_stale`].
+pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Val)>)> {
+    if st.3.stale.is_empty() || !reads_stale(inst) {
+        return None;
+    }
+    // A memory instruction reads a VGPR a VALU wrote in order, an SGPR not (gfx9); a lane move
+    // (`v_readfirstlane`, `v_readlane`, `v_writelane`) reads its lane select register stale, its
+    // source and destination in order; any other vector instruction that is not lanewise (DPP)
+    // may read any operand stale.
+    let in_order: Vec<Reg> = match inst.op {
+        Op::Copy { src, dst, .. } => vec![src, dst],
+        Op::ReadLane { src, dst, .. } | Op::Merge { src, dst, .. } => vec![src, dst],
+        _ => Vec::new(),
+    };
+    let lane_move = !in_order.is_empty() && inst.vector;
+    let lanes = inst.vector && !inst.lanewise && !memory(inst) && !lane_move;
+    let read = |b: Reg| {
+        (lanes || b < super::inst::V)
+            && !(lane_move && in_order.contains(&b))
+            && inst
+                .reads
+                .iter()
+                .filter(|&&(r, _)| !(lane_move && in_order.contains(&r)))
+                .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
+    };
+    let keys: Vec<(Reg, Val, Val)> =
+        st.3.stale
+            .iter()
+            .filter(|(&k, _)| read(base(k)))
+            .map(|(&k, &(v, _))| (k, st.0.get(&k).copied().unwrap_or(Val::Clean), v))
+            .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let mut patched = st.clone();
+    for &(k, now, old) in &keys {
+        patched.set(k, join(now, old));
+        if let Some(m) = patched.1.as_mut() {
+            m.remove(&base(k));
+        }
+    }
+    Some((
+        patched,
+        keys.into_iter().map(|(k, now, _)| (k, now)).collect(),
+    ))
+}
+
+/// After `inst` ran on the state [`read_stale`] made, from `orig` (the state before it): every
+/// key it made read stale and did not write is set back to what it held, with its marks.
+pub(super) fn unread_stale(inst: &Inst, st: &mut State, orig: &State, keys: &[(Reg, Val)]) {
+    let written = |b: Reg| {
+        matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork)
+            || inst
+                .writes
+                .iter()
+                .chain(&inst.kills)
+                .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
+    };
+    for &(k, now) in keys {
+        let b = base(k);
+        if !written(b) {
+            st.set(k, now);
+            if let (Some(m), Some(o)) = (st.1.as_mut(), orig.1.as_ref()) {
+                match o.get(&b) {
+                    Some(&c) => m.insert(b, c),
+                    None => m.remove(&b),
+                };
+            }
+        }
+    }
+}
+
+/// The windows after `inst`: what a vector instruction overwrote that held a followed value
+/// opens a stale window (`before` is the state before it; `m0` is the generation's `m0`, whose
+/// scalar writes do too); what it writes into registers an earlier store may still
+/// read is returned, joined (the fourteenth review's `stlate`: a store of zeros whose data
+/// registers the very next instruction sets to a table's entry sends the entry), then the
+/// registers `inst` itself reads late (`data`: its data registers when it is a vector memory
+/// store of more than 64 bits) open a late window, and every window ages by one instruction.
+pub(super) fn windows(
+    inst: &Inst,
+    st: &mut State,
+    before: &State,
+    data: &[(Reg, u16)],
+    strict: &[(Reg, u16)],
+    m0: Reg,
+) -> (Val, Val) {
+    let written = |k: Reg| {
+        matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork)
+            || inst
+                .writes
+                .iter()
+                .chain(&inst.kills)
+                .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
+    };
+    let hit = |want: bool| {
+        st.3.late
+            .iter()
+            .filter(|(&k, &(_, s))| s == want && written(k))
+            .fold(Val::Clean, |acc, (&k, _)| join(acc, st.range((k, 1))))
+    };
+    let v = (hit(false), hit(true));
+    st.3.late.retain(|_, e| {
+        e.0 -= 1;
+        e.0 > 0
+    });
+    st.3.stale.retain(|_, e| {
+        e.1 -= 1;
+        e.1 > 0
+    });
+    for (regs, left, s) in [(data, LATE_READ, false), (strict, STALE_READ, true)] {
+        for &(r, n) in regs {
+            for k in r..r.saturating_add(n) {
+                let e = st.3.late.entry(k).or_insert((left, s));
+                *e = (e.0.max(left), e.1 || s);
+            }
+        }
+    }
+    // A followed value a vector ALU instruction overwrote (or a scalar one in `m0`, which gfx9's
+    // LDS and message instructions read a wait state late): a read may still see it. A scalar
+    // ALU write is seen at once; a load's late write is [`settle`]'s.
+    let changed: Vec<(Reg, Val)> = before
+        .0
+        .iter()
+        .filter(|(&k, _)| (inst.vector && inst.counts == 0) || k == m0)
+        .filter(|(&k, &old)| old != Val::Clean && st.0.get(&k) != Some(&old))
+        .map(|(&k, &old)| (k, old))
+        .collect();
+    for (k, old) in changed {
+        let e = st.3.stale.entry(k).or_insert((old, STALE_READ));
+        *e = (join(e.0, old), STALE_READ);
+    }
+    v
 }
 
 /// The state after a call, from the caller's pending registers and the callee's returns' (both

@@ -10,6 +10,7 @@ fn reached() -> State {
         Default::default(),
         Some(Default::default()),
         Default::default(),
+        Default::default(),
     )
 }
 
@@ -170,4 +171,65 @@ fn in_order_loads_settle_when_enough_younger_ones_may_be_out() {
     lgkm0.left = [NO_WAIT, 0];
     settle(&lgkm0, Exec::Same, &mut st, &[], &[]).unwrap();
     assert!(st.2.contains_key(&b));
+}
+
+fn valu_write(r: Reg) -> Inst {
+    let mut i = write(r);
+    i.vector = true;
+    i.lanewise = true;
+    i
+}
+
+#[test]
+fn a_wide_store_reads_its_data_late_and_an_mfma_its_sources() {
+    let (d, c) = (V + 22, V + 24);
+    let mut st = reached();
+    let store = Inst::new(2, Op::Mem);
+    windows(&store, &mut st, &reached(), &[(d, 2)], &[(c, 4)], 124);
+    // The next instruction writes a table's entry into both.
+    let mut next = valu_write(d);
+    next.writes.push((c, 1));
+    let before = st.clone();
+    st.set(d, Val::Entry);
+    st.set(c, Val::Entry);
+    let (data, strict) = windows(&next, &mut st, &before, &[], &[], 124);
+    assert_eq!((data, strict), (Val::Entry, Val::Entry));
+    // Two instructions on, the store has read its data; the MFMA may still read its sources.
+    let before = st.clone();
+    windows(&Inst::new(1, Op::Alu), &mut st, &before, &[], &[], 124);
+    let w = valu_write(d);
+    let before = st.clone();
+    assert_eq!(windows(&w, &mut st, &before, &[], &[], 124).0, Val::Clean);
+    let mut c_again = valu_write(c);
+    c_again.writes.push((c, 1));
+    let before = st.clone();
+    assert_eq!(
+        windows(&c_again, &mut st, &before, &[], &[], 124).1,
+        Val::Entry
+    );
+}
+
+#[test]
+fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
+    let s = 20;
+    let mut st = reached();
+    st.set(s, Val::Idx);
+    let before = st.clone();
+    st.set(s, Val::Clean);
+    windows(&valu_write(s), &mut st, &before, &[], &[], 124);
+    let mut vmem = load(cnt::LOAD);
+    vmem.reads.push((s, 2));
+    let (patched, keys) = read_stale(&vmem, &st).expect("a stale read");
+    assert_eq!(patched.get(s), Val::Idx);
+    assert_eq!(keys, vec![(s, Val::Clean)]);
+    // A lanewise VALU waits for its operand; a scalar write opens no window.
+    let mut valu = valu_write(V + 1);
+    valu.reads.push((s, 1));
+    assert!(read_stale(&valu, &st).is_none());
+    let mut st2 = reached();
+    st2.set(s, Val::Idx);
+    let before = st2.clone();
+    st2.set(s, Val::Clean);
+    windows(&write(s), &mut st2, &before, &[], &[], 124);
+    assert!(read_stale(&vmem, &st2).is_none());
 }

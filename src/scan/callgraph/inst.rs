@@ -295,6 +295,15 @@ pub struct Inst {
     pub left: [u8; 2],
     /// The queue whose loads return in the order they issue that it is one of ([`Queue`]).
     pub queue: Queue,
+    /// A vector memory instruction that may copy what it reads into LDS rather than into its
+    /// registers (gfx9/gfx10's LDS bit on MUBUF and FLAT, gfx94x's `global_load_lds_*`), or one
+    /// this rcclfix does not know to be a plain load or store: what it reads may leave the
+    /// registers ([`super::flow`]).
+    pub lds_dma: bool,
+    /// It reads its sources after it issues (gfx90a's and gfx94x's MFMA: llvm
+    /// `GCNHazardRecognizer::checkMAIVALUHazards`, a VALU write of an MFMA's source needs wait
+    /// states after it, up to 18).
+    pub reads_late: bool,
 }
 
 /// [`Inst::left`] of a counter an instruction does not wait for.
@@ -335,6 +344,8 @@ impl Inst {
             waits: 0,
             left: [NO_WAIT; 2],
             queue: Queue::None,
+            lds_dma: false,
+            reads_late: false,
         }
     }
 

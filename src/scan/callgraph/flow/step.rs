@@ -185,6 +185,20 @@ impl Ctx<'_> {
                     self.stored_code.get_or_insert(pc);
                 }
                 let v = self.read_at(at, 16);
+                // An LDS DMA load copies what it reads into LDS, where a load reads it back as a
+                // value nothing follows (the fourteenth review's `lddma`): the same as a store of
+                // it.
+                if inst.lds_dma && v != Val::Clean {
+                    if self.sensitive(v) {
+                        return Err(format!(
+                            "{} may be copied into LDS (an LDS DMA load, or a memory instruction this rcclfix does not know to be a plain load)",
+                            describe(v)
+                        ));
+                    }
+                    if v.code() {
+                        self.stored_code.get_or_insert(pc);
+                    }
+                }
                 for &(r, n) in &inst.writes {
                     for k in r..r.saturating_add(n) {
                         put(st, k, v, killed(k));
@@ -471,6 +485,12 @@ impl Ctx<'_> {
 
     fn is_start_lo(&self, lo: u64) -> bool {
         self.start_lows.contains(&lo)
+    }
+
+    /// Whether `v`, written where an earlier store may still read it, may not leave the
+    /// registers ([`Ctx::sensitive`]).
+    pub(super) fn late_store(&self, v: Val) -> bool {
+        self.sensitive(v)
     }
 
     /// Whether a value may not leave the registers: anything but nothing followed and an exact
