@@ -202,6 +202,7 @@ fn compile(dir: &Path) {
             ("mfmawar", &["gfx90a"]),
             ("xnack", &["gfx90a"]),
             ("lddma", &["gfx90a"]),
+            ("transuse", &["gfx1100", "gfx1201"]),
             ("exec0", &["gfx1100"]),
             ("pendjmp", &["gfx1100"]),
         ],
@@ -718,10 +719,10 @@ fn slow_findings_of_the_hostile_review() {
     // 4s. The fourteenth review's: hazards (a store of more than 64 bits that reads its data
     // after the next instruction wrote a table's entry there, `stlate`; a VALU-written SGPR a
     // VMEM instruction reads stale, `sgprhaz`; an MFMA's source written after it, `mfmawar`; a
-    // clause replayed under XNACK through an address a later load overwrote, `xnack`) and an LDS
-    // DMA load of a table's entry (`lddma`). All patched at 4f36bbc (and at 6ac99bd), both modes.
-    // `exec0` and `pendjmp` were refused already. `transuse` (gfx11, a transcendental's result
-    // read stale) stays open: `findings14/README.md`.
+    // clause replayed under XNACK through an address a later load overwrote, `xnack`; a
+    // transcendental's result read stale on gfx11, `transuse`) and an LDS DMA load of a table's
+    // entry (`lddma`). All patched at 4f36bbc (and at 6ac99bd), both modes. `exec0` and
+    // `pendjmp` were refused already.
     let f14 = d.join("f14");
     for (n, archs) in [
         ("stlate", &["gfx1100", "gfx90a", "gfx1201"][..]),
@@ -729,6 +730,7 @@ fn slow_findings_of_the_hostile_review() {
         ("mfmawar", &["gfx90a"]),
         ("xnack", &["gfx90a"]),
         ("lddma", &["gfx90a"]),
+        ("transuse", &["gfx1100", "gfx1201"]),
         ("exec0", &["gfx1100"]),
         ("pendjmp", &["gfx1100"]),
     ] {

@@ -208,6 +208,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
     if w >> 25 == 0x3F {
         // VOP1: op [16:9]. `v_swap_b32` reads its destination too.
         let op = vsrc1;
+        x.late_result = matches!(g, Gen::G11 | Gen::G12) && super::inst::trans(op);
         x.reads.push((V + vdst as Reg, 1));
         x.words = 1 + extra;
         let (readfirstlane, mov) = (2, 1);
@@ -387,6 +388,10 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     for &(s, n) in &used {
         x.src(s, n);
     }
+    x.late_result = !packed
+        && matches!(g, Gen::G11 | Gen::G12)
+        && (0x180..0x280).contains(&op)
+        && super::inst::trans(op as u32 - 0x180);
     // gfx9's VOP3P opcodes from 0x40 on (`v_mfma_*`, `v_smfmac_*`, `v_accvgpr_*`, llvm
     // `VOP3PInstructions.td`): the matrix ones read their sources late.
     x.reads_late = packed && g == Gen::G9 && op >= 0x40;

@@ -771,3 +771,13 @@ fn a_compare_writes_its_low_mask_register_whole() {
     assert!(x.kills.contains(&(0, 1)), "{x:?}");
     assert!(x.writes.iter().any(|&(r, _)| r == 0), "{x:?}");
 }
+
+/// gfx11's and gfx12's transcendentals write their result late, in both encodings: gfx1100
+/// `v_rcp_f32_e32 v1, v2`, `v_exp_f32_e64 v1, v2`; `v_mov_b32` does not.
+#[test]
+fn transcendentals_write_late() {
+    assert!(decode(Gen::G11, &[0x7e02_5502], 0).late_result);
+    assert!(decode(Gen::G12, &[0xd5a5_0001, 0x0000_0102], 0).late_result);
+    assert!(!decode(Gen::G11, &[0x7e02_0302], 0).late_result);
+    assert!(!decode(Gen::G9, &[0x7e02_5502], 0).late_result);
+}

@@ -441,7 +441,10 @@ pub(super) struct Windows {
     /// (`true`: an MFMA's source, an address a replayed clause may read again) or only one that
     /// may not leave the registers (`false`: a store's data).
     pub(super) late: BTreeMap<Reg, (u8, bool)>,
-    pub(super) stale: BTreeMap<Reg, (Val, u8)>,
+    /// `.2`: any vector instruction may read it stale, not only the readers
+    /// [`super::flow_wait::reads_stale`] names (a transcendental's destination on gfx11 and
+    /// gfx12).
+    pub(super) stale: BTreeMap<Reg, (Val, u8, bool)>,
 }
 
 impl Windows {
@@ -451,9 +454,9 @@ impl Windows {
             let m = self.late.entry(r).or_insert((n, strict));
             *m = (m.0.max(n), m.1 || strict);
         }
-        for (&k, &(v, n)) in &o.stale {
-            let m = self.stale.entry(k).or_insert((v, n));
-            *m = (join(m.0, v), m.1.max(n));
+        for (&k, &(v, n, all)) in &o.stale {
+            let m = self.stale.entry(k).or_insert((v, n, all));
+            *m = (join(m.0, v), m.1.max(n), m.2 || all);
         }
     }
 }

@@ -167,9 +167,10 @@ pub(super) const STALE_READ: u8 = 20;
 /// write of an SGPR a VMEM instruction reads needs 5 wait states, the fourteenth review's
 /// `sgprhaz`; its VGPR operands are interlocked) or any operand of a vector
 /// instruction that is not lanewise (DPP, `v_readlane`/`v_writelane` with a lane select, which
-/// need 2 and 4 on gfx9). A lanewise VALU instruction and scalar ALU instructions are taken to
-/// wait for their operands: not so for a transcendental result on gfx11 (`transuse`) and an
-/// SGPR a VALU wrote on gfx12 (`s_wait_alu`), which stay open.
+/// need 2 and 4 on gfx9); and any vector instruction, where a gfx11 or gfx12 transcendental
+/// wrote the register ([`super::inst::Inst::late_result`], the fourteenth review's
+/// `transuse`). A lanewise VALU instruction and scalar ALU instructions are taken to wait for
+/// their other operands: not so for an SGPR a VALU wrote on gfx12 (`s_wait_alu`), left open.
 pub(super) fn reads_stale(inst: &Inst) -> bool {
     memory(inst) || (inst.vector && !inst.lanewise)
 }
@@ -183,7 +184,8 @@ fn memory(inst: &Inst) -> bool {
 /// window holds what it holds now or what it held, and has no mark. Returns that state and the
 /// keys so changed, with their value and whether they had marks, for [`unread_stale`].
 pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Val)>)> {
-    if st.3.stale.is_empty() || !reads_stale(inst) {
+    let any_vector = inst.vector && st.3.stale.values().any(|e| e.2);
+    if st.3.stale.is_empty() || !(reads_stale(inst) || any_vector) {
         return None;
     }
     // A memory instruction reads a VGPR a VALU wrote in order, an SGPR not (gfx9); a lane move
@@ -206,11 +208,18 @@ pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Va
                 .filter(|&&(r, _)| !(lane_move && in_order.contains(&r)))
                 .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
     };
+    let reads = |b: Reg| {
+        inst.reads
+            .iter()
+            .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
+    };
     let keys: Vec<(Reg, Val, Val)> =
         st.3.stale
             .iter()
-            .filter(|(&k, _)| read(base(k)))
-            .map(|(&k, &(v, _))| (k, st.0.get(&k).copied().unwrap_or(Val::Clean), v))
+            .filter(|(&k, e)| {
+                (reads_stale(inst) && read(base(k))) || (e.2 && inst.vector && reads(base(k)))
+            })
+            .map(|(&k, &(v, _, _))| (k, st.0.get(&k).copied().unwrap_or(Val::Clean), v))
             .collect();
     if keys.is_empty() {
         return None;
@@ -310,8 +319,9 @@ pub(super) fn windows(
         .map(|(&k, &old)| (k, old))
         .collect();
     for (k, old) in changed {
-        let e = st.3.stale.entry(k).or_insert((old, STALE_READ));
-        *e = (join(e.0, old), STALE_READ);
+        let all = inst.late_result && base(k) >= super::inst::V;
+        let e = st.3.stale.entry(k).or_insert((old, STALE_READ, all));
+        *e = (join(e.0, old), STALE_READ, e.2 || all);
     }
     v
 }

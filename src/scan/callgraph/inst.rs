@@ -304,6 +304,20 @@ pub struct Inst {
     /// `GCNHazardRecognizer::checkMAIVALUHazards`, a VALU write of an MFMA's source needs wait
     /// states after it, up to 18).
     pub reads_late: bool,
+    /// Its VGPR result lands after the next vector instructions may read the register (gfx11's
+    /// and gfx12's transcendental opcodes, [`trans`]: llvm
+    /// `GCNHazardRecognizer::fixVALUTransUseHazard`).
+    pub late_result: bool,
+}
+
+/// Whether VOP1 opcode `op` (its VOP3 form's opcode less 0x180) is a transcendental of gfx11
+/// and gfx12: `v_exp`, `v_log`, `v_rcp`, `v_rcp_iflag`, `v_rsq`, `v_sqrt`, `v_sin`, `v_cos` of
+/// f32, f64 and f16, as llvm-mc 21 encodes them for gfx1100 and gfx1200.
+pub(super) fn trans(op: u32) -> bool {
+    matches!(
+        op,
+        0x25 | 0x27 | 0x2a | 0x2b | 0x2e | 0x2f | 0x31 | 0x33..=0x36 | 0x54..=0x58 | 0x60 | 0x61
+    )
 }
 
 /// [`Inst::left`] of a counter an instruction does not wait for.
@@ -346,6 +360,7 @@ impl Inst {
             queue: Queue::None,
             lds_dma: false,
             reads_late: false,
+            late_result: false,
         }
     }
 
