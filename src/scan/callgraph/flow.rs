@@ -561,13 +561,24 @@ impl Ctx<'_> {
                 // `GCNHazardRecognizer::checkSoftClauseHazards`).
                 let strict: Vec<(Reg, u16)> = if inst.reads_late {
                     inst.reads.clone()
-                } else if self.xnack && inst.vector && inst.op == Op::Mem && vmem {
+                } else {
+                    Vec::new()
+                };
+                let addr = if self.xnack {
                     inst.addr.clone()
                 } else {
                     Vec::new()
                 };
-                let (late, strict_late) =
-                    flow_wait::windows(&inst, &mut st, &before, &data, &strict, self.gen.m0());
+                let clause = (inst.vector && inst.op == Op::Mem && vmem).then_some(addr.as_slice());
+                let (late, strict_late) = flow_wait::windows(
+                    &inst,
+                    &mut st,
+                    &before,
+                    &data,
+                    &strict,
+                    clause,
+                    self.gen.m0(),
+                );
                 if self.late_store(late) {
                     return Err(refuse(
                         pc,

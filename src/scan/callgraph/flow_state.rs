@@ -441,6 +441,11 @@ pub(super) struct Windows {
     /// (`true`: an MFMA's source, an address a replayed clause may read again) or only one that
     /// may not leave the registers (`false`: a store's data).
     pub(super) late: BTreeMap<Reg, (u8, bool)>,
+    /// The address registers of the vector memory instructions of the clause now issuing
+    /// (with XNACK a faulting clause is replayed and reads them again): any followed value
+    /// written there is refused, until an instruction that is no vector memory access ends the
+    /// clause.
+    pub(super) clause: std::collections::BTreeSet<Reg>,
     /// `.2`: any vector instruction may read it stale, not only the readers
     /// [`super::flow_wait::reads_stale`] names (a transcendental's destination on gfx11 and
     /// gfx12).
@@ -450,6 +455,7 @@ pub(super) struct Windows {
 impl Windows {
     /// Join `o` in.
     pub(super) fn join_from(&mut self, o: &Windows) {
+        self.clause.extend(o.clause.iter().copied());
         for (&r, &(n, strict)) in &o.late {
             let m = self.late.entry(r).or_insert((n, strict));
             *m = (m.0.max(n), m.1 || strict);

@@ -275,8 +275,14 @@ pub(super) fn windows(
     before: &State,
     data: &[(Reg, u16)],
     strict: &[(Reg, u16)],
+    clause: Option<&[(Reg, u16)]>,
     m0: Reg,
 ) -> (Val, Val) {
+    // An instruction that is no vector memory access ends the clause: a fault no longer
+    // replays what came before it.
+    if clause.is_none() {
+        st.3.clause.clear();
+    }
     let written = |k: Reg| {
         matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork)
             || inst
@@ -291,7 +297,15 @@ pub(super) fn windows(
             .filter(|(&k, &(_, s))| s == want && written(k))
             .fold(Val::Clean, |acc, (&k, _)| join(acc, st.range((k, 1))))
     };
-    let v = (hit(false), hit(true));
+    let in_clause =
+        st.3.clause
+            .iter()
+            .filter(|&&k| written(k))
+            .fold(Val::Clean, |acc, &k| join(acc, st.range((k, 1))));
+    let v = (hit(false), join(hit(true), in_clause));
+    for &(r, n) in clause.unwrap_or_default() {
+        st.3.clause.extend(r..r.saturating_add(n));
+    }
     st.3.late.retain(|_, e| {
         e.0 -= 1;
         e.0 > 0

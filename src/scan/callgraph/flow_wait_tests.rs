@@ -185,26 +185,37 @@ fn a_wide_store_reads_its_data_late_and_an_mfma_its_sources() {
     let (d, c) = (V + 22, V + 24);
     let mut st = reached();
     let store = Inst::new(2, Op::Mem);
-    windows(&store, &mut st, &reached(), &[(d, 2)], &[(c, 4)], 124);
+    windows(&store, &mut st, &reached(), &[(d, 2)], &[(c, 4)], None, 124);
     // The next instruction writes a table's entry into both.
     let mut next = valu_write(d);
     next.writes.push((c, 1));
     let before = st.clone();
     st.set(d, Val::Entry);
     st.set(c, Val::Entry);
-    let (data, strict) = windows(&next, &mut st, &before, &[], &[], 124);
+    let (data, strict) = windows(&next, &mut st, &before, &[], &[], None, 124);
     assert_eq!((data, strict), (Val::Entry, Val::Entry));
     // Two instructions on, the store has read its data; the MFMA may still read its sources.
     let before = st.clone();
-    windows(&Inst::new(1, Op::Alu), &mut st, &before, &[], &[], 124);
+    windows(
+        &Inst::new(1, Op::Alu),
+        &mut st,
+        &before,
+        &[],
+        &[],
+        None,
+        124,
+    );
     let w = valu_write(d);
     let before = st.clone();
-    assert_eq!(windows(&w, &mut st, &before, &[], &[], 124).0, Val::Clean);
+    assert_eq!(
+        windows(&w, &mut st, &before, &[], &[], None, 124).0,
+        Val::Clean
+    );
     let mut c_again = valu_write(c);
     c_again.writes.push((c, 1));
     let before = st.clone();
     assert_eq!(
-        windows(&c_again, &mut st, &before, &[], &[], 124).1,
+        windows(&c_again, &mut st, &before, &[], &[], None, 124).1,
         Val::Entry
     );
 }
@@ -216,7 +227,7 @@ fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
     st.set(s, Val::Idx);
     let before = st.clone();
     st.set(s, Val::Clean);
-    windows(&valu_write(s), &mut st, &before, &[], &[], 124);
+    windows(&valu_write(s), &mut st, &before, &[], &[], None, 124);
     let mut vmem = load(cnt::LOAD);
     vmem.reads.push((s, 2));
     let (patched, keys) = read_stale(&vmem, &st).expect("a stale read");
@@ -230,6 +241,6 @@ fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
     st2.set(s, Val::Idx);
     let before = st2.clone();
     st2.set(s, Val::Clean);
-    windows(&write(s), &mut st2, &before, &[], &[], 124);
+    windows(&write(s), &mut st2, &before, &[], &[], None, 124);
     assert!(read_stale(&vmem, &st2).is_none());
 }
