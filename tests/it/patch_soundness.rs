@@ -205,6 +205,8 @@ fn compile(dir: &Path) {
             ("transuse", &["gfx1100", "gfx1201"]),
             ("exec0", &["gfx1100"]),
             ("pendjmp", &["gfx1100"]),
+            ("vccz", &["gfx90a"]),
+            ("mfma32", &["gfx90a"]),
         ],
         &["ldcommon.h", "arch.h"],
     );
@@ -722,7 +724,8 @@ fn slow_findings_of_the_hostile_review() {
     // clause replayed under XNACK through an address a later load overwrote, `xnack`; a
     // transcendental's result read stale on gfx11, `transuse`) and an LDS DMA load of a table's
     // entry (`lddma`). All patched at 4f36bbc (and at 6ac99bd), both modes. `exec0` and
-    // `pendjmp` were refused already.
+    // `pendjmp` were refused already. The fifteenth review's `vccz` (gfx9's vccz after a half
+    // write of vcc) and `mfma32` (a 32-register MFMA result), patched at efe00d4.
     let f14 = d.join("f14");
     for (n, archs) in [
         ("stlate", &["gfx1100", "gfx90a", "gfx1201"][..]),
@@ -733,6 +736,8 @@ fn slow_findings_of_the_hostile_review() {
         ("transuse", &["gfx1100", "gfx1201"]),
         ("exec0", &["gfx1100"]),
         ("pendjmp", &["gfx1100"]),
+        ("vccz", &["gfx90a"]),
+        ("mfma32", &["gfx90a"]),
     ] {
         refused_on(
             &f14,
@@ -746,6 +751,7 @@ fn slow_findings_of_the_hostile_review() {
                 "an address computed from a code address leaves the registers",
                 "control goes to s[20:21]",
                 "may be copied into LDS",
+                "a branch decided by",
             ],
         );
     }

@@ -359,12 +359,16 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     if e & (1 << 10) == 0 {
         return Inst::new(2, Op::Unknown);
     }
+    // Width code 3: up to 16 registers; gfx90a's and gfx94x's 32x32 MFMAs read and write 32
+    // (llvm-mc 21: `v_mfma_i32_32x32x4i8 a[0:31], v0, v1, a[32:63]`, the fifteenth review's
+    // `mfma32`), so a VOP3P operand there counts as 32.
+    let wide = if packed && g == Gen::G9 { 32 } else { 16 };
     let width = |c: u16| -> u16 {
         match c & 3 {
             0 => 0,
             1 => 1,
             2 => 2,
-            _ => 16,
+            _ => wide,
         }
     };
     let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];

@@ -561,6 +561,9 @@ pub(super) fn sopp(g: Gen, w: u32) -> Inst {
             }
             if f & t::C_VCC != 0 {
                 x.reads.push((VCC, 2));
+                if g == Gen::G9 {
+                    x.reads.push((super::inst::VCCZ, 1));
+                }
             }
             if f & t::C_EXEC != 0 {
                 x.reads.push((EXEC, 2));

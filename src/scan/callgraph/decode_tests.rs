@@ -781,3 +781,16 @@ fn transcendentals_write_late() {
     assert!(!decode(Gen::G11, &[0x7e02_0302], 0).late_result);
     assert!(!decode(Gen::G9, &[0x7e02_5502], 0).late_result);
 }
+
+/// gfx9's `s_cbranch_vccz` (0xbf86…) reads vccz apart from vcc (a half write of vcc leaves it);
+/// gfx10's does not need to.
+#[test]
+fn gfx9_vccz_is_its_own_register() {
+    use crate::scan::callgraph::inst::VCCZ;
+    assert!(decode(Gen::G9, &[0xbf86_0001], 0)
+        .reads
+        .contains(&(VCCZ, 1)));
+    assert!(!decode(Gen::G10, &[0xbf86_0001], 0)
+        .reads
+        .contains(&(VCCZ, 1)));
+}

@@ -74,7 +74,7 @@ use super::decode::decode;
 use super::flow_entry::{kernel_entry, ArgSegment, FlowRefusal, FlowRoot};
 use super::flow_exec;
 use super::flow_marks;
-use super::flow_state::{base, State, Val};
+use super::flow_state::{base, join, State, Val};
 use super::flow_wait;
 use super::inst::{Gen, Inst, Op, Reg};
 use super::{Graph, Isa};
@@ -520,6 +520,9 @@ impl Ctx<'_> {
                 } else {
                     for &(r, n) in inst.writes.iter().chain(&inst.kills) {
                         out.writes.regs.extend(r..r.saturating_add(n));
+                        if r < 108 && r.saturating_add(n) > 106 {
+                            out.writes.regs.insert(super::inst::VCCZ);
+                        }
                     }
                 }
                 self.issued.clear();
@@ -542,6 +545,18 @@ impl Ctx<'_> {
                 flow_exec::apply(exec, &mut st);
                 flow_wait::settle(&inst, exec, &mut st, &self.issued, &held)
                     .map_err(|r| refuse(pc, r))?;
+                // gfx9's vccz keeps what a write of half of vcc leaves out: it may hold what
+                // any write of vcc left ([`super::inst::VCCZ`]).
+                let vcc_written = inst
+                    .writes
+                    .iter()
+                    .chain(&inst.kills)
+                    .any(|&(r, n)| r < 108 && r.saturating_add(n) > 106);
+                if self.gen == Gen::G9 && (vcc_written || matches!(inst.op, Op::Relative)) {
+                    let z = super::inst::VCCZ;
+                    let v = join(st.get(z), join(st.get(106), st.get(107)));
+                    st.set(z, v);
+                }
                 // What an earlier store may still read as data: the same as a store of it. A
                 // vector memory store of more than 64 bits reads its data late (llvm
                 // `GCNHazardRecognizer::createsVALUHazard`: FLAT, MUBUF/MTBUF, MIMG; not DS or

@@ -23,6 +23,11 @@ pub const SCC: Reg = 253;
 /// The hardware registers (`s_getreg_b32`/`s_setreg_b32`: MODE, its exception bits, …) as one
 /// register; no operand names it.
 pub const HWREG: Reg = 254;
+/// gfx8/gfx9's VCCZ, as a register: what `s_cbranch_vccz`/`_vccnz` and `src_vccz` read there. A
+/// write of half of `vcc` does not update it (llvm `SIInsertWaitcnts.cpp`: "up to gfx9, writes
+/// to vcc_lo and vcc_hi don't update vccz"; the fifteenth review's `vccz`), so it holds what any
+/// write of `vcc` since the function was entered may have left ([`super::flow`]).
+pub const VCCZ: Reg = 249;
 /// State the runtime sets up and no instruction of the image writes (the trap memory address
 /// `s_sendmsg_rtn` and `s_getreg_b32` may return), as one register; no operand names it.
 pub const RUNTIME: Reg = 250;
@@ -390,7 +395,11 @@ impl Inst {
             }
             256..512 => self.reads.push((V + (s - 256) as Reg, n)),
             // src_vccz, src_execz, src_scc: state read as a value.
-            251 => self.reads.push((VCC, 2)),
+            // (gfx9's vccz may hold an older vcc: [`VCCZ`].)
+            251 => {
+                self.reads.push((VCC, 2));
+                self.reads.push((VCCZ, 1));
+            }
             252 => self.reads.push((EXEC, 2)),
             253 => self.reads.push((SCC, 1)),
             // lds_direct (gfx9/gfx10): LDS at the address in m0 (124 there).
