@@ -547,12 +547,7 @@ impl Ctx<'_> {
                     .map_err(|r| refuse(pc, r))?;
                 // gfx9's vccz keeps what a write of half of vcc leaves out: it may hold what
                 // any write of vcc left ([`super::inst::VCCZ`]).
-                let vcc_written = inst
-                    .writes
-                    .iter()
-                    .chain(&inst.kills)
-                    .any(|&(r, n)| r < 108 && r.saturating_add(n) > 106);
-                if self.gen == Gen::G9 && (vcc_written || matches!(inst.op, Op::Relative)) {
+                if self.gen == Gen::G9 && (inst.may_write(106) || inst.may_write(107)) {
                     let z = super::inst::VCCZ;
                     let v = join(st.get(z), join(st.get(106), st.get(107)));
                     st.set(z, v);
@@ -594,7 +589,7 @@ impl Ctx<'_> {
                     clause,
                     self.gen.m0(),
                 );
-                if self.late_store(late) {
+                if self.sensitive(late) {
                     return Err(refuse(
                         pc,
                         "a value that may leave the registers is written where an earlier store of more than 64 bits may still read its data".into(),

@@ -72,18 +72,12 @@ pub(super) enum Exec {
 /// What `inst` does to `exec`, from the marks of `st` before it. `wave32`: every kernel followed
 /// runs wave32 (`exec_hi` means nothing there, so a 32-bit write restores all of `exec`).
 pub(super) fn transition(inst: &Inst, st: &State, wave32: bool) -> Exec {
-    let writes = |k: Reg| {
-        inst.writes
-            .iter()
-            .chain(&inst.kills)
-            .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
-    };
     // Relative indexing (`s_movreld`: m0 picks the register), gfx9's index mode, an image
     // instruction or a computed jump may write exec where no operand says.
     if matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork) {
         return Exec::Reset;
     }
-    if !writes(EXEC) && !writes(EXEC + 1) {
+    if !inst.may_write(EXEC) && !inst.may_write(EXEC + 1) {
         return Exec::Same;
     }
     let Some(m) = &st.1 else { return Exec::Reset };

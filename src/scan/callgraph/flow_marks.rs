@@ -565,29 +565,13 @@ pub(super) fn apply(
     };
     for &(r, n) in inst.writes.iter().chain(&inst.kills) {
         for k in r..r.saturating_add(n) {
-            m.remove(&k);
-            if k < 128 {
-                m.remove(&super::flow_exec::mask_key(k));
-            }
-            if k == EXEC + 1 {
-                // exec_hi: what the mark on exec says of the whole mask.
-                m.remove(&EXEC);
-            }
-            if (V..LANES).contains(&k) {
-                match one_lane {
-                    Some((d, l)) if d == k && key(l).is_some() => {
-                        m.remove(&lane_key(k, key(l).unwrap_or(l)));
-                    }
-                    _ => {
-                        let keys: Vec<Reg> = m
-                            .range(lane_key(k, 0)..=lane_key(k, 63))
-                            .map(|(&x, _)| x)
-                            .collect();
-                        for x in keys {
-                            m.remove(&x);
-                        }
-                    }
+            match one_lane.and_then(|(d, l)| key(l).filter(|_| d == k)) {
+                // A write of one lane: that lane's mark alone.
+                Some(l) => {
+                    forget(m, k, false);
+                    m.remove(&lane_key(k, l));
                 }
+                None => forget(m, k, true),
             }
         }
     }
@@ -596,6 +580,28 @@ pub(super) fn apply(
             Some(c) => m.insert(r, c),
             None => m.remove(&r),
         };
+    }
+}
+
+/// Drop the marks of register `k`: its own, what it says as a lane mask, exec's where `k` is
+/// `exec_hi` (what the mark on exec says of the whole mask), and, with `lanes`, its lanes' (a
+/// VGPR's, [`lane_key`]).
+pub(super) fn forget(m: &mut BTreeMap<Reg, Code>, k: Reg, lanes: bool) {
+    m.remove(&k);
+    if k < 128 {
+        m.remove(&super::flow_exec::mask_key(k));
+    }
+    if k == EXEC + 1 {
+        m.remove(&EXEC);
+    }
+    if lanes && (V..LANES).contains(&k) {
+        let keys: Vec<Reg> = m
+            .range(lane_key(k, 0)..=lane_key(k, 63))
+            .map(|(&x, _)| x)
+            .collect();
+        for x in keys {
+            m.remove(&x);
+        }
     }
 }
 

@@ -30,8 +30,8 @@
 //! "the shader must use S_WAITCNT … before using the data", `S_WAITCNT`); llvm
 //! `SIInsertWaitcnts.cpp` (which counters count which instruction).
 
-use super::flow_exec::{mask_key, Exec};
-use super::flow_state::{base, is_vgpr, join, lane_key, out_key, Code, Pend, State, Val};
+use super::flow_exec::Exec;
+use super::flow_state::{base, is_vgpr, join, out_key, Code, Pend, State, Val};
 use super::inst::{Inst, Op, Queue, Reg, EXEC, NO_WAIT};
 
 /// What `inst` does to the pending registers of `st`, after its other effects (its values, its
@@ -48,19 +48,10 @@ pub(super) fn settle(
     if issued.iter().any(|&(r, _, _)| r == EXEC || r == EXEC + 1) {
         return Err("a load into exec (it would change the lanes when it returns)".into());
     }
-    // A write to a pending register: the load may land after it. Relative indexing (m0 picks
-    // the register), an image instruction or a computed jump may write any.
-    let any = matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork);
-    let written = |k: Reg| {
-        any || inst
-            .writes
-            .iter()
-            .chain(&inst.kills)
-            .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
-    };
+    // A write to a pending register: the load may land after it.
     let hit: Vec<(Reg, Val)> =
         st.2.iter()
-            .filter(|(&r, _)| written(r))
+            .filter(|(&r, _)| inst.may_write(r))
             .map(|(&r, p)| (r, p.val))
             .collect();
     for (r, v) in hit {
@@ -182,7 +173,7 @@ fn memory(inst: &Inst) -> bool {
 
 /// The state `inst` reads, from `st`: each register it reads that was overwritten inside the
 /// window holds what it holds now or what it held, and has no mark. Returns that state and the
-/// keys so changed, with their value and whether they had marks, for [`unread_stale`].
+/// keys so changed, each with what it holds now, for [`unread_stale`].
 pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Val)>)> {
     let any_vector = inst.vector && st.3.stale.values().any(|e| e.2);
     if st.3.stale.is_empty() || !(reads_stale(inst) || any_vector) {
@@ -208,19 +199,15 @@ pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Va
                 .filter(|&&(r, _)| !(lane_move && in_order.contains(&r)))
                 .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
     };
-    let reads = |b: Reg| {
-        inst.reads
-            .iter()
-            .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
-    };
-    let keys: Vec<(Reg, Val, Val)> =
-        st.3.stale
-            .iter()
-            .filter(|(&k, e)| {
-                (reads_stale(inst) && read(base(k))) || (e.2 && inst.vector && reads(base(k)))
-            })
-            .map(|(&k, &(v, _, _))| (k, st.0.get(&k).copied().unwrap_or(Val::Clean), v))
-            .collect();
+    let keys: Vec<(Reg, Val, Val)> = st
+        .3
+        .stale
+        .iter()
+        .filter(|(&k, e)| {
+            (reads_stale(inst) && read(base(k))) || (e.2 && inst.vector && inst.reads_reg(base(k)))
+        })
+        .map(|(&k, &(v, _, _))| (k, st.0.get(&k).copied().unwrap_or(Val::Clean), v))
+        .collect();
     if keys.is_empty() {
         return None;
     }
@@ -240,17 +227,9 @@ pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Va
 /// After `inst` ran on the state [`read_stale`] made, from `orig` (the state before it): every
 /// key it made read stale and did not write is set back to what it held, with its marks.
 pub(super) fn unread_stale(inst: &Inst, st: &mut State, orig: &State, keys: &[(Reg, Val)]) {
-    let written = |b: Reg| {
-        matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork)
-            || inst
-                .writes
-                .iter()
-                .chain(&inst.kills)
-                .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
-    };
     for &(k, now) in keys {
         let b = base(k);
-        if !written(b) {
+        if !inst.may_write(b) {
             st.set(k, now);
             if let (Some(m), Some(o)) = (st.1.as_mut(), orig.1.as_ref()) {
                 match o.get(&b) {
@@ -262,13 +241,17 @@ pub(super) fn unread_stale(inst: &Inst, st: &mut State, orig: &State, keys: &[(R
     }
 }
 
-/// The windows after `inst`: what a vector instruction overwrote that held a followed value
+/// The windows after `inst`: what a vector ALU instruction overwrote that held a followed value
 /// opens a stale window (`before` is the state before it; `m0` is the generation's `m0`, whose
-/// scalar writes do too); what it writes into registers an earlier store may still
-/// read is returned, joined (the fourteenth review's `stlate`: a store of zeros whose data
-/// registers the very next instruction sets to a table's entry sends the entry), then the
-/// registers `inst` itself reads late (`data`: its data registers when it is a vector memory
-/// store of more than 64 bits) open a late window, and every window ages by one instruction.
+/// scalar writes do too); what it writes into registers an earlier instruction may still read
+/// is returned, joined: `.0` into a store's data (the fourteenth review's `stlate`: a store of
+/// zeros whose data registers the very next instruction sets to a table's entry sends the
+/// entry), `.1` into an MFMA's sources or an address a replayed clause may read again
+/// (`mfmawar`, `xnack`). Then the registers `inst` itself reads late open a window (`data`: its
+/// data registers when it is a vector memory store of more than 64 bits, for [`LATE_READ`]
+/// instructions; `strict`: an MFMA's sources, for [`STALE_READ`]; `clause`: `Some` when `inst`
+/// is a vector memory access, its address registers where XNACK may replay the clause, until
+/// an instruction that is not one ends it), and every window ages by one instruction.
 pub(super) fn windows(
     inst: &Inst,
     st: &mut State,
@@ -283,24 +266,16 @@ pub(super) fn windows(
     if clause.is_none() {
         st.3.clause.clear();
     }
-    let written = |k: Reg| {
-        matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork)
-            || inst
-                .writes
-                .iter()
-                .chain(&inst.kills)
-                .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
-    };
     let hit = |want: bool| {
         st.3.late
             .iter()
-            .filter(|(&k, &(_, s))| s == want && written(k))
+            .filter(|(&k, &(_, s))| s == want && inst.may_write(k))
             .fold(Val::Clean, |acc, (&k, _)| join(acc, st.range((k, 1))))
     };
     let in_clause =
         st.3.clause
             .iter()
-            .filter(|&&k| written(k))
+            .filter(|&&k| inst.may_write(k))
             .fold(Val::Clean, |acc, &k| join(acc, st.range((k, 1))));
     let v = (hit(false), join(hit(true), in_clause));
     for &(r, n) in clause.unwrap_or_default() {
@@ -352,19 +327,7 @@ pub(super) fn after_call(st: &mut State) {
 pub(super) fn strip(st: &mut State) {
     let Some(m) = st.1.as_mut() else { return };
     for &r in st.2.keys() {
-        m.remove(&r);
-        if r < 128 {
-            m.remove(&mask_key(r));
-        }
-        if is_vgpr(r) {
-            let lanes: Vec<Reg> = m
-                .range(lane_key(r, 0)..=lane_key(r, 63))
-                .map(|(&k, _)| k)
-                .collect();
-            for k in lanes {
-                m.remove(&k);
-            }
-        }
+        super::flow_marks::forget(m, r, true);
     }
 }
 

@@ -378,6 +378,25 @@ impl Inst {
         self
     }
 
+    /// Whether it may write register `k`: one of `writes` or `kills`, or any register for
+    /// relative indexing (`m0` picks it), an image instruction (its registers are not read
+    /// here) and a computed jump.
+    pub(super) fn may_write(&self, k: Reg) -> bool {
+        matches!(self.op, Op::Relative | Op::Opaque | Op::Fork)
+            || self
+                .writes
+                .iter()
+                .chain(&self.kills)
+                .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
+    }
+
+    /// Whether register `k` is one of `reads`.
+    pub(super) fn reads_reg(&self, k: Reg) -> bool {
+        self.reads
+            .iter()
+            .any(|&(r, n)| (r..r.saturating_add(n)).contains(&k))
+    }
+
     /// Mark the reads from index `from` on as address operands.
     pub(super) fn addr_from(&mut self, from: usize) {
         self.addr.extend_from_slice(&self.reads[from..]);

@@ -487,15 +487,9 @@ impl Ctx<'_> {
         self.start_lows.contains(&lo)
     }
 
-    /// Whether `v`, written where an earlier store may still read it, may not leave the
-    /// registers ([`Ctx::sensitive`]).
-    pub(super) fn late_store(&self, v: Val) -> bool {
-        self.sensitive(v)
-    }
-
     /// Whether a value may not leave the registers: anything but nothing followed and an exact
     /// code address of a function's start or of data (what a vtable or table store writes).
-    fn sensitive(&self, v: Val) -> bool {
+    pub(super) fn sensitive(&self, v: Val) -> bool {
         match v {
             Val::Clean => false,
             Val::Pc(a) => !self.is_start_lo(a) && self.in_code_lo(a),
