@@ -47,6 +47,8 @@ mod decode;
 mod decode_mem;
 mod decode_salu;
 mod flow;
+mod flow_call;
+mod flow_entered;
 mod flow_entry;
 mod flow_exec;
 mod flow_marks;

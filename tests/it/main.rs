@@ -41,6 +41,7 @@ mod patch;
 mod patch_asserts;
 mod patch_clang22;
 mod patch_soundness;
+mod patch_soundness_build;
 mod patch_sweep;
 mod pip_install;
 mod prove;

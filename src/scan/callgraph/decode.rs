@@ -567,3 +567,7 @@ fn vopd(w: u32, w1: Option<u32>) -> Inst {
 #[cfg(test)]
 #[path = "decode_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "decode_wait_tests.rs"]
+mod wait_tests;

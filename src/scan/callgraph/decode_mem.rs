@@ -352,6 +352,11 @@ pub(super) fn mubuf(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     if !(w >> 26 == 0x38 && mubuf_store(g, op)) {
         x.vdst(w1 >> 8, may, if acc { 0 } else { load });
     }
+    // A buffer instruction reads and writes VGPRs only in the lanes exec enables, as FLAT does;
+    // a plain load into registers (no TFE, no LDS, not gfx90a's AGPRs) fills what it writes (a
+    // prologue's save of a VGPR and its epilogue's restore, gfx9 and gfx10).
+    x.lanewise = true;
+    x.full = load > 0 && !tfe && !acc && !x.lds_dma;
     x
 }
 

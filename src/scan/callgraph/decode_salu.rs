@@ -183,17 +183,42 @@ pub(super) fn sop1(g: Gen, w: u32) -> Inst {
         // s_and_saveexec_b32/b64 (llvm-mc 21: 0x20 gfx9 (b64); 0x3C/0x24 gfx10; 0x20/0x21 gfx11
         // and gfx12): how a waterfall loop narrows exec, for the marks of `flow_marks`;
         // s_or_saveexec_b32/b64 (0x21 gfx9 (b64); 0x3D/0x25 gfx10; 0x22/0x23 gfx11 and gfx12): a
-        // prologue's "every lane on", for `flow_exec`.
+        // prologue's "every lane on", for `flow_exec`; s_andn2_saveexec_b32/b64 (0x23 gfx9
+        // (b64); 0x3F/0x27 gfx10; s_and_not1_saveexec 0x30/0x31 gfx11 and gfx12): an `else`;
+        // s_xor_saveexec_b32/b64 (0x22 gfx9 (b64); 0x3E/0x26 gfx10; 0x24/0x25 gfx11 and gfx12).
         let dst = d as Reg;
+        // ssrc0 193 is the inline constant -1 (the ISA manuals' "SSRC0" operand table).
+        let all = s == 193;
+        let src = sgpr(s);
         let op = match (g, op) {
             (Gen::G9, 0x20) | (Gen::G10, 0x24) | (Gen::G11 | Gen::G12, 0x21) => {
                 Some(Op::AndSaveExec { dst, n: 2 })
             }
             (Gen::G10, 0x3C) | (Gen::G11 | Gen::G12, 0x20) => Some(Op::AndSaveExec { dst, n: 1 }),
             (Gen::G9, 0x21) | (Gen::G10, 0x25) | (Gen::G11 | Gen::G12, 0x23) => {
-                Some(Op::OrSaveExec { dst, n: 2 })
+                Some(Op::OrSaveExec {
+                    dst,
+                    n: 2,
+                    all,
+                    src,
+                })
             }
-            (Gen::G10, 0x3D) | (Gen::G11 | Gen::G12, 0x22) => Some(Op::OrSaveExec { dst, n: 1 }),
+            (Gen::G10, 0x3D) | (Gen::G11 | Gen::G12, 0x22) => Some(Op::OrSaveExec {
+                dst,
+                n: 1,
+                all,
+                src,
+            }),
+            (Gen::G9, 0x23) | (Gen::G10, 0x27) | (Gen::G11 | Gen::G12, 0x31) => {
+                src.map(|src| Op::AndNotSaveExec { dst, n: 2, src })
+            }
+            (Gen::G10, 0x3F) | (Gen::G11 | Gen::G12, 0x30) => {
+                src.map(|src| Op::AndNotSaveExec { dst, n: 1, src })
+            }
+            (Gen::G9, 0x22) | (Gen::G10, 0x26) | (Gen::G11 | Gen::G12, 0x25) => {
+                Some(Op::XorSaveExec { dst, n: 2 })
+            }
+            (Gen::G10, 0x3E) | (Gen::G11 | Gen::G12, 0x24) => Some(Op::XorSaveExec { dst, n: 1 }),
             _ => None,
         };
         if let Some(op) = op.filter(|_| d < 106) {

@@ -3,7 +3,7 @@
 use super::*;
 use crate::scan::callgraph::inst::RUNTIME;
 
-fn words(bytes: &[u8]) -> Vec<u32> {
+pub(super) fn words(bytes: &[u8]) -> Vec<u32> {
     bytes
         .chunks(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
@@ -384,6 +384,29 @@ fn full_and_lanewise_writes() {
     // (generation, bytes, full, lanewise, VGPRs it certainly writes)
     type Row<'a> = (Gen, &'a [u8], bool, bool, &'a [(Reg, u16)]);
     let cases: &[Row] = &[
+        // gfx1030 buffer_load_dword v40, off, s[0:3], s33 (a prologue's save restored); gfx1100
+        // buffer_load_b32 the same; gfx1030 buffer_store_dword: lanewise, writes nothing
+        (
+            Gen::G10,
+            &[0x00, 0x00, 0x30, 0xe0, 0x00, 0x28, 0x00, 0x21],
+            true,
+            true,
+            &[(V + 40, 1)],
+        ),
+        (
+            Gen::G11,
+            &[0x00, 0x00, 0x50, 0xe0, 0x00, 0x28, 0x00, 0x21],
+            true,
+            true,
+            &[(V + 40, 1)],
+        ),
+        (
+            Gen::G10,
+            &[0x00, 0x00, 0x70, 0xe0, 0x00, 0x28, 0x00, 0x21],
+            false,
+            true,
+            &[],
+        ),
         // gfx1100 v_sub_nc_u32_e32 v5, 0, v0
         (
             Gen::G11,
@@ -542,13 +565,73 @@ fn exec_moves_are_decoded() {
         (
             Gen::G11,
             &[0xc1, 0x22, 0x80, 0xbe],
-            Op::OrSaveExec { dst: 0, n: 1 },
+            Op::OrSaveExec {
+                dst: 0,
+                n: 1,
+                all: true,
+                src: None,
+            },
         ),
         // gfx90a s_or_saveexec_b64 s[0:1], -1
         (
             Gen::G9,
             &[0xc1, 0x21, 0x80, 0xbe],
-            Op::OrSaveExec { dst: 0, n: 2 },
+            Op::OrSaveExec {
+                dst: 0,
+                n: 2,
+                all: true,
+                src: None,
+            },
+        ),
+        // gfx1100 s_and_not1_saveexec_b32 s21, s0; gfx1030 s_andn2_saveexec_b32 s21, s0; gfx90a
+        // s_andn2_saveexec_b64 s[20:21], s[0:1]; gfx1100 s_or_saveexec_b32 s2, s4
+        (
+            Gen::G11,
+            &[0x00, 0x30, 0x95, 0xbe],
+            Op::AndNotSaveExec {
+                dst: 21,
+                n: 1,
+                src: 0,
+            },
+        ),
+        (
+            Gen::G10,
+            &[0x00, 0x3f, 0x95, 0xbe],
+            Op::AndNotSaveExec {
+                dst: 21,
+                n: 1,
+                src: 0,
+            },
+        ),
+        (
+            Gen::G9,
+            &[0x00, 0x23, 0x94, 0xbe],
+            Op::AndNotSaveExec {
+                dst: 20,
+                n: 2,
+                src: 0,
+            },
+        ),
+        (
+            Gen::G11,
+            &[0x04, 0x22, 0x82, 0xbe],
+            Op::OrSaveExec {
+                dst: 2,
+                n: 1,
+                all: false,
+                src: Some(4),
+            },
+        ),
+        // gfx1100 s_xor_saveexec_b32 s0, -1; gfx90a s_xor_saveexec_b64 s[0:1], -1
+        (
+            Gen::G11,
+            &[0xc1, 0x24, 0x80, 0xbe],
+            Op::XorSaveExec { dst: 0, n: 1 },
+        ),
+        (
+            Gen::G9,
+            &[0xc1, 0x22, 0x80, 0xbe],
+            Op::XorSaveExec { dst: 0, n: 2 },
         ),
         // gfx1100 s_and_b32 exec_lo, exec_lo, s0
         (
@@ -606,159 +689,6 @@ fn exec_moves_are_decoded() {
             i.writes.iter().any(|&(r, n)| (r..r + n).contains(&EXEC)),
             "case {k}: {i:?}"
         );
-    }
-}
-
-/// The counters each wait brings to zero, and those that count each late write (llvm-mc 21's
-/// encodings for gfx900/gfx90a, gfx1030, gfx1100 and gfx1200; [`super::super::flow_wait`]).
-#[test]
-fn waits_and_late_writes() {
-    use crate::scan::callgraph::inst::cnt::{ALL, BVH, DS, EXP, KM, LGKM, LOAD, SAMPLE, STORE, VM};
-    let waits: &[(Gen, u32, u8)] = &[
-        // s_waitcnt vmcnt(0) expcnt(0) lgkmcnt(0); vmcnt(0); lgkmcnt(0); expcnt(0); none;
-        // vmcnt(1) expcnt(3) lgkmcnt(2)
-        (Gen::G9, 0xbf8c_0000, VM | EXP | LGKM),
-        (Gen::G9, 0xbf8c_0f70, VM),
-        (Gen::G9, 0xbf8c_c07f, LGKM),
-        (Gen::G9, 0xbf8c_cf0f, EXP),
-        (Gen::G9, 0xbf8c_cf7f, 0),
-        (Gen::G9, 0xbf8c_0231, 0),
-        // vmcnt(16): bits 15:14 hold its high bits.
-        (Gen::G9, 0xbf8c_4f70, 0),
-        (Gen::G10, 0xbf8c_3f70, VM),
-        (Gen::G10, 0xbf8c_c07f, LGKM),
-        (Gen::G10, 0xbf8c_ff0f, EXP),
-        (Gen::G10, 0xbf8c_ff7f, 0),
-        // lgkmcnt(16) on gfx10: bits 13:8.
-        (Gen::G10, 0xbf8c_d07f, 0),
-        // s_waitcnt_vscnt null, 0; s_waitcnt_vscnt s1, 0; s_waitcnt_vmcnt, _lgkmcnt, _expcnt null, 0
-        (Gen::G10, 0xbbfd_0000, STORE),
-        (Gen::G10, 0xbb81_0000, 0),
-        (Gen::G10, 0xbc7d_0000, VM),
-        (Gen::G10, 0xbd7d_0000, LGKM),
-        (Gen::G10, 0xbcfd_0000, EXP),
-        (Gen::G10, 0xbc7d_0001, 0),
-        (Gen::G11, 0xbf89_0000, VM | EXP | LGKM),
-        (Gen::G11, 0xbf89_03f7, VM),
-        (Gen::G11, 0xbf89_fc07, LGKM),
-        (Gen::G11, 0xbf89_fff0, EXP),
-        (Gen::G11, 0xbf89_fff7, 0),
-        (Gen::G11, 0xbc7c_0000, STORE),
-        (Gen::G11, 0xbcfc_0000, VM),
-        (Gen::G11, 0xbd7c_0000, EXP),
-        (Gen::G11, 0xbdfc_0000, LGKM),
-        // s_wait_loadcnt … s_wait_kmcnt 0, s_wait_loadcnt_dscnt 0, s_wait_storecnt_dscnt 0,
-        // s_wait_loadcnt_dscnt 0x102, s_wait_loadcnt_dscnt 0x2, s_wait_loadcnt 1, s_wait_idle
-        (Gen::G12, 0xbfc0_0000, LOAD),
-        (Gen::G12, 0xbfc1_0000, STORE),
-        (Gen::G12, 0xbfc2_0000, SAMPLE),
-        (Gen::G12, 0xbfc3_0000, BVH),
-        (Gen::G12, 0xbfc4_0000, EXP),
-        (Gen::G12, 0xbfc6_0000, DS),
-        (Gen::G12, 0xbfc7_0000, KM),
-        (Gen::G12, 0xbfc8_0000, LOAD | DS),
-        (Gen::G12, 0xbfc9_0000, STORE | DS),
-        (Gen::G12, 0xbfc8_0102, 0),
-        (Gen::G12, 0xbfc8_0002, LOAD),
-        (Gen::G12, 0xbfc0_0001, 0),
-        (Gen::G12, 0xbf8a_0000, 0),
-    ];
-    for &(g, w, c) in waits {
-        let x = decode(g, &[w], 0);
-        // A wait on an SGPR's count is an instruction this rcclfix does not follow: it may
-        // write its register late, on any counter.
-        let counts = if w == 0xbb81_0000 { ALL } else { 0 };
-        assert_eq!((x.waits, x.counts), (c, counts), "{g:?} 0x{w:08x}: {x:?}");
-    }
-    // The counts of vmcnt/loadcnt and lgkmcnt/dscnt a wait leaves: s_waitcnt vmcnt(1) expcnt(3)
-    // lgkmcnt(2) (gfx9), vmcnt(1) (gfx11), s_waitcnt_lgkmcnt null, 3 (gfx10), s_wait_loadcnt 1,
-    // s_wait_loadcnt_dscnt 0x102 (gfx12), s_waitcnt_vmcnt s1, 0 (gfx10, an SGPR: unknown).
-    use crate::scan::callgraph::inst::NO_WAIT;
-    let left: &[(Gen, u32, [u8; 2])] = &[
-        (Gen::G9, 0xbf8c_0231, [1, 2]),
-        (Gen::G11, 0xbf89_07f7, [1, 63]),
-        (Gen::G10, 0xbd7d_0003, [NO_WAIT, 3]),
-        (Gen::G12, 0xbfc0_0001, [1, NO_WAIT]),
-        (Gen::G12, 0xbfc8_0102, [1, 2]),
-        (Gen::G10, 0xbc01_0000, [NO_WAIT, NO_WAIT]),
-    ];
-    for &(g, w, l) in left {
-        assert_eq!(decode(g, &[w], 0).left, l, "{g:?} 0x{w:08x}");
-    }
-    let late: &[(Gen, &[u8], u8)] = &[
-        // gfx1100 s_load_b64, ds_load_b32, global_load_b32, flat_load_b32, scratch_load_b32,
-        // buffer_load_b32, s_sendmsg_rtn_b32 (`lgkmcnt`: llvm `SIInsertWaitcnts.cpp`,
-        // `SQ_MESSAGE`), v_mov_b32, lds_direct_load
-        (
-            Gen::G11,
-            &[0x01, 0x00, 0x04, 0xf4, 0x00, 0x00, 0x00, 0xf8],
-            KM,
-        ),
-        (
-            Gen::G11,
-            &[0x00, 0x00, 0xd8, 0xd8, 0x02, 0x00, 0x00, 0x01],
-            DS,
-        ),
-        (
-            Gen::G11,
-            &[0x00, 0x00, 0x52, 0xdc, 0x02, 0x00, 0x04, 0x01],
-            LOAD,
-        ),
-        (
-            Gen::G11,
-            &[0x00, 0x00, 0x50, 0xdc, 0x02, 0x00, 0x7c, 0x01],
-            LOAD | DS,
-        ),
-        (
-            Gen::G11,
-            &[0x00, 0x00, 0x51, 0xdc, 0x00, 0x00, 0x03, 0x01],
-            LOAD,
-        ),
-        (
-            Gen::G11,
-            &[0x00, 0x00, 0x50, 0xe0, 0x02, 0x01, 0x42, 0x03],
-            LOAD,
-        ),
-        (Gen::G11, &[0x83, 0x4c, 0x80, 0xbe], KM),
-        // gfx1200 s_get_barrier_state s0, -1: not followed, any counter.
-        (Gen::G12, &[0xc1, 0x50, 0x80, 0xbe], ALL),
-        (Gen::G11, &[0x02, 0x03, 0x02, 0x7e], 0),
-        (Gen::G11, &[0x01, 0x00, 0x10, 0xce], ALL),
-        // gfx1200 flat_load_b32, global_load_b32
-        (
-            Gen::G12,
-            &[
-                0x7c, 0x00, 0x05, 0xec, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
-            ],
-            LOAD | DS,
-        ),
-        (
-            Gen::G12,
-            &[
-                0x04, 0x00, 0x05, 0xee, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
-            ],
-            LOAD,
-        ),
-        // gfx90a flat_load_dword, global_load_dword, s_load_dwordx2
-        (
-            Gen::G9,
-            &[0x00, 0x00, 0x50, 0xdc, 0x02, 0x00, 0x00, 0x01],
-            LOAD | DS,
-        ),
-        (
-            Gen::G9,
-            &[0x00, 0x80, 0x50, 0xdc, 0x02, 0x00, 0x04, 0x01],
-            LOAD,
-        ),
-        (
-            Gen::G9,
-            &[0x01, 0x00, 0x06, 0xc0, 0x00, 0x00, 0x00, 0x00],
-            KM,
-        ),
-    ];
-    for &(g, b, c) in late {
-        let x = decode(g, &words(b), 0);
-        assert_eq!((x.counts, x.waits), (c, 0), "{g:?} {b:02x?}: {x:?}");
     }
 }
 

@@ -51,15 +51,14 @@
 //! - each function has its own entry state (what every call or jump to its exact start leaves,
 //!   and, where its address is taken, what every call through a table leaves) and its own return
 //!   state, to a fixpoint ([`pass`]); after a call the caller continues with what its callee's
-//!   returns leave (any function's, through a table), the callee-saved VGPRs with what they had,
-//!   by the calling convention [`super::flow_marks`] assumes; a tail call returns for its
-//!   function what its target's returns leave.
+//!   returns leave (any function's, through a table), where the callee's own code does not show
+//!   that it keeps a register ([`super::flow_call`]: the calling convention is not assumed); a
+//!   tail call returns for its function what its target's returns leave.
 //!
 //! Not seen, by construction: a code address the host computes into the middle of a function
 //! (no proof over the image can follow the host), or a table's address it hands the device (a
 //! store through a pointer the host passes is not followed: a table holds what its relocations
-//! and the host put there); what [`super::flow_marks`] assumes (a callee keeps the calling
-//! convention); memory reached
+//! and the host put there); what [`super::flow_marks`] assumes of tables; memory reached
 //! through pointers the flow does not follow is not the kernarg segment (a program that searches
 //! memory for it is not followed); timing is no channel.
 //!
@@ -71,12 +70,14 @@
 use std::collections::BTreeMap;
 
 use super::decode::decode;
+use super::flow_call;
+use super::flow_entered;
 use super::flow_entry::{kernel_entry, ArgSegment, FlowRefusal, FlowRoot};
 use super::flow_exec;
 use super::flow_marks;
-use super::flow_state::{base, join, State, Val};
+use super::flow_state::{join, State, Val};
 use super::flow_wait;
-use super::inst::{Gen, Inst, Op, Reg};
+use super::inst::{Gen, Inst, Op, Reg, V};
 use super::{Graph, Isa};
 
 mod pass;
@@ -185,7 +186,7 @@ struct Ctx<'a> {
     args: Vec<ArgSegment>,
     /// The registers the last instruction stepped writes late, with what it writes and whether
     /// it fills them ([`super::flow_wait::settle`]).
-    issued: Vec<(Reg, Val, bool)>,
+    issued: Vec<(Reg, Val, bool, bool)>,
     /// XNACK may be on (the code object's `e_flags` say on or any, or, before code object v4,
     /// on): a faulting clause of vector memory instructions is replayed.
     xnack: bool,
@@ -506,6 +507,13 @@ impl Ctx<'_> {
                 // is entered with them).
                 let exec = flow_exec::transition(&inst, &st, wave32 == Some(true));
                 made.extend(flow_exec::made(&inst, &st, exec));
+                made.extend(flow_entered::made(
+                    &inst,
+                    &st,
+                    pc,
+                    exec,
+                    wave32 == Some(true),
+                ));
                 let wide = flow_exec::wide(&st);
                 let callee = |st: &State| {
                     let mut s = flow_marks::callee_view(&inst, st);
@@ -518,12 +526,24 @@ impl Ctx<'_> {
                 if matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork | Op::Unknown) {
                     out.writes.all = true;
                 } else {
+                    // A VGPR written where `exec` may hold a lane the function was not entered
+                    // with, or by a lane write (which ignores `exec`), may change such a lane.
+                    let lane = matches!(inst.op, Op::Merge { .. });
+                    let within = !lane && flow_call::within(&st.1);
                     for &(r, n) in inst.writes.iter().chain(&inst.kills) {
                         out.writes.regs.extend(r..r.saturating_add(n));
                         if r < 108 && r.saturating_add(n) > 106 {
                             out.writes.regs.insert(super::inst::VCCZ);
                         }
+                        if !within {
+                            out.writes.wide.extend(
+                                (r..r.saturating_add(n)).filter(|&k| (V..V + 256).contains(&k)),
+                            );
+                        }
                     }
+                }
+                if matches!(inst.op, Op::Call | Op::Jump) && !flow_call::within(&st.1) {
+                    out.outside.insert(dest);
                 }
                 self.issued.clear();
                 let mut flow = self
@@ -535,7 +555,7 @@ impl Ctx<'_> {
                 // The marks a load makes of its destinations wait until it is done.
                 let mut held = Vec::new();
                 made.retain(|&(r, c)| {
-                    if !self.issued.iter().any(|&(k, _, _)| k == r) {
+                    if !self.issued.iter().any(|&(k, ..)| k == r) {
                         return true;
                     }
                     held.extend(c.map(|c| (r, c)));
@@ -629,7 +649,7 @@ impl Ctx<'_> {
                             out.rets.join_from(&st);
                         } else {
                             call(&mut out, dest, callee(&st));
-                            out.tails.push(dest);
+                            out.tails.push((dest, flow_call::idents(&st.1)));
                         }
                         goes_on = false;
                     }
@@ -638,36 +658,14 @@ impl Ctx<'_> {
                     }
                     Op::Call => {
                         call(&mut out, dest, callee(&st));
-                        let before = st.clone();
-                        // The callee-saved VGPRs hold what they held before the call, by the
-                        // calling convention the marks assume too ([`flow_marks::after_call`]).
-                        let saved: Vec<(Reg, Val)> =
-                            st.0.iter()
-                                .filter(|(&r, _)| flow_marks::saved_vgpr(r))
-                                .map(|(&r, &v)| (r, v))
-                                .collect();
-                        let ret = rets.of(dest);
-                        st.join_from(ret);
-                        flow_marks::after_call(&mut st, &before.1, &ret.1);
-                        // What the registers hold is what the callee's returns leave: its entry
-                        // state joins this call's (to the fixpoint), so a register it leaves
-                        // alone returns what it held here (and what other callers passed).
-                        st.0 = ret.0.clone();
-                        st.0.retain(|&r, _| !flow_marks::saved_vgpr(r));
-                        st.0.extend(saved);
-                        // A register no callee writes holds what it held here, not what the
-                        // callee's other callers passed.
                         let w = rets.writes_of(dest);
-                        if !w.all {
-                            st.0.retain(|&k, _| w.may(base(k)));
-                            for (&k, &v) in &before.0 {
-                                if !w.may(base(k)) {
-                                    st.0.insert(k, v);
-                                }
-                            }
-                        }
-                        flow_exec::after_call(&mut st, &before, wide, flow_marks::saved_vgpr);
-                        flow_wait::after_call(&mut st);
+                        flow_call::returned(
+                            &mut st,
+                            rets.of(dest),
+                            &|r| w.may(r),
+                            &|r| w.may_wide(r),
+                            wide,
+                        );
                     }
                     _ => {}
                 }

@@ -23,7 +23,9 @@
 //! the lanes inside hold what the callee's returns leave there, and the lanes outside what they
 //! held or what the callee's returns leave there (the calling convention says a callee keeps
 //! them, llvm `AMDGPUUsage.rst`, "Call Convention", but code in the image need not: the
-//! thirteenth review's `callout`). On gfx9 no write replaces a VGPR's value: an AGPR shares its
+//! thirteenth review's `callout`). The split itself outlives the call only where every return
+//! shows `exec` as its function entered it ([`super::flow_entered`], [`super::flow_call`]);
+//! otherwise every lane may hold what any lane held. On gfx9 no write replaces a VGPR's value: an AGPR shares its
 //! number here (`agpr2`).
 //!
 //! Sources: the ISA manuals' `EXEC` ("vector instructions write only the lanes EXEC enables"),
@@ -33,8 +35,20 @@ use super::flow_state::{join, out_key, Code, State, OUT};
 use super::inst::{Inst, Logic, Op, Reg, EXEC, V};
 use std::collections::BTreeMap;
 
-/// The first [`mask_key`].
-const MASKS: Reg = 768;
+/// The first [`mask_key`] (the marks' keys below it are registers and VGPR halves, those from
+/// [`super::flow_state::LANES`] VGPR lanes).
+pub(super) const MASKS: Reg = 768;
+
+/// The key of a mark ([`Code::AllOn`]) that `exec` holds every lane (`s_or_saveexec` of -1, a
+/// prologue's or epilogue's, until the next move of `exec`): a write that fills its destination
+/// then replaces what every lane held, inside the split and out ([`all_on`]).
+pub(super) const ALL_ON: Reg = MASKS + 255;
+
+/// Whether `exec` holds every lane in `st` ([`ALL_ON`]).
+pub(super) fn all_on(st: &State) -> bool {
+    st.1.as_ref()
+        .is_some_and(|m| m.get(&ALL_ON) == Some(&Code::AllOn))
+}
 
 /// The key, among the marks, of what is known of scalar register `r` (below 128) as a lane mask
 /// ([`Code::Split`], [`Code::Wide`]).
@@ -118,7 +132,7 @@ pub(super) fn transition(inst: &Inst, st: &State, wave32: bool) -> Exec {
                 Exec::Same
             }
         }
-        Op::OrSaveExec { dst, n } if whole(n) && dst + n <= 128 && !wide => Exec::Widen,
+        Op::OrSaveExec { dst, n, .. } if whole(n) && dst + n <= 128 && !wide => Exec::Widen,
         Op::OrSaveExec { .. } if wide => Exec::Same,
         // A lanewise vector instruction (a compare, a carry-out) writes 0 for the lanes it does
         // not run in; anything else that writes exec (`v_readfirstlane_b32` of a constant, the
@@ -135,6 +149,16 @@ pub(super) fn made(inst: &Inst, st: &State, t: Exec) -> Vec<(Reg, Option<Code>)>
     let Some(m) = &st.1 else { return Vec::new() };
     let wide = m.get(&mask_key(EXEC)) == Some(&Code::Wide);
     let mut out = Vec::new();
+    // Every lane on after `s_or_saveexec` of -1; any other move of exec may turn some off.
+    let every = match inst.op {
+        Op::OrSaveExec { all, n, .. } => all && (t == Exec::Widen || (t == Exec::Same && n == 2)),
+        _ => false,
+    };
+    if every {
+        out.push((ALL_ON, Some(Code::AllOn)));
+    } else if t != Exec::Same {
+        out.push((ALL_ON, None));
+    }
     match inst.op {
         // A copy of exec while the split is exec's is the split's mask; a copy of such a copy too.
         Op::Copy { dst, src, n } if dst + n <= 128 && src + n <= 128 => {
@@ -149,7 +173,7 @@ pub(super) fn made(inst: &Inst, st: &State, t: Exec) -> Vec<(Reg, Option<Code>)>
                 out.push((mask_key(dst + k), c));
             }
         }
-        Op::OrSaveExec { dst, n } if t == Exec::Widen => {
+        Op::OrSaveExec { dst, n, .. } if t == Exec::Widen => {
             for k in 0..n {
                 out.push((mask_key(dst + k), Some(Code::Split(k as u8))));
             }
@@ -203,6 +227,7 @@ pub(super) fn apply(t: Exec, st: &mut State) {
     if matches!(t, Exec::Narrow | Exec::Reset) {
         if let Some(m) = st.1.as_mut() {
             clear(m);
+            m.remove(&ALL_ON);
         }
     }
 }
@@ -221,24 +246,20 @@ pub(super) fn to_callee(st: &mut State, wide: bool) {
     }
 }
 
-/// The caller's VGPRs after a call, from `st` (what the callee's returns leave, the callee-saved
-/// VGPRs already set back to `pre`'s) and `pre` (the caller's state before the call): inside, what
-/// the callee left (a callee-saved VGPR: what it held); outside, what they held joined with what
-/// the callee's returns leave there. `wide`: the call ran with every lane on. `saved` tells a
-/// callee-saved VGPR.
-pub(super) fn after_call(st: &mut State, pre: &State, wide: bool, saved: fn(Reg) -> bool) {
+/// The caller's VGPRs after a call, from `st` (what the callee's returns leave, the VGPRs no
+/// callee writes already set back to `pre`'s) and `pre` (the caller's state before the call):
+/// inside, what the callee left; outside, what they held joined with what the callee's returns
+/// leave there (the calling convention says a callee keeps them; code in the image need not, the
+/// thirteenth review's `callout`: the callee's outside lanes started as the caller's); a VGPR of
+/// `kept` (no callee writes it) as it was, in every lane. `wide`: the call ran with every lane
+/// on, or `exec` may not be as it was after it: every lane may hold what any lane held.
+pub(super) fn after_call(st: &mut State, pre: &State, wide: bool, kept: &dyn Fn(Reg) -> bool) {
     let mut regs = vgprs(st);
     regs.extend(vgprs(pre));
     regs.sort_unstable();
     regs.dedup();
-    // The outside lanes: what they held, and what the callee may have written there with every
-    // lane on (the calling convention says it restores them; code in the image need not keep
-    // it, the thirteenth review's `callout`). The callee's outside lanes started as the caller's.
-    // A callee-saved VGPR is as it was, in every lane: the convention the flow already assumes
-    // for those (`flow.rs`, `flow_marks::after_call`), which a prologue's whole-register save
-    // and restore keeps.
     for v in regs {
-        let (i, o) = if saved(v) {
+        let (i, o) = if kept(v) {
             (pre.get(v), pre.out(v))
         } else {
             (st.get(v), join(pre.out(v), st.out(v)))
@@ -251,15 +272,22 @@ pub(super) fn after_call(st: &mut State, pre: &State, wide: bool, saved: fn(Reg)
     }
 }
 
-/// The caller's masks after a call (`pre`: its marks before the call): `exec` is as it was, by
-/// the calling convention, and so is each callee-saved SGPR of `kept` (those every return shows
-/// as entered); no other scalar register's mask is known.
-pub(super) fn after_call_masks(st: &mut State, pre: &BTreeMap<Reg, Code>, kept: &[Reg]) {
+/// The caller's masks after a call (`pre`: its marks before the call): each callee-saved SGPR of
+/// `kept` (those every return shows as entered) keeps its mask, and `exec` its own where `exec`
+/// is as it was (every return shows it so, [`super::flow_call::exec_kept`]); no other scalar
+/// register's mask is known.
+pub(super) fn after_call_masks(
+    st: &mut State,
+    pre: &BTreeMap<Reg, Code>,
+    kept: &[Reg],
+    exec: bool,
+) {
     let Some(m) = st.1.as_mut() else {
         return;
     };
     clear(m);
-    for &r in [EXEC, EXEC + 1].iter().chain(kept) {
+    let execs = if exec { &[EXEC, EXEC + 1][..] } else { &[] };
+    for &r in execs.iter().chain(kept) {
         if let Some(&c) = pre.get(&mask_key(r)) {
             m.insert(mask_key(r), c);
         }

@@ -79,7 +79,15 @@ fn exec_moves_are_classified() {
     let rel = inst(Op::Relative, &[(0, 1)]);
     assert_eq!(transition(&rel, &marked(&[]), true), Exec::Reset);
     // s_or_saveexec with every lane on, then the marks it makes.
-    let or = inst(Op::OrSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
+    let or = inst(
+        Op::OrSaveExec {
+            dst: 0,
+            n: 1,
+            all: true,
+            src: None,
+        },
+        &[(0, 1), (EXEC, 1)],
+    );
     let st = marked(&[]);
     assert_eq!(transition(&or, &st, true), Exec::Widen);
     let made = made(&or, &st, Exec::Widen);
@@ -124,14 +132,14 @@ fn a_call_joins_the_lanes_it_does_not_run() {
     st.set(out_key(v0), Val::PcAny);
     st.set(v40, Val::PcAny);
     let saved = |r: Reg| r == V + 40;
-    after_call(&mut st, &pre, false, saved);
+    after_call(&mut st, &pre, false, &saved);
     // Outside: what it held, or what the callee left there (code need not keep the convention).
     assert_eq!((st.get(v0), st.out(v0)), (Val::Clean, Val::PcAny));
     assert_eq!(st.get(v40), Val::Ret);
     // With every lane on at the call, any lane may be any.
     let mut st2 = marked(&[]);
     st2.set(v0, Val::Clean);
-    after_call(&mut st2, &pre, true, saved);
+    after_call(&mut st2, &pre, true, &saved);
     assert_eq!(st2.get(v0), Val::Idx);
 }
 

@@ -22,10 +22,10 @@
 //!   value flow refuses code that could write a table; the host could, through a table's address
 //!   it looks up and passes, which no proof over the image sees) and a table index stays inside
 //!   the table (C++: undefined behaviour otherwise);
-//! - a callee keeps the AMDGPU calling convention: `exec`, the lanes `exec` disables in every
-//!   VGPR, and the callee-saved VGPRs are as they were when it returns (the callee-saved SGPRs are
-//!   checked: every return must show them as they were entered, [`Code::Ident`]);
 //! - `exec` is not zero at a `v_readfirstlane_b32` that feeds a call (it then reads lane 0).
+//!
+//! What a call leaves its caller's marks is [`super::flow_call`]'s, from what the callee's own
+//! code shows (the calling convention is not assumed).
 //!
 //! Checked over the whole image ([`forged_code_address`]): no code makes a code address other
 //! than a function's start that could be written to a table: no pc-relative address into the
@@ -55,7 +55,7 @@
 use std::collections::BTreeMap;
 
 use super::code::{pc_rel, sop1};
-use super::flow_state::{lane_key, Code, Marks, State, LANES};
+use super::flow_state::{lane_key, Code, State, LANES};
 use super::image::Image;
 use super::inst::{Inst, Op, Reg, EXEC, SCC, V};
 use super::isa::word;
@@ -591,6 +591,10 @@ pub(super) fn forget(m: &mut BTreeMap<Reg, Code>, k: Reg, lanes: bool) {
     if k < 128 {
         m.remove(&super::flow_exec::mask_key(k));
     }
+    // What `exec` is against its function's entry is [`super::flow_exec::apply`]'s.
+    if k < EXEC {
+        m.remove(&super::flow_entered::entry_key(k));
+    }
     if k == EXEC + 1 {
         m.remove(&EXEC);
     }
@@ -700,95 +704,6 @@ pub(super) fn callee_view(inst: &Inst, st: &State) -> State {
         }
     }
     v
-}
-
-/// The callee-saved SGPRs (llvm `SIRegisterInfo`/`SICallingConv.td`, `CSR_AMDGPU_SGPRs`:
-/// s30–s105; s30–s31 are the return address and are marked as such).
-const SAVED_SGPRS: std::ops::RangeInclusive<Reg> = 32..=105;
-
-/// A function's entry marks from what every call leaves: the callee-saved SGPRs hold
-/// [`Code::Ident`] (so that a return shows what the callee kept for its caller); no other
-/// register says what it held in some caller.
-pub(super) fn seed_callee(st: &mut State) {
-    if let Some(m) = st.1.as_mut() {
-        m.retain(|_, c| !matches!(c, Code::Ident(_)));
-        for r in SAVED_SGPRS {
-            m.insert(r, Code::Ident(r));
-        }
-    }
-}
-
-/// The caller's marks after a call (`pre`: before it, the link pair's marks set; `ret`: the
-/// return state's marks), once the caller's state has joined the return state:
-/// - a callee-saved SGPR that every return of every callee shows as [`Code::Ident`] keeps the
-///   caller's mark;
-/// - a table load's destinations, `exec`'s [`Code::Serve`] and the callee-saved VGPRs' marks are
-///   kept, by the AMDGPU calling convention (llvm `AMDGPUUsage.rst`, "Call Convention": `exec` is
-///   preserved, and so are the lanes it disables in every VGPR and the callee-saved VGPRs; what
-///   the callee writes in `exec`'s lanes joins the written lanes). Not checked in the callee's
-///   code: an assumption, stated in the module docs;
-/// - no [`Code::Ident`] from either side (they name different functions' entries).
-pub(super) fn after_call(st: &mut State, pre: &Marks, ret: &Marks) {
-    let (Some(m), Some(pre)) = (st.1.as_mut(), pre) else {
-        return;
-    };
-    // What the join kept is a fact about the values whatever the path (an image address, a table
-    // entry in a scalar register, a return address), except what names one function's entry or
-    // one table load's lanes and exec: those come from `pre` only, below.
-    m.retain(|&r, c| match c {
-        Code::Ident(_)
-        | Code::RetEntry
-        | Code::SavedExec(_)
-        | Code::Disj(_)
-        | Code::Same(..)
-        | Code::Serve(..) => false,
-        Code::FnLo(..) | Code::FnHi(..) => !(V..LANES).contains(&r),
-        _ => true,
-    });
-    let mut kept_sgprs = Vec::new();
-    for r in SAVED_SGPRS {
-        let kept = ret
-            .as_ref()
-            .is_none_or(|ret| ret.get(&r) == Some(&Code::Ident(r)));
-        if kept {
-            kept_sgprs.push(r);
-        }
-        match pre.get(&r) {
-            Some(&c) if kept => {
-                m.insert(r, c);
-            }
-            _ => {
-                m.remove(&r);
-            }
-        }
-    }
-    // The callee-saved VGPRs, whole and lane by lane (a return address spilled to a lane).
-    m.retain(|&r, _| !saved_vgpr(r));
-    for (&r, &c) in pre {
-        let keep = match c {
-            _ if saved_vgpr(r) => true,
-            Code::FnLo(..) | Code::FnHi(..) => (V..LANES).contains(&r),
-            Code::Serve(..) => r == EXEC,
-            _ => false,
-        };
-        if keep {
-            m.insert(r, c);
-        }
-    }
-    super::flow_exec::after_call_masks(st, pre, &kept_sgprs);
-}
-
-/// Whether `r` is a callee-saved VGPR or one of its lanes (llvm `SICallingConv.td`,
-/// `CSR_AMDGPU_VGPRs`: v40–v47, v56–v63, … v248–v255, eight of every sixteen from v40).
-pub(super) fn saved_vgpr(r: Reg) -> bool {
-    let v = if r >= LANES {
-        (r - LANES) / 64
-    } else if r >= V {
-        r - V
-    } else {
-        return false;
-    };
-    (40..256).contains(&v) && (v - 40) % 16 < 8
 }
 
 #[cfg(test)]

@@ -255,6 +255,20 @@ impl State {
         }
     }
 
+    /// A write of VGPR `r` that replaces every lane (with every lane on,
+    /// [`super::flow_exec::ALL_ON`]): inside the split, outside, and each lane set one by one.
+    pub(super) fn write_all(&mut self, r: Reg, v: Val) {
+        if !is_vgpr(r) {
+            self.write(r, v, true);
+            return;
+        }
+        for (k, _) in self.lanes_of(r) {
+            self.0.remove(&k);
+        }
+        self.set(r, v);
+        self.set(out_key(r), v);
+    }
+
     pub(super) fn lanes_of(&self, v: Reg) -> Vec<(Reg, Val)> {
         if !(V..LANES).contains(&v) {
             return Vec::new();
@@ -353,6 +367,9 @@ impl State {
                 p.exact = false;
                 p.mark = None;
             }
+            if !vgprs_only {
+                p.all = false;
+            }
         }
     }
 
@@ -373,6 +390,11 @@ pub(super) struct Pend {
     /// the split): the load fills it, and on every path since, nothing wrote it and `exec`'s
     /// lanes did not move.
     pub(super) exact: bool,
+    /// Whether the register holds `val` alone in every lane once the load is done: it fills it,
+    /// issued with every lane on ([`super::flow_exec::ALL_ON`]), and on every path since,
+    /// nothing wrote it and no call ran (a move of `exec` since changes nothing: the lanes it
+    /// writes were set when it issued).
+    pub(super) all: bool,
     /// The mark the load makes of the register ([`Code::FnLo`], [`Code::FnHi`]), set when it is
     /// done where [`Pend::exact`].
     pub(super) mark: Option<Code>,
@@ -408,6 +430,7 @@ pub(super) fn join_pending(
                 p.counts |= o.counts;
                 p.val = join(p.val, o.val);
                 p.exact &= o.exact;
+                p.all &= o.all;
                 if p.mark != o.mark {
                     p.mark = None;
                 }
@@ -418,6 +441,7 @@ pub(super) fn join_pending(
             }
             None => {
                 p.exact = false;
+                p.all = false;
                 p.mark = None;
             }
         }
@@ -425,6 +449,7 @@ pub(super) fn join_pending(
     for (&r, o) in other {
         mine.entry(r).or_insert(Pend {
             exact: false,
+            all: false,
             mark: None,
             ..*o
         });
@@ -510,8 +535,23 @@ pub enum Code {
     /// On the [`super::flow_exec::mask_key`] of `exec`: `exec` holds every lane of the split's
     /// mask and maybe more (a prologue's `s_or_saveexec` with every lane on).
     Wide,
+    /// On [`super::flow_exec::ALL_ON`]: `exec` holds every lane, on every path (unlike
+    /// [`Code::Wide`], which a join keeps from either side; the sixteenth review's `joinall`).
+    AllOn,
+    /// On [`super::flow_entered::ENTERED`]: `exec` is the mask made at instruction `.0`, made by
+    /// narrowing the mask made at `.1` ([`super::flow_entered::ENTRY`]: as the function entered).
+    Since(u64, u64),
+    /// On [`super::flow_entered::ENTERED`]: `exec` is the mask made at `.1` (within the one made at
+    /// `.2`) less the one made at `.0` (within the one made at `.1`): an `else`.
+    RestNow(u64, u64, u64),
+    /// On an [`super::flow_entered::entry_key`]: the register holds half `.2` of the mask made at
+    /// `.0` (within the one made at `.1`), a copy of `exec` when it was that mask.
+    Part(u64, u64, u8),
+    /// On an [`super::flow_entered::entry_key`]: the register holds half `.3` of the mask made at
+    /// `.1` (within `.2`) less the one made at `.0`: what an `if` leaves for its `else`.
+    Rest(u64, u64, u64, u8),
     /// What register `.0` held when the function was entered (a callee-saved SGPR, seeded by
-    /// [`super::flow_marks::seed_callee`]): at a return, the caller's own mark of `.0` still holds.
+    /// [`super::flow_call::seed_callee`]): at a return, the caller's own mark of `.0` still holds.
     Ident(Reg),
 }
 

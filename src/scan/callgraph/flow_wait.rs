@@ -42,10 +42,10 @@ pub(super) fn settle(
     inst: &Inst,
     exec: Exec,
     st: &mut State,
-    issued: &[(Reg, Val, bool)],
+    issued: &[(Reg, Val, bool, bool)],
     marks: &[(Reg, Code)],
 ) -> Result<(), String> {
-    if issued.iter().any(|&(r, _, _)| r == EXEC || r == EXEC + 1) {
+    if issued.iter().any(|&(r, ..)| r == EXEC || r == EXEC + 1) {
         return Err("a load into exec (it would change the lanes when it returns)".into());
     }
     // A write to a pending register: the load may land after it.
@@ -58,6 +58,7 @@ pub(super) fn settle(
         land(st, r, v);
         if let Some(p) = st.2.get_mut(&r) {
             p.exact = false;
+            p.all = false;
             p.mark = None;
         }
     }
@@ -86,7 +87,9 @@ pub(super) fn settle(
                 .collect();
         for (r, p) in done {
             st.2.remove(&r);
-            if p.exact {
+            if p.all {
+                st.write_all(r, p.val);
+            } else if p.exact {
                 if is_vgpr(r) {
                     st.write_in(r, p.val, true);
                 } else {
@@ -98,7 +101,7 @@ pub(super) fn settle(
             }
         }
     }
-    for &(r, v, exact) in issued {
+    for &(r, v, exact, all) in issued {
         let mark = marks.iter().find(|(k, _)| *k == r).map(|&(_, c)| c);
         let p = match st.2.get(&r) {
             // Two loads in flight to one register: either may land last.
@@ -106,6 +109,7 @@ pub(super) fn settle(
                 counts: old.counts | inst.counts,
                 val: join(old.val, v),
                 exact: false,
+                all: false,
                 mark: None,
                 queue: Queue::None,
                 younger: 0,
@@ -114,6 +118,7 @@ pub(super) fn settle(
                 counts: inst.counts,
                 val: v,
                 exact,
+                all,
                 mark,
                 queue: inst.queue,
                 younger: 0,

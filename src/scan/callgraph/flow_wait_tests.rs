@@ -1,5 +1,5 @@
 //! Rows for [`super`]: a load's registers hold the old value or the loaded one until a wait, on
-//! instructions built by hand (the decoder's side is `decode_tests.rs`, `waits_and_late_writes`;
+//! instructions built by hand (the decoder's side is `decode_wait_tests.rs`, `waits_and_late_writes`;
 //! the whole flow's, row 4q of `tests/it/patch_soundness.rs`, the thirteenth review's `ldrace`).
 
 use super::*;
@@ -44,7 +44,7 @@ fn a_wait_for_every_counter_settles_the_load() {
         &load(cnt::LOAD | cnt::DS),
         Exec::Same,
         &mut st,
-        &[(v, Val::Clean, true)],
+        &[(v, Val::Clean, true, false)],
         &[(v, mark)],
     )
     .unwrap();
@@ -71,7 +71,7 @@ fn a_write_before_the_wait_may_be_overwritten() {
         &load(cnt::KM),
         Exec::Same,
         &mut st,
-        &[(s, Val::Entry, true)],
+        &[(s, Val::Entry, true, false)],
         &[],
     )
     .unwrap();
@@ -97,7 +97,7 @@ fn moved_lanes_and_one_sided_joins_are_not_exact() {
         &load(cnt::LOAD),
         Exec::Same,
         &mut st,
-        &[(v, Val::Clean, true)],
+        &[(v, Val::Clean, true, false)],
         &[],
     )
     .unwrap();
@@ -133,7 +133,7 @@ fn a_load_into_exec_is_refused() {
         &load(cnt::KM),
         Exec::Reset,
         &mut st,
-        &[(EXEC, Val::Clean, true)],
+        &[(EXEC, Val::Clean, true, false)],
         &[],
     );
     assert!(err.unwrap_err().contains("exec"));
@@ -146,7 +146,14 @@ fn in_order_loads_settle_when_enough_younger_ones_may_be_out() {
     let mut vm = load(cnt::LOAD);
     vm.queue = Queue::VmLoad;
     let mut st = reached();
-    settle(&vm, Exec::Same, &mut st, &[(a, Val::Clean, true)], &[]).unwrap();
+    settle(
+        &vm,
+        Exec::Same,
+        &mut st,
+        &[(a, Val::Clean, true, false)],
+        &[],
+    )
+    .unwrap();
     st.set(b, Val::Entry);
     // A FLAT load may return out of order: it counts for nothing.
     settle(&load(cnt::LOAD | cnt::DS), Exec::Same, &mut st, &[], &[]).unwrap();
@@ -158,7 +165,14 @@ fn in_order_loads_settle_when_enough_younger_ones_may_be_out() {
         early.2.contains_key(&a),
         "one load may be out: it may be this one"
     );
-    settle(&vm, Exec::Same, &mut st, &[(b, Val::Clean, true)], &[]).unwrap();
+    settle(
+        &vm,
+        Exec::Same,
+        &mut st,
+        &[(b, Val::Clean, true, false)],
+        &[],
+    )
+    .unwrap();
     settle(&left1, Exec::Same, &mut st, &[], &[]).unwrap();
     assert!(
         !st.2.contains_key(&a),

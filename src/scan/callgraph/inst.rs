@@ -172,8 +172,22 @@ pub enum Op {
     AndSaveExec { dst: Reg, n: u16 },
     /// `dst = exec; exec |= src` (`s_or_saveexec_b32/b64`, `n` registers: how a function's
     /// prologue turns on every lane to save a VGPR whole), for [`super::flow_exec`]; otherwise an
-    /// ALU operation of what it reads.
-    OrSaveExec { dst: Reg, n: u16 },
+    /// ALU operation of what it reads. `all`: `src` is the inline constant -1 (every lane on);
+    /// `src`: the scalar register it reads, if one.
+    OrSaveExec {
+        dst: Reg,
+        n: u16,
+        all: bool,
+        src: Option<Reg>,
+    },
+    /// `dst = exec; exec = src & !exec` (`s_andn2_saveexec_b32/b64`, `s_and_not1_saveexec_*`:
+    /// how an `if` turns to its `else`), for [`super::flow_entered`]; otherwise an ALU
+    /// operation of what it reads.
+    AndNotSaveExec { dst: Reg, n: u16, src: Reg },
+    /// `dst = exec; exec ^= src` (`s_xor_saveexec_b32/b64`: with -1, how a prologue turns to the
+    /// lanes `exec` disables to save a VGPR's), for [`super::flow_entered`]; otherwise an ALU
+    /// operation of what it reads.
+    XorSaveExec { dst: Reg, n: u16 },
     /// `dst = a & b`, `a | b` or `a & !b` of two registers (`s_and_b32/b64`, `s_or_b32/b64`,
     /// `s_andn2_b32/b64` / `s_and_not1_*`): how code narrows and restores `exec`, for
     /// [`super::flow_exec`]; otherwise an ALU operation of what it reads.

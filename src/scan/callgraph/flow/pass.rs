@@ -4,6 +4,7 @@
 //! entry and return state, and where a call goes from the marks ([`exact_target`],
 //! [`is_return_pair`]).
 
+use super::super::flow_call;
 use super::super::flow_entry::FlowRefusal;
 use super::super::flow_marks;
 use super::super::flow_state::{Code, State};
@@ -81,7 +82,8 @@ impl Ctx<'_> {
     /// docs). Each function has its own entry state (what every call or jump that goes to its
     /// start leaves, [`Dest::Fn`]) and its own return state; a call or jump through a function
     /// table ([`Dest::Any`]) leaves its state to every function whose start the image names
-    /// (what a table entry may hold) and continues with what any function's return leaves.
+    /// (what a table entry may hold) and continues with what any of those functions' returns
+    /// leave.
     /// Errors: the first refusal.
     pub(super) fn follow(
         &mut self,
@@ -110,14 +112,14 @@ impl Ctx<'_> {
                     Some((_, s)) => {
                         entry.join_from(s);
                     }
-                    None => flow_marks::seed_callee(&mut entry),
+                    None => flow_call::seed_callee(&mut entry),
                 }
                 let out = self.function(f, &entry, &rets)?;
                 // What it writes: its own instructions, and what its callees write.
                 let w = writes2.entry(f).or_default();
-                w.add(&out.writes);
-                for d in out.calls.keys().chain(&out.tails) {
-                    w.add(&rets.writes_of(*d));
+                w.add(&out.writes, false);
+                for d in out.calls.keys().chain(out.tails.iter().map(|(d, _)| d)) {
+                    w.add(&rets.writes_of(*d), out.outside.contains(d));
                 }
                 for (d, s) in out.calls {
                     match d {
@@ -128,17 +130,20 @@ impl Ctx<'_> {
                 let r = rets2.entry(f).or_default();
                 r.join_from(&out.rets);
                 // A tail call returns for this function: what its target's returns leave.
-                for d in out.tails {
-                    r.join_from(rets.of(d));
+                for (d, at) in &out.tails {
+                    r.join_from(&flow_call::through_tail(rets.of(*d), at));
                 }
             }
+            // A call through a table reaches only a function whose start the image names (the
+            // functions entered with `any` above): it continues with what their returns leave,
+            // and may write what they write.
             let mut any_ret = rets.any.clone();
-            for r in rets2.values() {
+            for (_, r) in rets2.iter().filter(|(&f, _)| taken(f)) {
                 any_ret.join_from(r);
             }
             let mut writes_any = rets.writes_any.clone();
-            for w in writes2.values() {
-                writes_any.add(w);
+            for (_, w) in writes2.iter().filter(|(&f, _)| taken(f)) {
+                writes_any.add(w, false);
             }
             if entry2 == entry_of
                 && any2 == any
@@ -210,29 +215,45 @@ impl Rets {
 /// own number: all of its lanes), or every register (`all`: relative indexing, an image
 /// instruction, a computed jump, an instruction not classified or one that acts beyond its
 /// registers). A register a callee never writes holds, after the call, what it held before it:
-/// not what the callee's other callers passed (its entry state is every caller's).
+/// not what the callee's other callers passed (its entry state is every caller's). `wide`: the
+/// VGPRs it may write in a lane its function was not entered with on (a write while `exec` is
+/// not known to be within the entry's, [`super::super::flow_exec::ENTERED`]; `v_writelane_b32`;
+/// a callee's writes from a call made so): a VGPR outside it keeps the lanes a call ran without.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Writes {
     pub(super) all: bool,
     pub(super) regs: std::collections::BTreeSet<Reg>,
+    pub(super) wide: std::collections::BTreeSet<Reg>,
 }
 
 impl Writes {
-    /// Add `o`'s registers; whether anything changed.
-    pub(super) fn add(&mut self, o: &Writes) -> bool {
-        let before = (self.all, self.regs.len());
+    /// Add `o`'s registers (with `outside`, every one of them as written in any lane: `o` is a
+    /// callee's, called while `exec` was not known to be within the entry's); whether anything
+    /// changed.
+    pub(super) fn add(&mut self, o: &Writes, outside: bool) -> bool {
+        let before = (self.all, self.regs.len(), self.wide.len());
         self.all |= o.all;
         if !self.all {
             self.regs.extend(o.regs.iter().copied());
+            self.wide.extend(o.wide.iter().copied());
+            if outside {
+                self.wide.extend(o.regs.iter().copied());
+            }
         } else {
             self.regs.clear();
+            self.wide.clear();
         }
-        (self.all, self.regs.len()) != before
+        (self.all, self.regs.len(), self.wide.len()) != before
     }
 
     /// Whether register `r` (a VGPR's own number for all of its keys) may be written.
     pub(super) fn may(&self, r: Reg) -> bool {
         self.all || self.regs.contains(&r)
+    }
+
+    /// Whether VGPR `r` may be written in a lane the function was not entered with on.
+    pub(super) fn may_wide(&self, r: Reg) -> bool {
+        self.all || self.wide.contains(&r)
     }
 }
 
@@ -242,8 +263,10 @@ impl Writes {
 pub(super) struct Out {
     pub(super) calls: HashMap<Dest, State>,
     pub(super) rets: State,
-    pub(super) tails: Vec<Dest>,
+    pub(super) tails: Vec<(Dest, Option<std::collections::BTreeSet<Reg>>)>,
     pub(super) writes: Writes,
+    /// Where a call or jump goes while `exec` is not known to be within the entry's.
+    pub(super) outside: std::collections::HashSet<Dest>,
 }
 
 /// The function start the pair `s[r:r+1]` holds on every path ([`Code::PcLo`] and

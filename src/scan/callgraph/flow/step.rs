@@ -48,10 +48,19 @@ impl Ctx<'_> {
         // `issued` tells with whether it would have been exact.
         let late = inst.counts != 0;
         let issued = std::cell::RefCell::new(Vec::new());
+        // With every lane on ([`flow_exec::ALL_ON`]), a write that fills its destination
+        // replaces every lane: inside the split, outside, and each lane set one by one.
+        let every = flow_exec::all_on(st);
         let put = |st: &mut State, k: Reg, v: Val, exact: bool| {
             if is_vgpr(k) && lanewise {
+                let all = exact && fills && every;
                 if late {
-                    issued.borrow_mut().push((k, v, exact && fills && !wide));
+                    issued
+                        .borrow_mut()
+                        .push((k, v, exact && fills && !wide, all));
+                } else if all {
+                    st.write_all(k, v);
+                    return;
                 }
                 st.write_in(k, v, exact && fills && !late);
                 if wide {
@@ -60,7 +69,7 @@ impl Ctx<'_> {
                 }
             } else {
                 if late {
-                    issued.borrow_mut().push((k, v, exact && k < V));
+                    issued.borrow_mut().push((k, v, exact && k < V, false));
                 }
                 st.write(k, v, exact && !late);
             }
