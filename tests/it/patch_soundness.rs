@@ -523,6 +523,32 @@ fn slow_findings_of_the_hostile_review() {
             ],
         );
     }
+    // 4v. The seventeenth review's (`findings17/README.md`, on 38270f0): `exechi` (on wave32 a
+    // callee turns every lane on and copies its saved `exec_lo` into `exec_hi`, which named exec
+    // as entered: the caller kept its lane split; `exechi_tab` the same with `tab[1]`) and
+    // `tailmv` (a callee copies `s[42:43]` into `s[40:41]` and tail-calls a function that keeps
+    // them: `Ident(42)` at the jump counted for s40). Patched at 38270f0.
+    let f17 = d.join("f17");
+    refused_on(
+        &f17,
+        "r17",
+        "exechi_tab",
+        &["gfx1100", "gfx1030"],
+        &["an address computed from a code address leaves the registers"],
+    );
+    for (n, archs, says) in [
+        (
+            "exechi",
+            &["gfx1100", "gfx1201"][..],
+            "a value derived from the kernarg segment pointer addresses memory",
+        ),
+        ("tailmv", &["gfx1100", "gfx90a"], "control goes to s[40:41]"),
+    ] {
+        for a in archs {
+            let r = refused(&f17, &format!("r17_{n}-{a}.co"), true);
+            assert!(r.to_string().contains(says), "{n} {a}: {r}");
+        }
+    }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

@@ -210,6 +210,19 @@ pub(crate) fn compile(dir: &Path) {
         ],
         &["../findings13/ldcommon.h"],
     );
+    // The seventeenth review's (`findings17/`): a name for exec from a copy into exec_hi, and a
+    // tail call's Ident of another register.
+    review_on(
+        dir,
+        fixtures,
+        17,
+        &[
+            ("exechi", &["gfx1100", "gfx1201"]),
+            ("exechi_tab", &["gfx1100", "gfx1030"]),
+            ("tailmv", &["gfx1100", "gfx90a"]),
+        ],
+        &["../findings13/ldcommon.h"],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",

@@ -169,12 +169,14 @@ pub(super) fn within(m: &Marks) -> bool {
     flow_entered::within(m)
 }
 
-/// The keys that hold [`Code::Ident`] in the marks `at` of a jump: what the function still holds
-/// as it entered it there.
+/// The keys `k` that hold [`Code::Ident`] of `k` itself in the marks `at` of a jump (and
+/// [`ENTERED`] where `exec` is as entered): what the function still holds, each in its own
+/// register, as it entered it there. `Ident(j)` in another register `k` says `k` holds what `j`
+/// held (the seventeenth review's `tailmv`: a copy of `s[42:43]` into `s[40:41]` before the jump).
 pub(super) fn idents(at: &Marks) -> Option<BTreeSet<Reg>> {
     at.as_ref().map(|m| {
         m.iter()
-            .filter(|(&k, c)| matches!(c, Code::Ident(_)) || (k == ENTERED && **c == AS_ENTERED))
+            .filter(|(&k, c)| **c == Code::Ident(k) || (k == ENTERED && **c == AS_ENTERED))
             .map(|(&k, _)| k)
             .collect()
     })
@@ -246,6 +248,10 @@ mod tests {
         let ret = marked(&[(40, Code::Ident(40)), (41, Code::Ident(41))]);
         let at = idents(&marked(&[(41, Code::Ident(41))]).1);
         let m = through_tail(&ret, &at).1.unwrap();
+        assert_eq!((m.get(&40), m.get(&41)), (None, Some(&Code::Ident(41))));
+        // `tailmv`: s40 holds what s42 held at the jump, not what it held itself.
+        let moved = idents(&marked(&[(40, Code::Ident(42)), (41, Code::Ident(41))]).1);
+        let m = through_tail(&ret, &moved).1.unwrap();
         assert_eq!((m.get(&40), m.get(&41)), (None, Some(&Code::Ident(41))));
         assert_eq!(through_tail(&ret, &None).1, ret.1);
     }

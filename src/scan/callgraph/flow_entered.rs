@@ -146,7 +146,7 @@ pub(super) fn made(
     }
     let name: Option<Mask> = match (&inst.op, t) {
         // A prologue's or epilogue's restore of the copy its `s_or_saveexec` of -1 made.
-        (&Op::Copy { src, n, .. }, Exec::Restore) if whole(n) => holds(src, n),
+        (&Op::Copy { dst: EXEC, src, n }, Exec::Restore) if whole(n) => holds(src, n),
         // exec as it was (an or with the split's mask, a copy of it).
         (_, Exec::Same) => return out,
         // Every lane on: no name until a copy of a named mask comes back.
@@ -205,7 +205,9 @@ pub(super) fn made(
                 _ => None,
             }
         }
-        (&Op::Copy { src, n, .. }, _) if whole(n) => holds(src, n),
+        // A copy of a named mask into exec (`exec_lo` on wave32; never `exec_hi` alone, which
+        // leaves the lanes of `exec_lo` as they are: the seventeenth review's `exechi`).
+        (&Op::Copy { dst: EXEC, src, n }, _) if whole(n) => holds(src, n),
         // A narrowing: a new mask made here, within the one before.
         (_, Exec::Narrow) => match cur {
             Some(Mask::Since(i, _)) => {

@@ -174,3 +174,18 @@ fn a_prologue_widening_drops_the_name_and_its_restore_brings_it_back() {
         Some(AS_ENTERED)
     );
 }
+
+/// The seventeenth review's `exechi`: on wave32 a copy of the entry's mask into `exec_hi` leaves
+/// `exec_lo` as it is (here every lane on): no name; into `exec_lo`, the entry's.
+#[test]
+fn a_copy_into_exec_hi_names_nothing() {
+    let mut hi = copy(EXEC + 1, 0);
+    hi.writes = vec![(EXEC + 1, 1)];
+    let mut lo = copy(EXEC, 0);
+    lo.writes = vec![(EXEC, 1)];
+    let all = inst(Op::Alu, &[(EXEC, 1)]);
+    let st = run(&[(0x10, copy(0, EXEC)), (0x14, all.clone()), (0x18, hi)]);
+    assert_eq!(entered(&st), None);
+    let st = run(&[(0x10, copy(0, EXEC)), (0x14, all), (0x18, lo)]);
+    assert_eq!(entered(&st), Some(AS_ENTERED));
+}
