@@ -549,6 +549,25 @@ fn slow_findings_of_the_hostile_review() {
             assert!(r.to_string().contains(says), "{n} {a}: {r}");
         }
     }
+    // 4w. The eighteenth review's (`findings18/README.md`, on 4451847's flow): a
+    // `v_writelane_b32` from m0 or vcc_lo, which the decoder took for a write under exec, puts
+    // a host value in a disabled lane of a waterfall loop's table entry, in a table callee
+    // (`wlsrc`: `Writes::wide` missed it) or in the loop itself (`wlcaller`, `wlvcc`: the marks
+    // of the entry were kept); the loop then calls it. Patched, both modes.
+    let f18 = d.join("f18");
+    for (n, archs) in [
+        ("wlsrc", &["gfx1100", "gfx1030"][..]),
+        ("wlcaller", &["gfx1100", "gfx1030"]),
+        ("wlvcc", &["gfx1100"]),
+    ] {
+        refused_on(
+            &f18,
+            "r18",
+            n,
+            archs,
+            &["a vector instruction runs under an exec mask that is an address computed"],
+        );
+    }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()

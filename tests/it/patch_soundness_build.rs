@@ -223,6 +223,22 @@ pub(crate) fn compile(dir: &Path) {
         ],
         &["../findings13/ldcommon.h"],
     );
+    // The eighteenth review's (`findings18/`): v_writelane_b32 from m0 or vcc_lo.
+    review_on(
+        dir,
+        fixtures,
+        18,
+        &[
+            ("wlsrc", &["gfx1100", "gfx1030"]),
+            ("wlcaller", &["gfx1100", "gfx1030"]),
+            ("wlvcc", &["gfx1100"]),
+        ],
+        &[
+            "../findings13/ldcommon.h",
+            "../findings14/arch.h",
+            "arch2.h",
+        ],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",

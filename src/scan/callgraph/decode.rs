@@ -474,25 +474,33 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
             x.reads.push((V + vdst as Reg, 1));
         }
     }
-    if words != 2 {
-        return x;
-    }
     let lane = (128..192).contains(&srcs[1]).then(|| (srcs[1] - 128) as u8);
-    if op == readlane && srcs[0] >= 256 {
-        x.op = Op::ReadLane {
-            dst: vdst as Reg,
-            src: V + (srcs[0] - 256) as Reg,
-            lane,
-        };
-    } else if op == writelane && !(106..256).contains(&srcs[0]) {
-        let src = if srcs[0] >= 256 {
-            V + (srcs[0] - 256) as Reg
-        } else {
-            srcs[0] as Reg
+    // v_writelane_b32 writes its lane whatever exec says, from any source: an SGPR, vcc, m0,
+    // exec, an inline constant or a literal (the ISA guides' V_WRITELANE_B32: "ignores exec
+    // mask"; the eighteenth review's `wlsrc`, `wlcaller`, `wlvcc`: a source of m0 or vcc_lo
+    // was taken as a write under exec).
+    if op == writelane {
+        let src = match srcs[0] {
+            s if s >= 256 => V + (s - 256) as Reg,
+            s if s < 128 => s as Reg,
+            _ => super::inst::CONSTANT,
         };
         x.op = Op::Merge {
             dst: V + vdst as Reg,
             src,
+            lane,
+        };
+        x.lanewise = false;
+        x.full = false;
+        return x;
+    }
+    if words != 2 {
+        return x;
+    }
+    if op == readlane && srcs[0] >= 256 {
+        x.op = Op::ReadLane {
+            dst: vdst as Reg,
+            src: V + (srcs[0] - 256) as Reg,
             lane,
         };
     }

@@ -177,6 +177,67 @@ fn scalar_loads_and_pointer_moves() {
             lane: Some(3)
         }
     );
+    // v_writelane_b32 from any source writes its lane whatever exec says (llvm-mc 21): gfx1100
+    // `v2, m0, 1`, `v2, vcc_lo, 1`, `v2, 0x12345678, 1` (a literal: three words), `v2, 5, s1`;
+    // gfx90a `v2, m0, 1`.
+    // (generation, bytes, words, source, lane)
+    type Row<'a> = (Gen, &'a [u8], usize, Reg, Option<u8>);
+    let cases: &[Row] = &[
+        (
+            Gen::G11,
+            &[0x02, 0x00, 0x61, 0xd7, 0x7d, 0x02, 0x01, 0x00],
+            2,
+            125,
+            Some(1),
+        ),
+        (
+            Gen::G11,
+            &[0x02, 0x00, 0x61, 0xd7, 0x6a, 0x02, 0x01, 0x00],
+            2,
+            106,
+            Some(1),
+        ),
+        (
+            Gen::G11,
+            &[
+                0x02, 0x00, 0x61, 0xd7, 0xff, 0x02, 0x01, 0x00, 0x78, 0x56, 0x34, 0x12,
+            ],
+            3,
+            crate::scan::callgraph::inst::CONSTANT,
+            Some(1),
+        ),
+        (
+            Gen::G11,
+            &[0x02, 0x00, 0x61, 0xd7, 0x85, 0x02, 0x00, 0x00],
+            2,
+            crate::scan::callgraph::inst::CONSTANT,
+            None,
+        ),
+        (
+            Gen::G9,
+            &[0x02, 0x00, 0x8a, 0xd2, 0x7c, 0x02, 0x01, 0x00],
+            2,
+            124,
+            Some(1),
+        ),
+    ];
+    for &(g, b, n, src, lane) in cases {
+        let i = decode(g, &words(b), 0);
+        assert_eq!(
+            (i.op.clone(), i.words, i.lanewise),
+            (
+                Op::Merge {
+                    dst: V + 2,
+                    src,
+                    lane
+                },
+                n,
+                false
+            ),
+            "{b:x?}"
+        );
+        assert!(i.writes.contains(&(V + 2, 1)), "{b:x?}: {:?}", i.writes);
+    }
     // v_movrels_b32_e32 v1, v2
     let i = decode(Gen::G11, &words(&[0x02, 0x87, 0x02, 0x7e]), 0);
     assert_eq!(i.op, Op::Relative);

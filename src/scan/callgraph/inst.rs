@@ -31,6 +31,9 @@ pub const VCCZ: Reg = 249;
 /// State the runtime sets up and no instruction of the image writes (the trap memory address
 /// `s_sendmsg_rtn` and `s_getreg_b32` may return), as one register; no operand names it.
 pub const RUNTIME: Reg = 250;
+/// No register: what an instruction reads where its operand is an inline constant or a literal
+/// ([`Op::Merge`]'s source); no instruction writes it, so it holds nothing followed.
+pub const CONSTANT: Reg = 128;
 
 /// The counters a wave's outstanding memory operations are counted on, as bits of
 /// [`Inst::counts`] and [`Inst::waits`] (the ISA guides' "Data Dependency Resolution" and
