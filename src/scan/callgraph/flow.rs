@@ -523,13 +523,14 @@ impl Ctx<'_> {
                 // What this function may write, for its callers ([`pass::Writes`]): what the
                 // decoder lists, by format for an opcode it does not know; anything where
                 // the registers written are not in the encoding.
+                let within = flow_entered::within(&st.1);
                 if matches!(inst.op, Op::Relative | Op::Opaque | Op::Fork | Op::Unknown) {
                     out.writes.all = true;
                 } else {
                     // A VGPR written where `exec` may hold a lane the function was not entered
                     // with, or by a lane write (which ignores `exec`), may change such a lane.
                     let lane = matches!(inst.op, Op::Merge { .. });
-                    let within = !lane && flow_call::within(&st.1);
+                    let within = !lane && within;
                     for &(r, n) in inst.writes.iter().chain(&inst.kills) {
                         out.writes.regs.extend(r..r.saturating_add(n));
                         if r < 108 && r.saturating_add(n) > 106 {
@@ -542,7 +543,7 @@ impl Ctx<'_> {
                         }
                     }
                 }
-                if matches!(inst.op, Op::Call | Op::Jump) && !flow_call::within(&st.1) {
+                if matches!(inst.op, Op::Call | Op::Jump) && !within {
                     out.outside.insert(dest);
                 }
                 self.issued.clear();

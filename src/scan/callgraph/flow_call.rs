@@ -48,12 +48,6 @@ pub(super) fn seed_callee(st: &mut State) {
     }
 }
 
-/// Whether every return in `ret` (a return state's marks; `None`: no return, vacuously) leaves
-/// `exec` as its function entered it: [`ENTERED`] held, and no prologue's widening left.
-pub(super) fn exec_kept(ret: &Marks) -> bool {
-    flow_entered::as_entered(ret)
-}
-
 /// The caller's state after a call: `st` is its state before it (the link pair's marks set),
 /// `ret` the return state of what the call may reach, `written` tells a register (a VGPR by its
 /// own number) some function the call may reach may write, `outside` a VGPR it may write in a
@@ -69,7 +63,7 @@ pub(super) fn returned(
     wide: bool,
 ) {
     let before = st.clone();
-    let exec = exec_kept(&ret.1);
+    let exec = flow_entered::as_entered(&ret.1);
     let kept = |r: Reg| r >= V && !written(base(r));
     // A table load's destinations that no callee writes outside the lanes it ran in keep
     // their marks where `exec` is kept: [`Code::Serve`] tolerates writes in `exec`'s lanes.
@@ -90,7 +84,7 @@ pub(super) fn returned(
 /// The caller's marks after a call (`pre`: before it; `ret`: the return state's marks), once the
 /// caller's state has joined the return state; `kept` tells a VGPR key (whole or a lane) no
 /// function the call may reach writes, `exec` whether every return leaves `exec` as entered
-/// ([`exec_kept`]):
+/// ([`flow_entered::as_entered`]):
 /// - a callee-saved SGPR that every return shows as [`Code::Ident`] keeps the caller's mark;
 /// - a VGPR of `kept` keeps its marks, whole and lane by lane (a return address spilled to a
 ///   lane; a table load's destinations); one of `entries` its marks as a table load's
@@ -164,11 +158,6 @@ fn vgpr_key(r: Reg) -> bool {
     (V..flow_exec::MASKS).contains(&r) || r >= LANES
 }
 
-/// Whether `exec` is within the entry's lanes in marks `m` ([`flow_entered::within`]).
-pub(super) fn within(m: &Marks) -> bool {
-    flow_entered::within(m)
-}
-
 /// The keys `k` that hold [`Code::Ident`] of `k` itself in the marks `at` of a jump (and
 /// [`ENTERED`] where `exec` is as entered): what the function still holds, each in its own
 /// register, as it entered it there. `Ident(j)` in another register `k` says `k` holds what `j`
@@ -212,15 +201,19 @@ mod tests {
     /// A return that left exec narrowed, widened, or unknown keeps nothing of the caller's exec.
     #[test]
     fn exec_is_kept_only_where_every_return_shows_it() {
-        assert!(exec_kept(&None));
-        assert!(exec_kept(&marked(&[(ENTERED, AS_ENTERED)]).1));
-        assert!(!exec_kept(&marked(&[(ENTERED, Code::Since(8, ENTRY))]).1));
-        assert!(!exec_kept(&marked(&[]).1));
+        assert!(flow_entered::as_entered(&None));
+        assert!(flow_entered::as_entered(
+            &marked(&[(ENTERED, AS_ENTERED)]).1
+        ));
+        assert!(!flow_entered::as_entered(
+            &marked(&[(ENTERED, Code::Since(8, ENTRY))]).1
+        ));
+        assert!(!flow_entered::as_entered(&marked(&[]).1));
         let wide = [
             (ENTERED, AS_ENTERED),
             (flow_exec::mask_key(EXEC), Code::Wide),
         ];
-        assert!(!exec_kept(&marked(&wide).1));
+        assert!(!flow_entered::as_entered(&marked(&wide).1));
     }
 
     /// The fifteenth review's `cssave`: a callee-saved VGPR a callee writes holds what the

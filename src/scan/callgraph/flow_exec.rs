@@ -274,7 +274,7 @@ pub(super) fn after_call(st: &mut State, pre: &State, wide: bool, kept: &dyn Fn(
 
 /// The caller's masks after a call (`pre`: its marks before the call): each callee-saved SGPR of
 /// `kept` (those every return shows as entered) keeps its mask, and `exec` its own where `exec`
-/// is as it was (every return shows it so, [`super::flow_call::exec_kept`]); no other scalar
+/// is as it was (every return shows it so, [`super::flow_entered::as_entered`]); no other scalar
 /// register's mask is known.
 pub(super) fn after_call_masks(
     st: &mut State,
