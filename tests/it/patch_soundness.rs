@@ -11,7 +11,9 @@ use std::path::Path;
 
 use rcclfix::patch::{patch_bytes, PatchOptions, PatchRecord, PatchRefused, RefusalKind};
 
-use crate::patch_soundness_build::compile;
+use crate::patch_soundness_build::{
+    compile, Sources, F14, F14_ASSERTS, F16, F17, F17_ASSERTS, F18,
+};
 
 fn opts(asserts: bool) -> PatchOptions {
     PatchOptions {
@@ -33,6 +35,25 @@ fn refused_on(dir: &Path, prefix: &str, name: &str, archs: &[&str], says: &[&str
                 says.iter().any(|s| r.to_string().contains(s)),
                 "{co} (asserts: {asserts}): {r}"
             );
+        }
+    }
+}
+
+/// The assert variants `<prefix>_<name>-<arch>.co` of `sources` under `patch --asserts`, each
+/// refused where the flow loses the value or the call target: a read of a kernarg-derived
+/// address (`execret`, `exechi`) or a call through `s[40:41]` (`tailid`, `tailmv`).
+fn refused_asserts_on(dir: &Path, prefix: &str, sources: Sources) {
+    for &(n, archs) in sources {
+        let says = match n {
+            "execret" | "exechi" => {
+                "a value derived from the kernarg segment pointer addresses memory"
+            }
+            "tailid" | "tailmv" => "control goes to s[40:41]",
+            other => panic!("{other}: no refusal message listed"),
+        };
+        for a in archs {
+            let r = refused(dir, &format!("{prefix}_{n}-{a}.co"), true);
+            assert!(r.to_string().contains(says), "{n} {a}: {r}");
         }
     }
 }
@@ -453,19 +474,7 @@ fn slow_findings_of_the_hostile_review() {
     // `pendjmp` were refused already. The fifteenth review's `vccz` (gfx9's vccz after a half
     // write of vcc) and `mfma32` (a 32-register MFMA result), patched at efe00d4.
     let f14 = d.join("f14");
-    for (n, archs) in [
-        ("stlate", &["gfx1100", "gfx90a", "gfx1201"][..]),
-        ("sgprhaz", &["gfx90a"]),
-        ("mfmawar", &["gfx90a"]),
-        ("xnack", &["gfx90a"]),
-        ("lddma", &["gfx90a"]),
-        ("transuse", &["gfx1100", "gfx1201"]),
-        ("exec0", &["gfx1100"]),
-        ("pendjmp", &["gfx1100"]),
-        ("vccz", &["gfx90a"]),
-        ("mfma32", &["gfx90a"]),
-        ("cssave", &["gfx1100"]),
-    ] {
+    for &(n, archs) in F14 {
         refused_on(
             &f14,
             "r14",
@@ -491,26 +500,14 @@ fn slow_findings_of_the_hostile_review() {
     // address in lanes it thinks are off) and `tailid` (a callee writes the callee-saved
     // `s[40:41]` and tail-calls a function that keeps them: that one's returns showed them as
     // entered, so the caller called `evil` through a pair it thought held `f1`).
-    for (n, says) in [
-        (
-            "execret",
-            "a value derived from the kernarg segment pointer addresses memory",
-        ),
-        ("tailid", "control goes to s[40:41]"),
-    ] {
-        let r = refused(&f14, &format!("r14_{n}-gfx1100.co"), true);
-        assert!(r.to_string().contains(says), "{n}: {r}");
-    }
+    refused_asserts_on(&f14, "r14", F14_ASSERTS);
     // 4u. The sixteenth review's (`findings16/README.md`, on the flow of 4t): "every lane on"
     // (`s_or_saveexec` of -1) on one path only, kept by the join as if on both, so a `v_mov`
     // after the merge was taken as replacing every lane, though lane 20 kept the hostcall
     // slot's address (`joinall`) or `tab[1]` (`joinall_tab`, which stores evil's start into
     // the table). Patched by 4t's flow before it was committed (main at 5b9666b refuses both).
     let f16 = d.join("f16");
-    for (n, archs) in [
-        ("joinall", &["gfx1100", "gfx1030", "gfx1201"][..]),
-        ("joinall_tab", &["gfx1100", "gfx1030"]),
-    ] {
+    for &(n, archs) in F16 {
         refused_on(
             &f16,
             "r16",
@@ -529,37 +526,23 @@ fn slow_findings_of_the_hostile_review() {
     // `tailmv` (a callee copies `s[42:43]` into `s[40:41]` and tail-calls a function that keeps
     // them: `Ident(42)` at the jump counted for s40). Patched at 38270f0.
     let f17 = d.join("f17");
-    refused_on(
-        &f17,
-        "r17",
-        "exechi_tab",
-        &["gfx1100", "gfx1030"],
-        &["an address computed from a code address leaves the registers"],
-    );
-    for (n, archs, says) in [
-        (
-            "exechi",
-            &["gfx1100", "gfx1201"][..],
-            "a value derived from the kernarg segment pointer addresses memory",
-        ),
-        ("tailmv", &["gfx1100", "gfx90a"], "control goes to s[40:41]"),
-    ] {
-        for a in archs {
-            let r = refused(&f17, &format!("r17_{n}-{a}.co"), true);
-            assert!(r.to_string().contains(says), "{n} {a}: {r}");
-        }
+    for &(n, archs) in F17 {
+        refused_on(
+            &f17,
+            "r17",
+            n,
+            archs,
+            &["an address computed from a code address leaves the registers"],
+        );
     }
+    refused_asserts_on(&f17, "r17", F17_ASSERTS);
     // 4w. The eighteenth review's (`findings18/README.md`, on 4451847's flow): a
     // `v_writelane_b32` from m0 or vcc_lo, which the decoder took for a write under exec, puts
     // a host value in a disabled lane of a waterfall loop's table entry, in a table callee
     // (`wlsrc`: `Writes::wide` missed it) or in the loop itself (`wlcaller`, `wlvcc`: the marks
     // of the entry were kept); the loop then calls it. Patched, both modes.
     let f18 = d.join("f18");
-    for (n, archs) in [
-        ("wlsrc", &["gfx1100", "gfx1030"][..]),
-        ("wlcaller", &["gfx1100", "gfx1030"]),
-        ("wlvcc", &["gfx1100"]),
-    ] {
+    for &(n, archs) in F18 {
         refused_on(
             &f18,
             "r18",

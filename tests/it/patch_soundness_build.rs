@@ -8,6 +8,50 @@ use std::path::Path;
 /// `<name>-O3.co` and `<name>-O0.co` for gfx1100 from `findings/`, `r2_<name>.co` (-O3) from
 /// `findings2/`, `direct_gfx1250-O3.co` for gfx1250.
 /// The device-only hipcc command every review source is compiled with.
+/// A review's sources by name, each with the targets it is built for.
+pub(crate) type Sources = &'static [(&'static str, &'static [&'static str])];
+
+/// The fourteenth and fifteenth reviews' sources (`findings14/`) refused in both modes.
+pub(crate) const F14: Sources = &[
+    ("stlate", &["gfx1100", "gfx90a", "gfx1201"]),
+    ("sgprhaz", &["gfx90a"]),
+    ("mfmawar", &["gfx90a"]),
+    ("xnack", &["gfx90a"]),
+    ("lddma", &["gfx90a"]),
+    ("transuse", &["gfx1100", "gfx1201"]),
+    ("exec0", &["gfx1100"]),
+    ("pendjmp", &["gfx1100"]),
+    ("vccz", &["gfx90a"]),
+    ("mfma32", &["gfx90a"]),
+    ("cssave", &["gfx1100"]),
+];
+
+/// `findings14/` sources whose `-DPLAIN` build declares nothing: checked under `--asserts`.
+pub(crate) const F14_ASSERTS: Sources = &[("execret", &["gfx1100"]), ("tailid", &["gfx1100"])];
+
+/// The sixteenth review's sources (`findings16/`).
+pub(crate) const F16: Sources = &[
+    ("joinall", &["gfx1100", "gfx1030", "gfx1201"]),
+    ("joinall_tab", &["gfx1100", "gfx1030"]),
+];
+
+/// The seventeenth review's source (`findings17/`) refused in both modes.
+pub(crate) const F17: Sources = &[("exechi_tab", &["gfx1100", "gfx1030"])];
+
+/// `findings17/` sources checked under `--asserts` (`exechi`'s plain build is refused for
+/// another reason; `tailmv`'s declares nothing).
+pub(crate) const F17_ASSERTS: Sources = &[
+    ("exechi", &["gfx1100", "gfx1201"]),
+    ("tailmv", &["gfx1100", "gfx90a"]),
+];
+
+/// The eighteenth review's sources (`findings18/`).
+pub(crate) const F18: Sources = &[
+    ("wlsrc", &["gfx1100", "gfx1030"]),
+    ("wlcaller", &["gfx1100", "gfx1030"]),
+    ("wlvcc", &["gfx1100"]),
+];
+
 pub(crate) const HIP: &str = "hipcc -x hip --offload-device-only --no-gpu-bundle-output";
 
 pub(crate) fn compile(dir: &Path) {
@@ -182,45 +226,18 @@ pub(crate) fn compile(dir: &Path) {
         dir,
         fixtures,
         14,
-        &[
-            ("stlate", &["gfx1100", "gfx90a", "gfx1201"]),
-            ("sgprhaz", &["gfx90a"]),
-            ("mfmawar", &["gfx90a"]),
-            ("xnack", &["gfx90a"]),
-            ("lddma", &["gfx90a"]),
-            ("transuse", &["gfx1100", "gfx1201"]),
-            ("exec0", &["gfx1100"]),
-            ("pendjmp", &["gfx1100"]),
-            ("vccz", &["gfx90a"]),
-            ("mfma32", &["gfx90a"]),
-            ("cssave", &["gfx1100"]),
-            ("execret", &["gfx1100"]),
-            ("tailid", &["gfx1100"]),
-        ],
+        &[F14, F14_ASSERTS].concat(),
         &["../findings13/ldcommon.h", "arch.h"],
     );
     // The sixteenth review's (`findings16/`): a join that kept "every lane on" from one path.
-    review_on(
-        dir,
-        fixtures,
-        16,
-        &[
-            ("joinall", &["gfx1100", "gfx1030", "gfx1201"]),
-            ("joinall_tab", &["gfx1100", "gfx1030"]),
-        ],
-        &["../findings13/ldcommon.h"],
-    );
+    review_on(dir, fixtures, 16, F16, &["../findings13/ldcommon.h"]);
     // The seventeenth review's (`findings17/`): a name for exec from a copy into exec_hi, and a
     // tail call's Ident of another register.
     review_on(
         dir,
         fixtures,
         17,
-        &[
-            ("exechi", &["gfx1100", "gfx1201"]),
-            ("exechi_tab", &["gfx1100", "gfx1030"]),
-            ("tailmv", &["gfx1100", "gfx90a"]),
-        ],
+        &[F17, F17_ASSERTS].concat(),
         &["../findings13/ldcommon.h"],
     );
     // The eighteenth review's (`findings18/`): v_writelane_b32 from m0 or vcc_lo.
@@ -228,11 +245,7 @@ pub(crate) fn compile(dir: &Path) {
         dir,
         fixtures,
         18,
-        &[
-            ("wlsrc", &["gfx1100", "gfx1030"]),
-            ("wlcaller", &["gfx1100", "gfx1030"]),
-            ("wlvcc", &["gfx1100"]),
-        ],
+        F18,
         &[
             "../findings13/ldcommon.h",
             "../findings14/arch.h",
