@@ -47,6 +47,7 @@ mod decode;
 mod decode_mem;
 mod decode_salu;
 mod flow;
+mod flow_alu;
 mod flow_call;
 mod flow_entered;
 mod flow_entry;

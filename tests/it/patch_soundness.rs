@@ -12,7 +12,8 @@ use std::path::Path;
 use rcclfix::patch::{patch_bytes, PatchOptions, PatchRecord, PatchRefused, RefusalKind};
 
 use crate::patch_soundness_build::{
-    compile, Sources, F14, F14_ASSERTS, F16, F17, F17_ASSERTS, F18,
+    compile, Sources, F14, F14_ASSERTS, F16, F17, F17_ASSERTS, F18, F19, F19_CONTROLS, F20,
+    F20_CONTROLS, F21,
 };
 
 fn opts(asserts: bool) -> PatchOptions {
@@ -54,6 +55,27 @@ fn refused_asserts_on(dir: &Path, prefix: &str, sources: Sources) {
         for a in archs {
             let r = refused(dir, &format!("{prefix}_{n}-{a}.co"), true);
             assert!(r.to_string().contains(says), "{n} {a}: {r}");
+        }
+    }
+}
+
+/// The controls `<prefix>_<name>-<arch>.co` and `<prefix>p_…` of `sources` (a review's source
+/// with the wait its channel needs): patched in both modes, but plain `patch` of the assert
+/// variant, which `__assert_fail`'s printf refuses.
+fn controls_patch(dir: &Path, prefix: &str, sources: Sources) {
+    for &(n, archs) in sources {
+        for a in archs {
+            for (co, plain_too) in [
+                (format!("{prefix}_{n}-{a}.co"), false),
+                (format!("{prefix}p_{n}-{a}.co"), true),
+            ] {
+                let data = std::fs::read(dir.join(&co)).unwrap();
+                patch_bytes(&co, &data, &opts(true)).unwrap_or_else(|e| panic!("{co}: {e}"));
+                if plain_too {
+                    patch_bytes(&co, &data, &opts(false))
+                        .unwrap_or_else(|e| panic!("{co} (plain): {e}"));
+                }
+            }
         }
     }
 }
@@ -549,6 +571,49 @@ fn slow_findings_of_the_hostile_review() {
             n,
             archs,
             &["a vector instruction runs under an exec mask that is an address computed"],
+        );
+    }
+    // 4x. gfx12's SGPR read hazard (`findings19/README.md`, ours): `s[20:21]` held `&tab` and
+    // a VALU read it; a `v_readfirstlane_b32` (`sgprfwd`) or an `s_mov_b64` (`sgprfwd_s`) then
+    // writes a host buffer's address there, and the next ALU read, with no `s_wait_alu`
+    // between, may still see `&tab` (llvm `AMDGPUWaitSGPRHazards.cpp`): the load at +8 reads
+    // `tab[1]`, stored back into the table. Patched on main before, both modes; the controls,
+    // with the wait, patch.
+    let f19 = d.join("f19");
+    for &(n, archs) in F19 {
+        refused_on(
+            &f19,
+            "r19",
+            n,
+            archs,
+            &["an address computed from a code address leaves the registers"],
+        );
+    }
+    controls_patch(&f19, "r19", F19_CONTROLS);
+    // The twentieth review's `setpcstale` (`findings20/README.md`, on 4x's flow before its
+    // commit): the same hazard read by `s_setpc_b64`, which the flow took for no ALU
+    // instruction, and whose target it chose before the stale read. Patched, both modes.
+    let f20 = d.join("f20");
+    for &(n, archs) in F20 {
+        refused_on(&f20, "r20", n, archs, &["control goes to s[20:21]"]);
+    }
+    controls_patch(&f20, "r20", F20_CONTROLS);
+    // 4y. The twenty-first review's (`findings21/README.md`, on 4x's flow): hazards of other
+    // generations hide `tab[1]` the same way: gfx942's VALU-written SGPR read by a VALU
+    // (`vdecsgpr`), gfx11 wave64's SGPR read as a lane mask (`vmask`), gfx10.1's memory
+    // instructions reading their SGPRs late (`vmemwar`, `smemwar`). Patched, both modes.
+    let f21 = d.join("f21");
+    for &(n, archs) in F21 {
+        refused_on(
+            &f21,
+            "r21",
+            n,
+            archs,
+            &[
+                "an address computed from a code address leaves the registers",
+                "gfx11 wave64's hazards",
+                "gfx1010's hardware hazards",
+            ],
         );
     }
     let r = refused(d, "r2_callee_after_call.co", true);

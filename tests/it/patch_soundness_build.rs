@@ -52,6 +52,30 @@ pub(crate) const F18: Sources = &[
     ("wlvcc", &["gfx1100"]),
 ];
 
+/// gfx12's SGPR read hazard (`findings19/`, ours): refused in both modes.
+pub(crate) const F19: Sources = &[("sgprfwd", &["gfx1201"]), ("sgprfwd_s", &["gfx1201"])];
+
+/// Their controls, with the `s_wait_alu` the hazard needs: patched in both modes.
+pub(crate) const F19_CONTROLS: Sources = &[
+    ("sgprfwd_ctl", &["gfx1201"]),
+    ("sgprfwd_s_ctl", &["gfx1201"]),
+];
+
+/// The twentieth review's source (`findings20/`): refused in both modes; its control patched.
+pub(crate) const F20: Sources = &[("setpcstale", &["gfx1201", "gfx1200"])];
+
+/// `setpcstale` with the wait its hazard needs.
+pub(crate) const F20_CONTROLS: Sources = &[("setpcstale_ctl", &["gfx1201"])];
+
+/// The twenty-first review's sources (`findings21/`), each refused in both modes; a target
+/// `gfx1100w64` is gfx1100 built wave64 ([`review_on`]).
+pub(crate) const F21: Sources = &[
+    ("vdecsgpr", &["gfx942"]),
+    ("vmask", &["gfx1100w64"]),
+    ("vmemwar", &["gfx1010"]),
+    ("smemwar", &["gfx1010"]),
+];
+
 pub(crate) const HIP: &str = "hipcc -x hip --offload-device-only --no-gpu-bundle-output";
 
 pub(crate) fn compile(dir: &Path) {
@@ -252,6 +276,26 @@ pub(crate) fn compile(dir: &Path) {
             "arch2.h",
         ],
     );
+    // gfx12's SGPR read hazard (`findings19/`, ours) and its controls (which include the
+    // sources F19 lists).
+    review_on(
+        dir,
+        fixtures,
+        19,
+        &[F19, F19_CONTROLS].concat(),
+        &["../findings13/ldcommon.h", "../findings14/arch.h"],
+    );
+    // The twentieth review's (`findings20/`): an `s_setpc_b64` through a pair a scalar write
+    // has not landed in.
+    review_on(dir, fixtures, 20, &[F20, F20_CONTROLS].concat(), &[]);
+    // The twenty-first review's (`findings21/`): hazards of gfx942, gfx11 wave64 and gfx10.1.
+    review_on(
+        dir,
+        fixtures,
+        21,
+        F21,
+        &["../findings13/ldcommon.h", "../findings14/arch.h"],
+    );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(
         "rocm7.2",
@@ -298,13 +342,22 @@ pub(crate) fn review_on(
         std::fs::copy(from.join(&name), to).unwrap();
     }
     let hip = HIP;
+    // A target ending in `w64` is built wave64 (HIP's headers refuse wave64 on gfx11 unless
+    // told the wave size the code assumes; the hardware runs it).
     let script: Vec<String> = names
         .iter()
         .flat_map(|(n, archs)| {
             archs.iter().map(move |a| {
+                let (arch, flags) = match a.strip_suffix("w64") {
+                    Some(arch) => (
+                        arch,
+                        " -mwavefrontsize64 -U__AMDGCN_WAVEFRONT_SIZE -D__AMDGCN_WAVEFRONT_SIZE=32",
+                    ),
+                    None => (*a, ""),
+                };
                 format!(
-                    "{hip} --offload-arch={a} -O3 -o r{k}_{n}-{a}.co {n}.hip 2>/dev/null; \
-                     {hip} --offload-arch={a} -O3 -DPLAIN -o r{k}p_{n}-{a}.co {n}.hip 2>/dev/null"
+                    "{hip} --offload-arch={arch}{flags} -O3 -o r{k}_{n}-{a}.co {n}.hip 2>/dev/null; \
+                     {hip} --offload-arch={arch}{flags} -O3 -DPLAIN -o r{k}p_{n}-{a}.co {n}.hip 2>/dev/null"
                 )
             })
         })

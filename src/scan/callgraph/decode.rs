@@ -75,8 +75,11 @@ fn decode_word(g: Gen, w: u32, word: impl Fn(usize) -> Option<u32>) -> Inst {
         (Gen::G11 | Gen::G12, 0x33) if top8 == 0xCE => {
             // LDSDIR / VDSDIR: vdst, reads m0; what it writes comes back on a counter this
             // rcclfix does not tell (`expcnt` by llvm `SIInsertWaitcnts.cpp`): only a wait
-            // for every counter settles it.
-            let mut x = Inst::new(1, Op::Mem);
+            // for every counter settles it. It writes every lane of a quad that has one lane
+            // on (`lds_param_load`, `lds_direct_load`: the RDNA3 ISA guide, "Parameter
+            // Interpolation"), lanes `exec` disables included: opaque, refused while anything
+            // is followed (no compute kernel has one).
+            let mut x = Inst::new(1, Op::Opaque);
             x.vector = true;
             x.counts = cnt::ALL;
             x.reads.push((g.m0(), 1));
@@ -266,6 +269,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         x.words = 1 + extra;
         x.vsrc(vsrc1, 2);
         x.lanewise = !dpp && !sdwa;
+        x.lane_mask = true;
         x.eq_cmp = extra == 0 && super::inst::eq_compare(g, (w >> 17) & 0xff);
         x.sdst(u32::from(VCC), 2, 0);
         if short_row(g, w).is_none_or(|e| e & (1 << 11) != 0) {
@@ -439,6 +443,7 @@ fn vop3(g: Gen, w: u32, w1: Option<u32>, packed: bool) -> Inst {
     if !dpp && op < 0x100 {
         // A compare: a lane mask of what each enabled lane compares.
         x.lanewise = true;
+        x.lane_mask = true;
         x.eq_cmp = super::inst::eq_compare(g, op as u32);
     } else if !dpp && !halves && e & (1 << 6) == 0 && super::valu_full::vop3(g, op as u32) {
         x.full = true;

@@ -551,6 +551,14 @@ fn sopk_left(g: Gen, op: u32, d: u32, s: u32) -> [u8; 2] {
     }
 }
 
+/// The sources ([`super::inst::alu`]) gfx12's `s_wait_alu` with constant `s` waits for: a field
+/// read as zero only where every bit of it is zero.
+fn alu_waits(s: u32) -> u8 {
+    use super::inst::alu;
+    let zero = |bits: u32, a: u8| if s & bits == 0 { a } else { 0 };
+    zero(1, alu::SA_SDST) | zero(2, alu::VA_VCC) | zero(0xe00, alu::VA_SDST)
+}
+
 /// SOPP: branches (whose condition is their read: SCC, `vcc` or `exec`), `s_endpgm`,
 /// messages (which may read `m0`).
 pub(super) fn sopp(g: Gen, w: u32) -> Inst {
@@ -566,6 +574,9 @@ pub(super) fn sopp(g: Gen, w: u32) -> Inst {
         x.op = Op::Alu;
         x.waits = sopp_waits(g, op, w & 0xffff);
         x.left = sopp_left(g, op, w & 0xffff);
+        if g == Gen::G12 && op == 0x08 {
+            x.alu_waits = alu_waits(w & 0xffff);
+        }
     } else if op == endpgm {
         x.op = Op::End;
         x.reads.clear();

@@ -156,3 +156,62 @@ fn waits_and_late_writes() {
         assert_eq!((x.counts, x.waits), (c, 0), "{g:?} {b:02x?}: {x:?}");
     }
 }
+
+/// gfx12's `s_wait_alu` fields, the lane masks that narrow `exec`, and the gfx11/gfx12
+/// instructions that write lanes `exec` disables (llvm-mc 21's encodings for gfx1200; the flow's
+/// side: `flow_alu_tests.rs`, `flow_exec_tests.rs`).
+#[test]
+fn gfx12_alu_waits_lane_masks_and_quad_writes() {
+    use crate::scan::callgraph::inst::alu::{SA_SDST, VA_SDST, VA_VCC};
+    // s_wait_alu depctr_sa_sdst(0), _va_sdst(0), _va_vcc(0), va_sdst(0) va_vcc(0), va_vdst(0).
+    let waits: &[(u32, u8)] = &[
+        (0xbf88_ff9e, SA_SDST),
+        (0xbf88_f19f, VA_SDST),
+        (0xbf88_ff9d, VA_VCC),
+        (0xbf88_f19d, VA_SDST | VA_VCC),
+        (0xbf88_0f9f, 0),
+    ];
+    for &(w, a) in waits {
+        let x = decode(Gen::G12, &[w], 0);
+        assert_eq!((x.alu_waits, x.op.clone()), (a, Op::Alu), "0x{w:08x}");
+        // gfx11's s_waitcnt_depctr is no such wait here: its hazards are not gfx12's.
+        assert_eq!(decode(Gen::G11, &[w], 0).alu_waits, 0, "0x{w:08x}");
+    }
+    // v_cmp_eq_u32 vcc_lo, v1, v2; v_cmp_eq_u32_e64 s0, v1, v2; v_cmpx_eq_u32 v1, v2: lane masks.
+    // v_add_co_u32 v0, exec_lo, v1, v2: a carry-out, no lane mask.
+    // (bytes, a lane mask, writes exec)
+    let masks: &[(&[u8], bool, bool)] = &[
+        (&[0x01, 0x05, 0x94, 0x7c], true, false),
+        (
+            &[0x00, 0x00, 0x4a, 0xd4, 0x01, 0x05, 0x02, 0x00],
+            true,
+            false,
+        ),
+        (&[0x01, 0x05, 0x94, 0x7d], true, true),
+        (
+            &[0x00, 0x7e, 0x00, 0xd7, 0x01, 0x05, 0x02, 0x00],
+            false,
+            true,
+        ),
+    ];
+    for &(b, m, e) in masks {
+        let x = decode(Gen::G12, &words(b), 0);
+        let exec = x.may_write(crate::scan::callgraph::inst::EXEC);
+        assert_eq!((x.lane_mask, exec), (m, e), "{b:02x?}: {x:?}");
+    }
+    // ds_direct_load v1 (gfx1200; lds_direct_load on gfx1100) writes every lane of a quad with
+    // one lane on: opaque. v_permlane16_var_b32 v1, v2, v3 and v_permlanex16_var_b32 read other
+    // lanes: not lanewise.
+    for g in [Gen::G11, Gen::G12] {
+        assert_eq!(decode(g, &[0xce10_0001], 0).op, Op::Opaque);
+    }
+    for b in [
+        [0x01, 0x00, 0x0f, 0xd7, 0x02, 0x07, 0x02, 0x00],
+        [0x01, 0x00, 0x10, 0xd7, 0x02, 0x07, 0x02, 0x00],
+    ] {
+        let x = decode(Gen::G12, &words(&b), 0);
+        assert!(x.vector && !x.lanewise && !x.full, "{b:02x?}: {x:?}");
+        assert!(x.kills.is_empty() && x.may_write(V + 1), "{b:02x?}: {x:?}");
+    }
+}
+

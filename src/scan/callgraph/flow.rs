@@ -190,6 +190,41 @@ struct Ctx<'a> {
     /// XNACK may be on (the code object's `e_flags` say on or any, or, before code object v4,
     /// on): a faulting clause of vector memory instructions is replayed.
     xnack: bool,
+    /// gfx940, gfx941, gfx942, gfx950 (llvm `hasVDecCoExecHazard`): a vector ALU read of an SGPR a
+    /// vector ALU instruction wrote needs wait states ([`flow_wait::coexec`]).
+    coexec: bool,
+}
+
+/// Why the hazards of code object `e_flags`' processor, with kernels of `lanes`, are not followed
+/// by this rcclfix, if they are not: gfx10.1's (llvm `AMDGPU.td`, `FeatureGFX10_1_Bugs`: a VMEM
+/// or SMEM instruction reads its SGPRs after a later write, `v_cmpx` writes `exec` before an
+/// earlier read, and more; the twenty-first review's `vmemwar`, `smemwar`) and gfx11 wave64's
+/// (llvm `GCNHazardRecognizer.cpp`, `fixVALUMaskWriteHazard`, `fixVALUPartialForwardingHazard`;
+/// its `vmask`). gfx12's are [`super::flow_alu`]'s, gfx94x's SGPR one [`flow_wait::coexec`]'s.
+fn hazards_unfollowed(e_flags: u32, gen: Gen, lanes: Lanes) -> Option<String> {
+    let name = crate::scan::amdgpu::mach_name(e_flags & 0xff).unwrap_or("");
+    if matches!(
+        name,
+        "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
+    ) {
+        return Some(format!(
+            "{name}'s hardware hazards (gfx10.1's: an SGPR a memory instruction reads late, exec a v_cmpx writes early) are not followed by this rcclfix"
+        ));
+    }
+    if gen == Gen::G11 && lanes != Lanes::Wave32 {
+        return Some(
+            "gfx11 wave64's hazards (an SGPR a VALU read as a lane mask written by an SALU, partial forwarding) are not followed by this rcclfix".into(),
+        );
+    }
+    None
+}
+
+/// Whether code object `e_flags`' processor is one of gfx94x (`coexec` of [`Ctx`]).
+fn coexec(e_flags: u32) -> bool {
+    matches!(
+        crate::scan::amdgpu::mach_name(e_flags & 0xff),
+        Some("gfx940" | "gfx941" | "gfx942" | "gfx950" | "gfx9-4-generic")
+    )
 }
 
 impl Graph {
@@ -248,6 +283,9 @@ impl Graph {
         starts.sort_unstable();
         let wave32 = |kd: &[u8; 64]| gen != Gen::G9 && kd[57] & (1 << 2) != 0;
         let lanes = Lanes::of(&roots.iter().map(|r| wave32(&r.kd)).collect::<Vec<_>>());
+        if let Some(why) = hazards_unfollowed(e_flags, gen, lanes) {
+            return Err(refuse(first, 0, why));
+        }
         let sums = flow_marks::getpc_sums(&img);
         let mut cx = Ctx {
             g: self,
@@ -279,6 +317,7 @@ impl Graph {
             // EF_AMDGPU_FEATURE_XNACK_V3 (on), _ANY_V4 and _ON_V4 all set 0x100 (llvm
             // `AMDGPUUsage.rst`, "ELF Header").
             xnack: e_flags & 0x100 != 0,
+            coexec: coexec(e_flags),
         };
         let funcs = cx.enter(&reach, sinks, &img, &sums, false)?;
         // Processors with architected SGPRs (gfx94x, gfx95x, gfx12) find their workgroup IDs
@@ -355,6 +394,9 @@ impl Graph {
         }
         let more = all.len() > roots.len();
         cx.lanes = Lanes::of(&lanes);
+        if let Some(why) = hazards_unfollowed(e_flags, gen, cx.lanes) {
+            return Err(refuse(first, 0, why));
+        }
         let reach = self.reach(&all, sinks);
         let in_context = |r: FlowRefusal| {
             FlowRefusal {
@@ -472,6 +514,16 @@ impl Ctx<'_> {
                 self.budget -= 1;
                 self.seen.insert(pc);
                 let next = pc + 4 * inst.words as u64;
+                // A read inside a hazard window may see what a register held before its last
+                // write ([`flow_wait::read_stale`]): the instruction's marks and values come from
+                // that, and so does where it sends control (the twentieth review's
+                // `setpcstale`: an `s_setpc_b64` through a pair a scalar write has not landed
+                // in).
+                let before = st.clone();
+                let stale = flow_wait::read_stale(&inst, &st);
+                if let Some((patched, _)) = &stale {
+                    st = patched.clone();
+                }
                 let long_branch = flow_marks::long_branch(&inst, &st, start, end);
                 if self.table_call.is_none()
                     && long_branch.is_none()
@@ -494,14 +546,6 @@ impl Ctx<'_> {
                     Op::Call | Op::Jump | Op::Return => self.dest(&inst, pc, next, &st),
                     _ => Dest::Any,
                 };
-                // A read inside a hazard window may see what a register held before its last
-                // write ([`flow_wait::read_stale`]): the instruction's marks and values come from
-                // that.
-                let before = st.clone();
-                let stale = flow_wait::read_stale(&inst, &st);
-                if let Some((patched, _)) = &stale {
-                    st = patched.clone();
-                }
                 let mut made = flow_marks::made(&inst, pc, next, &st, &self.tables, &key, wave32);
                 // What the instruction does to exec, and the lanes as it runs (a call's callee
                 // is entered with them).
@@ -610,6 +654,12 @@ impl Ctx<'_> {
                     clause,
                     self.gen.m0(),
                 );
+                if self.gen == Gen::G12 {
+                    super::flow_alu::after(&inst, &mut st, &before);
+                }
+                if self.coexec {
+                    flow_wait::coexec(&inst, &mut st, &before);
+                }
                 if self.sensitive(late) {
                     return Err(refuse(
                         pc,

@@ -55,6 +55,7 @@ fn cmpx() -> Inst {
     let mut i = inst(Op::Alu, &[(EXEC, 1)]);
     i.vector = true;
     i.lanewise = true;
+    i.lane_mask = true;
     i
 }
 

@@ -134,10 +134,11 @@ pub(super) fn transition(inst: &Inst, st: &State, wave32: bool) -> Exec {
         }
         Op::OrSaveExec { dst, n, .. } if whole(n) && dst + n <= 128 && !wide => Exec::Widen,
         Op::OrSaveExec { .. } if wide => Exec::Same,
-        // A lanewise vector instruction (a compare, a carry-out) writes 0 for the lanes it does
-        // not run in; anything else that writes exec (`v_readfirstlane_b32` of a constant, the
-        // thirteenth review's `rfl`) may turn any lane on.
-        _ if inst.vector && inst.lanewise => narrow,
+        // A compare writes 0 for the lanes it does not run in; anything else that writes exec
+        // (`v_readfirstlane_b32` of a constant, the thirteenth review's `rfl`; a VOP3b
+        // carry-out, whose inactive lanes no ISA guide this rcclfix cites describes) may turn
+        // any lane on.
+        _ if inst.vector && inst.lanewise && inst.lane_mask => narrow,
         _ => Exec::Reset,
     }
 }

@@ -70,7 +70,13 @@ fn exec_moves_are_classified() {
     let mut cmpx = inst(Op::Alu, &[(EXEC, 2)]);
     cmpx.vector = true;
     cmpx.lanewise = true;
+    cmpx.lane_mask = true;
     assert_eq!(transition(&cmpx, &marked(&[]), true), Exec::Narrow);
+    // v_add_co_u32 v0, exec_lo, v1, v2: a lanewise carry-out into exec, no compare: what it
+    // leaves in the lanes it does not run in is not known.
+    let mut carry = cmpx.clone();
+    carry.lane_mask = false;
+    assert_eq!(transition(&carry, &marked(&[]), true), Exec::Reset);
     // v_readfirstlane_b32 exec_lo, -1 (the thirteenth review's `rfl`): not lanewise.
     let mut rfl = inst(Op::Alu, &[(EXEC, 1)]);
     rfl.vector = true;

@@ -475,6 +475,12 @@ pub(super) struct Windows {
     /// [`super::flow_wait::reads_stale`] names (a transcendental's destination on gfx11 and
     /// gfx12).
     pub(super) stale: BTreeMap<Reg, (Val, u8, bool)>,
+    /// gfx12's SGPR hazards ([`super::flow_alu`]): by SGPR, what it held before the ALU writes
+    /// that may not have landed, and their sources ([`super::inst::alu`] bits).
+    pub(super) alu: BTreeMap<Reg, (Val, u8)>,
+    /// The SGPR pairs (bit `k`: `s[2k:2k+1]`) a vector ALU instruction has read: where an ALU
+    /// write lands late on gfx12.
+    pub(super) tracked: u64,
 }
 
 impl Windows {
@@ -489,6 +495,11 @@ impl Windows {
             let m = self.stale.entry(k).or_insert((v, n, all));
             *m = (join(m.0, v), m.1.max(n), m.2 || all);
         }
+        for (&k, &(v, src)) in &o.alu {
+            let m = self.alu.entry(k).or_insert((v, src));
+            *m = (join(m.0, v), m.1 | src);
+        }
+        self.tracked |= o.tracked;
     }
 }
 

@@ -166,7 +166,7 @@ pub(super) const STALE_READ: u8 = 20;
 /// need 2 and 4 on gfx9); and any vector instruction, where a gfx11 or gfx12 transcendental
 /// wrote the register ([`super::inst::Inst::late_result`], the fourteenth review's
 /// `transuse`). A lanewise VALU instruction and scalar ALU instructions are taken to wait for
-/// their other operands: not so for an SGPR a VALU wrote on gfx12 (`s_wait_alu`), left open.
+/// their other operands, but for gfx12's SGPR read hazards ([`super::flow_alu`]).
 pub(super) fn reads_stale(inst: &Inst) -> bool {
     memory(inst) || (inst.vector && !inst.lanewise)
 }
@@ -180,8 +180,10 @@ fn memory(inst: &Inst) -> bool {
 /// window holds what it holds now or what it held, and has no mark. Returns that state and the
 /// keys so changed, each with what it holds now, for [`unread_stale`].
 pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Val)>)> {
+    // gfx12's SGPR hazards ([`super::flow_alu`]): an ALU instruction may read an SGPR stale.
+    let alu = super::flow_alu::stale_reads(inst, st);
     let any_vector = inst.vector && st.3.stale.values().any(|e| e.2);
-    if st.3.stale.is_empty() || !(reads_stale(inst) || any_vector) {
+    if alu.is_empty() && (st.3.stale.is_empty() || !(reads_stale(inst) || any_vector)) {
         return None;
     }
     // A memory instruction reads a VGPR a VALU wrote in order, an SGPR not (gfx9); a lane move
@@ -204,6 +206,7 @@ pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Va
                 .filter(|&&(r, _)| !(lane_move && in_order.contains(&r)))
                 .any(|&(r, n)| (r..r.saturating_add(n)).contains(&b))
     };
+    let now = |k: Reg| st.0.get(&k).copied().unwrap_or(Val::Clean);
     let keys: Vec<(Reg, Val, Val)> = st
         .3
         .stale
@@ -211,7 +214,8 @@ pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Va
         .filter(|(&k, e)| {
             (reads_stale(inst) && read(base(k))) || (e.2 && inst.vector && inst.reads_reg(base(k)))
         })
-        .map(|(&k, &(v, _, _))| (k, st.0.get(&k).copied().unwrap_or(Val::Clean), v))
+        .map(|(&k, &(v, _, _))| (k, now(k), v))
+        .chain(alu.iter().map(|&(k, old)| (k, now(k), old)))
         .collect();
     if keys.is_empty() {
         return None;
@@ -220,7 +224,13 @@ pub(super) fn read_stale(inst: &Inst, st: &State) -> Option<(State, Vec<(Reg, Va
     for &(k, now, old) in &keys {
         patched.set(k, join(now, old));
         if let Some(m) = patched.1.as_mut() {
-            m.remove(&base(k));
+            // An SGPR read stale: nothing the marks say of what it holds (a lane mask, a copy
+            // of the entry's exec) holds either.
+            if k < 128 {
+                super::flow_marks::forget(m, k, false);
+            } else {
+                m.remove(&base(k));
+            }
         }
     }
     Some((
@@ -237,10 +247,19 @@ pub(super) fn unread_stale(inst: &Inst, st: &mut State, orig: &State, keys: &[(R
         if !inst.may_write(b) {
             st.set(k, now);
             if let (Some(m), Some(o)) = (st.1.as_mut(), orig.1.as_ref()) {
-                match o.get(&b) {
-                    Some(&c) => m.insert(b, c),
-                    None => m.remove(&b),
-                };
+                // The keys [`read_stale`] dropped: an SGPR's as [`super::flow_marks::forget`]
+                // drops them.
+                let mut marks = vec![b];
+                if b < 128 {
+                    marks.push(super::flow_exec::mask_key(b));
+                    marks.push(super::flow_entered::entry_key(b));
+                }
+                for x in marks {
+                    match o.get(&x) {
+                        Some(&c) => m.insert(x, c),
+                        None => m.remove(&x),
+                    };
+                }
             }
         }
     }
@@ -318,6 +337,22 @@ pub(super) fn windows(
         *e = (join(e.0, old), STALE_READ, e.2 || all);
     }
     v
+}
+
+/// gfx94x's vector ALU SGPR hazard (llvm `GCNHazardRecognizer.cpp`, `hasVDecCoExecHazard`,
+/// `VALUWriteSGPRVALUReadWaitstates`: two wait states): each SGPR a vector ALU instruction
+/// writes may be read stale by any vector instruction for [`STALE_READ`] instructions, whatever
+/// it held (its marks too: a stale read has none; the twenty-first review's `vdecsgpr`).
+pub(super) fn coexec(inst: &Inst, st: &mut State, before: &State) {
+    if !inst.vector || inst.counts != 0 || matches!(inst.op, Op::Mem | Op::Opaque) {
+        return;
+    }
+    let written: Vec<Reg> = (0..128).filter(|&k| inst.may_write(k)).collect();
+    for k in written {
+        let old = before.get(k);
+        let e = st.3.stale.entry(k).or_insert((old, STALE_READ, true));
+        *e = (join(e.0, old), STALE_READ, true);
+    }
 }
 
 /// The state after a call, from the caller's pending registers and the callee's returns' (both

@@ -258,3 +258,36 @@ fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
     windows(&write(s), &mut st2, &before, &[], &[], None, 124);
     assert!(read_stale(&vmem, &st2).is_none());
 }
+
+/// gfx94x (`coexec`): an SGPR a VALU wrote may be read stale by any vector instruction, whatever
+/// it held, and none of its marks hold for that read (the twenty-first review's `vdecsgpr`).
+#[test]
+fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
+    let s = 20;
+    let mut st = reached();
+    st.set(s, Val::Idx);
+    let before = st.clone();
+    st.set(s, Val::Clean);
+    let w = valu_write(s);
+    coexec(&w, &mut st, &before);
+    let mut mov = valu_write(V + 10);
+    mov.reads.push((s, 1));
+    let (patched, _) = read_stale(&mov, &st).expect("a stale read");
+    assert_eq!(patched.get(s), Val::Idx);
+    // What held nothing followed but a mark: the stale read has no mark.
+    let t = 22;
+    let mut st = reached();
+    st.1.as_mut().unwrap().insert(t, Code::PcLo(0x100));
+    let before = st.clone();
+    coexec(&valu_write(t), &mut st, &before);
+    let mut cmp = valu_write(V + 11);
+    cmp.reads.push((t, 1));
+    let (patched, _) = read_stale(&cmp, &st).expect("a stale read");
+    assert!(patched.1.as_ref().unwrap().get(&t).is_none());
+    // A scalar write opens nothing here.
+    let mut st = reached();
+    st.set(s, Val::Idx);
+    let before = st.clone();
+    coexec(&write(s), &mut st, &before);
+    assert!(st.3.stale.is_empty());
+}

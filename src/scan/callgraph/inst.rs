@@ -330,6 +330,26 @@ pub struct Inst {
     /// and gfx12's transcendental opcodes, [`trans`]: llvm
     /// `GCNHazardRecognizer::fixVALUTransUseHazard`).
     pub late_result: bool,
+    /// gfx12's `s_wait_alu` (`s_waitcnt_depctr`): the [`alu`] sources whose SGPR writes it
+    /// waits to land (a zero field).
+    pub alu_waits: u8,
+    /// It writes a compare's lane mask (VOPC, a VOP3 compare, `v_cmpx`'s `exec`): 0 in every
+    /// lane it does not run in (the ISA guides, "VOPC"), so a write of `exec` narrows it. A
+    /// VOP3b carry-out is not one.
+    pub lane_mask: bool,
+}
+
+/// The sources of SGPR writes gfx12's `s_wait_alu` waits for, as bits of [`Inst::alu_waits`]:
+/// the fields of `s_waitcnt_depctr` a zero in which waits (llvm `AMDGPUBaseInfo.cpp`,
+/// `DepCtr`: `sa_sdst` bit 0, `va_vcc` bit 1, `va_sdst` bits 11:9; checked against llvm-mc 21's
+/// encodings for gfx1200 in `decode_tests.rs`).
+pub mod alu {
+    /// Scalar ALU writes of an SGPR (`sa_sdst`).
+    pub const SA_SDST: u8 = 1;
+    /// Vector ALU writes of an SGPR other than `vcc` (`va_sdst`).
+    pub const VA_SDST: u8 = 2;
+    /// Vector ALU writes of `vcc` (`va_vcc`).
+    pub const VA_VCC: u8 = 4;
 }
 
 /// Whether VOP1 opcode `op` (its VOP3 form's opcode less 0x180) is a transcendental of gfx11
@@ -383,6 +403,8 @@ impl Inst {
             lds_dma: false,
             reads_late: false,
             late_result: false,
+            alu_waits: 0,
+            lane_mask: false,
         }
     }
 
