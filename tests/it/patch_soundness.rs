@@ -13,7 +13,7 @@ use rcclfix::patch::{patch_bytes, PatchOptions, PatchRecord, PatchRefused, Refus
 
 use crate::patch_soundness_build::{
     compile, Sources, F14, F14_ASSERTS, F16, F17, F17_ASSERTS, F18, F19, F19_CONTROLS, F20,
-    F20_CONTROLS, F21,
+    F20_CONTROLS, F21, F23, F24,
 };
 
 fn opts(asserts: bool) -> PatchOptions {
@@ -570,7 +570,10 @@ fn slow_findings_of_the_hostile_review() {
             "r18",
             n,
             archs,
-            &["a vector instruction runs under an exec mask that is an address computed"],
+            &[
+                "a vector instruction runs under an exec mask that is an address computed",
+                "a store, an atomic or LDS access at an address computed from a code address",
+            ],
         );
     }
     // 4x. gfx12's SGPR read hazard (`findings19/README.md`, ours): `s[20:21]` held `&tab` and
@@ -615,6 +618,20 @@ fn slow_findings_of_the_hostile_review() {
                 "gfx1010's hardware hazards",
             ],
         );
+    }
+    // 4z. The twenty-third review's (`findings23/README.md`, on the Inside marks before their
+    // commit): a lane `v_writelane_b32` set, covered by a filling write under a narrow `exec`,
+    // kept its mark across a call that came back with every lane on. Patched, both modes.
+    let f23 = d.join("f23");
+    for &(n, archs) in F23 {
+        refused_on(&f23, "r23", n, archs, &["reads the slot"]);
+    }
+    // The twenty-fourth review's (`findings24/README.md`, on 451e582): a copy of exec in a
+    // callee-saved SGPR kept its mask mark across a call that narrowed exec, so restoring it
+    // turned lanes back on unseen. Patched, both modes.
+    let f24 = d.join("f24");
+    for &(n, archs) in F24 {
+        refused_on(&f24, "r24", n, archs, &["reads the slot"]);
     }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(

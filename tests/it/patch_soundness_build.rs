@@ -76,6 +76,18 @@ pub(crate) const F21: Sources = &[
     ("smemwar", &["gfx1010"]),
 ];
 
+/// The twenty-third review's sources (`findings23/`), refused in both modes.
+pub(crate) const F23: Sources = &[
+    ("inscall", &["gfx1100", "gfx1030"]),
+    ("inscall2", &["gfx1100"]),
+];
+
+/// The twenty-fourth review's sources (`findings24/`), refused in both modes.
+pub(crate) const F24: Sources = &[
+    ("splitcall", &["gfx1100", "gfx1030", "gfx1201"]),
+    ("splitcall_or", &["gfx1100"]),
+];
+
 pub(crate) const HIP: &str = "hipcc -x hip --offload-device-only --no-gpu-bundle-output";
 
 pub(crate) fn compile(dir: &Path) {
@@ -295,6 +307,22 @@ pub(crate) fn compile(dir: &Path) {
         21,
         F21,
         &["../findings13/ldcommon.h", "../findings14/arch.h"],
+    );
+    // The twenty-third review's (`findings23/`): a lane's Inside mark across a call.
+    review_on(
+        dir,
+        fixtures,
+        23,
+        F23,
+        &["../findings13/ldcommon.h", "../findings18/arch2.h"],
+    );
+    // The twenty-fourth review's (`findings24/`): a saved exec's mask across a call.
+    review_on(
+        dir,
+        fixtures,
+        24,
+        F24,
+        &["../findings13/ldcommon.h", "../findings18/arch2.h"],
     );
     crate::support::require_tool("rocm7.2", "hipcc");
     crate::support::in_toolchain_ok(

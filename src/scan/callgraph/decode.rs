@@ -152,6 +152,16 @@ fn short_src0_width(g: Gen, w: u32) -> u16 {
     }
 }
 
+/// How many registers vsrc1 of a VOP2 or VOPC word reads: what its VOP3 form reads as src1
+/// (a 32-bit compare one register, a 64-bit one two: the RCCL control build's `v_cmp_lt_i32`
+/// read `v56`, which held a return address, beside `v55`), two where that form is not known.
+fn short_src1_width(g: Gen, w: u32) -> u16 {
+    match short_row(g, w) {
+        Some(e) if (e >> 2) & 3 == 1 => 1,
+        _ => 2,
+    }
+}
+
 /// VOP1, VOP2, VOPC (32 bits, plus a literal, DPP or SDWA word).
 fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
     let src0 = w & 0x1ff;
@@ -246,6 +256,26 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         } else {
             x.vdst(vdst, 2, if relative { 0 } else { 1 });
             x.full = plain && !relative && super::valu_full::vop1(g, op);
+            // From gfx10 on, a VOP1 opcode reads its destination only where it swaps
+            // (`v_swap_b32`, `v_swap_b16`) or indexes (`v_movrel*`, `v_swaprel_b32`): any other
+            // writes what its VOP3 form's destination holds, and where it writes part of the
+            // register (a 16-bit result) the rest stays, which a write that does not fill it
+            // keeps anyway ([`Inst::full`]). The RCCL control build's `v_clz_i32_u32 v47, v8`
+            // read `v47`, whose lanes the caller had set to its return address.
+            let swap = matches!(op, 0x65 | 0x66);
+            if g != Gen::G9 && plain && !relative && !swap {
+                if let Some(e) = short_row(g, w) {
+                    let nd = match (e >> 7) & 3 {
+                        1 => 1,
+                        _ => 2,
+                    };
+                    let d = V + vdst as Reg;
+                    x.reads.retain(|&r| r != (d, 1));
+                    x.writes.retain(|&(r, _)| r != d);
+                    x.kills.retain(|&(r, _)| r != d);
+                    x.vdst(vdst, nd, 1);
+                }
+            }
             if op == mov && extra == 0 && !(106..256).contains(&src0) {
                 x.op = Op::Copy {
                     dst: V + vdst as Reg,
@@ -267,7 +297,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
     if w >> 25 == 0x3E {
         // VOPC: writes vcc (and exec for v_cmpx, or an opcode whose VOP3 form is not known).
         x.words = 1 + extra;
-        x.vsrc(vsrc1, 2);
+        x.vsrc(vsrc1, short_src1_width(g, w));
         x.lanewise = !dpp && !sdwa;
         x.lane_mask = true;
         x.eq_cmp = extra == 0 && super::inst::eq_compare(g, (w >> 17) & 0xff);
@@ -288,7 +318,7 @@ fn vop_short(g: Gen, w: u32, word: &impl Fn(usize) -> Option<u32>) -> Inst {
         extra += 1;
     }
     x.words = 1 + extra;
-    x.vsrc(vsrc1, 2);
+    x.vsrc(vsrc1, short_src1_width(g, w));
     // Carry-in/out and v_cndmask read vcc; a carry-out (its VOP3 form has one, or that form is
     // not known) writes it; v_fmac/v_mac read their destination.
     x.reads.push((VCC, 2));

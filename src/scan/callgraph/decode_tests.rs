@@ -468,6 +468,14 @@ fn full_and_lanewise_writes() {
             true,
             &[],
         ),
+        // gfx1100 v_clz_i32_u32_e32 v47, v8 (the RCCL control build's): fills v47
+        (
+            Gen::G11,
+            &[0x08, 0x73, 0x5e, 0x7e],
+            true,
+            true,
+            &[(V + 47, 1)],
+        ),
         // gfx1100 v_sub_nc_u32_e32 v5, 0, v0
         (
             Gen::G11,

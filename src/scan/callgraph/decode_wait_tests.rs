@@ -215,3 +215,45 @@ fn gfx12_alu_waits_lane_masks_and_quad_writes() {
     }
 }
 
+/// How many VGPRs vsrc1 of a VOPC or VOP2 word reads: its VOP3 form's src1 (llvm-mc 21's
+/// encodings for gfx1100 and gfx90a). A 32-bit compare reading two would read a return address
+/// a neighbouring register's lane holds (the RCCL control build's `v_cmp_lt_i32 … v55`, `v56`).
+#[test]
+fn a_short_compare_reads_its_operand_width() {
+    let v = |n: u16| V + n;
+    let rows: &[(Gen, &[u8], (Reg, u16))] = &[
+        // v_cmp_lt_i32_e32 vcc_lo, 15, v55; v_cmp_lt_i64_e32 vcc_lo, 15, v[54:55]
+        (Gen::G11, &[0x8f, 0x6e, 0x82, 0x7c], (v(55), 1)),
+        (Gen::G11, &[0x8f, 0x6c, 0xa2, 0x7c], (v(54), 2)),
+        // v_cmp_class_f64_e32 vcc_lo, v[2:3], v4: the class mask is 32 bits.
+        (Gen::G11, &[0x02, 0x09, 0xfe, 0x7c], (v(4), 1)),
+        // v_add_co_ci_u32_e32 v1, vcc_lo, v2, v3, vcc_lo
+        (Gen::G11, &[0x02, 0x07, 0x02, 0x40], (v(3), 1)),
+        // gfx90a: v_cmp_lt_i32_e32 vcc, 15, v55; v_cmp_lt_i64_e32 vcc, 15, v[54:55]
+        (Gen::G9, &[0x8f, 0x6e, 0x82, 0x7d], (v(55), 1)),
+        (Gen::G9, &[0x8f, 0x6c, 0xc2, 0x7d], (v(54), 2)),
+    ];
+    for &(g, b, read) in rows {
+        let x = decode(g, &words(b), 0);
+        assert!(x.reads.contains(&read), "{g:?} {b:02x?}: {:?}", x.reads);
+        assert!(
+            !x.reads_reg(read.0 + read.1),
+            "{g:?} {b:02x?}: reads past its operand: {:?}",
+            x.reads
+        );
+    }
+}
+
+/// From gfx10 on, a VOP1 opcode that neither swaps nor indexes reads no destination, and writes
+/// as many registers as its VOP3 form's destination (llvm-mc 21's gfx1100 encodings).
+#[test]
+fn a_vop1_reads_no_destination() {
+    // v_cvt_f32_f16_e32 v1, v2 (not listed as filling: 16-bit source, 32-bit result)
+    let x = decode(Gen::G11, &[0x7e02_1702], 0);
+    assert!(!x.reads_reg(V + 1), "{:?}", x.reads);
+    assert!(x.may_write(V + 1) && !x.may_write(V + 2), "{:?}", x.writes);
+    // v_swap_b32 v1, v2 reads and writes both.
+    let x = decode(Gen::G11, &[0x7e02_cb02], 0);
+    assert!(x.reads_reg(V + 1) && x.reads_reg(V + 2), "{:?}", x.reads);
+    assert!(x.may_write(V + 1) && x.may_write(V + 2), "{:?}", x.writes);
+}

@@ -113,7 +113,8 @@ fn after_call_marks(
         | Code::SavedExec(_)
         | Code::Disj(_)
         | Code::Same(..)
-        | Code::Serve(..) => false,
+        | Code::Serve(..)
+        | Code::Inside => false,
         Code::FnLo(..) | Code::FnHi(..) => !(V..LANES).contains(&r),
         _ => true,
     });
@@ -153,9 +154,11 @@ fn after_call_marks(
 }
 
 /// Whether a mark's key `r` is a VGPR's, whole or a lane's (not a scalar register's, nor a
-/// mask's or [`ENTERED`], [`flow_exec::MASKS`] and up to [`LANES`]).
+/// mask's or [`ENTERED`], [`flow_exec::MASKS`] and up to [`LANES`], nor an
+/// [`super::flow_state::inside_key`]: what a lane holds against `exec` never survives a call,
+/// which may come back with more lanes on; the twenty-third review's `inscall`).
 fn vgpr_key(r: Reg) -> bool {
-    (V..flow_exec::MASKS).contains(&r) || r >= LANES
+    (V..flow_exec::MASKS).contains(&r) || (LANES..super::flow_state::INSIDE).contains(&r)
 }
 
 /// The keys `k` that hold [`Code::Ident`] of `k` itself in the marks `at` of a jump (and

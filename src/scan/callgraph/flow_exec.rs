@@ -209,6 +209,11 @@ fn mix(st: &mut State) {
         st.set(v, all);
         st.set(out_key(v), all);
     }
+    // No lane is known to hold the inside's value ([`Code::Inside`]) once every lane may hold
+    // what any lane held.
+    if let Some(m) = st.1.as_mut() {
+        m.retain(|&k, _| k < super::flow_state::INSIDE);
+    }
 }
 
 /// Apply transition `t` to the values of `st` after the instruction's other effects (and its
@@ -273,10 +278,12 @@ pub(super) fn after_call(st: &mut State, pre: &State, wide: bool, kept: &dyn Fn(
     }
 }
 
-/// The caller's masks after a call (`pre`: its marks before the call): each callee-saved SGPR of
-/// `kept` (those every return shows as entered) keeps its mask, and `exec` its own where `exec`
-/// is as it was (every return shows it so, [`super::flow_entered::as_entered`]); no other scalar
-/// register's mask is known.
+/// The caller's masks after a call (`pre`: its marks before the call): where `exec` is as it
+/// was (every return shows it so, [`super::flow_entered::as_entered`]), `exec` keeps its mask and
+/// each callee-saved SGPR of `kept` (those every return shows as entered) its own; otherwise the
+/// split starts again from the callee's `exec` and no register holds its mask (the
+/// twenty-fourth review's `splitcall`: a saved copy of the caller's wider `exec` kept `Split`
+/// across a callee that came back with one lane on, so restoring it was taken as no change).
 pub(super) fn after_call_masks(
     st: &mut State,
     pre: &BTreeMap<Reg, Code>,
@@ -287,8 +294,10 @@ pub(super) fn after_call_masks(
         return;
     };
     clear(m);
-    let execs = if exec { &[EXEC, EXEC + 1][..] } else { &[] };
-    for &r in execs.iter().chain(kept) {
+    if !exec {
+        return;
+    }
+    for &r in [EXEC, EXEC + 1].iter().chain(kept) {
         if let Some(&c) = pre.get(&mask_key(r)) {
             m.insert(mask_key(r), c);
         }

@@ -161,3 +161,63 @@ fn a_join_keeps_every_lane_on_from_either_side() {
     c.join_from(&marked(&[]));
     assert!(wide(&c));
 }
+
+/// A lane set one by one (`v_writelane_b32 v47, s30, 0`: the return address) and then a write
+/// that fills the register under `exec`: a lanewise read sees what that write put inside (the
+/// lane, were it inside, was overwritten), any other read the lane's value too; once `exec` may
+/// take lanes in from outside, or on a path where the write did not happen, the lane is read
+/// again (the RCCL control build's `v_min_u32 v47, 32, v47` after `v_clz_i32_u32 v47, v8`).
+#[test]
+fn a_lane_a_filling_write_covers_is_not_read_inside() {
+    use crate::scan::callgraph::flow_state::lane_key;
+    let v = crate::scan::callgraph::inst::V + 47;
+    let mut st = marked(&[]);
+    st.0.insert(lane_key(v, 0), Val::Ret);
+    st.set(v, Val::Ret);
+    assert_eq!(st.range_in((v, 1)), Val::Ret);
+    let before = st.clone();
+    st.write_in(v, Val::Clean, true);
+    assert_eq!(st.range_in((v, 1)), Val::Clean);
+    assert_eq!(st.range((v, 1)), Val::Ret);
+    assert_eq!(st.lane(v, 0), Val::Ret);
+    // A join with the path where the write did not happen: the lane is read again.
+    let mut joined = st.clone();
+    joined.join_from(&before);
+    assert_eq!(joined.range_in((v, 1)), Val::Ret);
+    // A write that does not fill it: still covered (it joins into the inside too).
+    let mut partial = st.clone();
+    partial.write_in(v, Val::Clean, false);
+    assert_eq!(partial.range_in((v, 1)), Val::Clean);
+    // exec may take in lanes from outside: the lane is read again.
+    let mut reset = st.clone();
+    apply(Exec::Reset, &mut reset);
+    assert_ne!(reset.range_in((v, 1)), Val::Clean);
+    // A call with every lane on: the callee's split holds the lane too.
+    let mut callee = st.clone();
+    to_callee(&mut callee, true);
+    assert_ne!(callee.range_in((v, 1)), Val::Clean);
+    // A callee that comes back with more lanes on (the twenty-third review's `inscall`).
+    let mut back = st.clone();
+    after_call(&mut back, &st, true, &|_| true);
+    assert_ne!(back.range_in((v, 1)), Val::Clean);
+    // Narrowing keeps it: the lanes left inside were inside.
+    let mut narrow = st.clone();
+    apply(Exec::Narrow, &mut narrow);
+    assert_eq!(narrow.range_in((v, 1)), Val::Clean);
+}
+
+/// A kept callee-saved SGPR keeps its mask across a call only where `exec` comes back as
+/// entered (the twenty-fourth review's `splitcall`: `s44`, a copy of the caller's `exec`, named
+/// the split's mask after a callee that left one lane on).
+#[test]
+fn a_saved_mask_survives_a_call_only_with_exec_as_entered() {
+    let pre = marked(&[(44, Code::Split(0)), (EXEC, Code::Wide)]);
+    let pre_marks = pre.1.clone().unwrap();
+    for (exec, kept) in [(true, true), (false, false)] {
+        let mut st = marked(&[]);
+        after_call_masks(&mut st, &pre_marks, &[44], exec);
+        let m = st.1.as_ref().unwrap();
+        assert_eq!(m.get(&mask_key(44)) == Some(&Code::Split(0)), kept);
+        assert_eq!(m.get(&mask_key(EXEC)) == Some(&Code::Wide), kept);
+    }
+}

@@ -570,6 +570,7 @@ pub(super) fn apply(
                 Some(l) => {
                     forget(m, k, false);
                     m.remove(&lane_key(k, l));
+                    m.remove(&super::flow_state::inside_key(lane_key(k, l)));
                 }
                 None => forget(m, k, true),
             }

@@ -178,6 +178,15 @@ pub(super) fn lane_key(v: Reg, l: u8) -> Reg {
 /// The first lane key.
 pub(super) const LANES: Reg = 1024;
 
+/// The key, in a [`State`]'s marks, that says of lane key `k` ([`lane_key`]) that the lane, were
+/// it inside the split, holds what the register's own key holds ([`Code::Inside`]).
+pub(super) fn inside_key(k: Reg) -> Reg {
+    INSIDE + (k - LANES)
+}
+
+/// The first [`inside_key`] (after the 256 × 64 lane keys).
+pub(super) const INSIDE: Reg = LANES + 256 * 64;
+
 /// The key of what VGPR `v` (`v` ≥ [`V`]) holds in the lanes outside the split's mask (`exec`, but
 /// where a prologue turned every lane on: [`super::flow_exec`]); the register's own key holds the
 /// lanes inside it. Absent: nothing followed there.
@@ -191,7 +200,9 @@ pub(super) const OUT: Reg = 512;
 /// The register a [`State`] key belongs to: a VGPR's own number for its [`out_key`] and its
 /// lanes' keys ([`lane_key`]), the key itself otherwise.
 pub(super) fn base(k: Reg) -> Reg {
-    if k >= LANES {
+    if k >= INSIDE {
+        V + (k - INSIDE) / 64
+    } else if k >= LANES {
         V + (k - LANES) / 64
     } else if (OUT..OUT + 256).contains(&k) {
         V + (k - OUT)
@@ -246,6 +257,13 @@ impl State {
         }
         for (k, x) in self.lanes_of(r) {
             self.set(k, join(x, v));
+            // Each lane set one by one holds `v` if it is inside, what it held if not: a
+            // lanewise read (inside) sees `v` there, any other read both.
+            if exact {
+                if let Some(m) = self.1.as_mut() {
+                    m.insert(inside_key(k), Code::Inside);
+                }
+            }
         }
         if exact {
             self.set(r, v);
@@ -345,16 +363,32 @@ impl State {
     /// What registers `first`… hold, joined: every lane of a VGPR, inside and outside `exec`.
     pub(super) fn range(&self, (first, n): (Reg, u16)) -> Val {
         (first..first.saturating_add(n).min(LANES))
-            .fold(self.range_in((first, n)), |acc, r| join(acc, self.out(r)))
+            .fold(self.lanes_in((first, n), false), |acc, r| {
+                join(acc, self.out(r))
+            })
     }
 
     /// What registers `first`… hold in the lanes inside `exec` (and the lanes set one by one,
-    /// which may be there), joined: what a lanewise instruction reads ([`super::flow_exec`]).
-    pub(super) fn range_in(&self, (first, n): (Reg, u16)) -> Val {
+    /// which may be there, but those that would hold the register's own value there,
+    /// [`Code::Inside`]), joined: what a lanewise instruction reads ([`super::flow_exec`]).
+    pub(super) fn range_in(&self, r: (Reg, u16)) -> Val {
+        self.lanes_in(r, true)
+    }
+
+    /// [`State::range_in`], with every lane set one by one when `!inside`.
+    fn lanes_in(&self, (first, n): (Reg, u16), inside: bool) -> Val {
+        let shadowed = |k: Reg| {
+            inside
+                && self
+                    .1
+                    .as_ref()
+                    .is_some_and(|m| m.get(&inside_key(k)) == Some(&Code::Inside))
+        };
         (first..first.saturating_add(n).min(LANES)).fold(Val::Clean, |acc, r| {
             let whole = join(acc, self.get(r));
             self.lanes_of(r)
                 .into_iter()
+                .filter(|&(k, _)| !shadowed(k))
                 .fold(whole, |a, (_, x)| join(a, x))
         })
     }
@@ -564,6 +598,10 @@ pub enum Code {
     /// What register `.0` held when the function was entered (a callee-saved SGPR, seeded by
     /// [`super::flow_call::seed_callee`]): at a return, the caller's own mark of `.0` still holds.
     Ident(Reg),
+    /// On an [`inside_key`]: the lane, were it inside the split, holds what its register's own
+    /// key holds (an exact lanewise write replaced it since it was set one by one). Dropped
+    /// where `exec` may take in lanes from outside the split, and across calls.
+    Inside,
 }
 
 /// The marks of a state: `None` where no path has reached it yet (every mark holds vacuously).

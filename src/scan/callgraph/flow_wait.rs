@@ -171,9 +171,11 @@ pub(super) fn reads_stale(inst: &Inst) -> bool {
     memory(inst) || (inst.vector && !inst.lanewise)
 }
 
-/// A memory instruction that reads registers ([`reads_stale`]).
+/// A memory instruction that reads registers ([`reads_stale`]), or a scalar message (`s_sendmsg`
+/// reads `m0`, which gfx9's scalar write needs a wait state before: llvm
+/// `GCNHazardRecognizer::checkReadM0Hazards`).
 fn memory(inst: &Inst) -> bool {
-    inst.counts != 0 && matches!(inst.op, Op::Mem | Op::SLoad { .. } | Op::Opaque)
+    (inst.counts != 0 || !inst.vector) && matches!(inst.op, Op::Mem | Op::SLoad { .. } | Op::Opaque)
 }
 
 /// The state `inst` reads, from `st`: each register it reads that was overwritten inside the

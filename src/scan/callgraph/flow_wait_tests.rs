@@ -291,3 +291,19 @@ fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
     coexec(&write(s), &mut st, &before);
     assert!(st.3.stale.is_empty());
 }
+
+/// gfx9's `s_sendmsg` reads `m0` a wait state late (llvm `checkReadM0Hazards`): what a scalar
+/// write of `m0` replaced may still be what the message sends.
+#[test]
+fn a_message_reads_m0_stale() {
+    let m0 = 124;
+    let mut st = reached();
+    st.set(m0, Val::Idx);
+    let before = st.clone();
+    st.set(m0, Val::Clean);
+    windows(&write(m0), &mut st, &before, &[], &[], None, m0);
+    let mut msg = Inst::new(1, Op::Mem);
+    msg.reads.push((m0, 1));
+    let (patched, _) = read_stale(&msg, &st).expect("a stale read");
+    assert_eq!(patched.get(m0), Val::Idx);
+}

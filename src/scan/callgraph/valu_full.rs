@@ -13,14 +13,29 @@
 use super::inst::Gen;
 
 /// VOP1: `v_mov_b32`, `v_not_b32`, `v_bfrev_b32`, `v_cvt_f32_{i32,u32}`, `v_cvt_{i32,u32}_f32`,
-/// `v_cvt_u32_f64`, `v_cvt_f64_u32` (gfx10 on), `v_rcp_f32`, `v_rcp_iflag_f32`.
+/// `v_cvt_u32_f64`, `v_cvt_f64_u32` (gfx10 on), `v_rcp_f32`, `v_rcp_iflag_f32`; from gfx10 on
+/// also `v_cvt_f32_ubyte0`…`3`, `v_fract_f32`, `v_trunc_f32`, `v_ceil_f32`, `v_rndne_f32`,
+/// `v_floor_f32`, `v_exp_f32`, `v_log_f32`, `v_rsq_f32`, `v_sqrt_f32`, `v_clz_i32_u32`
+/// (`v_ffbh_u32`), `v_ctz_i32_b32` (`v_ffbl_b32`), `v_cls_i32` (`v_ffbh_i32`),
+/// `v_frexp_exp_i32_f32`, `v_frexp_mant_f32` (the same opcodes for gfx1030, gfx1100 and
+/// gfx1200).
 pub(super) fn vop1(g: Gen, op: u32) -> bool {
     match g {
         Gen::G9 => matches!(op, 0x01 | 0x05..=0x08 | 0x15 | 0x22 | 0x23 | 0x2b | 0x2c),
         Gen::G10 | Gen::G11 | Gen::G12 => {
             matches!(
                 op,
-                0x01 | 0x05..=0x08 | 0x15 | 0x16 | 0x2a | 0x2b | 0x37 | 0x38
+                0x01 | 0x05..=0x08
+                    | 0x11..=0x16
+                    | 0x20..=0x25
+                    | 0x27
+                    | 0x2a
+                    | 0x2b
+                    | 0x2e
+                    | 0x33
+                    | 0x37..=0x3b
+                    | 0x3f
+                    | 0x40
             )
         }
     }

@@ -114,6 +114,13 @@ impl Ctx<'_> {
                     }
                     None => flow_call::seed_callee(&mut entry),
                 }
+                // No path reaches it yet (its entry has no marks, not even vacuous ones): it
+                // runs nothing, calls nothing and returns nothing. Followed from that bottom
+                // state, its code would make values no path has (a refusal of right code: the
+                // RCCL control build's `RunWork<…>::run`, issue 37).
+                if entry.1.is_none() {
+                    continue;
+                }
                 let out = self.function(f, &entry, &rets)?;
                 // What it writes: its own instructions, and what its callees write.
                 let w = writes2.entry(f).or_default();
