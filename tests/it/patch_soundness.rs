@@ -13,7 +13,7 @@ use rcclfix::patch::{patch_bytes, PatchOptions, PatchRecord, PatchRefused, Refus
 
 use crate::patch_soundness_build::{
     compile, Sources, F14, F14_ASSERTS, F16, F17, F17_ASSERTS, F18, F19, F19_CONTROLS, F20,
-    F20_CONTROLS, F21, F23, F24,
+    F20_CONTROLS, F21, F23, F24, F25,
 };
 
 fn opts(asserts: bool) -> PatchOptions {
@@ -632,6 +632,13 @@ fn slow_findings_of_the_hostile_review() {
     let f24 = d.join("f24");
     for &(n, archs) in F24 {
         refused_on(&f24, "r24", n, archs, &["reads the slot"]);
+    }
+    // The twenty-fifth review's (`findings25/README.md`, on 90c55fc): exec's name kept through
+    // an `s_or_saveexec` of -1 while Wide, and a tail call that counted it as entered without
+    // the Wide check. Patched, both modes.
+    let f25 = d.join("f25");
+    for &(n, archs) in F25 {
+        refused_on(&f25, "r25", n, archs, &["reads the slot"]);
     }
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(

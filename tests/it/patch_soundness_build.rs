@@ -88,6 +88,12 @@ pub(crate) const F24: Sources = &[
     ("splitcall_or", &["gfx1100"]),
 ];
 
+/// The twenty-fifth review's sources (`findings25/`), refused in both modes.
+pub(crate) const F25: Sources = &[
+    ("widetail", &["gfx1100", "gfx1030"]),
+    ("widetail_g12", &["gfx1201"]),
+];
+
 pub(crate) const HIP: &str = "hipcc -x hip --offload-device-only --no-gpu-bundle-output";
 
 pub(crate) fn compile(dir: &Path) {
@@ -322,6 +328,14 @@ pub(crate) fn compile(dir: &Path) {
         fixtures,
         24,
         F24,
+        &["../findings13/ldcommon.h", "../findings18/arch2.h"],
+    );
+    // The twenty-fifth review's (`findings25/`): exec's name kept through a widening.
+    review_on(
+        dir,
+        fixtures,
+        25,
+        F25,
         &["../findings13/ldcommon.h", "../findings18/arch2.h"],
     );
     crate::support::require_tool("rocm7.2", "hipcc");

@@ -167,8 +167,13 @@ fn vgpr_key(r: Reg) -> bool {
 /// held (the seventeenth review's `tailmv`: a copy of `s[42:43]` into `s[40:41]` before the jump).
 pub(super) fn idents(at: &Marks) -> Option<BTreeSet<Reg>> {
     at.as_ref().map(|m| {
+        // `exec` as entered, as [`flow_entered::as_entered`] reads it: named so, and not while a
+        // widening is under way (the twenty-fifth review's `widetail`).
+        let entered = flow_entered::as_entered(at);
         m.iter()
-            .filter(|(&k, c)| **c == Code::Ident(k) || (k == ENTERED && **c == AS_ENTERED))
+            .filter(|(&k, c)| {
+                **c == Code::Ident(k) || (k == ENTERED && **c == AS_ENTERED && entered)
+            })
             .map(|(&k, _)| k)
             .collect()
     })

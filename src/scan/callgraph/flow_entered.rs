@@ -147,8 +147,11 @@ pub(super) fn made(
     let name: Option<Mask> = match (&inst.op, t) {
         // A prologue's or epilogue's restore of the copy its `s_or_saveexec` of -1 made.
         (&Op::Copy { dst: EXEC, src, n }, Exec::Restore) if whole(n) => holds(src, n),
-        // exec as it was (an or with the split's mask, a copy of it).
-        (_, Exec::Same) => return out,
+        // exec as it was (an or with the split's mask, a copy of it). Not while every lane of the
+        // split is on and maybe more (`Code::Wide`): there a write that leaves the split as it
+        // is may still turn lanes on outside the named mask (the twenty-fifth review's
+        // `widetail`: `s_or_saveexec` of -1 after the `else` shape's own widening).
+        (_, Exec::Same) if !wide => return out,
         // Every lane on: no name until a copy of a named mask comes back.
         (Op::OrSaveExec { all: true, .. }, _) => None,
         // The `else`, after SIOptimizeExecMasking: exec = (p less x) and not x.

@@ -190,3 +190,43 @@ fn a_copy_into_exec_hi_names_nothing() {
     let st = run(&[(0x10, copy(0, EXEC)), (0x14, all), (0x18, lo)]);
     assert_eq!(entered(&st), Some(AS_ENTERED));
 }
+
+/// The twenty-fifth review's `widetail`: the unoptimized `else`'s `s_or_saveexec` of the `if`'s
+/// rest names `exec` as entered and widens it (Wide); an `s_or_saveexec` of -1 then, which the
+/// split takes as no change, turns every lane on: no name after it, and a tail call from there
+/// never counts `exec` as entered.
+#[test]
+fn a_widening_while_wide_drops_the_name() {
+    let and = inst(Op::AndSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
+    let orsave = inst(
+        Op::OrSaveExec {
+            dst: 0,
+            n: 1,
+            all: false,
+            src: Some(0),
+        },
+        &[(0, 1), (EXEC, 1)],
+    );
+    let all = inst(
+        Op::OrSaveExec {
+            dst: 4,
+            n: 1,
+            all: true,
+            src: None,
+        },
+        &[(4, 1), (EXEC, 1)],
+    );
+    let steps = [
+        (0x10, and),
+        (0x14, xor(0, EXEC, 0)),
+        (0x18, orsave),
+        (0x1c, all),
+    ];
+    let named = run(&steps[..3]);
+    assert_eq!(entered(&named), Some(AS_ENTERED));
+    // Named as entered, but Wide: neither a return nor a tail call counts it so.
+    assert!(!as_entered(&named.1));
+    let ids = crate::scan::callgraph::flow_call::idents(&named.1).unwrap();
+    assert!(!ids.contains(&ENTERED));
+    assert_eq!(entered(&run(&steps)), None);
+}
