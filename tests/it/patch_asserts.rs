@@ -476,8 +476,10 @@ fn slow_rccl_control_builds_patch_with_asserts() {
         ] {
             assert!(msg.contains(kernel), "{lib:?}: {msg}");
         }
+        // Refused by the flow of the kernarg segment pointer, not before it (where in the code
+        // moves as the flow gets more precise: `docs/patch.md` says where it is now).
         assert!(
-            msg.contains("a branch decided by an address computed from a code address"),
+            msg.contains("the kernarg segment pointer cannot be followed to a proof"),
             "{lib:?}: {msg}"
         );
         assert!(!d.join("out.so").exists(), "{lib:?}: something was written");
