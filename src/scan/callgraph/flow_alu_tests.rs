@@ -6,15 +6,6 @@ use crate::scan::callgraph::flow_state::Code;
 use crate::scan::callgraph::flow_wait::{read_stale, unread_stale};
 use crate::scan::callgraph::inst::V;
 
-fn reached() -> State {
-    State(
-        Default::default(),
-        Some(Default::default()),
-        Default::default(),
-        Default::default(),
-    )
-}
-
 /// A scalar (`vector` false) or vector ALU instruction reading `reads` and writing `writes`.
 fn alu_inst(vector: bool, reads: &[Reg], writes: &[Reg]) -> Inst {
     let mut i = Inst::new(1, Op::Alu);
@@ -49,7 +40,7 @@ fn wait_alu(waits: u8) -> Inst {
 #[test]
 fn a_scalar_write_of_a_pair_a_valu_read_is_read_stale_until_sa_sdst() {
     let s = 4;
-    let mut st = reached();
+    let mut st = State::reached();
     st.set(s, Val::Entry);
     st.1.as_mut().unwrap().insert(s, Code::PcLo(0x100));
     // Not tracked yet: a scalar write lands at once.
@@ -85,7 +76,7 @@ fn a_scalar_write_of_a_pair_a_valu_read_is_read_stale_until_sa_sdst() {
 #[test]
 fn a_vector_write_is_read_stale_by_vector_instructions_only() {
     let (s, vcc) = (10, VCC);
-    let mut st = reached();
+    let mut st = State::reached();
     st.set(s, Val::Idx);
     st.set(vcc, Val::Idx);
     st.3.tracked = !0;
@@ -111,7 +102,7 @@ fn a_vector_write_is_read_stale_by_vector_instructions_only() {
 #[test]
 fn a_stale_read_drops_every_mark_of_the_register_and_unreads_it() {
     let s = 6;
-    let mut st = reached();
+    let mut st = State::reached();
     st.3.tracked = !0;
     run(&alu_inst(false, &[], &[s]), &mut st, Val::Clean);
     // What the marks say of s6 now: half of the split's mask, and of the entry's exec.
@@ -144,7 +135,7 @@ fn a_stale_read_drops_every_mark_of_the_register_and_unreads_it() {
 
 #[test]
 fn what_a_call_writes_and_what_a_scalar_load_lands() {
-    let mut st = reached();
+    let mut st = State::reached();
     st.3.tracked = !0;
     // s_swappc_b64 s[30:31], s[4:5]: its link pair is no hazard (the pass adds no wait in the
     // callee).
@@ -178,7 +169,7 @@ fn what_a_call_writes_and_what_a_scalar_load_lands() {
 #[test]
 fn a_scalar_read_of_a_tracked_sgpr_lands_the_vector_writes() {
     let (s, t, u) = (10, 12, 40);
-    let mut st = reached();
+    let mut st = State::reached();
     st.3.tracked = 1 << (s / 2) | 1 << (t / 2) | 1 << (VCC / 2);
     run(&alu_inst(true, &[V], &[s]), &mut st, Val::Clean);
     run(&alu_inst(true, &[V], &[VCC]), &mut st, Val::Clean);
@@ -200,7 +191,7 @@ fn a_scalar_read_of_a_tracked_sgpr_lands_the_vector_writes() {
 
 #[test]
 fn every_scalar_instruction_but_a_scalar_load_reads_stale() {
-    let mut st = reached();
+    let mut st = State::reached();
     st.3.tracked = !0;
     run(&alu_inst(false, &[], &[20, 21]), &mut st, Val::Clean);
     // s_setpc_b64 s[20:21]: the decoder counts it on every counter (it acts beyond its

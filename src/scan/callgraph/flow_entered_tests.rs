@@ -74,6 +74,22 @@ fn or_exec(b: Reg) -> Inst {
     inst(op, &[(EXEC, 1)])
 }
 
+/// The first half of llvm's unoptimized `if`/`else` (gfx9's `SI_IF`/`SI_ELSE`):
+/// `s_and_saveexec_b32 s0`, `s_xor_b32 s0, exec_lo, s0`, `s_or_saveexec_b32 s0, s0`.
+fn unoptimized_else() -> [Inst; 3] {
+    let and = inst(Op::AndSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
+    let orsave = inst(
+        Op::OrSaveExec {
+            dst: 0,
+            n: 1,
+            all: false,
+            src: Some(0),
+        },
+        &[(0, 1), (EXEC, 1)],
+    );
+    [and, xor(0, EXEC, 0), orsave]
+}
+
 /// gfx11's `if`/`else` after SIOptimizeExecMasking (`_Z10op_checkedii` of our `indirect.hip`):
 /// `s_mov_b32 s0, exec_lo`; `v_cmpx`; `s_xor_b32 s0, exec_lo, s0`; `s_and_not1_saveexec_b32 s21,
 /// s0`; `s_or_b32 exec_lo, exec_lo, s21`: exec as entered again, within it all along.
@@ -111,19 +127,10 @@ fn an_if_and_its_else_return_to_the_entry() {
 /// of the copy, `s_or_saveexec` of it, `s_xor` of exec, `s_or` of exec.
 #[test]
 fn the_unoptimized_else_returns_to_the_entry_too() {
-    let and = inst(Op::AndSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
-    let orsave = inst(
-        Op::OrSaveExec {
-            dst: 0,
-            n: 1,
-            all: false,
-            src: Some(0),
-        },
-        &[(0, 1), (EXEC, 1)],
-    );
+    let [and, x, orsave] = unoptimized_else();
     let steps = [
         (0x10, and),
-        (0x14, xor(0, EXEC, 0)),
+        (0x14, x),
         (0x18, orsave),
         (0x1c, xor(EXEC, EXEC, 0)),
         (0x20, or_exec(0)),
@@ -197,16 +204,7 @@ fn a_copy_into_exec_hi_names_nothing() {
 /// never counts `exec` as entered.
 #[test]
 fn a_widening_while_wide_drops_the_name() {
-    let and = inst(Op::AndSaveExec { dst: 0, n: 1 }, &[(0, 1), (EXEC, 1)]);
-    let orsave = inst(
-        Op::OrSaveExec {
-            dst: 0,
-            n: 1,
-            all: false,
-            src: Some(0),
-        },
-        &[(0, 1), (EXEC, 1)],
-    );
+    let [and, x, orsave] = unoptimized_else();
     let all = inst(
         Op::OrSaveExec {
             dst: 4,
@@ -216,12 +214,7 @@ fn a_widening_while_wide_drops_the_name() {
         },
         &[(4, 1), (EXEC, 1)],
     );
-    let steps = [
-        (0x10, and),
-        (0x14, xor(0, EXEC, 0)),
-        (0x18, orsave),
-        (0x1c, all),
-    ];
+    let steps = [(0x10, and), (0x14, x), (0x18, orsave), (0x1c, all)];
     let named = run(&steps[..3]);
     assert_eq!(entered(&named), Some(AS_ENTERED));
     // Named as entered, but Wide: neither a return nor a tail call counts it so.

@@ -83,12 +83,7 @@ pub(super) fn kernel_entry(
     let props = u16::from_le_bytes([kd[56], kd[57]]);
     let preload = u16::from_le_bytes([kd[58], kd[59]]);
     // A kernel is reached: no register holds a code address yet.
-    let mut st = State(
-        Default::default(),
-        Some(Default::default()),
-        Default::default(),
-        Default::default(),
-    );
+    let mut st = State::reached();
     let mut at: Reg = 0;
     let bit = |b: u16| props & (1 << b) != 0;
     if bit(0) {

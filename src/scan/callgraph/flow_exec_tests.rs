@@ -12,12 +12,7 @@ fn inst(op: Op, writes: &[(Reg, u16)]) -> Inst {
 }
 
 fn marked(marks: &[(Reg, Code)]) -> State {
-    let mut st = State(
-        Default::default(),
-        Some(Default::default()),
-        Default::default(),
-        Default::default(),
-    );
+    let mut st = State::reached();
     for &(r, c) in marks {
         st.1.as_mut().unwrap().insert(mask_key(r), c);
     }

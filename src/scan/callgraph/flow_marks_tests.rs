@@ -12,15 +12,6 @@ fn key(l: u8) -> Option<u8> {
     Some(l & 31)
 }
 
-fn reached() -> State {
-    State(
-        BTreeMap::new(),
-        Some(BTreeMap::new()),
-        Default::default(),
-        Default::default(),
-    )
-}
-
 /// Run `inst` at `pc` on `st` as the flow does (marks only).
 fn step(st: &mut State, inst: &Inst, pc: u64, tables: &[(u64, u64)]) {
     let m = made(
@@ -73,7 +64,7 @@ fn starts(a: &[u64]) -> HashSet<u64> {
 
 #[test]
 fn an_exact_sum_reaches_a_start_and_nothing_else() {
-    let mut st = reached();
+    let mut st = State::reached();
     get_pc_plus(&mut st, 0x100);
     // s_getpc_b64's result is the next instruction's address, 0x104; plus 0x100.
     assert_eq!(st.1.as_ref().unwrap().get(&5), Some(&Code::PcHi(0x204)));
@@ -91,7 +82,7 @@ fn an_exact_sum_reaches_a_start_and_nothing_else() {
 
 #[test]
 fn a_carry_from_another_sum_or_a_constant_after_the_pair_is_no_start() {
-    let mut st = reached();
+    let mut st = State::reached();
     get_pc_plus(&mut st, 0x100);
     // One more add to the low half, with no matching carry into the high half.
     let add = Op::AddConst {
@@ -105,15 +96,15 @@ fn a_carry_from_another_sum_or_a_constant_after_the_pair_is_no_start() {
     let e = control(&call(4), &st, &starts(&[0x204, 0x20c]), &starts(&[]), None).unwrap_err();
     assert!(e.contains("cannot show"), "{e}");
     // A value with no mark at all (loaded, or computed from a load) is no target.
-    let st = reached();
+    let st = State::reached();
     assert!(control(&call(4), &st, &starts(&[0x204]), &starts(&[]), None).is_err());
 }
 
 #[test]
 fn the_join_keeps_only_what_both_paths_hold() {
-    let mut a = reached();
+    let mut a = State::reached();
     get_pc_plus(&mut a, 0x100);
-    let b = reached();
+    let b = State::reached();
     let mut j = a.clone();
     assert!(join_marks(&mut j.1, &b.1));
     assert!(control(&call(4), &j, &starts(&[0x204]), &starts(&[]), None).is_err());
@@ -129,7 +120,7 @@ fn the_join_keeps_only_what_both_paths_hold() {
 #[test]
 fn only_the_functions_own_return_address_is_a_return() {
     // What every call into the function wrote in its link pair.
-    let mut entry = reached();
+    let mut entry = State::reached();
     let mut m = BTreeMap::new();
     m.insert(30, Code::RetEntry);
     m.insert(31, Code::RetEntry);
@@ -170,7 +161,7 @@ fn only_the_functions_own_return_address_is_a_return() {
 /// A table at 0x1000–0x1010 addressed pc-relatively, indexed, loaded into v[4:5] by a GLOBAL
 /// load; returns the state after the load.
 fn waterfall_load() -> State {
-    let mut st = reached();
+    let mut st = State::reached();
     get_pc_plus(&mut st, 0x1000 - 0x104);
     let idx = Op::AddRegs {
         dst: 4,
@@ -297,7 +288,7 @@ fn a_write_to_the_loaded_lanes_outside_a_served_exec_ends_the_waterfall() {
 
 #[test]
 fn a_load_outside_every_table_is_no_entry() {
-    let mut st = reached();
+    let mut st = State::reached();
     get_pc_plus(&mut st, 0x2000 - 0x104);
     let sload = Op::SLoad {
         base: 4,
@@ -313,7 +304,7 @@ fn a_load_outside_every_table_is_no_entry() {
         &[(0x1000, 0x1010)],
     );
     assert!(control(&call(10), &st, &starts(&[]), &starts(&[]), None).is_err());
-    let mut st = reached();
+    let mut st = State::reached();
     get_pc_plus(&mut st, 0x1008 - 0x104);
     step(
         &mut st,
@@ -332,7 +323,7 @@ fn a_load_outside_every_table_is_no_entry() {
 /// start, an address outside it, a call, or an inexact pair are no long branch.
 #[test]
 fn a_long_branch_goes_on_inside_the_function() {
-    let mut st = reached();
+    let mut st = State::reached();
     get_pc_plus(&mut st, 0x100);
     let mut jump = inst(Op::Jump, &[]);
     jump.reads = vec![(4, 2)];

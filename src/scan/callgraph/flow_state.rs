@@ -217,6 +217,17 @@ pub(super) fn is_vgpr(r: Reg) -> bool {
 }
 
 impl State {
+    /// A state some path reaches with nothing followed in any register and no mark: where a
+    /// kernel starts ([`super::flow_entry`]) before its descriptor's registers are set.
+    pub(super) fn reached() -> State {
+        State(
+            Default::default(),
+            Some(Default::default()),
+            Default::default(),
+            Default::default(),
+        )
+    }
+
     pub(super) fn get(&self, r: Reg) -> Val {
         self.0.get(&r).copied().unwrap_or(Val::Clean)
     }

@@ -5,15 +5,6 @@
 use super::*;
 use crate::scan::callgraph::inst::{cnt, V};
 
-fn reached() -> State {
-    State(
-        Default::default(),
-        Some(Default::default()),
-        Default::default(),
-        Default::default(),
-    )
-}
-
 fn wait(c: u8) -> Inst {
     let mut i = Inst::new(1, Op::Alu);
     i.waits = c;
@@ -36,7 +27,7 @@ fn load(c: u8) -> Inst {
 #[test]
 fn a_wait_for_every_counter_settles_the_load() {
     let v = V + 3;
-    let mut st = reached();
+    let mut st = State::reached();
     // What the step leaves: the entry the register held, joined with what the load returns.
     st.set(v, Val::Entry);
     let mark = Code::FnLo(0x100, 0);
@@ -66,7 +57,7 @@ fn a_wait_for_every_counter_settles_the_load() {
 #[test]
 fn a_write_before_the_wait_may_be_overwritten() {
     let s = 4;
-    let mut st = reached();
+    let mut st = State::reached();
     settle(
         &load(cnt::KM),
         Exec::Same,
@@ -91,7 +82,7 @@ fn a_write_before_the_wait_may_be_overwritten() {
 #[test]
 fn moved_lanes_and_one_sided_joins_are_not_exact() {
     let v = V + 7;
-    let mut st = reached();
+    let mut st = State::reached();
     st.set(v, Val::Entry);
     settle(
         &load(cnt::LOAD),
@@ -113,7 +104,7 @@ fn moved_lanes_and_one_sided_joins_are_not_exact() {
     settle(&wait(cnt::VM), Exec::Same, &mut narrowed, &[], &[]).unwrap();
     assert_eq!(narrowed.get(v), Val::Entry);
     // Joined with a path where nothing is pending: that path's value stays.
-    let mut other = reached();
+    let mut other = State::reached();
     other.set(v, Val::Entry);
     let mut joined = st.clone();
     joined.join_from(&other);
@@ -128,7 +119,7 @@ fn moved_lanes_and_one_sided_joins_are_not_exact() {
 
 #[test]
 fn a_load_into_exec_is_refused() {
-    let mut st = reached();
+    let mut st = State::reached();
     let err = settle(
         &load(cnt::KM),
         Exec::Reset,
@@ -145,7 +136,7 @@ fn in_order_loads_settle_when_enough_younger_ones_may_be_out() {
     let (a, b) = (V + 4, V + 2);
     let mut vm = load(cnt::LOAD);
     vm.queue = Queue::VmLoad;
-    let mut st = reached();
+    let mut st = State::reached();
     settle(
         &vm,
         Exec::Same,
@@ -197,9 +188,17 @@ fn valu_write(r: Reg) -> Inst {
 #[test]
 fn a_wide_store_reads_its_data_late_and_an_mfma_its_sources() {
     let (d, c) = (V + 22, V + 24);
-    let mut st = reached();
+    let mut st = State::reached();
     let store = Inst::new(2, Op::Mem);
-    windows(&store, &mut st, &reached(), &[(d, 2)], &[(c, 4)], None, 124);
+    windows(
+        &store,
+        &mut st,
+        &State::reached(),
+        &[(d, 2)],
+        &[(c, 4)],
+        None,
+        124,
+    );
     // The next instruction writes a table's entry into both.
     let mut next = valu_write(d);
     next.writes.push((c, 1));
@@ -237,7 +236,7 @@ fn a_wide_store_reads_its_data_late_and_an_mfma_its_sources() {
 #[test]
 fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
     let s = 20;
-    let mut st = reached();
+    let mut st = State::reached();
     st.set(s, Val::Idx);
     let before = st.clone();
     st.set(s, Val::Clean);
@@ -251,7 +250,7 @@ fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
     let mut valu = valu_write(V + 1);
     valu.reads.push((s, 1));
     assert!(read_stale(&valu, &st).is_none());
-    let mut st2 = reached();
+    let mut st2 = State::reached();
     st2.set(s, Val::Idx);
     let before = st2.clone();
     st2.set(s, Val::Clean);
@@ -264,7 +263,7 @@ fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
 #[test]
 fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
     let s = 20;
-    let mut st = reached();
+    let mut st = State::reached();
     st.set(s, Val::Idx);
     let before = st.clone();
     st.set(s, Val::Clean);
@@ -276,7 +275,7 @@ fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
     assert_eq!(patched.get(s), Val::Idx);
     // What held nothing followed but a mark: the stale read has no mark.
     let t = 22;
-    let mut st = reached();
+    let mut st = State::reached();
     st.1.as_mut().unwrap().insert(t, Code::PcLo(0x100));
     let before = st.clone();
     coexec(&valu_write(t), &mut st, &before);
@@ -285,7 +284,7 @@ fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
     let (patched, _) = read_stale(&cmp, &st).expect("a stale read");
     assert!(patched.1.as_ref().unwrap().get(&t).is_none());
     // A scalar write opens nothing here.
-    let mut st = reached();
+    let mut st = State::reached();
     st.set(s, Val::Idx);
     let before = st.clone();
     coexec(&write(s), &mut st, &before);
@@ -297,7 +296,7 @@ fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
 #[test]
 fn a_message_reads_m0_stale() {
     let m0 = 124;
-    let mut st = reached();
+    let mut st = State::reached();
     st.set(m0, Val::Idx);
     let before = st.clone();
     st.set(m0, Val::Clean);
