@@ -614,3 +614,7 @@ mod tests;
 #[cfg(test)]
 #[path = "decode_wait_tests.rs"]
 mod wait_tests;
+
+#[cfg(test)]
+#[path = "decode_mem_tests.rs"]
+mod mem_tests;

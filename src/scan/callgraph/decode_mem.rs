@@ -183,7 +183,8 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     // Plain loads read no data and write exactly their width (a gfx90a AGPR destination, bit
     // 23 of the second word, aliases a VGPR here and is not counted as a certain write).
     let load = flat_load_width(g, (w >> 18) & 0x7f);
-    if load == 0 {
+    let d16 = flat_d16_load(g, (w >> 18) & 0x7f);
+    if load == 0 && !d16 {
         let op = (w >> 18) & 0x7f;
         let n = if flat_store(g, op) {
             store_width(g, op)
@@ -195,12 +196,17 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     let acc = g == Gen::G9 && (w1 >> 23) & 1 != 0;
     // gfx9/gfx10's LDS bit (13): the load goes to LDS, not to its destination.
     let lds = g != Gen::G11 && (w >> 13) & 1 != 0;
-    // A plain load writes its width and no more (FLAT has no TFE); a store writes no register;
-    // anything else (an atomic that may return) up to four.
+    // A plain load writes its width and no more (FLAT has no TFE), a `_d16` load half of one
+    // register (the other half kept: no certain write); a store writes no register; anything
+    // else (an atomic that may return) up to four.
     if !flat_store(g, (w >> 18) & 0x7f) {
         x.vdst(
             w1 >> 24,
-            if load > 0 { load } else { 4 },
+            match (load, d16) {
+                (0, true) => 1,
+                (0, false) => 4,
+                (n, _) => n,
+            },
             if acc || lds { 0 } else { load },
         );
     }
@@ -210,8 +216,8 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     x.full = load > 0 && !acc && !lds;
     // The LDS bit, or an opcode neither a plain load nor a plain store (an atomic, gfx94x's
     // `global_load_lds_dword`, 0x2A, llvm-mc 21): what it reads may go to LDS.
-    x.lds_dma = lds || (load == 0 && !flat_store(g, (w >> 18) & 0x7f));
-    if seg != 0 && load > 0 && !lds {
+    x.lds_dma = lds || (load == 0 && !d16 && !flat_store(g, (w >> 18) & 0x7f));
+    if seg != 0 && (load > 0 || d16) && !lds {
         x.queue = Queue::VmLoad;
     }
     x
@@ -262,6 +268,17 @@ pub(super) fn flat_load_width(g: Gen, op: u32) -> u16 {
     }
 }
 
+/// Whether a FLAT/GLOBAL/SCRATCH opcode is a `_d16` load, which writes the low or high half of
+/// one register and keeps the other (llvm `FLATInstructions.td`; llvm-mc 21's encodings:
+/// `*_load_ubyte_d16` … `*_load_short_d16_hi` are 0x20–0x25 on gfx9 and gfx10,
+/// `*_load_d16_u8` … `*_load_d16_hi_b16` 0x1E–0x23 on gfx11 and gfx12).
+pub(super) fn flat_d16_load(g: Gen, op: u32) -> bool {
+    match g {
+        Gen::G9 | Gen::G10 => (0x20..=0x25).contains(&op),
+        Gen::G11 | Gen::G12 => (0x1E..=0x23).contains(&op),
+    }
+}
+
 /// VFLAT, VGLOBAL, VSCRATCH on gfx12 (96 bits).
 pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     let (Some(w1), Some(w2)) = (w1, w2) else {
@@ -284,21 +301,27 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     x.addr_from(0);
     let op = (w >> 14) & 0xff;
     let load = flat_load_width(Gen::G12, op);
+    let d16 = flat_d16_load(Gen::G12, op);
     // gfx12 numbers its plain stores as gfx11 does (llvm-mc 21: `global_store_b8` 0x18 …
     // `_b128` 0x1D, `_d16_hi_b8`/`_b16` 0x24/0x25, in all three segments); a store writes no
     // register.
     let store = flat_store(Gen::G11, op);
-    if load == 0 {
+    if load == 0 && !d16 {
         let n = if store { store_width(Gen::G11, op) } else { 4 };
         x.vsrc(w1 >> 23, n);
     }
     if !store {
-        x.vdst(w1, if load > 0 { load } else { 4 }, load);
+        let may = match (load, d16) {
+            (0, true) => 1,
+            (0, false) => 4,
+            (n, _) => n,
+        };
+        x.vdst(w1, may, load);
     }
     x.lanewise = true;
     x.full = load > 0;
-    x.lds_dma = load == 0 && !store;
-    if (w >> 24) & 3 != 0 && load > 0 {
+    x.lds_dma = load == 0 && !d16 && !store;
+    if (w >> 24) & 3 != 0 && (load > 0 || d16) {
         x.queue = Queue::VmLoad;
     }
     x
