@@ -202,11 +202,7 @@ pub(super) fn flat(g: Gen, w: u32, w1: Option<u32>) -> Inst {
     if !flat_store(g, (w >> 18) & 0x7f) {
         x.vdst(
             w1 >> 24,
-            match (load, d16) {
-                (0, true) => 1,
-                (0, false) => 4,
-                (n, _) => n,
-            },
+            may_write(load, d16),
             if acc || lds { 0 } else { load },
         );
     }
@@ -279,6 +275,17 @@ pub(super) fn flat_d16_load(g: Gen, op: u32) -> bool {
     }
 }
 
+/// The registers a FLAT/GLOBAL/SCRATCH opcode that is no plain store may write: a plain load
+/// its width ([`flat_load_width`], `load`), a `_d16` load ([`flat_d16_load`]) one, anything
+/// else (an atomic that may return) up to four.
+fn may_write(load: u16, d16: bool) -> u16 {
+    match (load, d16) {
+        (0, true) => 1,
+        (0, false) => 4,
+        (n, _) => n,
+    }
+}
+
 /// VFLAT, VGLOBAL, VSCRATCH on gfx12 (96 bits).
 pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
     let (Some(w1), Some(w2)) = (w1, w2) else {
@@ -311,12 +318,7 @@ pub(super) fn flat12(w: u32, w1: Option<u32>, w2: Option<u32>) -> Inst {
         x.vsrc(w1 >> 23, n);
     }
     if !store {
-        let may = match (load, d16) {
-            (0, true) => 1,
-            (0, false) => 4,
-            (n, _) => n,
-        };
-        x.vdst(w1, may, load);
+        x.vdst(w1, may_write(load, d16), load);
     }
     x.lanewise = true;
     x.full = load > 0;
