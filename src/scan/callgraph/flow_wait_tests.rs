@@ -5,6 +5,16 @@
 use super::*;
 use crate::scan::callgraph::inst::{cnt, V};
 
+/// A state in which SGPR `s` held [`Val::Idx`] until an instruction just wrote nothing followed
+/// there, and the state before that write: `(after, before)`.
+fn overwritten(s: Reg) -> (State, State) {
+    let mut st = State::reached();
+    st.set(s, Val::Idx);
+    let before = st.clone();
+    st.set(s, Val::Clean);
+    (st, before)
+}
+
 fn wait(c: u8) -> Inst {
     let mut i = Inst::new(1, Op::Alu);
     i.waits = c;
@@ -236,10 +246,7 @@ fn a_wide_store_reads_its_data_late_and_an_mfma_its_sources() {
 #[test]
 fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
     let s = 20;
-    let mut st = State::reached();
-    st.set(s, Val::Idx);
-    let before = st.clone();
-    st.set(s, Val::Clean);
+    let (mut st, before) = overwritten(s);
     windows(&valu_write(s), &mut st, &before, &[], &[], None, 124);
     let mut vmem = load(cnt::LOAD);
     vmem.reads.push((s, 2));
@@ -250,10 +257,7 @@ fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
     let mut valu = valu_write(V + 1);
     valu.reads.push((s, 1));
     assert!(read_stale(&valu, &st).is_none());
-    let mut st2 = State::reached();
-    st2.set(s, Val::Idx);
-    let before = st2.clone();
-    st2.set(s, Val::Clean);
+    let (mut st2, before) = overwritten(s);
     windows(&write(s), &mut st2, &before, &[], &[], None, 124);
     assert!(read_stale(&vmem, &st2).is_none());
 }
@@ -263,10 +267,7 @@ fn a_memory_instruction_may_read_an_sgpr_a_valu_overwrote() {
 #[test]
 fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
     let s = 20;
-    let mut st = State::reached();
-    st.set(s, Val::Idx);
-    let before = st.clone();
-    st.set(s, Val::Clean);
+    let (mut st, before) = overwritten(s);
     let w = valu_write(s);
     coexec(&w, &mut st, &before);
     let mut mov = valu_write(V + 10);
@@ -296,10 +297,7 @@ fn on_gfx94x_a_valu_reads_an_sgpr_a_valu_wrote_stale() {
 #[test]
 fn a_message_reads_m0_stale() {
     let m0 = 124;
-    let mut st = State::reached();
-    st.set(m0, Val::Idx);
-    let before = st.clone();
-    st.set(m0, Val::Clean);
+    let (mut st, before) = overwritten(m0);
     windows(&write(m0), &mut st, &before, &[], &[], None, m0);
     let mut msg = Inst::new(1, Op::Mem);
     msg.reads.push((m0, 1));
