@@ -40,6 +40,13 @@ fn refused_on(dir: &Path, prefix: &str, name: &str, archs: &[&str], says: &[&str
     }
 }
 
+/// [`refused_on`] for each source of `sources` on its targets.
+fn all_refused_on(dir: &Path, prefix: &str, sources: Sources, says: &[&str]) {
+    for &(n, archs) in sources {
+        refused_on(dir, prefix, n, archs, says);
+    }
+}
+
 /// The assert variants `<prefix>_<name>-<arch>.co` of `sources` under `patch --asserts`, each
 /// refused where the flow loses the value or the call target: a read of a kernarg-derived
 /// address (`execret`, `exechi`) or a call through `s[40:41]` (`tailid`, `tailmv`).
@@ -496,24 +503,21 @@ fn slow_findings_of_the_hostile_review() {
     // `pendjmp` were refused already. The fifteenth review's `vccz` (gfx9's vccz after a half
     // write of vcc) and `mfma32` (a 32-register MFMA result), patched at efe00d4.
     let f14 = d.join("f14");
-    for &(n, archs) in F14 {
-        refused_on(
-            &f14,
-            "r14",
-            n,
-            archs,
-            &[
-                "may still read its data",
-                "may still read its sources",
-                "a code or data address leaves the registers",
-                "an address computed from a code address leaves the registers",
-                "control goes to s[20:21]",
-                "may be copied into LDS",
-                "a branch decided by",
-                "a store, an atomic or LDS access at an address computed from a code address",
-            ],
-        );
-    }
+    all_refused_on(
+        &f14,
+        "r14",
+        F14,
+        &[
+            "may still read its data",
+            "may still read its sources",
+            "a code or data address leaves the registers",
+            "an address computed from a code address leaves the registers",
+            "control goes to s[20:21]",
+            "may be copied into LDS",
+            "a branch decided by",
+            "a store, an atomic or LDS access at an address computed from a code address",
+        ],
+    );
     // 4t. A callee's own code shows what it keeps for its caller (`flow_call.rs`), the calling
     // convention is not assumed: the fifteenth review's `cssave` (above: a callee writes the
     // callee-saved `v[40:41]` and never restores them) and ours found closing it, both patched
@@ -529,34 +533,28 @@ fn slow_findings_of_the_hostile_review() {
     // slot's address (`joinall`) or `tab[1]` (`joinall_tab`, which stores evil's start into
     // the table). Patched by 4t's flow before it was committed (main at 5b9666b refuses both).
     let f16 = d.join("f16");
-    for &(n, archs) in F16 {
-        refused_on(
-            &f16,
-            "r16",
-            n,
-            archs,
-            &[
-                "addresses memory this rcclfix does not follow",
-                "nothing in its call graph explains it",
-                "an address computed from a code address leaves the registers",
-            ],
-        );
-    }
+    all_refused_on(
+        &f16,
+        "r16",
+        F16,
+        &[
+            "addresses memory this rcclfix does not follow",
+            "nothing in its call graph explains it",
+            "an address computed from a code address leaves the registers",
+        ],
+    );
     // 4v. The seventeenth review's (`findings17/README.md`, on 38270f0): `exechi` (on wave32 a
     // callee turns every lane on and copies its saved `exec_lo` into `exec_hi`, which named exec
     // as entered: the caller kept its lane split; `exechi_tab` the same with `tab[1]`) and
     // `tailmv` (a callee copies `s[42:43]` into `s[40:41]` and tail-calls a function that keeps
     // them: `Ident(42)` at the jump counted for s40). Patched at 38270f0.
     let f17 = d.join("f17");
-    for &(n, archs) in F17 {
-        refused_on(
-            &f17,
-            "r17",
-            n,
-            archs,
-            &["an address computed from a code address leaves the registers"],
-        );
-    }
+    all_refused_on(
+        &f17,
+        "r17",
+        F17,
+        &["an address computed from a code address leaves the registers"],
+    );
     refused_asserts_on(&f17, "r17", F17_ASSERTS);
     // 4w. The eighteenth review's (`findings18/README.md`, on 4451847's flow): a
     // `v_writelane_b32` from m0 or vcc_lo, which the decoder took for a write under exec, puts
@@ -564,18 +562,15 @@ fn slow_findings_of_the_hostile_review() {
     // (`wlsrc`: `Writes::wide` missed it) or in the loop itself (`wlcaller`, `wlvcc`: the marks
     // of the entry were kept); the loop then calls it. Patched, both modes.
     let f18 = d.join("f18");
-    for &(n, archs) in F18 {
-        refused_on(
-            &f18,
-            "r18",
-            n,
-            archs,
-            &[
-                "a vector instruction runs under an exec mask that is an address computed",
-                "a store, an atomic or LDS access at an address computed from a code address",
-            ],
-        );
-    }
+    all_refused_on(
+        &f18,
+        "r18",
+        F18,
+        &[
+            "a vector instruction runs under an exec mask that is an address computed",
+            "a store, an atomic or LDS access at an address computed from a code address",
+        ],
+    );
     // 4x. gfx12's SGPR read hazard (`findings19/README.md`, ours): `s[20:21]` held `&tab` and
     // a VALU read it; a `v_readfirstlane_b32` (`sgprfwd`) or an `s_mov_b64` (`sgprfwd_s`) then
     // writes a host buffer's address there, and the next ALU read, with no `s_wait_alu`
@@ -583,63 +578,49 @@ fn slow_findings_of_the_hostile_review() {
     // `tab[1]`, stored back into the table. Patched on main before, both modes; the controls,
     // with the wait, patch.
     let f19 = d.join("f19");
-    for &(n, archs) in F19 {
-        refused_on(
-            &f19,
-            "r19",
-            n,
-            archs,
-            &["an address computed from a code address leaves the registers"],
-        );
-    }
+    all_refused_on(
+        &f19,
+        "r19",
+        F19,
+        &["an address computed from a code address leaves the registers"],
+    );
     controls_patch(&f19, "r19", F19_CONTROLS);
     // The twentieth review's `setpcstale` (`findings20/README.md`, on 4x's flow before its
     // commit): the same hazard read by `s_setpc_b64`, which the flow took for no ALU
     // instruction, and whose target it chose before the stale read. Patched, both modes.
     let f20 = d.join("f20");
-    for &(n, archs) in F20 {
-        refused_on(&f20, "r20", n, archs, &["control goes to s[20:21]"]);
-    }
+    all_refused_on(&f20, "r20", F20, &["control goes to s[20:21]"]);
     controls_patch(&f20, "r20", F20_CONTROLS);
     // 4y. The twenty-first review's (`findings21/README.md`, on 4x's flow): hazards of other
     // generations hide `tab[1]` the same way: gfx942's VALU-written SGPR read by a VALU
     // (`vdecsgpr`), gfx11 wave64's SGPR read as a lane mask (`vmask`), gfx10.1's memory
     // instructions reading their SGPRs late (`vmemwar`, `smemwar`). Patched, both modes.
     let f21 = d.join("f21");
-    for &(n, archs) in F21 {
-        refused_on(
-            &f21,
-            "r21",
-            n,
-            archs,
-            &[
-                "an address computed from a code address leaves the registers",
-                "gfx11 wave64's hazards",
-                "gfx1010's hardware hazards",
-            ],
-        );
-    }
+    all_refused_on(
+        &f21,
+        "r21",
+        F21,
+        &[
+            "an address computed from a code address leaves the registers",
+            "gfx11 wave64's hazards",
+            "gfx1010's hardware hazards",
+        ],
+    );
     // 4z. The twenty-third review's (`findings23/README.md`, on the Inside marks before their
     // commit): a lane `v_writelane_b32` set, covered by a filling write under a narrow `exec`,
     // kept its mark across a call that came back with every lane on. Patched, both modes.
     let f23 = d.join("f23");
-    for &(n, archs) in F23 {
-        refused_on(&f23, "r23", n, archs, &["reads the slot"]);
-    }
+    all_refused_on(&f23, "r23", F23, &["reads the slot"]);
     // The twenty-fourth review's (`findings24/README.md`, on 451e582): a copy of exec in a
     // callee-saved SGPR kept its mask mark across a call that narrowed exec, so restoring it
     // turned lanes back on unseen. Patched, both modes.
     let f24 = d.join("f24");
-    for &(n, archs) in F24 {
-        refused_on(&f24, "r24", n, archs, &["reads the slot"]);
-    }
+    all_refused_on(&f24, "r24", F24, &["reads the slot"]);
     // The twenty-fifth review's (`findings25/README.md`, on 90c55fc): exec's name kept through
     // an `s_or_saveexec` of -1 while Wide, and a tail call that counted it as entered without
     // the Wide check. Patched, both modes.
     let f25 = d.join("f25");
-    for &(n, archs) in F25 {
-        refused_on(&f25, "r25", n, archs, &["reads the slot"]);
-    }
+    all_refused_on(&f25, "r25", F25, &["reads the slot"]);
     let r = refused(d, "r2_callee_after_call.co", true);
     assert!(
         r.to_string()
